@@ -1,0 +1,1 @@
+//! Blocked evaluations (leader only). Being built.

@@ -1,0 +1,1 @@
+//! The eval broker (leader only). Being built.

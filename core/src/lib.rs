@@ -1,0 +1,15 @@
+//! drover's scheduling domain, pure and deterministic.
+//!
+//! Nothing here performs IO, reads a clock or draws randomness on its own: time comes in as
+//! an argument, timers are due times the runtime polls, and randomness comes from a seeded
+//! generator passed in. That is what lets the whole scheduler be tested by simulation.
+
+pub mod blocked;
+pub mod broker;
+pub mod types;
+pub mod validate;
+
+pub use types::*;
+
+/// The namespace jobs live in unless they say otherwise.
+pub const DEFAULT_NAMESPACE: &str = "default";

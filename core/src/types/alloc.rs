@@ -1,0 +1,226 @@
+//! An allocation: one task group of one job placed on one node.
+//!
+//! Kept small on purpose (a million of them must fit in well under a GiB): ids are 16-byte
+//! UUIDs, the job id is shared, optional parts are boxed, and the job itself is not embedded
+//! (schedulers look up the version an allocation was placed with in the job versions table).
+
+use super::{AllocId, Dimension, EvalId, Index, JobId, NodeId, Resources, Timestamp};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// What the servers want for an allocation.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+pub enum DesiredStatus {
+    Run,
+    Stop,
+    /// Stopped to make room (preemption) or moved off a draining node.
+    Evict,
+}
+
+impl DesiredStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DesiredStatus::Run => "run",
+            DesiredStatus::Stop => "stop",
+            DesiredStatus::Evict => "evict",
+        }
+    }
+}
+
+/// What the node reports for an allocation (or what the servers decided for a lost node).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+pub enum ClientStatus {
+    Pending,
+    Running,
+    Complete,
+    Failed,
+    Lost,
+    /// The node is disconnected; the allocation may still be running there.
+    Unknown,
+}
+
+impl ClientStatus {
+    pub const ALL: [ClientStatus; 6] = [
+        ClientStatus::Pending,
+        ClientStatus::Running,
+        ClientStatus::Complete,
+        ClientStatus::Failed,
+        ClientStatus::Lost,
+        ClientStatus::Unknown,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClientStatus::Pending => "pending",
+            ClientStatus::Running => "running",
+            ClientStatus::Complete => "complete",
+            ClientStatus::Failed => "failed",
+            ClientStatus::Lost => "lost",
+            ClientStatus::Unknown => "unknown",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+
+    /// Complete, failed and lost never change again.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, ClientStatus::Complete | ClientStatus::Failed | ClientStatus::Lost)
+    }
+}
+
+/// One client-status transition with its time. The reconnect logic reads the newest entry:
+/// a reconnect is handled only while the newest entry is the disconnect (`Unknown`).
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct AllocStateEntry {
+    pub client_status: ClientStatus,
+    pub time: Timestamp,
+}
+
+/// One task's state as the agent reports it.
+#[derive(Clone, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub struct TaskState {
+    pub state: TaskRunState,
+    pub failed: bool,
+    pub restarts: u32,
+    pub started_at: Option<Timestamp>,
+    pub finished_at: Option<Timestamp>,
+    pub events: Vec<TaskEvent>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub enum TaskRunState {
+    #[default]
+    Pending,
+    Running,
+    Dead,
+}
+
+/// The newest task events kept per task.
+pub const MAX_TASK_EVENTS: usize = 10;
+
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct TaskEvent {
+    pub time: Timestamp,
+    /// `Received`, `Started`, `Terminated`, `Restarting`, `Killing`, `Driver Failure`, ...
+    pub kind: String,
+    pub message: String,
+    pub exit_code: Option<i32>,
+    /// The failure was the node's fault (missing executable, disk full); feeds flakiness.
+    pub infra_failure: bool,
+}
+
+/// The reschedule attempts that led to an allocation, oldest first.
+#[derive(Clone, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub struct RescheduleTracker {
+    pub events: Vec<RescheduleEvent>,
+}
+
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct RescheduleEvent {
+    pub time: Timestamp,
+    pub prev_alloc_id: AllocId,
+    pub prev_node_id: NodeId,
+    pub delay_ms: u64,
+}
+
+/// What the scheduler saw while placing (or failing to place) an allocation. On failures it
+/// answers "why is this pending": how many nodes each constraint filtered, which resource ran
+/// out where.
+#[derive(Clone, PartialEq, Debug, Default, Serialize, Deserialize)]
+pub struct AllocMetric {
+    pub nodes_evaluated: u32,
+    pub nodes_filtered: u32,
+    pub nodes_available: BTreeMap<String, u32>,
+    pub class_filtered: BTreeMap<String, u32>,
+    pub constraint_filtered: BTreeMap<String, u32>,
+    pub nodes_exhausted: u32,
+    pub class_exhausted: BTreeMap<String, u32>,
+    pub dimension_exhausted: BTreeMap<Dimension, u32>,
+    /// Placements that could not be made for this group in this eval.
+    pub coalesced_failures: u32,
+    /// The winning node's final score, for placements.
+    pub score: f64,
+}
+
+#[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
+pub struct Allocation {
+    pub id: AllocId,
+    pub eval_id: EvalId,
+    /// `job.group[i]`; replacements keep the name of what they replace.
+    pub name: String,
+    pub namespace: Arc<str>,
+    pub job_id: JobId,
+    /// The job version this allocation was placed (or last updated in place) with.
+    pub job_version: u64,
+    pub task_group: String,
+    pub node_id: NodeId,
+    pub desired_status: DesiredStatus,
+    pub desired_description: String,
+    pub client_status: ClientStatus,
+    pub client_description: String,
+    pub state_history: Vec<AllocStateEntry>,
+    pub task_states: BTreeMap<String, TaskState>,
+    pub reschedule_tracker: Option<Box<RescheduleTracker>>,
+    pub previous_allocation: Option<AllocId>,
+    pub next_allocation: Option<AllocId>,
+    /// Eval that will act on this allocation later (delayed reschedule, disconnect timeout).
+    pub follow_up_eval_id: Option<EvalId>,
+    /// Set when this allocation was evicted to make room.
+    pub preempted_by: Option<AllocId>,
+    /// Allocations this one evicted when it was placed.
+    pub preempted_allocations: Vec<AllocId>,
+    pub resources: Resources,
+    pub metrics: Option<Box<AllocMetric>>,
+    pub create_index: Index,
+    pub modify_index: Index,
+    /// Index of the last change the servers made (not client updates).
+    pub alloc_modify_index: Index,
+    pub create_time: Timestamp,
+    pub modify_time: Timestamp,
+}
+
+impl Allocation {
+    /// `job.group[index]`, the name every allocation of a group slot carries.
+    pub fn name_for(job: &str, group: &str, index: u32) -> String {
+        format!("{job}.{group}[{index}]")
+    }
+
+    /// The slot number parsed from the name, if it has one.
+    pub fn name_index(&self) -> Option<u32> {
+        let open = self.name.rfind('[')?;
+        self.name.get(open + 1..self.name.len().checked_sub(1)?)?.parse().ok()
+    }
+
+    /// Terminal on the servers' side (stop or evict) or the client's (complete/failed/lost).
+    pub fn is_terminal(&self) -> bool {
+        self.desired_status != DesiredStatus::Run || self.client_status.is_terminal()
+    }
+
+    /// Whether the client has stopped running it (what frees capacity on the node).
+    pub fn client_terminal(&self) -> bool {
+        self.client_status.is_terminal()
+    }
+
+    /// Whether it still holds node resources: not terminal on the client, and either wanted
+    /// running or not yet confirmed stopped. Stop decisions free capacity for planning at once
+    /// (Nomad does the same), so this is `!is_terminal()`.
+    pub fn uses_resources(&self) -> bool {
+        !self.is_terminal()
+    }
+
+    /// The client status of the newest state-history entry.
+    pub fn last_state(&self) -> Option<ClientStatus> {
+        self.state_history.last().map(|e| e.client_status)
+    }
+
+    /// Records a client-status transition in the state history (only real transitions).
+    pub fn record_client_status(&mut self, status: ClientStatus, time: Timestamp) {
+        if self.last_state() != Some(status) {
+            self.state_history.push(AllocStateEntry { client_status: status, time });
+        }
+        self.client_status = status;
+    }
+}

@@ -1,0 +1,175 @@
+//! Identifiers and the two scalar clocks of drover: Raft indexes and wall time.
+//!
+//! Node, allocation and evaluation ids are UUIDs held as 16 bytes (not strings) so that a
+//! million allocations and their indexes stay small. Job ids are user-chosen strings shared
+//! through an `Arc<str>`, so every allocation of a job points at one copy.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::sync::Arc;
+
+/// A Raft log index. Every object and table records the index of its last change.
+pub type Index = u64;
+
+macro_rules! uuid_id {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
+        pub struct $name(pub uuid::Uuid);
+
+        impl $name {
+            /// An id from 16 random bytes the caller drew (core never draws randomness itself).
+            pub fn from_bytes(bytes: [u8; 16]) -> Self {
+                Self(uuid::Builder::from_random_bytes(bytes).into_uuid())
+            }
+
+            /// A fresh random id; only for the runtime edges and tests, never inside the FSM.
+            pub fn random() -> Self {
+                Self(uuid::Uuid::new_v4())
+            }
+
+            /// The smallest id, a lower bound for range scans.
+            pub const MIN: Self = Self(uuid::Uuid::nil());
+            /// The largest id, an upper bound for range scans.
+            pub const MAX: Self = Self(uuid::Uuid::max());
+
+            /// The first eight hex digits, as operators read ids in tables.
+            pub fn short(&self) -> String {
+                let mut s = self.0.simple().to_string();
+                s.truncate(8);
+                s
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Display::fmt(&self.0.hyphenated(), f)
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}({})", stringify!($name), self.short())
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = uuid::Error;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                uuid::Uuid::parse_str(s).map(Self)
+            }
+        }
+    };
+}
+
+uuid_id!(
+    /// A node's id, chosen at first registration and kept by the agent across restarts.
+    NodeId
+);
+uuid_id!(
+    /// An allocation's id.
+    AllocId
+);
+uuid_id!(
+    /// An evaluation's id.
+    EvalId
+);
+
+/// A job's id within its namespace. Cheap to clone: every allocation of a job shares it.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct JobId(pub Arc<str>);
+
+impl JobId {
+    pub fn new(s: impl AsRef<str>) -> Self {
+        Self(Arc::from(s.as_ref()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for JobId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for JobId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "JobId({})", &self.0)
+    }
+}
+
+impl From<&str> for JobId {
+    fn from(s: &str) -> Self {
+        Self::new(s)
+    }
+}
+
+/// Namespace plus job id: the key of the jobs table. Nomad keys jobs the same way.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Debug)]
+pub struct JobKey {
+    pub namespace: Arc<str>,
+    pub id: JobId,
+}
+
+impl JobKey {
+    pub fn new(namespace: impl AsRef<str>, id: impl AsRef<str>) -> Self {
+        Self { namespace: Arc::from(namespace.as_ref()), id: JobId::new(id) }
+    }
+
+    /// A job in the `default` namespace.
+    pub fn default_ns(id: impl AsRef<str>) -> Self {
+        Self::new(crate::DEFAULT_NAMESPACE, id)
+    }
+}
+
+impl fmt::Display for JobKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.id)
+    }
+}
+
+/// Wall-clock time in milliseconds since the Unix epoch.
+///
+/// Core never reads a clock: the runtime passes `now` in, and stored times come from the
+/// command that carried them, so applying the same log always gives the same state.
+#[derive(
+    Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default, Debug,
+)]
+pub struct Timestamp(pub u64);
+
+impl Timestamp {
+    pub const ZERO: Self = Self(0);
+
+    pub fn from_millis(ms: u64) -> Self {
+        Self(ms)
+    }
+
+    pub fn as_millis(self) -> u64 {
+        self.0
+    }
+
+    pub fn saturating_add(self, d: std::time::Duration) -> Self {
+        Self(self.0.saturating_add(d.as_millis().min(u64::MAX as u128) as u64))
+    }
+
+    pub fn saturating_sub(self, d: std::time::Duration) -> Self {
+        Self(self.0.saturating_sub(d.as_millis().min(u64::MAX as u128) as u64))
+    }
+
+    /// Time elapsed from `earlier` to `self`, zero if `earlier` is later.
+    pub fn since(self, earlier: Timestamp) -> std::time::Duration {
+        std::time::Duration::from_millis(self.0.saturating_sub(earlier.0))
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match chrono::DateTime::from_timestamp_millis(self.0 as i64) {
+            Some(t) => write!(f, "{}", t.format("%Y-%m-%dT%H:%M:%S%.3fZ")),
+            None => write!(f, "{}ms", self.0),
+        }
+    }
+}

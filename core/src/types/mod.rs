@@ -1,0 +1,25 @@
+//! The domain types: one module per concept.
+
+mod alloc;
+mod constraint;
+mod eval;
+mod group;
+mod ids;
+mod job;
+mod node;
+mod plan;
+mod resources;
+mod scheduler_config;
+mod task;
+
+pub use alloc::*;
+pub use constraint::*;
+pub use eval::*;
+pub use group::*;
+pub use ids::*;
+pub use job::*;
+pub use node::*;
+pub use plan::*;
+pub use resources::*;
+pub use scheduler_config::*;
+pub use task::*;

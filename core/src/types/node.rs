@@ -1,0 +1,210 @@
+//! A node: one machine (or one simulated machine) that runs allocations.
+//!
+//! Two views of its life are kept side by side. `status` and `eligibility` are Nomad's, and
+//! are what the schedulers read; `health` is Scoot's, and is what operators read and act on.
+//! Placements go only to nodes that are `ready`, `eligible`, not draining, and `healthy`.
+
+use super::{Index, NodeId, Resources, Timestamp};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// The most recent node events kept on a node; older ones fall off.
+pub const MAX_NODE_EVENTS: usize = 10;
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+pub enum NodeStatus {
+    Initializing,
+    Ready,
+    Down,
+    Disconnected,
+}
+
+impl NodeStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeStatus::Initializing => "initializing",
+            NodeStatus::Ready => "ready",
+            NodeStatus::Down => "down",
+            NodeStatus::Disconnected => "disconnected",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [Self::Initializing, Self::Ready, Self::Down, Self::Disconnected]
+            .into_iter()
+            .find(|v| v.as_str() == s)
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+pub enum Eligibility {
+    Eligible,
+    Ineligible,
+}
+
+impl Eligibility {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Eligibility::Eligible => "eligible",
+            Eligibility::Ineligible => "ineligible",
+        }
+    }
+}
+
+/// Why a node is suspended (Scoot's sub-states).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Serialize, Deserialize)]
+pub enum SuspendReason {
+    /// Registered, readiness not yet passed.
+    New,
+    /// Missed heartbeats; recovers if it returns inside the lost grace, deleted after it.
+    Lost,
+    /// Too many infrastructure failures; rejoins after the cool-down and a readiness check.
+    Flaky,
+}
+
+/// Scoot's health sets. Disjoint: a node is in exactly one.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Serialize, Deserialize)]
+pub enum NodeHealth {
+    Healthy,
+    Suspended(SuspendReason),
+    /// Taken out by an operator; left only by `node online`.
+    Offlined,
+}
+
+impl NodeHealth {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeHealth::Healthy => "healthy",
+            NodeHealth::Suspended(SuspendReason::New) => "suspended:new",
+            NodeHealth::Suspended(SuspendReason::Lost) => "suspended:lost",
+            NodeHealth::Suspended(SuspendReason::Flaky) => "suspended:flaky",
+            NodeHealth::Offlined => "offlined",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        use NodeHealth::*;
+        use SuspendReason::*;
+        [Healthy, Suspended(New), Suspended(Lost), Suspended(Flaky), Offlined]
+            .into_iter()
+            .find(|h| h.as_str() == s)
+    }
+}
+
+/// A drain in progress: allocations migrate off the node until done or the deadline.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct DrainStrategy {
+    /// After this, remaining allocations are stopped outright. `None`: no deadline.
+    pub deadline: Option<Duration>,
+    /// Stop everything now rather than migrating gradually.
+    pub force: bool,
+    /// Leave system job allocations in place.
+    pub ignore_system_jobs: bool,
+    pub started_at: Timestamp,
+}
+
+impl DrainStrategy {
+    /// The time by which the drain must be complete, if it has a deadline.
+    pub fn deadline_at(&self) -> Option<Timestamp> {
+        self.deadline.map(|d| self.started_at.saturating_add(d))
+    }
+}
+
+/// Something that happened to a node, kept for operators (the last few only).
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct NodeEvent {
+    pub time: Timestamp,
+    pub subsystem: String,
+    pub message: String,
+}
+
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Node {
+    pub id: NodeId,
+    /// Shared secret the agent proves itself with on every RPC after register.
+    pub secret_id: String,
+    pub name: String,
+    pub datacenter: String,
+    /// The operator's class. Blocked evals are keyed by it: nodes of one class are assumed
+    /// to share the attributes constraints look at (constraints on `unique.*` escape).
+    pub node_class: String,
+    pub attributes: BTreeMap<String, String>,
+    pub meta: BTreeMap<String, String>,
+    /// Total capacity the node offers.
+    pub resources: Resources,
+    /// Held back for the OS and the agent; never allocated.
+    pub reserved: Resources,
+    pub status: NodeStatus,
+    pub status_description: String,
+    pub status_updated_at: Timestamp,
+    pub eligibility: Eligibility,
+    pub drain: Option<DrainStrategy>,
+    pub health: NodeHealth,
+    pub health_since: Timestamp,
+    /// The snapshot (artifact) this node last ran; drives snapshot affinity.
+    pub last_snapshot: Option<String>,
+    pub events: Vec<NodeEvent>,
+    pub create_index: Index,
+    pub modify_index: Index,
+}
+
+impl Node {
+    /// A ready, eligible, healthy node in `dc1` with no class; for tests and the simulator.
+    pub fn new(id: NodeId, name: impl Into<String>, resources: Resources) -> Self {
+        Self {
+            id,
+            secret_id: String::new(),
+            name: name.into(),
+            datacenter: "dc1".into(),
+            node_class: String::new(),
+            attributes: BTreeMap::new(),
+            meta: BTreeMap::new(),
+            resources,
+            reserved: Resources::ZERO,
+            status: NodeStatus::Ready,
+            status_description: String::new(),
+            status_updated_at: Timestamp::ZERO,
+            eligibility: Eligibility::Eligible,
+            drain: None,
+            health: NodeHealth::Healthy,
+            health_since: Timestamp::ZERO,
+            last_snapshot: None,
+            events: Vec::new(),
+            create_index: 0,
+            modify_index: 0,
+        }
+    }
+
+    /// Capacity that allocations may use: total less reserved.
+    pub fn allocatable(&self) -> Resources {
+        self.resources.saturating_sub(&self.reserved)
+    }
+
+    /// The class key used for blocked-eval eligibility (`default` when unset).
+    pub fn class_key(&self) -> &str {
+        if self.node_class.is_empty() { "default" } else { &self.node_class }
+    }
+
+    /// Whether new work may be placed here: ready, eligible, not draining, healthy.
+    pub fn is_schedulable(&self) -> bool {
+        self.status == NodeStatus::Ready
+            && self.eligibility == Eligibility::Eligible
+            && self.drain.is_none()
+            && self.health == NodeHealth::Healthy
+    }
+
+    /// Whether the node has left for good as far as its allocations are concerned.
+    pub fn is_terminal_status(&self) -> bool {
+        self.status == NodeStatus::Down
+    }
+
+    /// Appends an event, keeping only the newest [`MAX_NODE_EVENTS`].
+    pub fn push_event(&mut self, event: NodeEvent) {
+        self.events.push(event);
+        if self.events.len() > MAX_NODE_EVENTS {
+            let excess = self.events.len() - MAX_NODE_EVENTS;
+            self.events.drain(..excess);
+        }
+    }
+}

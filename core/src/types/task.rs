@@ -1,0 +1,50 @@
+//! A task: one process to run inside an allocation.
+
+use super::Resources;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Drivers drover can run. `exec` job files are accepted and run like `raw_exec`.
+pub const KNOWN_DRIVERS: [&str; 3] = ["raw_exec", "exec", "mock"];
+
+/// A task's driver configuration. `command` and `args` are what the process driver reads;
+/// anything else a job file sets is kept verbatim in `extra` for drivers that want it.
+#[derive(Clone, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub struct TaskConfig {
+    pub command: String,
+    pub args: Vec<String>,
+    pub extra: BTreeMap<String, String>,
+}
+
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Task {
+    pub name: String,
+    pub driver: String,
+    pub config: TaskConfig,
+    pub env: BTreeMap<String, String>,
+    pub resources: Resources,
+    /// The artifact the task runs from; nodes that last ran it are preferred (warm inputs).
+    pub snapshot: Option<String>,
+    /// Time between the polite signal and the kill on stop.
+    pub kill_timeout: Duration,
+    pub meta: BTreeMap<String, String>,
+}
+
+impl Task {
+    pub const DEFAULT_KILL_TIMEOUT: Duration = Duration::from_secs(5);
+
+    /// A `raw_exec` task running `command` with Nomad's default resources (100 MHz, 300 MB).
+    pub fn raw_exec(name: impl Into<String>, command: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            driver: "raw_exec".into(),
+            config: TaskConfig { command: command.into(), ..TaskConfig::default() },
+            env: BTreeMap::new(),
+            resources: Resources::new(100, 300, 0),
+            snapshot: None,
+            kill_timeout: Self::DEFAULT_KILL_TIMEOUT,
+            meta: BTreeMap::new(),
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Job validation. Being built.
