@@ -6,6 +6,9 @@
 
 pub mod blocked;
 pub mod broker;
+pub mod fsm;
+pub mod mock;
+pub mod state;
 pub mod types;
 pub mod validate;
 

@@ -67,7 +67,10 @@ impl ClientStatus {
 
     /// Complete, failed and lost never change again.
     pub fn is_terminal(self) -> bool {
-        matches!(self, ClientStatus::Complete | ClientStatus::Failed | ClientStatus::Lost)
+        matches!(
+            self,
+            ClientStatus::Complete | ClientStatus::Failed | ClientStatus::Lost
+        )
     }
 }
 
@@ -191,7 +194,10 @@ impl Allocation {
     /// The slot number parsed from the name, if it has one.
     pub fn name_index(&self) -> Option<u32> {
         let open = self.name.rfind('[')?;
-        self.name.get(open + 1..self.name.len().checked_sub(1)?)?.parse().ok()
+        self.name
+            .get(open + 1..self.name.len().checked_sub(1)?)?
+            .parse()
+            .ok()
     }
 
     /// Terminal on the servers' side (stop or evict) or the client's (complete/failed/lost).
@@ -219,7 +225,10 @@ impl Allocation {
     /// Records a client-status transition in the state history (only real transitions).
     pub fn record_client_status(&mut self, status: ClientStatus, time: Timestamp) {
         if self.last_state() != Some(status) {
-            self.state_history.push(AllocStateEntry { client_status: status, time });
+            self.state_history.push(AllocStateEntry {
+                client_status: status,
+                time,
+            });
         }
         self.client_status = status;
     }

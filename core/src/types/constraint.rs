@@ -46,7 +46,11 @@ impl Operator {
     ];
 
     pub fn as_str(self) -> &'static str {
-        Self::ALL.iter().find(|(op, _)| *op == self).map(|(_, s)| *s).unwrap_or("?")
+        Self::ALL
+            .iter()
+            .find(|(op, _)| *op == self)
+            .map(|(_, s)| *s)
+            .unwrap_or("?")
     }
 
     /// Parses a jobspec spelling; `==` and `is` are accepted as Nomad accepts them.
@@ -54,7 +58,10 @@ impl Operator {
         match s {
             "==" | "is" => Some(Operator::Equal),
             "not" => Some(Operator::NotEqual),
-            _ => Self::ALL.iter().find(|(_, name)| *name == s).map(|(op, _)| *op),
+            _ => Self::ALL
+                .iter()
+                .find(|(_, name)| *name == s)
+                .map(|(op, _)| *op),
         }
     }
 }
@@ -75,7 +82,11 @@ pub struct Constraint {
 
 impl Constraint {
     pub fn new(l: impl Into<String>, op: Operator, r: impl Into<String>) -> Self {
-        Self { l_target: l.into(), operator: op, r_target: r.into() }
+        Self {
+            l_target: l.into(),
+            operator: op,
+            r_target: r.into(),
+        }
     }
 }
 

@@ -124,7 +124,10 @@ string_enum!(
 impl EvalStatus {
     /// Complete, failed and canceled evals are done: the broker never tracks them again.
     pub fn is_terminal(self) -> bool {
-        matches!(self, EvalStatus::Complete | EvalStatus::Failed | EvalStatus::Canceled)
+        matches!(
+            self,
+            EvalStatus::Complete | EvalStatus::Failed | EvalStatus::Canceled
+        )
     }
 }
 
@@ -205,7 +208,10 @@ impl Evaluation {
     }
 
     pub fn job_key(&self) -> super::JobKey {
-        super::JobKey { namespace: self.namespace.clone(), id: self.job_id.clone() }
+        super::JobKey {
+            namespace: self.namespace.clone(),
+            id: self.job_id.clone(),
+        }
     }
 
     /// Whether the eval must wait before it is ready (`wait` or `wait_until`).

@@ -116,7 +116,10 @@ pub struct JobKey {
 
 impl JobKey {
     pub fn new(namespace: impl AsRef<str>, id: impl AsRef<str>) -> Self {
-        Self { namespace: Arc::from(namespace.as_ref()), id: JobId::new(id) }
+        Self {
+            namespace: Arc::from(namespace.as_ref()),
+            id: JobId::new(id),
+        }
     }
 
     /// A job in the `default` namespace.
@@ -152,11 +155,17 @@ impl Timestamp {
     }
 
     pub fn saturating_add(self, d: std::time::Duration) -> Self {
-        Self(self.0.saturating_add(d.as_millis().min(u64::MAX as u128) as u64))
+        Self(
+            self.0
+                .saturating_add(d.as_millis().min(u64::MAX as u128) as u64),
+        )
     }
 
     pub fn saturating_sub(self, d: std::time::Duration) -> Self {
-        Self(self.0.saturating_sub(d.as_millis().min(u64::MAX as u128) as u64))
+        Self(
+            self.0
+                .saturating_sub(d.as_millis().min(u64::MAX as u128) as u64),
+        )
     }
 
     /// Time elapsed from `earlier` to `self`, zero if `earlier` is later.

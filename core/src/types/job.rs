@@ -15,7 +15,12 @@ pub enum JobType {
 }
 
 impl JobType {
-    pub const ALL: [JobType; 4] = [JobType::Service, JobType::Batch, JobType::System, JobType::SysBatch];
+    pub const ALL: [JobType; 4] = [
+        JobType::Service,
+        JobType::Batch,
+        JobType::System,
+        JobType::SysBatch,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -77,7 +82,10 @@ pub struct UpdateStrategy {
 
 impl Default for UpdateStrategy {
     fn default() -> Self {
-        Self { max_parallel: 1, stagger: Duration::from_secs(30) }
+        Self {
+            max_parallel: 1,
+            stagger: Duration::from_secs(30),
+        }
     }
 }
 
@@ -173,7 +181,10 @@ impl Job {
     }
 
     pub fn key(&self) -> JobKey {
-        JobKey { namespace: self.namespace.as_str().into(), id: self.id.clone() }
+        JobKey {
+            namespace: self.namespace.as_str().into(),
+            id: self.id.clone(),
+        }
     }
 
     pub fn group(&self, name: &str) -> Option<&TaskGroup> {

@@ -31,9 +31,14 @@ impl NodeStatus {
     }
 
     pub fn parse(s: &str) -> Option<Self> {
-        [Self::Initializing, Self::Ready, Self::Down, Self::Disconnected]
-            .into_iter()
-            .find(|v| v.as_str() == s)
+        [
+            Self::Initializing,
+            Self::Ready,
+            Self::Down,
+            Self::Disconnected,
+        ]
+        .into_iter()
+        .find(|v| v.as_str() == s)
     }
 }
 
@@ -86,9 +91,15 @@ impl NodeHealth {
     pub fn parse(s: &str) -> Option<Self> {
         use NodeHealth::*;
         use SuspendReason::*;
-        [Healthy, Suspended(New), Suspended(Lost), Suspended(Flaky), Offlined]
-            .into_iter()
-            .find(|h| h.as_str() == s)
+        [
+            Healthy,
+            Suspended(New),
+            Suspended(Lost),
+            Suspended(Flaky),
+            Offlined,
+        ]
+        .into_iter()
+        .find(|h| h.as_str() == s)
     }
 }
 
@@ -183,7 +194,11 @@ impl Node {
 
     /// The class key used for blocked-eval eligibility (`default` when unset).
     pub fn class_key(&self) -> &str {
-        if self.node_class.is_empty() { "default" } else { &self.node_class }
+        if self.node_class.is_empty() {
+            "default"
+        } else {
+            &self.node_class
+        }
     }
 
     /// Whether new work may be placed here: ready, eligible, not draining, healthy.

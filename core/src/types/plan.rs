@@ -40,7 +40,10 @@ impl AllocTransition {
     /// are not ready (a down node's allocations must still be marked lost).
     pub fn is_stop_or_mark(&self) -> bool {
         self.desired_status != DesiredStatus::Run
-            || matches!(self.client_status, Some(ClientStatus::Lost | ClientStatus::Unknown))
+            || matches!(
+                self.client_status,
+                Some(ClientStatus::Lost | ClientStatus::Unknown)
+            )
     }
 }
 
@@ -105,7 +108,10 @@ impl Plan {
     }
 
     pub fn append_alloc(&mut self, alloc: Allocation) {
-        self.node_allocation.entry(alloc.node_id).or_default().push(alloc);
+        self.node_allocation
+            .entry(alloc.node_id)
+            .or_default()
+            .push(alloc);
     }
 
     pub fn append_update(&mut self, node_id: NodeId, t: AllocTransition) {

@@ -36,10 +36,18 @@ impl std::fmt::Display for Dimension {
 }
 
 impl Resources {
-    pub const ZERO: Self = Self { cpu_mhz: 0, memory_mb: 0, disk_mb: 0 };
+    pub const ZERO: Self = Self {
+        cpu_mhz: 0,
+        memory_mb: 0,
+        disk_mb: 0,
+    };
 
     pub fn new(cpu_mhz: u64, memory_mb: u64, disk_mb: u64) -> Self {
-        Self { cpu_mhz, memory_mb, disk_mb }
+        Self {
+            cpu_mhz,
+            memory_mb,
+            disk_mb,
+        }
     }
 
     /// The first dimension in which `self` does not cover `need`, if any.

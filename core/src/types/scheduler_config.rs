@@ -40,7 +40,12 @@ pub struct PreemptionConfig {
 impl Default for PreemptionConfig {
     /// Nomad's default: on for system jobs only.
     fn default() -> Self {
-        Self { system: true, sysbatch: true, batch: false, service: false }
+        Self {
+            system: true,
+            sysbatch: true,
+            batch: false,
+            service: false,
+        }
     }
 }
 

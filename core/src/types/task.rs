@@ -39,7 +39,10 @@ impl Task {
         Self {
             name: name.into(),
             driver: "raw_exec".into(),
-            config: TaskConfig { command: command.into(), ..TaskConfig::default() },
+            config: TaskConfig {
+                command: command.into(),
+                ..TaskConfig::default()
+            },
             env: BTreeMap::new(),
             resources: Resources::new(100, 300, 0),
             snapshot: None,

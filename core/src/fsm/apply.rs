@@ -1,0 +1,571 @@
+//! Applying a command to the store: deterministic, and all-or-nothing (a command that is
+//! refused leaves the store as it was).
+
+use super::command::*;
+use super::event::{Event, EventPayload, EventType, Topic};
+use crate::state::StateStore;
+use crate::types::*;
+use std::collections::BTreeSet;
+
+/// Why a command was refused. The store is unchanged when this is returned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApplyError {
+    #[error("node {0} not found")]
+    NodeNotFound(NodeId),
+    #[error("job {0} not found")]
+    JobNotFound(JobKey),
+    #[error("scheduler config changed: expected modify index {expected}, found {actual}")]
+    CasMismatch { expected: Index, actual: Index },
+}
+
+/// Applies `cmd` at Raft index `index` and returns the events it produced, in order.
+pub fn apply(
+    store: &mut StateStore,
+    index: Index,
+    cmd: &Command,
+) -> Result<Vec<Event>, ApplyError> {
+    let mut fsm = Apply {
+        store,
+        index,
+        events: Vec::new(),
+        touched_jobs: BTreeSet::new(),
+    };
+    fsm.command(cmd)?;
+    fsm.refresh_job_statuses();
+    Ok(fsm.events)
+}
+
+struct Apply<'a> {
+    store: &'a mut StateStore,
+    index: Index,
+    events: Vec<Event>,
+    touched_jobs: BTreeSet<JobKey>,
+}
+
+impl Apply<'_> {
+    fn command(&mut self, cmd: &Command) -> Result<(), ApplyError> {
+        match cmd {
+            Command::NodeRegister { node, now } => self.node_register(node, *now),
+            Command::NodeStatus {
+                node_id,
+                status,
+                description,
+                now,
+                evals,
+            } => self.node_change(*node_id, EventType::NodeStatus, *now, evals, |n| {
+                if n.status == *status && n.status_description == *description {
+                    return None;
+                }
+                n.status = *status;
+                n.status_description = description.clone();
+                n.status_updated_at = *now;
+                Some(format!("node status is now {}", status.as_str()))
+            }),
+            Command::NodeEligibility {
+                node_id,
+                eligibility,
+                now,
+                evals,
+            } => self.node_change(*node_id, EventType::NodeEligibility, *now, evals, |n| {
+                (n.eligibility != *eligibility).then(|| {
+                    n.eligibility = *eligibility;
+                    format!("node marked {}", eligibility.as_str())
+                })
+            }),
+            Command::NodeDrain {
+                node_id,
+                drain,
+                now,
+                evals,
+            } => {
+                self.node_change(*node_id, EventType::NodeDrain, *now, evals, |n| {
+                    if n.drain == *drain {
+                        return None;
+                    }
+                    n.drain = drain.clone();
+                    // A drain makes the node ineligible; ending it makes it eligible again,
+                    // as `nomad node drain -disable` does without `-keep-ineligible`.
+                    Some(match drain {
+                        Some(_) => {
+                            n.eligibility = Eligibility::Ineligible;
+                            "node drain started".to_string()
+                        }
+                        None => {
+                            n.eligibility = Eligibility::Eligible;
+                            "node drain ended".to_string()
+                        }
+                    })
+                })
+            }
+            Command::NodeOffline {
+                node_id,
+                now,
+                evals,
+            } => self.node_change(*node_id, EventType::NodeHealth, *now, evals, |n| {
+                (n.health != NodeHealth::Offlined).then(|| {
+                    n.health = NodeHealth::Offlined;
+                    n.health_since = *now;
+                    "node offlined by operator".to_string()
+                })
+            }),
+            Command::NodeOnline {
+                node_id,
+                now,
+                evals,
+            } => self.node_change(*node_id, EventType::NodeHealth, *now, evals, |n| {
+                (n.health == NodeHealth::Offlined).then(|| {
+                    n.health = if n.status == NodeStatus::Ready {
+                        NodeHealth::Healthy
+                    } else {
+                        NodeHealth::Suspended(SuspendReason::New)
+                    };
+                    n.health_since = *now;
+                    "node onlined by operator".to_string()
+                })
+            }),
+            Command::NodeHealth {
+                node_id,
+                health,
+                now,
+                evals,
+            } => {
+                self.node_change(*node_id, EventType::NodeHealth, *now, evals, |n| {
+                    (n.health != *health).then(|| {
+                        n.health = *health;
+                        n.health_since = *now;
+                        if *health == NodeHealth::Suspended(SuspendReason::Flaky) {
+                            // A flaky node's warm snapshot is not trusted when it comes back.
+                            n.last_snapshot = None;
+                        }
+                        format!("node health is now {}", health.as_str())
+                    })
+                })
+            }
+            Command::NodeSnapshot {
+                node_id,
+                snapshot,
+                now,
+            } => self.node_change(*node_id, EventType::NodeSnapshot, *now, &[], |n| {
+                (n.last_snapshot != *snapshot).then(|| {
+                    n.last_snapshot = snapshot.clone();
+                    String::new()
+                })
+            }),
+            Command::NodeDeregister { node_ids, .. } => {
+                for id in node_ids {
+                    if let Some(n) = self.store.remove_node(self.index, id) {
+                        self.push(
+                            Topic::Node,
+                            EventType::NodeDeregistration,
+                            n.id.to_string(),
+                            EventPayload::Node(n),
+                        );
+                    }
+                }
+                Ok(())
+            }
+            Command::JobRegister { job, eval, now } => self.job_register(job, eval.as_ref(), *now),
+            Command::JobDeregister {
+                job,
+                purge,
+                eval,
+                now,
+            } => self.job_deregister(job, *purge, eval.as_ref(), *now),
+            Command::EvalUpsert { evals } => {
+                self.upsert_evals(evals);
+                Ok(())
+            }
+            Command::EvalCancel {
+                eval_ids,
+                reason,
+                now,
+            } => {
+                for id in eval_ids {
+                    let Some(e) = self.store.eval(id).filter(|e| !e.is_terminal()) else {
+                        continue;
+                    };
+                    let mut e = (**e).clone();
+                    e.status = EvalStatus::Canceled;
+                    e.status_description = reason.clone();
+                    e.modify_time = *now;
+                    self.put_eval(e);
+                }
+                Ok(())
+            }
+            Command::EvalDelete {
+                eval_ids,
+                alloc_ids,
+            } => {
+                for id in eval_ids {
+                    if let Some(e) = self.store.remove_eval(self.index, id) {
+                        self.touched_jobs.insert(e.job_key());
+                        self.push(
+                            Topic::Evaluation,
+                            EventType::EvaluationDeleted,
+                            id.to_string(),
+                            EventPayload::EvalId(*id),
+                        );
+                    }
+                }
+                for id in alloc_ids {
+                    if let Some(a) = self.store.remove_alloc(self.index, id) {
+                        self.touched_jobs.insert(JobKey {
+                            namespace: a.namespace.clone(),
+                            id: a.job_id.clone(),
+                        });
+                        self.push(
+                            Topic::Allocation,
+                            EventType::AllocationDeleted,
+                            id.to_string(),
+                            EventPayload::AllocId(*id),
+                        );
+                    }
+                }
+                Ok(())
+            }
+            Command::AllocClientUpdate {
+                node_id,
+                updates,
+                evals,
+                now,
+            } => self.alloc_client_update(*node_id, updates, evals, *now),
+            Command::ApplyPlan { plan, now } => {
+                self.apply_plan(plan, *now);
+                Ok(())
+            }
+            Command::SchedulerConfig { config, cas_index } => {
+                let actual = self.store.scheduler_config().modify_index;
+                if let Some(expected) = cas_index
+                    && *expected != actual
+                {
+                    return Err(ApplyError::CasMismatch {
+                        expected: *expected,
+                        actual,
+                    });
+                }
+                self.store.set_scheduler_config(self.index, config.clone());
+                let cfg = self.store.scheduler_config().clone();
+                self.push(
+                    Topic::Operator,
+                    EventType::SchedulerConfigUpdated,
+                    "scheduler".into(),
+                    EventPayload::SchedulerConfig(cfg),
+                );
+                Ok(())
+            }
+        }
+    }
+
+    fn push(&mut self, topic: Topic, event_type: EventType, key: String, payload: EventPayload) {
+        self.events.push(Event {
+            topic,
+            event_type,
+            key,
+            index: self.index,
+            payload,
+        });
+    }
+
+    fn node_register(&mut self, node: &Node, now: Timestamp) -> Result<(), ApplyError> {
+        let mut n = node.clone();
+        let message = match self.store.node(&node.id) {
+            Some(old) => {
+                // Re-registration (an agent restart): operator decisions and history survive.
+                n.create_index = old.create_index;
+                n.eligibility = old.eligibility;
+                n.drain = old.drain.clone();
+                if old.health == NodeHealth::Offlined {
+                    n.health = NodeHealth::Offlined;
+                }
+                n.health_since = if n.health == old.health {
+                    old.health_since
+                } else {
+                    now
+                };
+                n.last_snapshot = n.last_snapshot.or_else(|| old.last_snapshot.clone());
+                n.events = old.events.clone();
+                "node re-registered"
+            }
+            None => {
+                n.create_index = self.index;
+                n.health_since = now;
+                n.events.clear();
+                "node registered"
+            }
+        };
+        n.modify_index = self.index;
+        n.status_updated_at = now;
+        n.push_event(NodeEvent {
+            time: now,
+            subsystem: "cluster".into(),
+            message: message.into(),
+        });
+        let n = self.store.put_node(self.index, n);
+        self.events
+            .push(Event::node(self.index, EventType::NodeRegistration, &n));
+        Ok(())
+    }
+
+    /// Changes one node with `f`, which returns the node event message, or `None` for no
+    /// change (idempotent operations emit nothing). The evals are written either way.
+    fn node_change(
+        &mut self,
+        node_id: NodeId,
+        event_type: EventType,
+        now: Timestamp,
+        evals: &[Evaluation],
+        f: impl FnOnce(&mut Node) -> Option<String>,
+    ) -> Result<(), ApplyError> {
+        let old = self
+            .store
+            .node(&node_id)
+            .ok_or(ApplyError::NodeNotFound(node_id))?;
+        let mut n = (**old).clone();
+        if let Some(message) = f(&mut n) {
+            if !message.is_empty() {
+                n.push_event(NodeEvent {
+                    time: now,
+                    subsystem: "cluster".into(),
+                    message,
+                });
+            }
+            n.modify_index = self.index;
+            let n = self.store.put_node(self.index, n);
+            self.events.push(Event::node(self.index, event_type, &n));
+        }
+        self.upsert_evals(evals);
+        Ok(())
+    }
+
+    fn job_register(
+        &mut self,
+        job: &Job,
+        eval: Option<&Evaluation>,
+        now: Timestamp,
+    ) -> Result<(), ApplyError> {
+        let mut j = job.clone();
+        match self.store.job(&job.key()) {
+            Some(old) => {
+                j.create_index = old.create_index;
+                if old.spec_differs(job) {
+                    j.version = old.version + 1;
+                    j.job_modify_index = self.index;
+                    j.submit_time = now;
+                } else {
+                    j.version = old.version;
+                    j.job_modify_index = old.job_modify_index;
+                    j.submit_time = old.submit_time;
+                }
+                j.status = old.status;
+            }
+            None => {
+                j.create_index = self.index;
+                j.version = 0;
+                j.job_modify_index = self.index;
+                j.submit_time = now;
+                j.status = JobStatus::Pending;
+            }
+        }
+        j.modify_index = self.index;
+        let key = j.key();
+        let j = self.store.put_job(self.index, j);
+        self.events
+            .push(Event::job(self.index, EventType::JobRegistered, &j));
+        self.touched_jobs.insert(key);
+        if let Some(e) = eval {
+            let mut e = e.clone();
+            e.job_modify_index = j.job_modify_index;
+            self.put_eval(e);
+        }
+        Ok(())
+    }
+
+    fn job_deregister(
+        &mut self,
+        key: &JobKey,
+        purge: bool,
+        eval: Option<&Evaluation>,
+        now: Timestamp,
+    ) -> Result<(), ApplyError> {
+        let old = self
+            .store
+            .job(key)
+            .ok_or_else(|| ApplyError::JobNotFound(key.clone()))?
+            .clone();
+        if purge {
+            self.store.remove_job(self.index, key);
+            self.push(
+                Topic::Job,
+                EventType::JobDeregistered,
+                key.id.to_string(),
+                EventPayload::JobKey(key.clone()),
+            );
+        } else if !old.stop {
+            let mut j = (*old).clone();
+            j.stop = true;
+            j.version += 1;
+            j.job_modify_index = self.index;
+            j.modify_index = self.index;
+            j.submit_time = now;
+            let j = self.store.put_job(self.index, j);
+            self.events
+                .push(Event::job(self.index, EventType::JobDeregistered, &j));
+        }
+        self.touched_jobs.insert(key.clone());
+        if let Some(e) = eval {
+            let mut e = e.clone();
+            e.job_modify_index = self.index;
+            self.put_eval(e);
+        }
+        Ok(())
+    }
+
+    fn upsert_evals(&mut self, evals: &[Evaluation]) {
+        for e in evals {
+            self.put_eval(e.clone());
+        }
+    }
+
+    /// Writes an eval, keeping its create index if it exists, and stamping the modify index.
+    fn put_eval(&mut self, mut e: Evaluation) {
+        e.create_index = self
+            .store
+            .eval(&e.id)
+            .map_or(self.index, |old| old.create_index);
+        e.modify_index = self.index;
+        self.touched_jobs.insert(e.job_key());
+        let e = self.store.put_eval(self.index, e);
+        self.events.push(Event::eval(self.index, &e));
+    }
+
+    fn alloc_client_update(
+        &mut self,
+        node_id: NodeId,
+        updates: &[AllocClientUpdate],
+        evals: &[Evaluation],
+        now: Timestamp,
+    ) -> Result<(), ApplyError> {
+        if self.store.node(&node_id).is_none() {
+            return Err(ApplyError::NodeNotFound(node_id));
+        }
+        for u in updates {
+            // A node updates only its own allocations, and terminal client states are final.
+            let Some(old) = self.store.alloc(&u.alloc_id) else {
+                continue;
+            };
+            if old.node_id != node_id || old.client_status.is_terminal() {
+                continue;
+            }
+            let mut a = (**old).clone();
+            a.client_status = u.client_status;
+            a.client_description = u.client_description.clone();
+            if !u.task_states.is_empty() {
+                a.task_states = u.task_states.clone();
+            }
+            a.modify_index = self.index;
+            a.modify_time = now;
+            self.touched_jobs.insert(JobKey {
+                namespace: a.namespace.clone(),
+                id: a.job_id.clone(),
+            });
+            let a = self.store.put_alloc(self.index, a);
+            self.events.push(Event::alloc(
+                self.index,
+                EventType::AllocationClientUpdated,
+                &a,
+            ));
+        }
+        self.upsert_evals(evals);
+        Ok(())
+    }
+
+    fn apply_plan(&mut self, plan: &PlanApply, now: Timestamp) {
+        for t in plan
+            .node_update
+            .values()
+            .chain(plan.node_preemptions.values())
+            .flatten()
+        {
+            self.transition(t, now);
+        }
+        for alloc in plan.node_allocation.values().flatten() {
+            self.place(alloc, now);
+        }
+        self.upsert_evals(&plan.evals);
+    }
+
+    fn transition(&mut self, t: &AllocTransition, now: Timestamp) {
+        let Some(old) = self.store.alloc(&t.alloc_id) else {
+            return;
+        };
+        let mut a = (**old).clone();
+        a.desired_status = t.desired_status;
+        a.desired_description = t.desired_description.clone();
+        if let Some(status) = t.client_status {
+            a.record_client_status(status, now);
+        }
+        if t.follow_up_eval_id.is_some() {
+            a.follow_up_eval_id = t.follow_up_eval_id;
+        }
+        if t.preempted_by.is_some() {
+            a.preempted_by = t.preempted_by;
+        }
+        self.stamp_and_put(a, now);
+    }
+
+    fn place(&mut self, alloc: &Allocation, now: Timestamp) {
+        let mut a = alloc.clone();
+        match self.store.alloc(&a.id) {
+            Some(old) => {
+                // In-place update: the client's view is newer than the scheduler's snapshot.
+                a.create_index = old.create_index;
+                a.create_time = old.create_time;
+                a.task_states = old.task_states.clone();
+                if !matches!(a.client_status, ClientStatus::Lost | ClientStatus::Unknown) {
+                    a.client_status = old.client_status;
+                    a.client_description = old.client_description.clone();
+                }
+            }
+            None => {
+                a.create_index = self.index;
+                a.create_time = now;
+                if let Some(prev) = a.previous_allocation
+                    && let Some(p) = self.store.alloc(&prev)
+                {
+                    let mut p = (**p).clone();
+                    p.next_allocation = Some(a.id);
+                    self.stamp_and_put(p, now);
+                }
+            }
+        }
+        self.stamp_and_put(a, now);
+    }
+
+    fn stamp_and_put(&mut self, mut a: Allocation, now: Timestamp) {
+        a.modify_index = self.index;
+        a.alloc_modify_index = self.index;
+        a.modify_time = now;
+        if let Some(old) = self.store.alloc(&a.id) {
+            self.touched_jobs.insert(JobKey {
+                namespace: old.namespace.clone(),
+                id: old.job_id.clone(),
+            });
+        }
+        self.touched_jobs.insert(JobKey {
+            namespace: a.namespace.clone(),
+            id: a.job_id.clone(),
+        });
+        let a = self.store.put_alloc(self.index, a);
+        self.events
+            .push(Event::alloc(self.index, EventType::PlanResult, &a));
+    }
+
+    fn refresh_job_statuses(&mut self) {
+        for key in std::mem::take(&mut self.touched_jobs) {
+            if let Some(j) = self.store.refresh_job_status(self.index, &key) {
+                self.events
+                    .push(Event::job(self.index, EventType::JobStatusChanged, &j));
+            }
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! Every change to drover's state, as a command appended to the Raft log.
+//!
+//! Commands carry everything the FSM needs (times, ids, follow-up evals) so that applying
+//! the same log always yields the same state: the FSM never reads a clock or draws ids.
+
+use crate::types::*;
+use serde::{Deserialize, Serialize};
+
+/// One client-side change to an allocation, as an agent reports it.
+#[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
+pub struct AllocClientUpdate {
+    pub alloc_id: AllocId,
+    pub client_status: ClientStatus,
+    pub client_description: String,
+    /// Replaces the allocation's task states when non-empty.
+    pub task_states: std::collections::BTreeMap<String, TaskState>,
+}
+
+/// The committed part of a plan, as the plan applier writes it.
+#[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
+pub struct PlanApply {
+    pub eval_id: EvalId,
+    pub job: Option<JobKey>,
+    pub node_allocation: std::collections::BTreeMap<NodeId, Vec<Allocation>>,
+    pub node_update: std::collections::BTreeMap<NodeId, Vec<AllocTransition>>,
+    pub node_preemptions: std::collections::BTreeMap<NodeId, Vec<AllocTransition>>,
+    pub evals: Vec<Evaluation>,
+}
+
+// Commands are built one at a time and moved straight into the log, never stored in bulk, so
+// the size of the largest variant costs nothing that boxing would save.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
+pub enum Command {
+    /// Registers a node or re-registers it (same id); keeps create index and health history.
+    NodeRegister {
+        node: Node,
+        now: Timestamp,
+    },
+    /// Status change (heartbeat missed, node back, ...), with the evals it triggers.
+    NodeStatus {
+        node_id: NodeId,
+        status: NodeStatus,
+        description: String,
+        now: Timestamp,
+        evals: Vec<Evaluation>,
+    },
+    NodeEligibility {
+        node_id: NodeId,
+        eligibility: Eligibility,
+        now: Timestamp,
+        evals: Vec<Evaluation>,
+    },
+    /// Starts (`Some`) or ends (`None`) a drain.
+    NodeDrain {
+        node_id: NodeId,
+        drain: Option<DrainStrategy>,
+        now: Timestamp,
+        evals: Vec<Evaluation>,
+    },
+    /// Operator offline: no new placements; the lost sweep does not delete it.
+    NodeOffline {
+        node_id: NodeId,
+        now: Timestamp,
+        evals: Vec<Evaluation>,
+    },
+    /// Operator online: back to suspended-new until readiness passes (or healthy if ready).
+    NodeOnline {
+        node_id: NodeId,
+        now: Timestamp,
+        evals: Vec<Evaluation>,
+    },
+    /// A health transition decided by the leader's node-health machine.
+    NodeHealth {
+        node_id: NodeId,
+        health: NodeHealth,
+        now: Timestamp,
+        evals: Vec<Evaluation>,
+    },
+    /// The snapshot (artifact) the node last ran.
+    NodeSnapshot {
+        node_id: NodeId,
+        snapshot: Option<String>,
+        now: Timestamp,
+    },
+    NodeDeregister {
+        node_ids: Vec<NodeId>,
+        now: Timestamp,
+    },
+    /// A job and its evaluation, in one entry so no scheduler sees one without the other.
+    JobRegister {
+        job: Job,
+        eval: Option<Evaluation>,
+        now: Timestamp,
+    },
+    /// Stops the job (or removes it with `purge`), with the eval that stops its allocations.
+    JobDeregister {
+        job: JobKey,
+        purge: bool,
+        eval: Option<Evaluation>,
+        now: Timestamp,
+    },
+    EvalUpsert {
+        evals: Vec<Evaluation>,
+    },
+    /// Cancels evals in one batch (broker collapse, duplicate blocked evals).
+    EvalCancel {
+        eval_ids: Vec<EvalId>,
+        reason: String,
+        now: Timestamp,
+    },
+    /// Garbage collection of terminal evals and allocations.
+    EvalDelete {
+        eval_ids: Vec<EvalId>,
+        alloc_ids: Vec<AllocId>,
+    },
+    /// Client status of allocations on one node, with evals for failures to reschedule.
+    AllocClientUpdate {
+        node_id: NodeId,
+        updates: Vec<AllocClientUpdate>,
+        evals: Vec<Evaluation>,
+        now: Timestamp,
+    },
+    ApplyPlan {
+        plan: PlanApply,
+        now: Timestamp,
+    },
+    /// Sets the scheduler config; with `cas_index`, only if it is still at that index.
+    SchedulerConfig {
+        config: SchedulerConfig,
+        cas_index: Option<Index>,
+    },
+}
+
+impl Command {
+    /// A short name for logs and metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Command::NodeRegister { .. } => "node_register",
+            Command::NodeStatus { .. } => "node_status",
+            Command::NodeEligibility { .. } => "node_eligibility",
+            Command::NodeDrain { .. } => "node_drain",
+            Command::NodeOffline { .. } => "node_offline",
+            Command::NodeOnline { .. } => "node_online",
+            Command::NodeHealth { .. } => "node_health",
+            Command::NodeSnapshot { .. } => "node_snapshot",
+            Command::NodeDeregister { .. } => "node_deregister",
+            Command::JobRegister { .. } => "job_register",
+            Command::JobDeregister { .. } => "job_deregister",
+            Command::EvalUpsert { .. } => "eval_upsert",
+            Command::EvalCancel { .. } => "eval_cancel",
+            Command::EvalDelete { .. } => "eval_delete",
+            Command::AllocClientUpdate { .. } => "alloc_client_update",
+            Command::ApplyPlan { .. } => "apply_plan",
+            Command::SchedulerConfig { .. } => "scheduler_config",
+        }
+    }
+}

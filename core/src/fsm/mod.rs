@@ -1,0 +1,18 @@
+//! The finite state machine of the Raft log: commands, how they change the store, the events
+//! they emit, and their binary form.
+
+mod apply;
+mod codec;
+mod command;
+mod event;
+
+#[cfg(test)]
+mod tests;
+
+pub use apply::{ApplyError, apply};
+pub use codec::{
+    COMMAND_FORMAT, CodecError, SNAPSHOT_FORMAT, decode_command, decode_snapshot, encode_command,
+    encode_snapshot,
+};
+pub use command::{AllocClientUpdate, Command, PlanApply};
+pub use event::{Event, EventPayload, EventType, Topic};

@@ -1,0 +1,755 @@
+//! One test per command: its effect on the store and the events it emits.
+
+use super::*;
+use crate::mock;
+use crate::state::{StateStore, Table};
+use crate::types::*;
+
+const T0: Timestamp = Timestamp(1_700_000_000_000);
+
+/// Applies `setup` at indexes 1.., then `cmd` at the next index; returns the store, the
+/// events of `cmd` as (topic, type, key) and the index `cmd` was applied at. Every step
+/// must leave the store consistent.
+fn check(setup: &[Command], cmd: Command) -> (StateStore, Vec<(Topic, EventType, String)>, Index) {
+    let mut store = StateStore::new();
+    let mut index = 0;
+    for c in setup {
+        index += 1;
+        apply(&mut store, index, c).unwrap_or_else(|e| panic!("setup {} failed: {e}", c.kind()));
+        store.check_consistency().unwrap();
+    }
+    index += 1;
+    let events =
+        apply(&mut store, index, &cmd).unwrap_or_else(|e| panic!("{} failed: {e}", cmd.kind()));
+    store.check_consistency().unwrap();
+    assert!(
+        events.iter().all(|e| e.index == index),
+        "every event carries the command's index"
+    );
+    let events = events
+        .into_iter()
+        .map(|e| (e.topic, e.event_type, e.key))
+        .collect();
+    (store, events, index)
+}
+
+fn register_node(n: u64) -> Command {
+    Command::NodeRegister {
+        node: mock::node(n),
+        now: T0,
+    }
+}
+
+fn register_job(job: &Job, eval_n: u64) -> Command {
+    Command::JobRegister {
+        job: job.clone(),
+        eval: Some(mock::eval(eval_n, job)),
+        now: T0,
+    }
+}
+
+fn keys(job: &Job) -> JobKey {
+    job.key()
+}
+
+#[test]
+fn node_register_creates_then_keeps_operator_state() {
+    let id = mock::node_id(1);
+    let (s, ev, idx) = check(&[], register_node(1));
+    let n = s.node(&id).unwrap();
+    assert_eq!((n.create_index, n.modify_index), (idx, idx));
+    assert_eq!(n.events.last().unwrap().message, "node registered");
+    assert_eq!(
+        ev,
+        vec![(Topic::Node, EventType::NodeRegistration, id.to_string())]
+    );
+
+    let offline = Command::NodeOffline {
+        node_id: id,
+        now: T0,
+        evals: vec![],
+    };
+    let (s, _, idx) = check(&[register_node(1), offline], register_node(1));
+    let n = s.node(&id).unwrap();
+    assert_eq!(n.create_index, 1, "re-registration keeps the create index");
+    assert_eq!(n.modify_index, idx);
+    assert_eq!(
+        n.health,
+        NodeHealth::Offlined,
+        "an agent restart does not undo an offline"
+    );
+}
+
+#[test]
+fn node_commands_change_one_field_each_and_are_idempotent() {
+    let id = mock::node_id(1);
+    let drain = DrainStrategy {
+        deadline: Some(mock::SEC),
+        force: false,
+        ignore_system_jobs: false,
+        started_at: T0,
+    };
+    let cases: Vec<(&str, Command, fn(&Node) -> bool)> = vec![
+        (
+            "status",
+            Command::NodeStatus {
+                node_id: id,
+                status: NodeStatus::Down,
+                description: "missed heartbeats".into(),
+                now: T0,
+                evals: vec![],
+            },
+            |n| n.status == NodeStatus::Down,
+        ),
+        (
+            "eligibility",
+            Command::NodeEligibility {
+                node_id: id,
+                eligibility: Eligibility::Ineligible,
+                now: T0,
+                evals: vec![],
+            },
+            |n| n.eligibility == Eligibility::Ineligible,
+        ),
+        (
+            "drain",
+            Command::NodeDrain {
+                node_id: id,
+                drain: Some(drain),
+                now: T0,
+                evals: vec![],
+            },
+            |n| n.drain.is_some() && n.eligibility == Eligibility::Ineligible,
+        ),
+        (
+            "offline",
+            Command::NodeOffline {
+                node_id: id,
+                now: T0,
+                evals: vec![],
+            },
+            |n| n.health == NodeHealth::Offlined,
+        ),
+        (
+            "health",
+            Command::NodeHealth {
+                node_id: id,
+                health: NodeHealth::Suspended(SuspendReason::Flaky),
+                now: T0,
+                evals: vec![],
+            },
+            |n| {
+                n.health == NodeHealth::Suspended(SuspendReason::Flaky) && n.last_snapshot.is_none()
+            },
+        ),
+        (
+            "snapshot",
+            Command::NodeSnapshot {
+                node_id: id,
+                snapshot: Some("snap-1".into()),
+                now: T0,
+            },
+            |n| n.last_snapshot.as_deref() == Some("snap-1"),
+        ),
+    ];
+    for (name, cmd, holds) in cases {
+        let (s, ev, idx) = check(&[register_node(1)], cmd.clone());
+        let n = s.node(&id).unwrap();
+        assert!(holds(n), "{name}: change not applied: {n:?}");
+        assert_eq!(n.modify_index, idx, "{name}");
+        assert_eq!(ev.len(), 1, "{name}: one node event");
+        // Applying the same command again changes nothing and emits nothing.
+        let (s2, ev2, _) = check(&[register_node(1), cmd.clone()], cmd);
+        assert!(ev2.is_empty(), "{name}: repeat emitted {ev2:?}");
+        assert_eq!(
+            s2.node(&id).unwrap().modify_index,
+            idx,
+            "{name}: repeat bumped the index"
+        );
+    }
+}
+
+#[test]
+fn node_online_returns_to_healthy_only_when_ready() {
+    let id = mock::node_id(1);
+    let offline = Command::NodeOffline {
+        node_id: id,
+        now: T0,
+        evals: vec![],
+    };
+    let online = Command::NodeOnline {
+        node_id: id,
+        now: T0,
+        evals: vec![],
+    };
+    let (s, _, _) = check(&[register_node(1), offline.clone()], online.clone());
+    assert_eq!(s.node(&id).unwrap().health, NodeHealth::Healthy);
+
+    let down = Command::NodeStatus {
+        node_id: id,
+        status: NodeStatus::Initializing,
+        description: String::new(),
+        now: T0,
+        evals: vec![],
+    };
+    let (s, _, _) = check(&[register_node(1), down, offline], online.clone());
+    assert_eq!(
+        s.node(&id).unwrap().health,
+        NodeHealth::Suspended(SuspendReason::New)
+    );
+
+    let (_, ev, _) = check(&[register_node(1)], online);
+    assert!(
+        ev.is_empty(),
+        "online of a node that is not offlined is a no-op"
+    );
+}
+
+#[test]
+fn node_drain_end_makes_node_eligible() {
+    let id = mock::node_id(1);
+    let drain = DrainStrategy {
+        deadline: None,
+        force: true,
+        ignore_system_jobs: false,
+        started_at: T0,
+    };
+    let start = Command::NodeDrain {
+        node_id: id,
+        drain: Some(drain),
+        now: T0,
+        evals: vec![],
+    };
+    let end = Command::NodeDrain {
+        node_id: id,
+        drain: None,
+        now: T0,
+        evals: vec![],
+    };
+    let (s, _, _) = check(&[register_node(1), start], end);
+    let n = s.node(&id).unwrap();
+    assert!(n.drain.is_none());
+    assert_eq!(n.eligibility, Eligibility::Eligible);
+}
+
+#[test]
+fn node_commands_on_missing_node_are_refused_and_change_nothing() {
+    let id = mock::node_id(9);
+    let job = mock::service_job("web", 1);
+    let cmds = [
+        Command::NodeStatus {
+            node_id: id,
+            status: NodeStatus::Down,
+            description: String::new(),
+            now: T0,
+            evals: vec![mock::eval(1, &job)],
+        },
+        Command::NodeOffline {
+            node_id: id,
+            now: T0,
+            evals: vec![],
+        },
+        Command::AllocClientUpdate {
+            node_id: id,
+            updates: vec![],
+            evals: vec![],
+            now: T0,
+        },
+    ];
+    for cmd in cmds {
+        let mut s = StateStore::new();
+        apply(&mut s, 1, &register_node(1)).unwrap();
+        let before = encode_snapshot(&s);
+        let err = apply(&mut s, 2, &cmd).unwrap_err();
+        assert_eq!(err, ApplyError::NodeNotFound(id));
+        assert_eq!(err.to_string(), format!("node {id} not found"));
+        assert_eq!(
+            encode_snapshot(&s),
+            before,
+            "{} changed the store",
+            cmd.kind()
+        );
+    }
+}
+
+#[test]
+fn node_deregister_removes_nodes() {
+    let cmd = Command::NodeDeregister {
+        node_ids: vec![mock::node_id(1), mock::node_id(7)],
+        now: T0,
+    };
+    let (s, ev, _) = check(&[register_node(1), register_node(2)], cmd);
+    assert!(s.node(&mock::node_id(1)).is_none());
+    assert_eq!(s.node_count(), 1);
+    assert_eq!(
+        ev,
+        vec![(
+            Topic::Node,
+            EventType::NodeDeregistration,
+            mock::node_id(1).to_string()
+        )]
+    );
+}
+
+#[test]
+fn job_register_writes_job_and_eval_in_one_entry() {
+    let job = mock::service_job("web", 3);
+    let (s, ev, idx) = check(&[], register_job(&job, 1));
+    let j = s.job(&keys(&job)).unwrap();
+    assert_eq!(
+        (j.version, j.create_index, j.job_modify_index, j.status),
+        (0, idx, idx, JobStatus::Pending)
+    );
+    assert_eq!(j.submit_time, T0);
+    let e = s.eval(&mock::eval_id(1)).unwrap();
+    assert_eq!((e.create_index, e.job_modify_index), (idx, idx));
+    assert_eq!(s.evals_by_job(&keys(&job)).count(), 1);
+    assert_eq!(
+        ev,
+        vec![
+            (Topic::Job, EventType::JobRegistered, "web".into()),
+            (
+                Topic::Evaluation,
+                EventType::EvaluationUpdated,
+                mock::eval_id(1).to_string()
+            ),
+        ]
+    );
+    assert_eq!(s.job_versions(&keys(&job)).len(), 1);
+}
+
+#[test]
+fn job_register_bumps_version_only_when_the_spec_changes() {
+    let job = mock::service_job("web", 3);
+    let (s, _, _) = check(&[register_job(&job, 1)], register_job(&job, 2));
+    let j = s.job(&keys(&job)).unwrap();
+    assert_eq!(
+        (j.version, j.job_modify_index),
+        (0, 1),
+        "same spec, same version"
+    );
+
+    let mut changed = job.clone();
+    changed.groups[0].count = 5;
+    let (s, _, idx) = check(&[register_job(&job, 1)], register_job(&changed, 2));
+    let j = s.job(&keys(&job)).unwrap();
+    assert_eq!((j.version, j.job_modify_index, j.create_index), (1, idx, 1));
+    let versions = s.job_versions(&keys(&job));
+    assert_eq!(
+        versions.iter().map(|v| v.version).collect::<Vec<_>>(),
+        vec![1, 0]
+    );
+    assert_eq!(s.job_version(&keys(&job), 0).unwrap().groups[0].count, 3);
+}
+
+#[test]
+fn job_versions_keep_only_the_newest_six() {
+    let mut setup = Vec::new();
+    for count in 1..=9 {
+        setup.push(register_job(&mock::service_job("web", count), count as u64));
+    }
+    let (s, _, _) = check(&setup, register_job(&mock::service_job("web", 10), 10));
+    let versions: Vec<u64> = s
+        .job_versions(&JobKey::default_ns("web"))
+        .iter()
+        .map(|j| j.version)
+        .collect();
+    assert_eq!(versions, vec![9, 8, 7, 6, 5, 4]);
+}
+
+#[test]
+fn job_deregister_stops_or_purges() {
+    let job = mock::service_job("web", 1);
+    let stop = Command::JobDeregister {
+        job: keys(&job),
+        purge: false,
+        eval: Some(mock::eval(2, &job)),
+        now: T0,
+    };
+    let (s, ev, _) = check(&[register_job(&job, 1)], stop);
+    let j = s.job(&keys(&job)).unwrap();
+    assert!(j.stop);
+    assert_eq!(j.version, 1);
+    assert_eq!(
+        ev[0],
+        (Topic::Job, EventType::JobDeregistered, "web".into())
+    );
+
+    let purge = Command::JobDeregister {
+        job: keys(&job),
+        purge: true,
+        eval: Some(mock::eval(2, &job)),
+        now: T0,
+    };
+    let (s, _, _) = check(&[register_job(&job, 1)], purge);
+    assert!(s.job(&keys(&job)).is_none());
+    assert!(s.job_versions(&keys(&job)).is_empty());
+    assert!(
+        s.job_summary(&keys(&job)).is_some(),
+        "the summary stays while evals refer to the job"
+    );
+
+    let missing = Command::JobDeregister {
+        job: JobKey::default_ns("nope"),
+        purge: true,
+        eval: None,
+        now: T0,
+    };
+    assert!(matches!(
+        apply(&mut StateStore::new(), 1, &missing),
+        Err(ApplyError::JobNotFound(_))
+    ));
+}
+
+#[test]
+fn plan_apply_places_and_indexes_allocations() {
+    let job = mock::service_job("web", 2);
+    let n1 = mock::node_id(1);
+    let allocs = vec![mock::alloc(1, &job, n1, 0), mock::alloc(2, &job, n1, 1)];
+    let setup = [register_node(1), register_job(&job, 1)];
+    let (s, ev, idx) = check(&setup, mock::place(mock::eval_id(1), allocs, T0));
+    assert_eq!(s.allocs_by_node(&n1).count(), 2);
+    assert_eq!(s.allocs_by_job(&keys(&job)).count(), 2);
+    assert_eq!(s.allocs_by_eval(&mock::eval_id(0)).count(), 2);
+    assert_eq!(s.node_usage(&n1), Resources::new(200, 512, 0));
+    let a = s.alloc(&mock::alloc_id(1)).unwrap();
+    assert_eq!(
+        (a.create_index, a.modify_index, a.alloc_modify_index),
+        (idx, idx, idx)
+    );
+    let summary = s.job_summary(&keys(&job)).unwrap();
+    assert_eq!(summary.groups["web"].running, 2);
+    assert_eq!(s.job(&keys(&job)).unwrap().status, JobStatus::Running);
+    assert_eq!(
+        ev.iter().filter(|e| e.1 == EventType::PlanResult).count(),
+        2
+    );
+    assert!(ev.contains(&(Topic::Job, EventType::JobStatusChanged, "web".into())));
+    assert_eq!(s.table_index(Table::Allocs), idx);
+}
+
+#[test]
+fn plan_apply_transitions_record_state_history_and_free_capacity() {
+    let job = mock::service_job("web", 1);
+    let n1 = mock::node_id(1);
+    let setup = [
+        register_node(1),
+        register_job(&job, 1),
+        mock::place(mock::eval_id(1), vec![mock::alloc(1, &job, n1, 0)], T0),
+    ];
+    let mut unknown = AllocTransition::stop(mock::alloc_id(1), "node disconnected");
+    unknown.desired_status = DesiredStatus::Run;
+    unknown.client_status = Some(ClientStatus::Unknown);
+    unknown.follow_up_eval_id = Some(mock::eval_id(5));
+    let cmd = Command::ApplyPlan {
+        plan: PlanApply {
+            eval_id: mock::eval_id(2),
+            job: Some(keys(&job)),
+            node_allocation: Default::default(),
+            node_update: [(n1, vec![unknown])].into(),
+            node_preemptions: Default::default(),
+            evals: vec![],
+        },
+        now: T0,
+    };
+    let (s, _, _) = check(&setup, cmd);
+    let a = s.alloc(&mock::alloc_id(1)).unwrap();
+    assert_eq!(a.client_status, ClientStatus::Unknown);
+    assert_eq!(a.last_state(), Some(ClientStatus::Unknown));
+    assert_eq!(a.follow_up_eval_id, Some(mock::eval_id(5)));
+    assert_eq!(
+        s.node_usage(&n1),
+        Resources::new(100, 256, 0),
+        "an unknown alloc still holds its resources"
+    );
+
+    let stop = Command::ApplyPlan {
+        plan: PlanApply {
+            eval_id: mock::eval_id(2),
+            job: Some(keys(&job)),
+            node_allocation: Default::default(),
+            node_update: [(
+                n1,
+                vec![AllocTransition::stop(mock::alloc_id(1), "job stopped")],
+            )]
+            .into(),
+            node_preemptions: Default::default(),
+            evals: vec![],
+        },
+        now: T0,
+    };
+    let (s, _, _) = check(&setup, stop);
+    assert_eq!(
+        s.node_usage(&n1),
+        Resources::ZERO,
+        "a stop frees capacity for planning at once"
+    );
+    assert_eq!(
+        s.job(&keys(&job)).unwrap().status,
+        JobStatus::Pending,
+        "no live allocation, but the registration eval is still open"
+    );
+}
+
+#[test]
+fn plan_apply_in_place_update_keeps_client_view_and_links_replacements() {
+    let job = mock::service_job("web", 1);
+    let n1 = mock::node_id(1);
+    let mut placed = mock::alloc(1, &job, n1, 0);
+    placed.client_status = ClientStatus::Pending;
+    let running = Command::AllocClientUpdate {
+        node_id: n1,
+        updates: vec![AllocClientUpdate {
+            alloc_id: placed.id,
+            client_status: ClientStatus::Running,
+            client_description: "up".into(),
+            task_states: Default::default(),
+        }],
+        evals: vec![],
+        now: T0,
+    };
+    let setup = [
+        register_node(1),
+        register_job(&job, 1),
+        mock::place(mock::eval_id(1), vec![placed.clone()], T0),
+        running,
+    ];
+    let mut updated = placed.clone();
+    updated.job_version = 1;
+    let mut replacement = mock::alloc(2, &job, n1, 0);
+    replacement.previous_allocation = Some(placed.id);
+    let (s, _, _) = check(
+        &setup,
+        mock::place(mock::eval_id(2), vec![updated, replacement], T0),
+    );
+    let a = s.alloc(&placed.id).unwrap();
+    assert_eq!(a.job_version, 1);
+    assert_eq!(
+        a.client_status,
+        ClientStatus::Running,
+        "the scheduler's stale pending does not win"
+    );
+    assert_eq!(a.create_index, 3);
+    assert_eq!(a.next_allocation, Some(mock::alloc_id(2)));
+}
+
+#[test]
+fn alloc_client_update_applies_only_to_own_and_non_terminal_allocs() {
+    let job = mock::batch_job("batch", 2);
+    let (n1, n2) = (mock::node_id(1), mock::node_id(2));
+    let setup = [
+        register_node(1),
+        register_node(2),
+        register_job(&job, 1),
+        mock::place(
+            mock::eval_id(1),
+            vec![mock::alloc(1, &job, n1, 0), mock::alloc(2, &job, n2, 1)],
+            T0,
+        ),
+    ];
+    let upd = |id, status| AllocClientUpdate {
+        alloc_id: id,
+        client_status: status,
+        client_description: String::new(),
+        task_states: Default::default(),
+    };
+    let cmd = Command::AllocClientUpdate {
+        node_id: n1,
+        updates: vec![
+            upd(mock::alloc_id(1), ClientStatus::Complete),
+            upd(mock::alloc_id(2), ClientStatus::Failed),
+        ],
+        evals: vec![],
+        now: T0,
+    };
+    let (s, ev, _) = check(&setup, cmd.clone());
+    assert_eq!(
+        s.alloc(&mock::alloc_id(1)).unwrap().client_status,
+        ClientStatus::Complete
+    );
+    assert_eq!(
+        s.alloc(&mock::alloc_id(2)).unwrap().client_status,
+        ClientStatus::Running,
+        "node 1 cannot update node 2's alloc"
+    );
+    assert_eq!(ev.iter().filter(|e| e.0 == Topic::Allocation).count(), 1);
+    assert!(
+        s.alloc(&mock::alloc_id(1))
+            .unwrap()
+            .state_history
+            .is_empty(),
+        "client updates do not write server history"
+    );
+
+    let mut setup2 = setup.to_vec();
+    setup2.push(cmd);
+    let back = Command::AllocClientUpdate {
+        node_id: n1,
+        updates: vec![upd(mock::alloc_id(1), ClientStatus::Running)],
+        evals: vec![],
+        now: T0,
+    };
+    let (s, ev, _) = check(&setup2, back);
+    assert_eq!(
+        s.alloc(&mock::alloc_id(1)).unwrap().client_status,
+        ClientStatus::Complete,
+        "terminal is final"
+    );
+    assert!(ev.is_empty());
+}
+
+#[test]
+fn eval_cancel_and_delete() {
+    let job = mock::service_job("web", 1);
+    let mut e2 = mock::eval(2, &job);
+    e2.status = EvalStatus::Complete;
+    let setup = [
+        register_job(&job, 1),
+        Command::EvalUpsert { evals: vec![e2] },
+    ];
+    let cancel = Command::EvalCancel {
+        eval_ids: vec![mock::eval_id(1), mock::eval_id(2), mock::eval_id(9)],
+        reason: "superseded".into(),
+        now: T0,
+    };
+    let (s, ev, _) = check(&setup, cancel);
+    let e1 = s.eval(&mock::eval_id(1)).unwrap();
+    assert_eq!(
+        (e1.status, e1.status_description.as_str()),
+        (EvalStatus::Canceled, "superseded")
+    );
+    assert_eq!(
+        s.eval(&mock::eval_id(2)).unwrap().status,
+        EvalStatus::Complete,
+        "terminal evals are not re-cancelled"
+    );
+    assert_eq!(ev.iter().filter(|e| e.0 == Topic::Evaluation).count(), 1);
+    assert_eq!(s.job(&keys(&job)).unwrap().status, JobStatus::Dead);
+
+    let delete = Command::EvalDelete {
+        eval_ids: vec![mock::eval_id(1), mock::eval_id(2)],
+        alloc_ids: vec![],
+    };
+    let (s, ev, _) = check(&setup, delete);
+    assert_eq!(s.eval_count(), 0);
+    assert_eq!(
+        ev.iter()
+            .filter(|e| e.1 == EventType::EvaluationDeleted)
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn eval_upsert_keeps_create_index_and_feeds_queued_counts() {
+    let job = mock::service_job("web", 3);
+    let mut e = mock::eval(1, &job);
+    e.status = EvalStatus::Blocked;
+    e.queued_allocations.insert("web".into(), 3);
+    let (s, _, idx) = check(
+        &[register_job(&job, 1)],
+        Command::EvalUpsert { evals: vec![e] },
+    );
+    let e = s.eval(&mock::eval_id(1)).unwrap();
+    assert_eq!((e.create_index, e.modify_index), (1, idx));
+    assert_eq!(s.job_summary(&keys(&job)).unwrap().groups["web"].queued, 3);
+}
+
+#[test]
+fn scheduler_config_compare_and_set() {
+    let cfg = SchedulerConfig {
+        algorithm: SchedulerAlgorithm::Spread,
+        ..Default::default()
+    };
+    let (s, ev, idx) = check(
+        &[],
+        Command::SchedulerConfig {
+            config: cfg.clone(),
+            cas_index: Some(0),
+        },
+    );
+    assert_eq!(s.scheduler_config().algorithm, SchedulerAlgorithm::Spread);
+    assert_eq!(s.scheduler_config().modify_index, idx);
+    assert_eq!(
+        ev,
+        vec![(
+            Topic::Operator,
+            EventType::SchedulerConfigUpdated,
+            "scheduler".into()
+        )]
+    );
+    let mut s = s;
+    let err = apply(
+        &mut s,
+        idx + 1,
+        &Command::SchedulerConfig {
+            config: cfg,
+            cas_index: Some(0),
+        },
+    )
+    .unwrap_err();
+    assert_eq!(
+        err,
+        ApplyError::CasMismatch {
+            expected: 0,
+            actual: idx
+        }
+    );
+}
+
+#[test]
+fn codec_round_trips_and_refuses_foreign_bytes() {
+    let job = mock::service_job("web", 1);
+    let cmd = register_job(&job, 1);
+    let bytes = encode_command(&cmd);
+    assert_eq!(decode_command(&bytes).unwrap(), cmd);
+    let mut future = bytes.clone();
+    future[2] = COMMAND_FORMAT + 1;
+    let err = decode_command(&future).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        format!(
+            "command format version {} is not supported (this build reads 1)",
+            COMMAND_FORMAT + 1
+        )
+    );
+    assert!(
+        decode_command(b"xx")
+            .unwrap_err()
+            .to_string()
+            .starts_with("not a drover command")
+    );
+    assert!(
+        decode_command(&bytes[..bytes.len() - 3])
+            .unwrap_err()
+            .to_string()
+            .starts_with("malformed command")
+    );
+    assert!(
+        decode_snapshot(&bytes).is_err(),
+        "a command is not a snapshot"
+    );
+}
+
+#[test]
+fn snapshots_do_not_change_after_later_writes() {
+    let job = mock::service_job("web", 1);
+    let mut s = StateStore::new();
+    apply(&mut s, 1, &register_node(1)).unwrap();
+    let snap = s.snapshot();
+    let before = encode_snapshot(&snap);
+    apply(&mut s, 2, &register_job(&job, 1)).unwrap();
+    apply(
+        &mut s,
+        3,
+        &mock::place(
+            mock::eval_id(1),
+            vec![mock::alloc(1, &job, mock::node_id(1), 0)],
+            T0,
+        ),
+    )
+    .unwrap();
+    assert_eq!(encode_snapshot(&snap), before);
+    assert_eq!(snap.latest_index(), 1);
+    assert_eq!(s.latest_index(), 3);
+}

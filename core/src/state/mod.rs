@@ -1,0 +1,146 @@
+//! The state store: every table drover keeps, as persistent (structurally shared) maps.
+//!
+//! Cloning a [`StateStore`] copies a dozen root pointers, so [`StateStore::snapshot`] is O(1)
+//! whatever the size, and a snapshot never changes after it is taken: writers path-copy the
+//! nodes they touch. Schedulers read snapshots; only the FSM ([`crate::fsm`]) writes.
+//!
+//! Invariants (checked by `check_consistency`, which the property tests run):
+//! - every secondary index holds exactly the keys of the primary table it indexes;
+//! - `node_usage[n]` is the sum of resources of the allocations on `n` that still use them;
+//! - job summaries equal a recount from the alloc and eval tables;
+//! - `latest_index` is the maximum of the table indexes.
+
+mod read;
+mod rebuild;
+mod summary;
+mod write;
+
+#[cfg(test)]
+mod tests;
+
+pub use rebuild::StoreParts;
+pub use summary::{GroupSummary, JobSummary, derive_job_status};
+
+use crate::types::*;
+use imbl::{OrdMap, OrdSet};
+use std::sync::Arc;
+
+/// How many versions of each job are kept for history and for allocations placed with an
+/// older version (Nomad keeps six).
+pub const JOB_VERSIONS_KEPT: u64 = 6;
+
+/// The tables whose last-change index is recorded.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub enum Table {
+    Jobs,
+    JobVersions,
+    JobSummaries,
+    Nodes,
+    Allocs,
+    Evals,
+    SchedulerConfig,
+}
+
+impl Table {
+    pub const ALL: [Table; 7] = [
+        Table::Jobs,
+        Table::JobVersions,
+        Table::JobSummaries,
+        Table::Nodes,
+        Table::Allocs,
+        Table::Evals,
+        Table::SchedulerConfig,
+    ];
+}
+
+/// The last index at which each table changed.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct TableIndexes {
+    pub jobs: Index,
+    pub job_versions: Index,
+    pub job_summaries: Index,
+    pub nodes: Index,
+    pub allocs: Index,
+    pub evals: Index,
+    pub scheduler_config: Index,
+}
+
+impl TableIndexes {
+    pub fn get(&self, t: Table) -> Index {
+        match t {
+            Table::Jobs => self.jobs,
+            Table::JobVersions => self.job_versions,
+            Table::JobSummaries => self.job_summaries,
+            Table::Nodes => self.nodes,
+            Table::Allocs => self.allocs,
+            Table::Evals => self.evals,
+            Table::SchedulerConfig => self.scheduler_config,
+        }
+    }
+
+    fn slot(&mut self, t: Table) -> &mut Index {
+        match t {
+            Table::Jobs => &mut self.jobs,
+            Table::JobVersions => &mut self.job_versions,
+            Table::JobSummaries => &mut self.job_summaries,
+            Table::Nodes => &mut self.nodes,
+            Table::Allocs => &mut self.allocs,
+            Table::Evals => &mut self.evals,
+            Table::SchedulerConfig => &mut self.scheduler_config,
+        }
+    }
+
+    pub fn max(&self) -> Index {
+        Table::ALL.iter().map(|t| self.get(*t)).max().unwrap_or(0)
+    }
+}
+
+/// All of drover's replicated state. See the module docs for the invariants.
+#[derive(Clone, Debug, Default)]
+pub struct StateStore {
+    jobs: OrdMap<JobKey, Arc<Job>>,
+    job_versions: OrdMap<(JobKey, u64), Arc<Job>>,
+    summaries: OrdMap<JobKey, Arc<JobSummary>>,
+    nodes: OrdMap<NodeId, Arc<Node>>,
+    allocs: OrdMap<AllocId, Arc<Allocation>>,
+    allocs_by_node: OrdSet<(NodeId, AllocId)>,
+    allocs_by_job: OrdSet<(JobKey, AllocId)>,
+    allocs_by_eval: OrdSet<(EvalId, AllocId)>,
+    node_usage: OrdMap<NodeId, Resources>,
+    evals: OrdMap<EvalId, Arc<Evaluation>>,
+    evals_by_job: OrdSet<(JobKey, EvalId)>,
+    scheduler_config: Arc<SchedulerConfig>,
+    indexes: TableIndexes,
+}
+
+/// A point-in-time view of the store. It is a `StateStore` clone: O(1) to take, immutable.
+pub type StateSnapshot = StateStore;
+
+impl StateStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An O(1), immutable view of the state as it is now.
+    pub fn snapshot(&self) -> StateSnapshot {
+        self.clone()
+    }
+
+    /// The highest index of any change in the store.
+    pub fn latest_index(&self) -> Index {
+        self.indexes.max()
+    }
+
+    pub fn table_index(&self, t: Table) -> Index {
+        self.indexes.get(t)
+    }
+
+    pub fn table_indexes(&self) -> TableIndexes {
+        self.indexes
+    }
+
+    fn touch(&mut self, t: Table, index: Index) {
+        let slot = self.indexes.slot(t);
+        *slot = (*slot).max(index);
+    }
+}

@@ -1,0 +1,121 @@
+//! Read access to the store, used by schedulers, the plan applier and the API.
+
+use super::{JobSummary, StateStore};
+use crate::types::*;
+use std::ops::Bound;
+use std::sync::Arc;
+
+fn job_range(key: &JobKey) -> (Bound<JobKey>, Bound<JobKey>) {
+    (Bound::Included(key.clone()), Bound::Included(key.clone()))
+}
+
+impl StateStore {
+    pub fn job(&self, key: &JobKey) -> Option<&Arc<Job>> {
+        self.jobs.get(key)
+    }
+
+    pub fn jobs(&self) -> impl Iterator<Item = &Arc<Job>> + '_ {
+        self.jobs.values()
+    }
+
+    pub fn job_count(&self) -> usize {
+        self.jobs.len()
+    }
+
+    /// A specific version of a job, if still kept.
+    pub fn job_version(&self, key: &JobKey, version: u64) -> Option<&Arc<Job>> {
+        self.job_versions.get(&(key.clone(), version))
+    }
+
+    /// Every kept version of a job, newest first.
+    pub fn job_versions(&self, key: &JobKey) -> Vec<Arc<Job>> {
+        let lo = Bound::Included((key.clone(), 0));
+        let hi = Bound::Included((key.clone(), u64::MAX));
+        let mut v: Vec<_> = self
+            .job_versions
+            .range((lo, hi))
+            .map(|(_, j)| j.clone())
+            .collect();
+        v.reverse();
+        v
+    }
+
+    pub fn job_summary(&self, key: &JobKey) -> Option<&Arc<JobSummary>> {
+        self.summaries.get(key)
+    }
+
+    pub fn node(&self, id: &NodeId) -> Option<&Arc<Node>> {
+        self.nodes.get(id)
+    }
+
+    pub fn nodes(&self) -> impl Iterator<Item = &Arc<Node>> + '_ {
+        self.nodes.values()
+    }
+
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Resources held on a node by allocations that still use them.
+    pub fn node_usage(&self, id: &NodeId) -> Resources {
+        self.node_usage.get(id).copied().unwrap_or_default()
+    }
+
+    pub fn alloc(&self, id: &AllocId) -> Option<&Arc<Allocation>> {
+        self.allocs.get(id)
+    }
+
+    pub fn allocs(&self) -> impl Iterator<Item = &Arc<Allocation>> + '_ {
+        self.allocs.values()
+    }
+
+    pub fn alloc_count(&self) -> usize {
+        self.allocs.len()
+    }
+
+    pub fn allocs_by_node(&self, node: &NodeId) -> impl Iterator<Item = &Arc<Allocation>> + '_ {
+        self.allocs_by_node
+            .range((*node, AllocId::MIN)..=(*node, AllocId::MAX))
+            .filter_map(|(_, a)| self.allocs.get(a))
+    }
+
+    pub fn allocs_by_job(&self, key: &JobKey) -> impl Iterator<Item = &Arc<Allocation>> + '_ {
+        let (lo, hi) = job_range(key);
+        let lo = lo.map(|k| (k, AllocId::MIN));
+        let hi = hi.map(|k| (k, AllocId::MAX));
+        self.allocs_by_job
+            .range((lo, hi))
+            .filter_map(|(_, a)| self.allocs.get(a))
+    }
+
+    pub fn allocs_by_eval(&self, eval: &EvalId) -> impl Iterator<Item = &Arc<Allocation>> + '_ {
+        self.allocs_by_eval
+            .range((*eval, AllocId::MIN)..=(*eval, AllocId::MAX))
+            .filter_map(|(_, a)| self.allocs.get(a))
+    }
+
+    pub fn eval(&self, id: &EvalId) -> Option<&Arc<Evaluation>> {
+        self.evals.get(id)
+    }
+
+    pub fn evals(&self) -> impl Iterator<Item = &Arc<Evaluation>> + '_ {
+        self.evals.values()
+    }
+
+    pub fn eval_count(&self) -> usize {
+        self.evals.len()
+    }
+
+    pub fn evals_by_job(&self, key: &JobKey) -> impl Iterator<Item = &Arc<Evaluation>> + '_ {
+        let (lo, hi) = job_range(key);
+        let lo = lo.map(|k| (k, EvalId::MIN));
+        let hi = hi.map(|k| (k, EvalId::MAX));
+        self.evals_by_job
+            .range((lo, hi))
+            .filter_map(|(_, e)| self.evals.get(e))
+    }
+
+    pub fn scheduler_config(&self) -> &Arc<SchedulerConfig> {
+        &self.scheduler_config
+    }
+}

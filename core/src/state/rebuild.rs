@@ -1,0 +1,132 @@
+//! Building a store from its primary tables (snapshot restore) and checking that every
+//! derived structure agrees with a recount (what the property tests assert after each step).
+
+use super::{JobSummary, StateStore, TableIndexes};
+use crate::types::*;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// The primary tables of a store, in key order. Everything else is derived from these.
+#[derive(Clone, PartialEq, Debug, Default, Serialize, Deserialize)]
+pub struct StoreParts {
+    pub indexes: TableIndexes,
+    pub jobs: Vec<Job>,
+    pub job_versions: Vec<Job>,
+    pub nodes: Vec<Node>,
+    pub allocs: Vec<Allocation>,
+    pub evals: Vec<Evaluation>,
+    pub scheduler_config: SchedulerConfig,
+}
+
+impl StateStore {
+    /// The primary tables, in key order (so their encoding is deterministic).
+    pub fn to_parts(&self) -> StoreParts {
+        StoreParts {
+            indexes: self.indexes,
+            jobs: self.jobs.values().map(|j| (**j).clone()).collect(),
+            job_versions: self.job_versions.values().map(|j| (**j).clone()).collect(),
+            nodes: self.nodes.values().map(|n| (**n).clone()).collect(),
+            allocs: self.allocs.values().map(|a| (**a).clone()).collect(),
+            evals: self.evals.values().map(|e| (**e).clone()).collect(),
+            scheduler_config: (*self.scheduler_config).clone(),
+        }
+    }
+
+    /// Rebuilds a store and all its derived structures from primary tables.
+    pub fn from_parts(parts: StoreParts) -> StateStore {
+        let mut s = StateStore::default();
+        for j in parts.jobs {
+            let key = j.key();
+            s.jobs.insert(key.clone(), Arc::new(j));
+            s.summaries
+                .insert(key.clone(), Arc::new(JobSummary::new(key)));
+        }
+        for j in parts.job_versions {
+            s.job_versions.insert((j.key(), j.version), Arc::new(j));
+        }
+        for n in parts.nodes {
+            s.nodes.insert(n.id, Arc::new(n));
+        }
+        let summary_index = parts.indexes.job_summaries;
+        for a in parts.allocs {
+            s.put_alloc(0, a);
+        }
+        for e in parts.evals {
+            s.put_eval(0, e);
+        }
+        s.summaries = s
+            .summaries
+            .iter()
+            .map(|(k, sum)| {
+                let mut sum = (**sum).clone();
+                sum.modify_index = summary_index;
+                (k.clone(), Arc::new(sum))
+            })
+            .collect();
+        s.scheduler_config = Arc::new(parts.scheduler_config);
+        s.indexes = parts.indexes;
+        s
+    }
+
+    /// Checks every invariant of the module docs; the error says which one broke.
+    pub fn check_consistency(&self) -> Result<(), String> {
+        let rebuilt = StateStore::from_parts(self.to_parts());
+        if self.allocs_by_node != rebuilt.allocs_by_node {
+            return Err("allocs_by_node disagrees with the allocs table".into());
+        }
+        if self.allocs_by_job != rebuilt.allocs_by_job {
+            return Err("allocs_by_job disagrees with the allocs table".into());
+        }
+        if self.allocs_by_eval != rebuilt.allocs_by_eval {
+            return Err("allocs_by_eval disagrees with the allocs table".into());
+        }
+        if self.evals_by_job != rebuilt.evals_by_job {
+            return Err("evals_by_job disagrees with the evals table".into());
+        }
+        if self.node_usage != rebuilt.node_usage {
+            return Err("node_usage disagrees with a recount of live allocations".into());
+        }
+        let strip = |m: &imbl::OrdMap<JobKey, Arc<JobSummary>>| -> BTreeMap<JobKey, JobSummary> {
+            m.iter()
+                .map(|(k, s)| {
+                    let mut s = (**s).clone();
+                    s.modify_index = 0;
+                    (k.clone(), s)
+                })
+                .collect()
+        };
+        if strip(&self.summaries) != strip(&rebuilt.summaries) {
+            return Err("job summaries disagree with a recount".into());
+        }
+        for job in self.jobs.values() {
+            let want = super::summary::derive_job_status(
+                job,
+                self.summaries.get(&job.key()).map(|s| &**s),
+            );
+            if job.status != want {
+                return Err(format!(
+                    "job {} has status {:?}, derived {:?}",
+                    job.id, job.status, want
+                ));
+            }
+        }
+        if self.latest_index() != self.indexes.max() {
+            return Err("latest index is not the maximum table index".into());
+        }
+        let newest = [
+            self.jobs.values().map(|j| j.modify_index).max(),
+            self.nodes.values().map(|n| n.modify_index).max(),
+            self.allocs.values().map(|a| a.modify_index).max(),
+            self.evals.values().map(|e| e.modify_index).max(),
+        ];
+        if let Some(m) = newest.into_iter().flatten().max()
+            && m > self.latest_index()
+        {
+            return Err(format!(
+                "an object has modify index {m} above the latest index"
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,200 @@
+//! The store's write primitives. Only the FSM calls them; each keeps every secondary index,
+//! the node usage table and the job summaries in step with the primary table it changes.
+
+use super::{JOB_VERSIONS_KEPT, JobSummary, StateStore, Table, summary::derive_job_status};
+use crate::types::*;
+use std::sync::Arc;
+
+impl StateStore {
+    /// Stores a job and records it as a version. Older versions beyond the kept number go.
+    pub(crate) fn put_job(&mut self, index: Index, job: Job) -> Arc<Job> {
+        let key = job.key();
+        let job = Arc::new(job);
+        self.jobs.insert(key.clone(), job.clone());
+        self.touch(Table::Jobs, index);
+        if self
+            .job_versions
+            .get(&(key.clone(), job.version))
+            .is_none_or(|v| **v != *job)
+        {
+            self.job_versions
+                .insert((key.clone(), job.version), job.clone());
+            if let Some(old) = job.version.checked_sub(JOB_VERSIONS_KEPT) {
+                self.job_versions.remove(&(key.clone(), old));
+            }
+            self.touch(Table::JobVersions, index);
+        }
+        self.summaries
+            .entry(key.clone())
+            .or_insert_with(|| Arc::new(JobSummary::new(key)));
+        job
+    }
+
+    /// Removes a job and its versions. Its summary stays while allocs or evals refer to it.
+    pub(crate) fn remove_job(&mut self, index: Index, key: &JobKey) -> Option<Arc<Job>> {
+        let job = self.jobs.remove(key)?;
+        self.touch(Table::Jobs, index);
+        let versions: Vec<_> = self
+            .job_versions
+            .range((key.clone(), 0)..=(key.clone(), u64::MAX))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for v in versions {
+            self.job_versions.remove(&v);
+        }
+        self.touch(Table::JobVersions, index);
+        if self.summaries.get(key).is_some_and(|s| s.is_empty()) {
+            self.summaries.remove(key);
+            self.touch(Table::JobSummaries, index);
+        }
+        Some(job)
+    }
+
+    pub(crate) fn put_node(&mut self, index: Index, node: Node) -> Arc<Node> {
+        let node = Arc::new(node);
+        self.nodes.insert(node.id, node.clone());
+        self.touch(Table::Nodes, index);
+        node
+    }
+
+    pub(crate) fn remove_node(&mut self, index: Index, id: &NodeId) -> Option<Arc<Node>> {
+        let node = self.nodes.remove(id)?;
+        self.touch(Table::Nodes, index);
+        Some(node)
+    }
+
+    /// Stores an allocation, replacing any earlier one with its id.
+    pub(crate) fn put_alloc(&mut self, index: Index, alloc: Allocation) -> Arc<Allocation> {
+        let alloc = Arc::new(alloc);
+        let old = self.allocs.insert(alloc.id, alloc.clone());
+        if let Some(old) = &old {
+            self.unindex_alloc(index, old);
+        }
+        self.index_alloc(index, &alloc);
+        if let Some(old) = &old {
+            self.drop_summary_if_orphaned(index, &old_key(old));
+        }
+        self.touch(Table::Allocs, index);
+        alloc
+    }
+
+    pub(crate) fn remove_alloc(&mut self, index: Index, id: &AllocId) -> Option<Arc<Allocation>> {
+        let old = self.allocs.remove(id)?;
+        self.unindex_alloc(index, &old);
+        self.touch(Table::Allocs, index);
+        self.drop_summary_if_orphaned(index, &old_key(&old));
+        Some(old)
+    }
+
+    fn index_alloc(&mut self, index: Index, a: &Allocation) {
+        let key = old_key(a);
+        self.allocs_by_node.insert((a.node_id, a.id));
+        self.allocs_by_job.insert((key.clone(), a.id));
+        self.allocs_by_eval.insert((a.eval_id, a.id));
+        if a.uses_resources() {
+            *self.node_usage.entry(a.node_id).or_default() += a.resources;
+        }
+        self.with_summary(index, &key, |s| s.count_alloc(a, 1));
+    }
+
+    fn unindex_alloc(&mut self, index: Index, a: &Allocation) {
+        let key = old_key(a);
+        self.allocs_by_node.remove(&(a.node_id, a.id));
+        self.allocs_by_job.remove(&(key.clone(), a.id));
+        self.allocs_by_eval.remove(&(a.eval_id, a.id));
+        if a.uses_resources() {
+            let left = self.node_usage.get(&a.node_id).copied().unwrap_or_default() - a.resources;
+            if left.is_zero() {
+                self.node_usage.remove(&a.node_id);
+            } else {
+                self.node_usage.insert(a.node_id, left);
+            }
+        }
+        self.with_summary(index, &key, |s| s.count_alloc(a, -1));
+    }
+
+    pub(crate) fn put_eval(&mut self, index: Index, eval: Evaluation) -> Arc<Evaluation> {
+        let eval = Arc::new(eval);
+        let key = eval.job_key();
+        if let Some(old) = self.evals.get(&eval.id).cloned() {
+            self.remove_eval(index, &old.id);
+        }
+        self.evals.insert(eval.id, eval.clone());
+        self.evals_by_job.insert((key.clone(), eval.id));
+        self.with_summary(index, &key, |s| {
+            s.count_eval(&eval, 1);
+            s.offer_queued(&eval);
+        });
+        self.touch(Table::Evals, index);
+        eval
+    }
+
+    pub(crate) fn remove_eval(&mut self, index: Index, id: &EvalId) -> Option<Arc<Evaluation>> {
+        let old = self.evals.remove(id)?;
+        let key = old.job_key();
+        self.evals_by_job.remove(&(key.clone(), old.id));
+        let newest = self
+            .evals_by_job(&key)
+            .map(|e| ((e.modify_index, e.id), e.queued_allocations.clone()))
+            .max_by_key(|(k, _)| *k);
+        self.with_summary(index, &key, |s| {
+            s.count_eval(&old, -1);
+            if s.queued_from == Some((old.modify_index, old.id)) {
+                match &newest {
+                    Some((from, q)) => s.set_queued(Some(*from), q),
+                    None => s.set_queued(None, &Default::default()),
+                }
+            }
+        });
+        self.touch(Table::Evals, index);
+        self.drop_summary_if_orphaned(index, &key);
+        Some(old)
+    }
+
+    pub(crate) fn set_scheduler_config(&mut self, index: Index, mut cfg: SchedulerConfig) {
+        cfg.modify_index = index;
+        self.scheduler_config = Arc::new(cfg);
+        self.touch(Table::SchedulerConfig, index);
+    }
+
+    /// Recomputes a job's status from its summary; stores and returns the job if it changed.
+    pub(crate) fn refresh_job_status(&mut self, index: Index, key: &JobKey) -> Option<Arc<Job>> {
+        let job = self.jobs.get(key)?;
+        let status = derive_job_status(job, self.summaries.get(key).map(|s| &**s));
+        if job.status == status {
+            return None;
+        }
+        let mut job = (**job).clone();
+        job.status = status;
+        job.modify_index = index;
+        let job = Arc::new(job);
+        self.jobs.insert(key.clone(), job.clone());
+        self.touch(Table::Jobs, index);
+        Some(job)
+    }
+
+    fn with_summary(&mut self, index: Index, key: &JobKey, f: impl FnOnce(&mut JobSummary)) {
+        let entry = self
+            .summaries
+            .entry(key.clone())
+            .or_insert_with(|| Arc::new(JobSummary::new(key.clone())));
+        let s = Arc::make_mut(entry);
+        f(s);
+        s.modify_index = index;
+        self.touch(Table::JobSummaries, index);
+    }
+
+    fn drop_summary_if_orphaned(&mut self, index: Index, key: &JobKey) {
+        if !self.jobs.contains_key(key) && self.summaries.get(key).is_some_and(|s| s.is_empty()) {
+            self.summaries.remove(key);
+            self.touch(Table::JobSummaries, index);
+        }
+    }
+}
+
+fn old_key(a: &Allocation) -> JobKey {
+    JobKey {
+        namespace: a.namespace.clone(),
+        id: a.job_id.clone(),
+    }
+}
