@@ -97,7 +97,7 @@ pub fn alloc(n: u64, job: &Job, node: NodeId, i: u32) -> Allocation {
         preempted_by: None,
         preempted_allocations: Vec::new(),
         resources: group.resources(),
-        metrics: None,
+        metrics: PlacementMetric::default(),
         create_index: 0,
         modify_index: 0,
         alloc_modify_index: 0,

@@ -780,7 +780,7 @@ mod validate {
                 },
                 &[(
                     "periodic.time_zone",
-                    "time zone \"Local\" is not an IANA name (use UTC or Area/Location, e.g. Europe/Berlin)",
+                    "time zone \"Local\" is not in the IANA time zone database (e.g. UTC, Europe/Berlin)",
                 )],
             ),
             (

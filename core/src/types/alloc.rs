@@ -148,6 +148,16 @@ pub struct AllocMetric {
     pub score: f64,
 }
 
+/// What one successful placement saw, kept inline on the allocation (16 bytes, so a million
+/// allocations stay small); the full breakdown of failures lives on the evaluation.
+#[derive(Clone, Copy, PartialEq, Debug, Default, Serialize, Deserialize)]
+pub struct PlacementMetric {
+    pub nodes_evaluated: u32,
+    pub nodes_filtered: u32,
+    pub nodes_exhausted: u32,
+    pub score: f32,
+}
+
 #[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
 pub struct Allocation {
     pub id: AllocId,
@@ -176,7 +186,7 @@ pub struct Allocation {
     /// Allocations this one evicted when it was placed.
     pub preempted_allocations: Vec<AllocId>,
     pub resources: Resources,
-    pub metrics: Option<Box<AllocMetric>>,
+    pub metrics: PlacementMetric,
     pub create_index: Index,
     pub modify_index: Index,
     /// Index of the last change the servers made (not client updates).

@@ -36,14 +36,16 @@ impl AllocTransition {
         }
     }
 
-    /// Whether this only stops or marks the allocation lost/unknown: allowed on nodes that
-    /// are not ready (a down node's allocations must still be marked lost).
+    /// Whether this only stops the allocation, marks it lost/unknown, or records the follow-up
+    /// eval that will act on it: allowed on nodes that are not ready (a down node's
+    /// allocations must still be marked lost, or told when they will be).
     pub fn is_stop_or_mark(&self) -> bool {
         self.desired_status != DesiredStatus::Run
             || matches!(
                 self.client_status,
                 Some(ClientStatus::Lost | ClientStatus::Unknown)
             )
+            || (self.client_status.is_none() && self.follow_up_eval_id.is_some())
     }
 }
 

@@ -512,13 +512,13 @@ fn check_periodic(r: &mut Report<'_>, job: &Job) {
             &p.time_zone,
             r.limits.max_name_len,
         )
-        && !plausible_time_zone(&p.time_zone)
+        && crate::periodic::zone(&p.time_zone).is_none()
     {
         r.err(
             "periodic",
             "time_zone",
             format!(
-                "time zone {} is not an IANA name (use UTC or Area/Location, e.g. Europe/Berlin)",
+                "time zone {} is not in the IANA time zone database (e.g. UTC, Europe/Berlin)",
                 show(&p.time_zone)
             ),
         );
@@ -531,22 +531,6 @@ fn check_periodic(r: &mut Report<'_>, job: &Job) {
 fn fires_ever(cron: &croner::Cron) -> bool {
     let origin = chrono::DateTime::<chrono::Utc>::UNIX_EPOCH;
     cron.find_next_occurrence(&origin, true).is_ok()
-}
-
-/// No time zone database in core: accept `UTC` and the `Area/Location[/Sub]` shape of IANA
-/// names (`America/Argentina/Buenos_Aires`, `Etc/GMT+5`). `Local` is refused: it would mean
-/// a different zone on every server.
-fn plausible_time_zone(tz: &str) -> bool {
-    if tz == "UTC" {
-        return true;
-    }
-    let parts: Vec<&str> = tz.split('/').collect();
-    (2..=3).contains(&parts.len())
-        && parts.iter().all(|p| {
-            p.chars().next().is_some_and(|c| c.is_ascii_uppercase())
-                && p.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '+'))
-        })
 }
 
 fn check_parameterized(r: &mut Report<'_>, job: &Job) {

@@ -1,0 +1,154 @@
+//! Heartbeat TTLs and the leader's per-node heartbeat timers (Nomad's `heartbeat.go`).
+//!
+//! A node is told a TTL on every heartbeat and must heartbeat again within it. The TTL
+//! scales with the cluster so the leader never absorbs more than
+//! `max_heartbeats_per_second`, and carries a random part so that nodes registered together
+//! spread their heartbeats instead of arriving in waves. The leader's own timer waits the
+//! TTL plus a grace before it declares the heartbeat missed.
+
+use super::{HeartbeatConfig, NodeHealthError};
+use crate::{NodeId, Timestamp};
+use rand::Rng;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+impl HeartbeatConfig {
+    /// The TTL before jitter: `max(min_ttl, nodes / max_heartbeats_per_second)`.
+    ///
+    /// With the defaults, clusters up to 500 nodes get 10 s; 10,000 nodes get 200 s, which
+    /// keeps the leader at 50 heartbeats a second on average.
+    pub fn base_ttl(&self, nodes: usize) -> Duration {
+        // `validate` guarantees a positive finite rate; the division is finite and >= 0.
+        let scaled = Duration::try_from_secs_f64(nodes as f64 / self.max_heartbeats_per_second)
+            .unwrap_or(Duration::MAX);
+        let scaled = Duration::from_millis(scaled.as_millis().min(u64::MAX as u128) as u64);
+        scaled.max(self.min_ttl)
+    }
+
+    /// The TTL told to a node: [`base_ttl`](Self::base_ttl) plus a uniform random part in
+    /// `[0, base_ttl)`, in whole milliseconds, so the result lies in `[ttl, 2 x ttl)`.
+    pub fn ttl(&self, nodes: usize, rng: &mut impl Rng) -> Duration {
+        let base = self.base_ttl(nodes);
+        let base_ms = base.as_millis().min(u64::MAX as u128) as u64;
+        let jitter = if base_ms == 0 {
+            0
+        } else {
+            rng.random_range(0..base_ms)
+        };
+        Duration::from_millis(base_ms.saturating_add(jitter))
+    }
+}
+
+/// When each node's heartbeat is due at the latest, on the leader.
+///
+/// Held as due times the runtime polls ([`next_deadline`](Self::next_deadline), then
+/// [`expired`](Self::expired)) rather than as one OS timer per node. Invariant: `by_node`
+/// and `due` hold the same (node, deadline) pairs, one per node.
+#[derive(Debug)]
+pub struct HeartbeatTimers {
+    config: HeartbeatConfig,
+    by_node: BTreeMap<NodeId, Timestamp>,
+    due: BTreeSet<(Timestamp, NodeId)>,
+}
+
+impl HeartbeatTimers {
+    pub fn new(config: HeartbeatConfig) -> Result<Self, NodeHealthError> {
+        config.validate()?;
+        Ok(Self {
+            config,
+            by_node: BTreeMap::new(),
+            due: BTreeSet::new(),
+        })
+    }
+
+    pub fn config(&self) -> &HeartbeatConfig {
+        &self.config
+    }
+
+    /// Records a heartbeat (or a registration) of `node_id` at `now` and returns the TTL to
+    /// tell the node. The leader's deadline is `now + ttl + grace`. The TTL scales with the
+    /// number of nodes that have a timer, this one included.
+    pub fn reset(&mut self, node_id: NodeId, now: Timestamp, rng: &mut impl Rng) -> Duration {
+        let nodes = self.by_node.len() + usize::from(!self.by_node.contains_key(&node_id));
+        let ttl = self.config.ttl(nodes, rng);
+        self.set(
+            node_id,
+            now.saturating_add(ttl).saturating_add(self.config.grace),
+        );
+        ttl
+    }
+
+    /// Gives each node a one-off deadline of `now + failover_ttl`, as a new leader does for
+    /// every node it inherits (the runtime passes the nodes that are not `down`). Like
+    /// Nomad, no grace is added: the failover TTL is already generous. A node that
+    /// heartbeats afterwards goes back to the normal TTL through [`reset`](Self::reset).
+    pub fn initialize_failover(
+        &mut self,
+        node_ids: impl IntoIterator<Item = NodeId>,
+        now: Timestamp,
+    ) {
+        let at = now.saturating_add(self.config.failover_ttl);
+        for id in node_ids {
+            self.set(id, at);
+        }
+    }
+
+    /// Removes and returns the nodes whose deadline is at or before `now`, earliest first.
+    /// Each is reported once: its timer is gone until the next heartbeat resets it.
+    pub fn expired(&mut self, now: Timestamp) -> Vec<NodeId> {
+        let mut out = Vec::new();
+        while let Some(&(at, id)) = self.due.first() {
+            if at > now {
+                break;
+            }
+            self.due.pop_first();
+            self.by_node.remove(&id);
+            out.push(id);
+        }
+        out
+    }
+
+    /// The earliest deadline, if any node has a timer.
+    pub fn next_deadline(&self) -> Option<Timestamp> {
+        self.due.first().map(|(at, _)| *at)
+    }
+
+    /// Stops tracking a node (deregistered, deleted by the lost sweep, or down). Returns
+    /// whether it had a timer.
+    pub fn remove(&mut self, node_id: &NodeId) -> bool {
+        match self.by_node.remove(node_id) {
+            Some(at) => {
+                self.due.remove(&(at, *node_id));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Drops every timer (leadership lost).
+    pub fn clear(&mut self) {
+        self.by_node.clear();
+        self.due.clear();
+    }
+
+    /// The node's current deadline, if it has a timer.
+    pub fn deadline(&self, node_id: &NodeId) -> Option<Timestamp> {
+        self.by_node.get(node_id).copied()
+    }
+
+    /// How many nodes have a timer.
+    pub fn len(&self) -> usize {
+        self.by_node.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_node.is_empty()
+    }
+
+    fn set(&mut self, node_id: NodeId, at: Timestamp) {
+        if let Some(old) = self.by_node.insert(node_id, at) {
+            self.due.remove(&(old, node_id));
+        }
+        self.due.insert((at, node_id));
+    }
+}

@@ -1,0 +1,464 @@
+//! Feasibility: whether a node may take an allocation of a group at all, before any ranking.
+//!
+//! The checks run in a fixed order and the first that fails names the reason in the placement
+//! metrics: the job's datacenters ([`ready_nodes_in_dcs`]), eligibility and health
+//! ([`Node::is_schedulable`]), the job's constraints, the group's constraints, the
+//! `distinct_*` constraints, and finally resources (done by the stack, which knows the plan).
+//! Within the constraints, the class-stable ones (job's, then group's) are checked before the
+//! per-node ones, so that a cached verdict answers first; a node failing one of each is
+//! counted under the class-stable one.
+//!
+//! Constraints are compiled once per eval into `Checker`s: targets parsed, regexes compiled
+//! and version constraints parsed ([`VersionConstraint`], shared with validation so a
+//! constraint validation accepts is one placement evaluates with the same meaning).
+//!
+//! A constraint that reads only *class-stable* targets (attributes and meta other than
+//! `unique.*`, the datacenter, the class, literals) gives the same answer on every node with
+//! the same computed class, so the stack evaluates it once per computed class, as Nomad
+//! does. The computed class is derived from exactly the fields such targets can read, so the
+//! cache is exact even when an operator gives differing nodes one class name. Constraints on
+//! `unique.*` targets and the `distinct_*` operators cannot be captured that way: they are
+//! evaluated per node and make the eval *escaped* for blocked-eval purposes.
+
+mod usage;
+
+#[cfg(test)]
+mod tests;
+
+pub use usage::usage_after_plan;
+pub(crate) use usage::{AllocLookup, PlanOnNode};
+
+use crate::state::StateSnapshot;
+use crate::types::*;
+use crate::validate::{VersionConstraint, VersionFlavor};
+use std::borrow::Cow;
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::Arc;
+
+/// The nodes a job's allocations may be placed on, and how many there are per datacenter
+/// (the placement metrics' `nodes_available`).
+///
+/// A node qualifies when its datacenter matches one of the job's datacenter globs (`dc1`,
+/// `dc*`, `*`) and it is [schedulable](Node::is_schedulable): ready, eligible, not draining
+/// and healthy. Suspended and offlined nodes never receive placements. The nodes come in
+/// node-id order, so the result is a deterministic function of the snapshot.
+pub fn ready_nodes_in_dcs(
+    snapshot: &StateSnapshot,
+    job: &Job,
+) -> (Vec<Arc<Node>>, BTreeMap<String, u32>) {
+    let globs = DatacenterGlobs::new(&job.datacenters);
+    // Clusters have a handful of datacenters: remembering each one's verdict keeps the glob
+    // matcher out of the per-node loop.
+    let mut verdicts: Vec<(&str, bool)> = Vec::new();
+    let mut nodes = Vec::new();
+    let mut per_dc: BTreeMap<String, u32> = BTreeMap::new();
+    for node in snapshot.nodes() {
+        if !node.is_schedulable() {
+            continue;
+        }
+        let dc = node.datacenter.as_str();
+        let matched = match verdicts.iter().find(|(d, _)| *d == dc) {
+            Some(&(_, m)) => m,
+            None => {
+                let m = globs.matches(dc);
+                verdicts.push((dc, m));
+                m
+            }
+        };
+        if !matched {
+            continue;
+        }
+        match per_dc.get_mut(dc) {
+            Some(count) => *count += 1,
+            None => {
+                per_dc.insert(dc.to_owned(), 1);
+            }
+        }
+        nodes.push(node.clone());
+    }
+    (nodes, per_dc)
+}
+
+/// A job's datacenter patterns. A pattern that is not a valid glob matches only itself
+/// literally (validation refuses such patterns; this keeps a bad one from matching more).
+#[derive(Debug)]
+struct DatacenterGlobs {
+    set: globset::GlobSet,
+    literals: Vec<String>,
+}
+
+impl DatacenterGlobs {
+    fn new(patterns: &[String]) -> Self {
+        let mut builder = globset::GlobSetBuilder::new();
+        let mut literals = Vec::new();
+        for p in patterns {
+            match globset::Glob::new(p) {
+                Ok(g) => {
+                    builder.add(g);
+                }
+                Err(_) => literals.push(p.clone()),
+            }
+        }
+        let set = builder
+            .build()
+            .unwrap_or_else(|_| globset::GlobSet::empty());
+        Self { set, literals }
+    }
+
+    fn matches(&self, dc: &str) -> bool {
+        self.set.is_match(dc) || self.literals.iter().any(|l| l == dc)
+    }
+}
+
+/// One side of a constraint: a node field, an attribute, a meta value, or a literal.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub(crate) enum Target {
+    /// Text without interpolation; always "set".
+    Literal(String),
+    /// `${attr.<name>}`: `node.attributes[name]`.
+    Attr(String),
+    /// `${meta.<name>}`: `node.meta[name]`.
+    Meta(String),
+    /// `${node.datacenter}`.
+    Datacenter,
+    /// `${node.class}`: the class as the operator set it (possibly empty).
+    Class,
+    /// `${node.unique.name}`.
+    UniqueName,
+    /// `${node.unique.id}`.
+    UniqueId,
+    /// An interpolation validation would have refused (unknown name, unterminated); it
+    /// resolves on no node.
+    Unknown,
+    /// Text mixing literals and interpolations (`${node.class}-gpu`); set only when every
+    /// interpolation in it is.
+    Template(Vec<Target>),
+}
+
+impl Target {
+    pub(crate) fn parse(text: &str) -> Target {
+        if !text.contains("${") {
+            return Target::Literal(text.to_owned());
+        }
+        let mut pieces = Vec::new();
+        let mut rest = text;
+        while let Some(start) = rest.find("${") {
+            if start > 0 {
+                pieces.push(Target::Literal(rest[..start].to_owned()));
+            }
+            let after = &rest[start + 2..];
+            match after.find('}') {
+                Some(end) => {
+                    pieces.push(Target::variable(&after[..end]));
+                    rest = &after[end + 1..];
+                }
+                None => {
+                    pieces.push(Target::Unknown);
+                    rest = "";
+                }
+            }
+        }
+        if !rest.is_empty() {
+            pieces.push(Target::Literal(rest.to_owned()));
+        }
+        if pieces.len() == 1 {
+            pieces.swap_remove(0)
+        } else {
+            Target::Template(pieces)
+        }
+    }
+
+    fn variable(name: &str) -> Target {
+        match name {
+            "node.datacenter" => Target::Datacenter,
+            "node.class" => Target::Class,
+            "node.unique.name" => Target::UniqueName,
+            "node.unique.id" => Target::UniqueId,
+            _ => match name.split_once('.') {
+                Some(("attr", key)) if !key.is_empty() => Target::Attr(key.to_owned()),
+                Some(("meta", key)) if !key.is_empty() => Target::Meta(key.to_owned()),
+                _ => Target::Unknown,
+            },
+        }
+    }
+
+    /// Whether every node of one [`ComputedClass`] resolves this target to the same value.
+    pub(crate) fn class_stable(&self) -> bool {
+        match self {
+            Target::Literal(_) | Target::Datacenter | Target::Class | Target::Unknown => true,
+            Target::Attr(key) | Target::Meta(key) => !is_unique_key(key),
+            Target::UniqueName | Target::UniqueId => false,
+            Target::Template(pieces) => pieces.iter().all(Target::class_stable),
+        }
+    }
+
+    /// The target's value on `node`, or `None` when the node does not have it. Borrows from
+    /// the node or the target except for `unique.id` and templates, which are rare.
+    pub(crate) fn resolve<'a>(&'a self, node: &'a Node) -> Option<Cow<'a, str>> {
+        match self {
+            Target::Literal(s) => Some(Cow::Borrowed(s)),
+            Target::Attr(key) => node.attributes.get(key).map(|v| Cow::Borrowed(v.as_str())),
+            Target::Meta(key) => node.meta.get(key).map(|v| Cow::Borrowed(v.as_str())),
+            Target::Datacenter => Some(Cow::Borrowed(&node.datacenter)),
+            Target::Class => Some(Cow::Borrowed(&node.node_class)),
+            Target::UniqueName => Some(Cow::Borrowed(&node.name)),
+            Target::UniqueId => Some(Cow::Owned(node.id.to_string())),
+            Target::Unknown => None,
+            Target::Template(pieces) => {
+                let mut out = String::new();
+                for p in pieces {
+                    out.push_str(&p.resolve(node)?);
+                }
+                Some(Cow::Owned(out))
+            }
+        }
+    }
+}
+
+/// Attribute and meta keys under `unique.` differ from node to node by definition
+/// (hostnames, addresses): they are left out of the computed class.
+fn is_unique_key(key: &str) -> bool {
+    key.starts_with("unique.")
+}
+
+/// What a compiled constraint tests once both targets are resolved.
+#[derive(Debug)]
+enum Test {
+    Equal,
+    NotEqual,
+    Order(Operator),
+    /// `None` when the pattern does not compile (validation refuses it): matches nothing.
+    Regexp(Option<regex::Regex>),
+    /// `None` when the constraint does not parse: matches nothing.
+    Version(Option<VersionConstraint>),
+    SetContains,
+    SetContainsAny,
+    IsSet,
+    IsNotSet,
+    Always,
+}
+
+/// A per-node constraint compiled for evaluation against many nodes.
+#[derive(Debug)]
+pub(crate) struct Checker {
+    /// The constraint's `Display` form: the key of `constraint_filtered` in the metrics.
+    pub(crate) key: String,
+    l: Target,
+    r: Target,
+    test: Test,
+}
+
+impl Checker {
+    /// Compiles a constraint whose operator is not one of the `distinct_*` ones (those are
+    /// about allocations, not about the node; see [`Compiled`]).
+    pub(crate) fn new(c: &Constraint) -> Checker {
+        let test = match c.operator {
+            Operator::Equal => Test::Equal,
+            Operator::NotEqual => Test::NotEqual,
+            op @ (Operator::Less
+            | Operator::LessEqual
+            | Operator::Greater
+            | Operator::GreaterEqual) => Test::Order(op),
+            Operator::Regexp => Test::Regexp(regex::Regex::new(&c.r_target).ok()),
+            Operator::Version => {
+                Test::Version(VersionConstraint::parse(&c.r_target, VersionFlavor::Version).ok())
+            }
+            Operator::Semver => {
+                Test::Version(VersionConstraint::parse(&c.r_target, VersionFlavor::Semver).ok())
+            }
+            Operator::SetContains => Test::SetContains,
+            Operator::SetContainsAny => Test::SetContainsAny,
+            Operator::IsSet => Test::IsSet,
+            Operator::IsNotSet => Test::IsNotSet,
+            // About allocations, not the node: [`Compiled`] handles them. Holding on every
+            // node keeps a checker built from one harmless.
+            Operator::DistinctHosts | Operator::DistinctProperty => Test::Always,
+        };
+        let (l, r) = (Target::parse(&c.l_target), Target::parse(&c.r_target));
+        Checker {
+            key: constraint_key(c),
+            l,
+            r,
+            test,
+        }
+    }
+
+    /// Whether the answer is the same on every node of one computed class.
+    pub(crate) fn class_stable(&self) -> bool {
+        let r_matters = !matches!(
+            self.test,
+            Test::Regexp(_) | Test::Version(_) | Test::IsSet | Test::IsNotSet | Test::Always
+        );
+        let l_matters = !matches!(self.test, Test::Always);
+        (!l_matters || self.l.class_stable()) && (!r_matters || self.r.class_stable())
+    }
+
+    /// Whether `node` satisfies the constraint. A left target the node does not have fails
+    /// every operator except `is_not_set` (including `!=`: an unknown value is not taken to
+    /// differ).
+    pub(crate) fn holds(&self, node: &Node) -> bool {
+        let l = || self.l.resolve(node);
+        let both = || Some((self.l.resolve(node)?, self.r.resolve(node)?));
+        match &self.test {
+            Test::Always => true,
+            Test::IsSet => l().is_some(),
+            Test::IsNotSet => l().is_none(),
+            Test::Regexp(re) => l().is_some_and(|l| re.as_ref().is_some_and(|re| re.is_match(&l))),
+            Test::Version(vc) => l().is_some_and(|l| vc.as_ref().is_some_and(|vc| vc.matches(&l))),
+            Test::Equal => both().is_some_and(|(l, r)| l == r),
+            Test::NotEqual => both().is_some_and(|(l, r)| l != r),
+            Test::Order(op) => both().is_some_and(|(l, r)| {
+                compare(&l, &r).is_some_and(|ord| match op {
+                    Operator::Less => ord == Ordering::Less,
+                    Operator::LessEqual => ord != Ordering::Greater,
+                    Operator::Greater => ord == Ordering::Greater,
+                    _ => ord != Ordering::Less,
+                })
+            }),
+            Test::SetContains => both()
+                .is_some_and(|(l, r)| items(&r).all(|want| items(&l).any(|have| have == want))),
+            Test::SetContainsAny => both()
+                .is_some_and(|(l, r)| items(&r).any(|want| items(&l).any(|have| have == want))),
+        }
+    }
+}
+
+/// The key a constraint is counted under in `constraint_filtered`: its `Display` form, trimmed
+/// so that `distinct_hosts` (which has no targets) reads `distinct_hosts`.
+pub(crate) fn constraint_key(c: &Constraint) -> String {
+    c.to_string().trim().to_owned()
+}
+
+/// The items of a comma-separated set, trimmed.
+fn items(s: &str) -> impl Iterator<Item = &str> {
+    s.split(',').map(str::trim)
+}
+
+/// Nomad's ordering: as integers when both sides are integers, else as floats when both are
+/// numbers, else lexically. `None` when a number is NaN (nothing is ordered against it).
+fn compare(l: &str, r: &str) -> Option<Ordering> {
+    if let (Ok(a), Ok(b)) = (l.parse::<i64>(), r.parse::<i64>()) {
+        return Some(a.cmp(&b));
+    }
+    if let (Ok(a), Ok(b)) = (l.parse::<f64>(), r.parse::<f64>()) {
+        return a.partial_cmp(&b);
+    }
+    Some(l.cmp(r))
+}
+
+/// `distinct_property`: at most `limit` allocations per distinct value of `target`.
+#[derive(Debug)]
+pub(crate) struct PropertyLimit {
+    pub(crate) key: String,
+    pub(crate) target: Target,
+    pub(crate) limit: u32,
+}
+
+/// One list of constraints (a job's or a group's), sorted by how they are evaluated.
+#[derive(Debug, Default)]
+pub(crate) struct Compiled {
+    /// Evaluated once per computed class; in the order written.
+    pub(crate) stable: Vec<Checker>,
+    /// Evaluated on every node (they read `unique.*` targets); in the order written.
+    pub(crate) per_node: Vec<Checker>,
+    /// `distinct_hosts` is set (and not `"false"`): its metrics key.
+    pub(crate) distinct_hosts: Option<String>,
+    pub(crate) distinct_property: Vec<PropertyLimit>,
+}
+
+impl Compiled {
+    pub(crate) fn new(constraints: &[Constraint]) -> Compiled {
+        let mut out = Compiled::default();
+        for c in constraints {
+            match c.operator {
+                Operator::DistinctHosts => {
+                    if c.r_target.trim() != "false" && out.distinct_hosts.is_none() {
+                        out.distinct_hosts = Some(constraint_key(c));
+                    }
+                }
+                Operator::DistinctProperty => out.distinct_property.push(PropertyLimit {
+                    key: constraint_key(c),
+                    target: Target::parse(&c.l_target),
+                    limit: c.r_target.trim().parse::<u32>().unwrap_or(1).max(1),
+                }),
+                _ => {
+                    let checker = Checker::new(c);
+                    if checker.class_stable() {
+                        out.stable.push(checker);
+                    } else {
+                        out.per_node.push(checker);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether some constraint cannot be captured by node class (blocked evals must then be
+    /// released by capacity changes on any class).
+    pub(crate) fn escapes(&self) -> bool {
+        !self.per_node.is_empty()
+            || self.distinct_hosts.is_some()
+            || !self.distinct_property.is_empty()
+    }
+
+    /// The first class-stable constraint `node` fails, by position in `stable`.
+    pub(crate) fn first_stable_failure(&self, node: &Node) -> Option<usize> {
+        self.stable.iter().position(|c| !c.holds(node))
+    }
+
+    /// The first per-node constraint `node` fails.
+    pub(crate) fn first_per_node_failure(&self, node: &Node) -> Option<&Checker> {
+        self.per_node.iter().find(|c| !c.holds(node))
+    }
+}
+
+/// Identifies nodes that every class-stable constraint treats alike: same class, datacenter,
+/// and attributes and meta apart from `unique.*` keys (Nomad's computed node class).
+pub(crate) type ComputedClass = u32;
+
+/// Interns computed classes. Nodes are compared field by field on a hash hit, so two nodes
+/// share an id only when they truly share every class-stable value.
+#[derive(Debug, Default)]
+pub(crate) struct ComputedClasses {
+    by_hash: HashMap<u64, Vec<(ComputedClass, Arc<Node>)>>,
+    count: u32,
+}
+
+impl ComputedClasses {
+    pub(crate) fn id_of(&mut self, node: &Arc<Node>) -> ComputedClass {
+        let mut h = DefaultHasher::new();
+        node.node_class.hash(&mut h);
+        node.datacenter.hash(&mut h);
+        for (k, v) in stable_entries(&node.attributes) {
+            (1u8, k, v).hash(&mut h);
+        }
+        for (k, v) in stable_entries(&node.meta) {
+            (2u8, k, v).hash(&mut h);
+        }
+        let bucket = self.by_hash.entry(h.finish()).or_default();
+        if let Some((id, _)) = bucket
+            .iter()
+            .find(|(_, rep)| same_computed_class(rep, node))
+        {
+            return *id;
+        }
+        let id = self.count;
+        self.count += 1;
+        bucket.push((id, node.clone()));
+        id
+    }
+}
+
+fn stable_entries(map: &BTreeMap<String, String>) -> impl Iterator<Item = (&String, &String)> {
+    map.iter().filter(|(k, _)| !is_unique_key(k))
+}
+
+fn same_computed_class(a: &Node, b: &Node) -> bool {
+    a.node_class == b.node_class
+        && a.datacenter == b.datacenter
+        && stable_entries(&a.attributes).eq(stable_entries(&b.attributes))
+        && stable_entries(&a.meta).eq(stable_entries(&b.meta))
+}

@@ -1,0 +1,202 @@
+//! The service and batch scheduler: reconcile, place, submit, retry against fresher state,
+//! and leave a blocked eval behind for whatever could not be placed.
+
+use super::reconcile::{self, Placement, PlacementKind, Reconciled, Replace};
+use super::stack::{CandidateLimit, SelectOptions, Stack};
+use super::{Env, Planner, SchedulerError, feasible, util};
+use crate::state::StateSnapshot;
+use crate::types::*;
+use rand_chacha::ChaCha8Rng;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Plan attempts before the eval fails: service retries harder than batch (Nomad's limits).
+pub fn max_attempts(job_type: JobType) -> u32 {
+    match job_type {
+        JobType::Batch | JobType::SysBatch => 2,
+        JobType::Service | JobType::System => 5,
+    }
+}
+
+/// What one scheduling pass produced, before submission.
+#[derive(Debug, Default)]
+struct Pass {
+    plan: Option<Plan>,
+    failures: BTreeMap<String, AllocMetric>,
+    queued: BTreeMap<String, u32>,
+    class_eligibility: BTreeMap<String, bool>,
+    escaped: bool,
+}
+
+#[derive(Debug)]
+pub struct GenericScheduler {
+    job_type: JobType,
+    env: Env,
+}
+
+impl GenericScheduler {
+    pub fn new(job_type: JobType, env: Env) -> Self {
+        Self { job_type, env }
+    }
+
+    pub fn process(
+        &mut self,
+        eval: &Evaluation,
+        snapshot: StateSnapshot,
+        planner: &mut dyn Planner,
+    ) -> Result<(), SchedulerError> {
+        let mut rng = self.env.rng_for(eval);
+        let limit = max_attempts(self.job_type);
+        let mut state = snapshot;
+        let mut attempts = 0;
+        let pass = loop {
+            attempts += 1;
+            let mut pass = self.compute(&state, eval, &mut rng);
+            let Some(plan) = pass.plan.take().filter(|p| !p.is_no_op()) else {
+                break pass;
+            };
+            let submitted = planner.submit_plan(plan)?;
+            let Some(newer) = submitted.refreshed else {
+                break pass;
+            };
+            if !submitted.result.is_no_op() {
+                attempts = 0;
+            }
+            if attempts >= limit {
+                return util::fail_after_attempts(eval, &state, limit, self.env, &mut rng, planner);
+            }
+            state = newer;
+        };
+        let finish = util::Finish {
+            failures: pass.failures,
+            queued: pass.queued,
+            block: Some((pass.class_eligibility, pass.escaped)),
+        };
+        util::finish_eval(eval, &state, finish, self.env, &mut rng, planner)
+    }
+
+    fn compute(&self, state: &StateSnapshot, eval: &Evaluation, rng: &mut ChaCha8Rng) -> Pass {
+        let key = eval.job_key();
+        let now = self.env.now;
+        let rec = reconcile::reconcile(state, &key, eval, now, rng);
+        let mut plan = Plan::new(
+            eval.id,
+            eval.priority,
+            Some(key.clone()),
+            state.latest_index(),
+        );
+        let mut pass = Pass::default();
+        let Reconciled {
+            place,
+            updates,
+            in_place,
+            evals,
+            desired,
+        } = rec;
+        for (node, t) in updates {
+            plan.append_update(node, t);
+        }
+        for a in in_place {
+            plan.append_alloc(a);
+        }
+        plan.evals = evals;
+        plan.annotations = Some(PlanAnnotations {
+            desired_tg_updates: desired,
+        });
+        if let Some(job) = state.job(&key).filter(|_| !place.is_empty()) {
+            self.place(state, job, eval, place, &mut plan, &mut pass, rng);
+        }
+        pass.plan = Some(plan);
+        pass
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn place(
+        &self,
+        state: &StateSnapshot,
+        job: &Job,
+        eval: &Evaluation,
+        place: Vec<Placement>,
+        plan: &mut Plan,
+        pass: &mut Pass,
+        rng: &mut ChaCha8Rng,
+    ) {
+        let (nodes, by_dc) = feasible::ready_nodes_in_dcs(state, job);
+        let limit = if self.job_type == JobType::Batch {
+            CandidateLimit::Fixed(2)
+        } else {
+            CandidateLimit::Log2
+        };
+        let mut stack = Stack::new(state, job, limit);
+        stack.set_nodes(nodes, rng);
+        let preemption = state.scheduler_config().preemption;
+        let allow_preemption = match self.job_type {
+            JobType::Batch => preemption.batch,
+            _ => preemption.service,
+        };
+        let mut failed: BTreeSet<String> = BTreeSet::new();
+        for p in place {
+            let Some(group) = job.group(&p.group) else {
+                continue;
+            };
+            pass.queued.entry(p.group.clone()).or_default();
+            if failed.contains(&p.group) {
+                // One failure per group is enough to know; the rest are coalesced.
+                if let Some(m) = pass.failures.get_mut(&p.group) {
+                    m.coalesced_failures += 1;
+                }
+                *pass.queued.entry(p.group.clone()).or_default() += 1;
+                undo_stop(plan, &p);
+                continue;
+            }
+            let opts = SelectOptions {
+                penalty_nodes: p.penalty_node().into_iter().collect(),
+                preferred_nodes: Vec::new(),
+                allow_preemption,
+            };
+            match stack.select(group, plan, &opts) {
+                Some(ranked) => {
+                    let alloc = util::new_alloc(
+                        job,
+                        group,
+                        &p,
+                        eval,
+                        &ranked,
+                        stack.metrics(),
+                        self.env.now,
+                        rng,
+                    );
+                    util::append_with_preemptions(plan, alloc, &ranked);
+                }
+                None => {
+                    let mut m = stack.metrics().clone();
+                    m.nodes_available = by_dc.clone();
+                    pass.failures.insert(p.group.clone(), m);
+                    *pass.queued.entry(p.group.clone()).or_default() += 1;
+                    failed.insert(p.group.clone());
+                    undo_stop(plan, &p);
+                }
+            }
+        }
+        (pass.class_eligibility, pass.escaped) = stack.class_eligibility();
+    }
+}
+
+/// When a replacement cannot be placed, the allocation it would replace keeps running
+/// (a destructive update, migration or reschedule never stops work it cannot re-home).
+/// Lost allocations are marked lost regardless: their node is gone.
+fn undo_stop(plan: &mut Plan, p: &Placement) {
+    let keeps_running = matches!(
+        p.kind,
+        PlacementKind::Destructive
+            | PlacementKind::Replacement(Replace::Migrate)
+            | PlacementKind::Replacement(Replace::Reschedule { .. })
+    );
+    if let (true, Some(prev)) = (keeps_running, &p.previous)
+        && let Some(list) = plan.node_update.get_mut(&prev.node_id)
+    {
+        list.retain(|t| t.alloc_id != prev.id);
+        if list.is_empty() {
+            plan.node_update.remove(&prev.node_id);
+        }
+    }
+}

@@ -1,0 +1,540 @@
+//! The reconciler of the service and batch schedulers: desired state (the job) against actual
+//! state (its allocations and their nodes), producing what to place, stop, mark and update.
+//!
+//! It decides *what*, never *where*: placements carry a name and the allocation they replace;
+//! the scheduler picks nodes. Every allocation of the job is looked at once per eval, so the
+//! cost is linear in the job's allocations and nothing else.
+//!
+//! Invariants: each slot `job.group[i]` for `i < count` ends with at most one live holder;
+//! a replacement keeps the name of what it replaces; a reconnect is decided only while the
+//! allocation's newest state entry is the disconnect, and the decision records a new entry
+//! (or stops it), so it is never decided twice.
+
+mod classify;
+pub mod reschedule;
+mod slots;
+pub mod update;
+
+#[cfg(test)]
+mod tests;
+
+pub use classify::Replace;
+
+use crate::state::StateSnapshot;
+use crate::types::*;
+use classify::{Class, Context};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Why a placement is made.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum PlacementKind {
+    /// A slot nobody holds.
+    New,
+    /// Stands in for `previous` (see [`Replace`]).
+    Replacement(Replace),
+    /// The new version of `previous`, replaced as part of a rolling update.
+    Destructive,
+}
+
+/// One allocation to place.
+#[derive(Clone, Debug)]
+pub struct Placement {
+    pub group: String,
+    pub name: String,
+    pub previous: Option<Arc<Allocation>>,
+    pub kind: PlacementKind,
+}
+
+impl Placement {
+    /// A reschedule avoids the node the failed allocation ran on.
+    pub fn penalty_node(&self) -> Option<NodeId> {
+        match self.kind {
+            PlacementKind::Replacement(Replace::Reschedule { .. }) => {
+                self.previous.as_ref().map(|p| p.node_id)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// What the reconciler decided for one eval of one job.
+#[derive(Clone, Debug, Default)]
+pub struct Reconciled {
+    pub place: Vec<Placement>,
+    /// Status changes of existing allocations: stops, lost and unknown marks, reconnect
+    /// records, follow-up eval ids.
+    pub updates: Vec<(NodeId, AllocTransition)>,
+    /// In-place updates: the allocation as it is to be stored.
+    pub in_place: Vec<Allocation>,
+    /// Follow-up evals (delayed reschedules, disconnect windows, rolling update rounds).
+    pub evals: Vec<Evaluation>,
+    pub desired: BTreeMap<String, DesiredUpdates>,
+}
+
+impl Reconciled {
+    pub fn is_empty(&self) -> bool {
+        self.place.is_empty()
+            && self.updates.is_empty()
+            && self.in_place.is_empty()
+            && self.evals.is_empty()
+    }
+}
+
+pub(crate) mod describe {
+    pub const STOPPED: &str = "alloc not needed as job is stopped";
+    pub const NOT_NEEDED: &str = "alloc not needed due to job update";
+    pub const LOST: &str = "alloc is lost since its node is down";
+    pub const MIGRATING: &str = "alloc is being migrated";
+    pub const RESCHEDULED: &str = "alloc was rescheduled because it failed";
+    pub const UPDATING: &str = "alloc is being updated due to job update";
+    pub const UNKNOWN: &str = "alloc is unknown since its node is disconnected";
+    pub const RECONNECTED: &str = "alloc reconnected";
+    pub const RECONNECT_LOSER: &str = "alloc not needed due to reconnect";
+}
+
+/// Reconciles the job `key` as of `snapshot` for `eval`. Ids for follow-up evals come from
+/// `rng`.
+pub fn reconcile(
+    snapshot: &StateSnapshot,
+    key: &JobKey,
+    eval: &Evaluation,
+    now: Timestamp,
+    rng: &mut impl rand::Rng,
+) -> Reconciled {
+    let mut out = Reconciled::default();
+    let allocs: Vec<Arc<Allocation>> = snapshot.allocs_by_job(key).cloned().collect();
+    let mut by_group: BTreeMap<&str, Vec<Arc<Allocation>>> = BTreeMap::new();
+    for a in &allocs {
+        by_group
+            .entry(a.task_group.as_str())
+            .or_default()
+            .push(a.clone());
+    }
+    let job = snapshot.job(key).filter(|j| !j.stop);
+    let Some(job) = job else {
+        for a in allocs
+            .iter()
+            .filter(|a| a.desired_status == DesiredStatus::Run && !a.client_terminal())
+        {
+            out.stop(a, describe::STOPPED, None);
+            out.desired.entry(a.task_group.clone()).or_default().stop += 1;
+        }
+        return out;
+    };
+    for (name, group_allocs) in &by_group {
+        if job.group(name).is_none() {
+            for a in group_allocs
+                .iter()
+                .filter(|a| a.desired_status == DesiredStatus::Run && !a.client_terminal())
+            {
+                out.stop(a, describe::NOT_NEEDED, None);
+                out.desired.entry(name.to_string()).or_default().stop += 1;
+            }
+        }
+    }
+    let mut later = FollowUps::default();
+    for group in &job.groups {
+        let existing = by_group.remove(group.name.as_str()).unwrap_or_default();
+        GroupReconciler {
+            snapshot,
+            job,
+            group,
+            eval,
+            now,
+            out: &mut out,
+            later: &mut later,
+        }
+        .run(existing);
+    }
+    later.write(job, eval, now, rng, &mut out);
+    out
+}
+
+impl Reconciled {
+    fn stop(&mut self, a: &Allocation, why: &str, client_status: Option<ClientStatus>) {
+        let mut t = AllocTransition::stop(a.id, why);
+        t.client_status = client_status;
+        self.updates.push((a.node_id, t));
+    }
+
+    fn mark(
+        &mut self,
+        a: &Allocation,
+        why: &str,
+        client_status: ClientStatus,
+        follow_up: Option<EvalId>,
+    ) {
+        let t = AllocTransition {
+            alloc_id: a.id,
+            desired_status: DesiredStatus::Run,
+            desired_description: why.to_string(),
+            client_status: Some(client_status),
+            follow_up_eval_id: follow_up,
+            preempted_by: None,
+        };
+        self.updates.push((a.node_id, t));
+    }
+}
+
+/// Follow-up evals to write, grouped so allocations due at about the same time share one.
+#[derive(Default)]
+struct FollowUps {
+    /// (trigger, due) -> allocations whose follow-up id is to be set.
+    due: BTreeMap<(TriggeredBy, Timestamp), Vec<Arc<Allocation>>>,
+    /// Marks waiting for the disconnect follow-up id.
+    unknown: Vec<(Arc<Allocation>, Timestamp)>,
+    rolling: Option<std::time::Duration>,
+}
+
+/// Follow-ups due within this of each other share one eval (Nomad batches the same way).
+const FOLLOW_UP_BATCH: std::time::Duration = std::time::Duration::from_secs(5);
+
+impl FollowUps {
+    fn write(
+        self,
+        job: &Job,
+        eval: &Evaluation,
+        now: Timestamp,
+        rng: &mut impl rand::Rng,
+        out: &mut Reconciled,
+    ) {
+        let mut maker = EvalMaker {
+            job,
+            parent: eval.id,
+            now,
+            evals: Vec::new(),
+            batches: Vec::new(),
+        };
+        for ((trigger, due), allocs) in self.due {
+            let id = maker.batched(trigger, due, rng);
+            for a in allocs {
+                let mut t = AllocTransition::stop(a.id, a.desired_description.clone());
+                t.desired_status = a.desired_status;
+                t.follow_up_eval_id = Some(id);
+                out.updates.push((a.node_id, t));
+            }
+        }
+        let mut unknown = self.unknown;
+        unknown.sort_by_key(|(a, due)| (*due, a.id));
+        for (a, due) in unknown {
+            let id = maker.batched(TriggeredBy::MaxDisconnectTimeout, due, rng);
+            out.mark(&a, describe::UNKNOWN, ClientStatus::Unknown, Some(id));
+        }
+        if let Some(stagger) = self.rolling {
+            maker.fresh(TriggeredBy::RollingUpdate, None, Some(stagger), rng);
+        }
+        out.evals.extend(maker.evals);
+    }
+}
+
+/// Builds follow-up evals of one job, sharing one eval among follow-ups of the same trigger
+/// due within [`FOLLOW_UP_BATCH`] of each other.
+struct EvalMaker<'a> {
+    job: &'a Job,
+    parent: EvalId,
+    now: Timestamp,
+    evals: Vec<Evaluation>,
+    batches: Vec<(TriggeredBy, Timestamp, EvalId)>,
+}
+
+impl EvalMaker<'_> {
+    fn fresh(
+        &mut self,
+        trigger: TriggeredBy,
+        due: Option<Timestamp>,
+        wait: Option<std::time::Duration>,
+        rng: &mut impl rand::Rng,
+    ) -> EvalId {
+        let mut e = Evaluation::new(
+            EvalId::from_bytes(rng.random()),
+            self.job,
+            trigger,
+            self.now,
+        );
+        e.previous_eval = Some(self.parent);
+        e.wait_until = due;
+        e.wait = wait;
+        let id = e.id;
+        self.evals.push(e);
+        id
+    }
+
+    fn batched(
+        &mut self,
+        trigger: TriggeredBy,
+        due: Timestamp,
+        rng: &mut impl rand::Rng,
+    ) -> EvalId {
+        let near = self
+            .batches
+            .iter()
+            .find(|(t, d, _)| *t == trigger && due.since(*d) <= FOLLOW_UP_BATCH);
+        if let Some((_, _, id)) = near {
+            return *id;
+        }
+        let id = self.fresh(trigger, Some(due), None, rng);
+        self.batches.push((trigger, due, id));
+        id
+    }
+}
+
+/// One group's pass.
+struct GroupReconciler<'a, 'o> {
+    snapshot: &'a StateSnapshot,
+    job: &'a Job,
+    group: &'a TaskGroup,
+    eval: &'a Evaluation,
+    now: Timestamp,
+    out: &'o mut Reconciled,
+    later: &'o mut FollowUps,
+}
+
+impl GroupReconciler<'_, '_> {
+    fn run(mut self, existing: Vec<Arc<Allocation>>) {
+        let mut slots = slots::Slots::new(self.group.count, self.job.id.as_str(), &self.group.name);
+        let mut reconnecting = Vec::new();
+        let mut unknown_replaceable = Vec::new();
+        let replace_unknown = self.group.disconnect.as_ref().is_some_and(|d| d.replace);
+        for a in existing {
+            let node = self.snapshot.node(&a.node_id).map(|n| &**n);
+            let cx = Context {
+                job: self.job,
+                group: self.group,
+                node,
+                now: self.now,
+                eval: self.eval.id,
+            };
+            match classify::classify(&a, &cx) {
+                Class::Ignore => {}
+                Class::Keep => slots.hold(a),
+                Class::MarkUnknown => {
+                    let window = self.group.disconnect_window().unwrap_or_default();
+                    self.later
+                        .unknown
+                        .push((a.clone(), self.now.saturating_add(window)));
+                    self.desired().disconnect += 1;
+                    if replace_unknown {
+                        slots.replace(a, Replace::Disconnect);
+                    } else {
+                        slots.hold(a);
+                    }
+                }
+                Class::Later {
+                    due,
+                    existing,
+                    lost,
+                } => {
+                    if existing.is_none() {
+                        let trigger = if lost {
+                            TriggeredBy::MaxDisconnectTimeout
+                        } else {
+                            TriggeredBy::RetryFailedAlloc
+                        };
+                        self.later
+                            .due
+                            .entry((trigger, due))
+                            .or_default()
+                            .push(a.clone());
+                    }
+                    if !lost {
+                        self.desired().reschedule_later += 1;
+                    }
+                    slots.hold(a);
+                }
+                Class::Unknown => {
+                    if replace_unknown {
+                        unknown_replaceable.push(a);
+                    } else {
+                        slots.hold(a);
+                    }
+                }
+                Class::Reconnecting => reconnecting.push(a),
+                Class::Replace(why) => slots.replace(a, why),
+            }
+        }
+        for a in reconnecting {
+            self.reconnect(a, &mut slots);
+        }
+        for a in unknown_replaceable {
+            if !slots.is_held(&a) {
+                slots.replace(a, Replace::StandIn);
+            }
+        }
+        let decided = slots.decide();
+        for a in decided.excess {
+            self.out.stop(&a, describe::NOT_NEEDED, None);
+            self.desired().stop += 1;
+        }
+        for (a, why, place) in decided.replaced {
+            self.replace(a, why, place);
+        }
+        for name in decided.free {
+            self.out.place.push(Placement {
+                group: self.group.name.clone(),
+                name,
+                previous: None,
+                kind: PlacementKind::New,
+            });
+            self.desired().place += 1;
+        }
+        self.update_versions(decided.held);
+    }
+
+    fn desired(&mut self) -> &mut DesiredUpdates {
+        self.out.desired.entry(self.group.name.clone()).or_default()
+    }
+
+    fn replace(&mut self, a: Arc<Allocation>, why: Replace, place: bool) {
+        match why {
+            Replace::Lost => {
+                self.out.stop(&a, describe::LOST, Some(ClientStatus::Lost));
+                self.desired().stop += 1;
+            }
+            Replace::Migrate => {
+                self.out.stop(&a, describe::MIGRATING, None);
+                self.desired().migrate += 1;
+            }
+            Replace::Reschedule { .. } => {
+                if place {
+                    self.out.stop(&a, describe::RESCHEDULED, None);
+                    self.desired().reschedule_now += 1;
+                }
+            }
+            Replace::Disconnect | Replace::StandIn => {}
+        }
+        if place {
+            let name = a.name.clone();
+            self.out.place.push(Placement {
+                group: self.group.name.clone(),
+                name,
+                previous: Some(a),
+                kind: PlacementKind::Replacement(why),
+            });
+            if !matches!(why, Replace::Migrate | Replace::Reschedule { .. }) {
+                self.desired().place += 1;
+            }
+        }
+    }
+
+    /// Decides between a reconnected allocation and whatever stood in for it (same name).
+    fn reconnect(&mut self, original: Arc<Allocation>, slots: &mut slots::Slots) {
+        let stand_ins = slots.take_holders_named(&original.name);
+        let keep_original = match (&stand_ins[..], self.reconcile_strategy()) {
+            ([], _) => true,
+            (_, ReconcileStrategy::KeepOriginal) => true,
+            (_, ReconcileStrategy::KeepReplacement) => false,
+            ([first, ..], ReconcileStrategy::LongestRunning) => {
+                started(&original) <= started(first)
+            }
+            ([first, ..], ReconcileStrategy::BestScore) => {
+                original.job_version == self.job.version || first.job_version != self.job.version
+            }
+        };
+        self.desired().reconnect += 1;
+        if keep_original {
+            self.out.mark(
+                &original,
+                describe::RECONNECTED,
+                original.client_status,
+                None,
+            );
+            for s in stand_ins {
+                self.out.stop(&s, describe::RECONNECT_LOSER, None);
+                self.desired().stop += 1;
+            }
+            slots.hold(original);
+        } else {
+            self.out.stop(&original, describe::RECONNECT_LOSER, None);
+            self.desired().stop += 1;
+            for s in stand_ins {
+                slots.hold(s);
+            }
+        }
+    }
+
+    fn reconcile_strategy(&self) -> ReconcileStrategy {
+        self.group
+            .disconnect
+            .as_ref()
+            .map_or(ReconcileStrategy::BestScore, |d| d.reconcile)
+    }
+
+    /// Moves held allocations of an older job version to this one: in place when only
+    /// non-destructive fields changed, else replaced `max_parallel` at a time.
+    fn update_versions(&mut self, held: Vec<Arc<Allocation>>) {
+        let stale: Vec<Arc<Allocation>> = held
+            .iter()
+            .filter(|a| {
+                a.job_version != self.job.version
+                    && a.desired_status == DesiredStatus::Run
+                    && !a.client_terminal()
+            })
+            .cloned()
+            .collect();
+        if stale.is_empty() {
+            return;
+        }
+        let key = self.job.key();
+        let mut destructive = Vec::new();
+        for a in stale {
+            let old = self
+                .snapshot
+                .job_version(&key, a.job_version)
+                .and_then(|j| j.group(&self.group.name).cloned());
+            match old {
+                Some(old) if !update::tasks_updated(&old, self.group) => {
+                    let mut updated = (*a).clone();
+                    updated.job_version = self.job.version;
+                    updated.resources = self.group.resources();
+                    self.out.in_place.push(updated);
+                    self.desired().in_place_update += 1;
+                }
+                _ => destructive.push(a),
+            }
+        }
+        let width = update::max_parallel(self.job, self.group) as usize;
+        let starting = held
+            .iter()
+            .filter(|a| {
+                a.job_version == self.job.version && a.client_status == ClientStatus::Pending
+            })
+            .count();
+        let budget = if width == 0 {
+            destructive.len()
+        } else {
+            width.saturating_sub(starting)
+        };
+        destructive.sort_by_key(|a| (a.name_index().unwrap_or(u32::MAX), a.id));
+        let rest = destructive.split_off(budget.min(destructive.len()));
+        for a in destructive {
+            self.out.stop(&a, describe::UPDATING, None);
+            let name = a.name.clone();
+            self.out.place.push(Placement {
+                group: self.group.name.clone(),
+                name,
+                previous: Some(a),
+                kind: PlacementKind::Destructive,
+            });
+            self.desired().destructive_update += 1;
+        }
+        if !rest.is_empty() {
+            self.desired().ignore += rest.len() as u32;
+            let stagger = self
+                .group
+                .update
+                .as_ref()
+                .unwrap_or(&self.job.update)
+                .stagger;
+            self.later.rolling = Some(self.later.rolling.map_or(stagger, |s| s.min(stagger)));
+        }
+    }
+}
+
+fn started(a: &Allocation) -> Timestamp {
+    a.task_states
+        .values()
+        .filter_map(|t| t.started_at)
+        .min()
+        .unwrap_or(a.create_time)
+}

@@ -1,0 +1,1 @@
+//! Reconciler unit tests live with the scheduler scenarios (scheduler/tests).

@@ -1,0 +1,388 @@
+//! The system and sysbatch scheduler: one allocation of each group on every eligible node.
+//!
+//! Per node the diff is simple: no live allocation → place one there; one of an old version →
+//! update it (in place, or replaced on the same node `max_parallel` at a time); the node left
+//! (down, draining, offlined, outside the datacenters) → stop it. A sysbatch allocation that
+//! finished on a node is never run there again for the same job version.
+
+use super::generic::max_attempts;
+use super::reconcile::{Placement, PlacementKind, update};
+use super::stack::{CandidateLimit, SelectOptions, Stack};
+use super::{Env, Planner, SchedulerError, feasible, util};
+use crate::state::StateSnapshot;
+use crate::types::*;
+use rand_chacha::ChaCha8Rng;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// Above this many nodes without room, one job-wide escaped blocked eval replaces the
+/// per-node ones, so a full cluster cannot flood the blocked set.
+pub const MAX_PER_NODE_BLOCKED: usize = 16;
+
+const NODE_LEFT: &str = "alloc not needed as node is no longer eligible";
+const STOPPED: &str = "alloc not needed as job is stopped";
+const LOST: &str = "alloc is lost since its node is down";
+const UPDATING: &str = "alloc is being updated due to job update";
+const DUPLICATE: &str = "alloc not needed: another runs on this node";
+
+#[derive(Debug)]
+pub struct SystemScheduler {
+    job_type: JobType,
+    env: Env,
+}
+
+#[derive(Default)]
+struct Pass {
+    plan: Option<Plan>,
+    failures: BTreeMap<String, AllocMetric>,
+    queued: BTreeMap<String, u32>,
+    failed_nodes: BTreeSet<NodeId>,
+}
+
+impl SystemScheduler {
+    pub fn new(job_type: JobType, env: Env) -> Self {
+        Self { job_type, env }
+    }
+
+    pub fn process(
+        &mut self,
+        eval: &Evaluation,
+        snapshot: StateSnapshot,
+        planner: &mut dyn Planner,
+    ) -> Result<(), SchedulerError> {
+        let mut rng = self.env.rng_for(eval);
+        let limit = max_attempts(self.job_type);
+        let mut state = snapshot;
+        let mut attempts = 0;
+        let pass = loop {
+            attempts += 1;
+            let mut pass = self.compute(&state, eval, &mut rng);
+            let Some(plan) = pass.plan.take().filter(|p| !p.is_no_op()) else {
+                break pass;
+            };
+            let submitted = planner.submit_plan(plan)?;
+            let Some(newer) = submitted.refreshed else {
+                break pass;
+            };
+            if !submitted.result.is_no_op() {
+                attempts = 0;
+            }
+            if attempts >= limit {
+                return util::fail_after_attempts(eval, &state, limit, self.env, &mut rng, planner);
+            }
+            state = newer;
+        };
+        // A blocked eval re-run is reblocked as it is; a fresh eval blocks per node, or job-wide
+        // (escaped: any capacity change retries it) when too many nodes had no room.
+        let per_node = eval.status != EvalStatus::Blocked
+            && !pass.failed_nodes.is_empty()
+            && pass.failed_nodes.len() <= MAX_PER_NODE_BLOCKED;
+        if per_node {
+            self.block_per_node(eval, &state, &pass, &mut rng, planner)?;
+        }
+        let block = (!per_node).then(|| (BTreeMap::new(), true));
+        let finish = util::Finish {
+            failures: pass.failures,
+            queued: pass.queued,
+            block,
+        };
+        util::finish_eval(eval, &state, finish, self.env, &mut rng, planner)
+    }
+
+    /// System evals are blocked per node, so that node's capacity change releases exactly
+    /// its own eval.
+    fn block_per_node(
+        &self,
+        eval: &Evaluation,
+        state: &StateSnapshot,
+        pass: &Pass,
+        rng: &mut ChaCha8Rng,
+        planner: &mut dyn Planner,
+    ) -> Result<(), SchedulerError> {
+        if pass.failed_nodes.is_empty() || pass.failed_nodes.len() > MAX_PER_NODE_BLOCKED {
+            return Ok(());
+        }
+        for node in &pass.failed_nodes {
+            let mut b = eval.clone();
+            b.id = EvalId::from_bytes(rand::Rng::random(rng));
+            b.node_id = Some(*node);
+            b.triggered_by = TriggeredBy::QueuedAllocs;
+            b.status = EvalStatus::Blocked;
+            b.status_description = format!("no room for the job on node {node}");
+            b.previous_eval = Some(eval.id);
+            b.failed_tg_allocs = pass.failures.clone();
+            b.snapshot_index = state.latest_index();
+            b.wait = None;
+            b.wait_until = None;
+            b.create_time = self.env.now;
+            b.modify_time = self.env.now;
+            planner.create_eval(b)?;
+        }
+        Ok(())
+    }
+
+    fn compute(&self, state: &StateSnapshot, eval: &Evaluation, rng: &mut ChaCha8Rng) -> Pass {
+        let key = eval.job_key();
+        let mut plan = Plan::new(
+            eval.id,
+            eval.priority,
+            Some(key.clone()),
+            state.latest_index(),
+        );
+        let mut pass = Pass::default();
+        let mut desired: BTreeMap<String, DesiredUpdates> = BTreeMap::new();
+        let allocs: Vec<Arc<Allocation>> = state.allocs_by_job(&key).cloned().collect();
+        let job = state.job(&key).filter(|j| !j.stop);
+        let Some(job) = job else {
+            for a in allocs.iter().filter(|a| is_live(a)) {
+                plan.append_update(a.node_id, AllocTransition::stop(a.id, STOPPED));
+                desired.entry(a.task_group.clone()).or_default().stop += 1;
+            }
+            plan.annotations = Some(PlanAnnotations {
+                desired_tg_updates: desired,
+            });
+            pass.plan = Some(plan);
+            return pass;
+        };
+        let (nodes, by_dc) = feasible::ready_nodes_in_dcs(state, job);
+        let eligible: BTreeSet<NodeId> = nodes.iter().map(|n| n.id).collect();
+        // Per (group, node): what is there now.
+        let mut live: BTreeMap<(&str, NodeId), Vec<Arc<Allocation>>> = BTreeMap::new();
+        let mut finished: BTreeSet<(&str, NodeId)> = BTreeSet::new();
+        for a in &allocs {
+            if job.group(&a.task_group).is_none() {
+                if is_live(a) {
+                    plan.append_update(a.node_id, AllocTransition::stop(a.id, NODE_LEFT));
+                    desired.entry(a.task_group.clone()).or_default().stop += 1;
+                }
+                continue;
+            }
+            if is_live(a) {
+                live.entry((a.task_group.as_str(), a.node_id))
+                    .or_default()
+                    .push(a.clone());
+            } else if self.job_type == JobType::SysBatch
+                && a.job_version == job.version
+                && a.desired_status == DesiredStatus::Run
+                && matches!(
+                    a.client_status,
+                    ClientStatus::Complete | ClientStatus::Failed
+                )
+            {
+                finished.insert((a.task_group.as_str(), a.node_id));
+            }
+        }
+        let mut to_place: Vec<(Arc<Node>, &TaskGroup, Option<Arc<Allocation>>)> = Vec::new();
+        for group in &job.groups {
+            let d = desired.entry(group.name.clone()).or_default();
+            let mut stale = Vec::new();
+            // Existing allocations: keep, stop, or mark stale.
+            for ((g, node_id), list) in
+                live.range((group.name.as_str(), NodeId::MIN)..=(group.name.as_str(), NodeId::MAX))
+            {
+                debug_assert_eq!(*g, group.name);
+                let mut list = list.clone();
+                list.sort_by_key(|a| (a.client_status != ClientStatus::Running, a.create_index));
+                for extra in list.split_off(1.min(list.len())) {
+                    plan.append_update(*node_id, AllocTransition::stop(extra.id, DUPLICATE));
+                    d.stop += 1;
+                }
+                let Some(a) = list.pop() else { continue };
+                match state.node(node_id) {
+                    None => lost(&mut plan, &a, d),
+                    Some(n) if n.status == NodeStatus::Down => lost(&mut plan, &a, d),
+                    Some(n) if n.status == NodeStatus::Disconnected => {
+                        disconnected(&mut plan, &a, n, group, self.env.now, d)
+                    }
+                    Some(n) if !eligible.contains(node_id) && !keeps_system_alloc(n) => {
+                        plan.append_update(*node_id, AllocTransition::stop(a.id, NODE_LEFT));
+                        d.stop += 1;
+                    }
+                    Some(_) if a.job_version != job.version => stale.push(a),
+                    Some(_) => d.ignore += 1,
+                }
+            }
+            self.update_stale(state, job, group, stale, &mut plan, &mut to_place, d, rng);
+            // Eligible nodes with nothing of this group: place.
+            for node in &nodes {
+                let key = (group.name.as_str(), node.id);
+                if live.contains_key(&key) || finished.contains(&key) {
+                    continue;
+                }
+                to_place.push((node.clone(), group, None));
+            }
+        }
+        let preemption = state.scheduler_config().preemption;
+        let allow_preemption = match self.job_type {
+            JobType::SysBatch => preemption.sysbatch,
+            _ => preemption.system,
+        };
+        let mut stack = Stack::new(state, job, CandidateLimit::All);
+        for (node, group, previous) in to_place {
+            let node_id = node.id;
+            stack.set_nodes(vec![node], rng);
+            let kind = if previous.is_some() {
+                PlacementKind::Destructive
+            } else {
+                PlacementKind::New
+            };
+            let p = Placement {
+                group: group.name.clone(),
+                name: Allocation::name_for(job.id.as_str(), &group.name, 0),
+                previous,
+                kind,
+            };
+            let opts = SelectOptions {
+                penalty_nodes: BTreeSet::new(),
+                preferred_nodes: Vec::new(),
+                allow_preemption,
+            };
+            let d = desired.entry(group.name.clone()).or_default();
+            pass.queued.entry(group.name.clone()).or_default();
+            match stack.select(group, &plan, &opts) {
+                Some(ranked) => {
+                    if p.previous.is_none() {
+                        d.place += 1;
+                    }
+                    d.preemptions += ranked.preempted.len() as u32;
+                    let alloc = util::new_alloc(
+                        job,
+                        group,
+                        &p,
+                        eval,
+                        &ranked,
+                        stack.metrics(),
+                        self.env.now,
+                        rng,
+                    );
+                    util::append_with_preemptions(&mut plan, alloc, &ranked);
+                }
+                None => {
+                    if let Some(prev) = &p.previous {
+                        // Could not re-home the new version: the old one keeps running.
+                        if let Some(list) = plan.node_update.get_mut(&prev.node_id) {
+                            list.retain(|t| t.alloc_id != prev.id);
+                        }
+                        plan.node_update.retain(|_, l| !l.is_empty());
+                    }
+                    let mut m = stack.metrics().clone();
+                    m.nodes_available = by_dc.clone();
+                    let entry = pass.failures.entry(group.name.clone()).or_insert(m);
+                    entry.coalesced_failures += u32::from(pass.failed_nodes.contains(&node_id));
+                    *pass.queued.entry(group.name.clone()).or_default() += 1;
+                    pass.failed_nodes.insert(node_id);
+                }
+            }
+        }
+        plan.annotations = Some(PlanAnnotations {
+            desired_tg_updates: desired,
+        });
+        pass.plan = Some(plan);
+        pass
+    }
+
+    /// Old-version allocations: in place when possible, else replaced on the same node,
+    /// `max_parallel` per pass; a rolling-update eval continues after the stagger.
+    #[allow(clippy::too_many_arguments)]
+    fn update_stale<'j>(
+        &self,
+        state: &StateSnapshot,
+        job: &Job,
+        group: &'j TaskGroup,
+        stale: Vec<Arc<Allocation>>,
+        plan: &mut Plan,
+        to_place: &mut Vec<(Arc<Node>, &'j TaskGroup, Option<Arc<Allocation>>)>,
+        d: &mut DesiredUpdates,
+        rng: &mut ChaCha8Rng,
+    ) {
+        let key = job.key();
+        let mut destructive = Vec::new();
+        for a in stale {
+            let old = state
+                .job_version(&key, a.job_version)
+                .and_then(|j| j.group(&group.name).cloned());
+            match old {
+                Some(old) if !update::tasks_updated(&old, group) => {
+                    let mut updated = (*a).clone();
+                    updated.job_version = job.version;
+                    updated.resources = group.resources();
+                    plan.append_alloc(updated);
+                    d.in_place_update += 1;
+                }
+                _ => destructive.push(a),
+            }
+        }
+        let width = update::max_parallel(job, group) as usize;
+        let budget = if width == 0 { destructive.len() } else { width };
+        destructive.sort_by_key(|a| (a.node_id, a.id));
+        let rest = destructive.split_off(budget.min(destructive.len()));
+        for a in destructive {
+            let Some(node) = state.node(&a.node_id) else {
+                continue;
+            };
+            plan.append_update(a.node_id, AllocTransition::stop(a.id, UPDATING));
+            d.destructive_update += 1;
+            to_place.push((node.clone(), group, Some(a)));
+        }
+        if !rest.is_empty() {
+            d.ignore += rest.len() as u32;
+            let stagger = group.update.as_ref().unwrap_or(&job.update).stagger;
+            if !plan
+                .evals
+                .iter()
+                .any(|e| e.triggered_by == TriggeredBy::RollingUpdate)
+            {
+                let id = EvalId::from_bytes(rand::Rng::random(rng));
+                let mut e = Evaluation::new(id, job, TriggeredBy::RollingUpdate, self.env.now);
+                e.wait = Some(stagger);
+                plan.evals.push(e);
+            }
+        }
+    }
+}
+
+fn is_live(a: &Allocation) -> bool {
+    a.desired_status == DesiredStatus::Run && !a.client_terminal()
+}
+
+/// A draining node that ignores system jobs keeps its system allocations.
+fn keeps_system_alloc(n: &Node) -> bool {
+    n.status == NodeStatus::Ready
+        && n.health != NodeHealth::Offlined
+        && n.drain.as_ref().is_some_and(|d| d.ignore_system_jobs)
+}
+
+fn lost(plan: &mut Plan, a: &Allocation, d: &mut DesiredUpdates) {
+    let mut t = AllocTransition::stop(a.id, LOST);
+    t.client_status = Some(ClientStatus::Lost);
+    plan.append_update(a.node_id, t);
+    d.stop += 1;
+}
+
+/// Disconnected inside the group's window: unknown (once); past it, or without one: lost.
+fn disconnected(
+    plan: &mut Plan,
+    a: &Allocation,
+    n: &Node,
+    group: &TaskGroup,
+    now: Timestamp,
+    d: &mut DesiredUpdates,
+) {
+    match group.disconnect_window() {
+        Some(w) if now < n.status_updated_at.saturating_add(w) => {
+            if a.client_status != ClientStatus::Unknown {
+                let t = AllocTransition {
+                    alloc_id: a.id,
+                    desired_status: DesiredStatus::Run,
+                    desired_description: "alloc is unknown since its node is disconnected".into(),
+                    client_status: Some(ClientStatus::Unknown),
+                    follow_up_eval_id: None,
+                    preempted_by: None,
+                };
+                plan.append_update(a.node_id, t);
+                d.disconnect += 1;
+            }
+        }
+        _ => lost(plan, a, d),
+    }
+}

@@ -1,0 +1,153 @@
+//! A planner that commits plans to an in-memory store through the real plan checks and FSM:
+//! the harness scheduler tests, benchmarks and simulations run against (Nomad's `Harness`).
+
+use super::{Env, Planner, PlannerError, Scheduler, SchedulerError, Submitted};
+use crate::fsm::{self, Command};
+use crate::plan_check::check_plan;
+use crate::state::StateStore;
+use crate::types::*;
+
+#[derive(Debug, Default)]
+pub struct Harness {
+    pub state: StateStore,
+    index: Index,
+    pub now: Timestamp,
+    pub plans: Vec<Plan>,
+    pub results: Vec<PlanResult>,
+    pub created: Vec<Evaluation>,
+    pub updated: Vec<Evaluation>,
+    pub reblocked: Vec<Evaluation>,
+    /// Refuse every plan outright (exercises the retry limit).
+    pub refuse_all: bool,
+}
+
+impl Harness {
+    pub fn new(now: Timestamp) -> Self {
+        Self {
+            now,
+            ..Self::default()
+        }
+    }
+
+    /// A harness over existing state (an O(1) copy), writing at indexes after its latest.
+    pub fn from_state(state: &StateStore, now: Timestamp) -> Self {
+        Self {
+            index: state.latest_index(),
+            state: state.snapshot(),
+            now,
+            ..Self::default()
+        }
+    }
+
+    /// Applies a setup command at the next index; setup must be valid.
+    pub fn apply(&mut self, cmd: Command) {
+        self.index += 1;
+        if let Err(e) = fsm::apply(&mut self.state, self.index, &cmd) {
+            panic!("harness setup {} failed: {e}", cmd.kind());
+        }
+    }
+
+    pub fn upsert_node(&mut self, node: Node) {
+        self.apply(Command::NodeRegister {
+            node,
+            now: self.now,
+        });
+    }
+
+    /// Registers `job` with a registration eval and returns that eval as stored.
+    pub fn register(&mut self, job: &Job, eval_n: u64) -> Evaluation {
+        let eval = crate::mock::eval(eval_n, job);
+        self.apply(Command::JobRegister {
+            job: job.clone(),
+            eval: Some(eval.clone()),
+            now: self.now,
+        });
+        (**self.state.eval(&eval.id).expect("eval just written")).clone()
+    }
+
+    /// Runs the scheduler for `eval` against the current state.
+    pub fn process(&mut self, eval: &Evaluation, seed: u64) -> Result<(), SchedulerError> {
+        let env = Env {
+            now: self.now,
+            seed,
+        };
+        let snapshot = self.state.snapshot();
+        Scheduler::new(env).process(eval, snapshot, self)
+    }
+
+    fn write_eval(&mut self, eval: Evaluation) {
+        self.index += 1;
+        let _ = fsm::apply(
+            &mut self.state,
+            self.index,
+            &Command::EvalUpsert { evals: vec![eval] },
+        );
+    }
+
+    /// The last plan submitted, if any.
+    pub fn last_plan(&self) -> Option<&Plan> {
+        self.plans.last()
+    }
+}
+
+impl Planner for Harness {
+    fn submit_plan(&mut self, plan: Plan) -> Result<Submitted, PlannerError> {
+        self.plans.push(plan.clone());
+        if self.refuse_all {
+            let mut result = PlanResult {
+                refresh_index: self.state.latest_index(),
+                ..PlanResult::default()
+            };
+            for node in plan.nodes() {
+                result
+                    .rejected_nodes
+                    .insert(node, "refused by the test harness".into());
+            }
+            self.results.push(result.clone());
+            return Ok(Submitted {
+                result,
+                refreshed: Some(self.state.snapshot()),
+            });
+        }
+        let outcome = check_plan(&self.state, &plan);
+        let refused = outcome.has_refusals();
+        let mut result = outcome.result;
+        if let Some(apply) = outcome.apply {
+            self.index += 1;
+            fsm::apply(
+                &mut self.state,
+                self.index,
+                &Command::ApplyPlan {
+                    plan: apply,
+                    now: self.now,
+                },
+            )
+            .map_err(|e| PlannerError::PlanNotApplied {
+                eval_id: plan.eval_id,
+                reason: e.to_string(),
+            })?;
+            result.alloc_index = self.index;
+        }
+        self.results.push(result.clone());
+        let refreshed = refused.then(|| self.state.snapshot());
+        Ok(Submitted { result, refreshed })
+    }
+
+    fn update_eval(&mut self, eval: Evaluation) -> Result<(), PlannerError> {
+        self.updated.push(eval.clone());
+        self.write_eval(eval);
+        Ok(())
+    }
+
+    fn create_eval(&mut self, eval: Evaluation) -> Result<(), PlannerError> {
+        self.created.push(eval.clone());
+        self.write_eval(eval);
+        Ok(())
+    }
+
+    fn reblock_eval(&mut self, eval: Evaluation) -> Result<(), PlannerError> {
+        self.reblocked.push(eval.clone());
+        self.write_eval(eval);
+        Ok(())
+    }
+}

@@ -1,0 +1,289 @@
+//! System and sysbatch scenarios.
+
+use super::*;
+use crate::mock;
+
+fn counts(placed: usize, stopped: usize) -> Counts {
+    Counts {
+        placed,
+        stopped,
+        ..Counts::default()
+    }
+}
+
+#[test]
+fn system_job_on_10_nodes_places_one_per_node() {
+    let mut w = World::with_nodes(10);
+    let job = mock::system_job("sys");
+    let eval = w.run_job(&job);
+    assert_eq!(w.counts(), counts(10, 0));
+    let nodes: std::collections::BTreeSet<_> =
+        w.live(&job).values().flatten().map(|a| a.node_id).collect();
+    assert_eq!(nodes.len(), 10, "one allocation on each node");
+    assert_eq!(w.stored_eval(eval.id).status, EvalStatus::Complete);
+}
+
+#[test]
+fn system_job_with_no_nodes_makes_no_plan_and_blocks_nothing() {
+    let mut w = World::new();
+    let eval = w.run_job(&mock::system_job("sys"));
+    assert!(w.h.plans.is_empty());
+    assert!(w.h.created.is_empty(), "nothing blocked");
+    assert_eq!(w.stored_eval(eval.id).status, EvalStatus::Complete);
+}
+
+#[test]
+fn system_destructive_change_with_max_parallel_5_stops_5_and_places_5() {
+    let mut w = World::with_nodes(10);
+    let mut job = mock::system_job("sys");
+    job.update.max_parallel = 5;
+    w.run_job(&job);
+    w.set_client_status(&job, ClientStatus::Running);
+    job.groups[0].tasks[0].config.args = vec!["7200".into()];
+    w.run_job(&job);
+    assert_eq!(w.counts(), counts(5, 5));
+    let plan = w.h.last_plan().unwrap();
+    for (node, allocs) in &plan.node_allocation {
+        assert!(
+            plan.node_update[node].len() == 1 && allocs.len() == 1,
+            "replaced on the same node"
+        );
+    }
+    assert!(
+        w.h.state
+            .evals()
+            .any(|e| e.triggered_by == TriggeredBy::RollingUpdate),
+        "the next round is scheduled"
+    );
+}
+
+#[test]
+fn system_job_deregistered_stops_every_allocation() {
+    let mut w = World::with_nodes(10);
+    let job = mock::system_job("sys");
+    w.run_job(&job);
+    w.h.apply(Command::JobDeregister {
+        job: job.key(),
+        purge: false,
+        eval: None,
+        now: NOW,
+    });
+    let eval = w.node_eval(&job, TriggeredBy::JobDeregister);
+    w.run(&eval);
+    assert_eq!(w.counts(), counts(0, 10));
+    assert_eq!(w.live_count(&job), 0);
+}
+
+#[test]
+fn system_node_down_or_drained_loses_its_allocation_and_gets_nothing() {
+    for drained in [false, true] {
+        let mut w = World::with_nodes(3);
+        let job = mock::system_job("sys");
+        w.run_job(&job);
+        let node = mock::node_id(1);
+        if drained {
+            let drain = DrainStrategy {
+                deadline: None,
+                force: false,
+                ignore_system_jobs: false,
+                started_at: NOW,
+            };
+            w.h.apply(Command::NodeDrain {
+                node_id: node,
+                drain: Some(drain),
+                now: NOW,
+                evals: vec![],
+            });
+        } else {
+            w.set_node_status(node, NodeStatus::Down);
+        }
+        let eval = w.node_eval(&job, TriggeredBy::NodeUpdate);
+        w.run(&eval);
+        let c = w.counts();
+        assert_eq!(c.placed, 0, "drained={drained}: nothing placed");
+        assert_eq!(c.stopped + c.lost, 1, "drained={drained}");
+        assert!(w.live(&job).values().flatten().all(|a| a.node_id != node));
+    }
+}
+
+#[test]
+fn system_offlined_node_loses_its_allocation() {
+    let mut w = World::with_nodes(3);
+    let job = mock::system_job("sys");
+    w.run_job(&job);
+    w.h.apply(Command::NodeOffline {
+        node_id: mock::node_id(2),
+        now: NOW,
+        evals: vec![],
+    });
+    let eval = w.node_eval(&job, TriggeredBy::NodeUpdate);
+    w.run(&eval);
+    assert_eq!(w.counts(), counts(0, 1));
+}
+
+#[test]
+fn system_new_node_gets_one() {
+    let mut w = World::with_nodes(3);
+    let job = mock::system_job("sys");
+    w.run_job(&job);
+    w.node(mock::node(3));
+    let eval = w.node_eval(&job, TriggeredBy::NodeUpdate);
+    w.run(&eval);
+    assert_eq!(w.counts(), counts(1, 0));
+    assert_eq!(
+        w.h.last_plan().unwrap().node_allocation.keys().next(),
+        Some(&mock::node_id(3))
+    );
+}
+
+#[test]
+fn system_in_place_update_when_only_kill_timeout_changed() {
+    let mut w = World::with_nodes(4);
+    let mut job = mock::system_job("sys");
+    w.run_job(&job);
+    job.groups[0].tasks[0].kill_timeout = std::time::Duration::from_secs(30);
+    w.run_job(&job);
+    assert_eq!(
+        w.counts(),
+        Counts {
+            in_place: 4,
+            ..Counts::default()
+        }
+    );
+    assert!(w.live(&job).values().flatten().all(|a| a.job_version == 1));
+}
+
+#[test]
+fn system_full_node_blocks_an_eval_for_that_node_only() {
+    let mut w = World::with_nodes(2);
+    let mut small = mock::node(2);
+    small.resources = Resources::new(50, 64, 1000);
+    w.node(small);
+    let eval = w.run_job(&mock::system_job("sys"));
+    assert_eq!(w.counts().placed, 2);
+    assert_eq!(w.h.created.len(), 1);
+    let blocked = &w.h.created[0];
+    assert_eq!(
+        (blocked.status, blocked.node_id),
+        (EvalStatus::Blocked, Some(mock::node_id(2)))
+    );
+    let m = &blocked.failed_tg_allocs["web"];
+    assert_eq!(m.dimension_exhausted.get(&Dimension::Cpu), Some(&1));
+    assert_eq!(w.stored_eval(eval.id).queued_allocations["web"], 1);
+}
+
+#[test]
+fn system_preempts_lower_priority_allocations_when_a_node_is_full() {
+    let mut w = World::with_nodes(1);
+    let mut low = mock::service_job("low", 1);
+    low.priority = 20;
+    low.groups[0].tasks[0].resources = Resources::new(3950, 512, 0);
+    w.run_job(&low);
+    assert_eq!(w.live_count(&low), 1);
+    let mut sys = mock::system_job("sys");
+    sys.priority = 80;
+    w.run_job(&sys);
+    let c = w.counts();
+    assert_eq!((c.placed, c.preempted), (1, 1));
+    let placed = w.live(&sys).into_values().flatten().next().unwrap();
+    assert_eq!(placed.preempted_allocations.len(), 1);
+    let victim = w.h.state.alloc(&placed.preempted_allocations[0]).unwrap();
+    assert_eq!(
+        (victim.desired_status, victim.preempted_by),
+        (DesiredStatus::Evict, Some(placed.id))
+    );
+}
+
+#[test]
+fn system_does_not_preempt_within_ten_priority_points() {
+    let mut w = World::with_nodes(1);
+    let mut low = mock::service_job("low", 1);
+    low.priority = 75;
+    low.groups[0].tasks[0].resources = Resources::new(3950, 512, 0);
+    w.run_job(&low);
+    let mut sys = mock::system_job("sys");
+    sys.priority = 80;
+    w.run_job(&sys);
+    assert_eq!(w.counts().preempted, 0);
+    assert_eq!(w.live_count(&sys), 0);
+    assert_eq!(w.live_count(&low), 1);
+}
+
+#[test]
+fn sysbatch_on_10_nodes_places_10_and_never_reruns_complete() {
+    let mut w = World::with_nodes(10);
+    let job = mock::job_of("once", JobType::SysBatch, 1);
+    w.run_job(&job);
+    assert_eq!(w.counts(), counts(10, 0));
+    assert!(
+        w.h.state
+            .evals()
+            .all(|e| e.triggered_by != TriggeredBy::RollingUpdate),
+        "no deployment"
+    );
+    w.set_client_status(&job, ClientStatus::Complete);
+    let eval = w.node_eval(&job, TriggeredBy::NodeUpdate);
+    w.run(&eval);
+    assert!(w.h.plans.is_empty(), "complete work is not re-run");
+    assert_eq!(
+        w.h.state.job(&job.key()).unwrap().status,
+        JobStatus::Dead,
+        "dead once every node ran it"
+    );
+}
+
+#[test]
+fn sysbatch_new_node_gets_one() {
+    let mut w = World::with_nodes(2);
+    let job = mock::job_of("once", JobType::SysBatch, 1);
+    w.run_job(&job);
+    w.set_client_status(&job, ClientStatus::Complete);
+    w.node(mock::node(7));
+    let eval = w.node_eval(&job, TriggeredBy::NodeUpdate);
+    w.run(&eval);
+    assert_eq!(w.counts(), counts(1, 0));
+}
+
+#[test]
+fn system_places_only_on_healthy_nodes_in_its_datacenters() {
+    let mut w = World::with_nodes(2);
+    let mut other_dc = mock::node(2);
+    other_dc.datacenter = "dc2".into();
+    w.node(other_dc);
+    let mut new = mock::node(3);
+    new.health = NodeHealth::Suspended(SuspendReason::New);
+    w.node(new);
+    let mut ineligible = mock::node(4);
+    ineligible.eligibility = Eligibility::Ineligible;
+    w.node(ineligible);
+    w.run_job(&mock::system_job("sys"));
+    let nodes: Vec<_> =
+        w.h.last_plan()
+            .unwrap()
+            .node_allocation
+            .keys()
+            .copied()
+            .collect();
+    assert_eq!(nodes, vec![mock::node_id(0), mock::node_id(1)]);
+}
+
+#[test]
+fn system_disconnected_node_marks_allocation_unknown_inside_window() {
+    let mut w = World::with_nodes(2);
+    let mut job = mock::system_job("sys");
+    job.groups[0].disconnect = Some(DisconnectPolicy {
+        lost_after: Some(mock::SEC * 300),
+        ..Default::default()
+    });
+    w.run_job(&job);
+    w.set_node_status(mock::node_id(0), NodeStatus::Disconnected);
+    let eval = w.node_eval(&job, TriggeredBy::NodeUpdate);
+    w.run(&eval);
+    assert_eq!(
+        w.counts(),
+        Counts {
+            unknown: 1,
+            ..Counts::default()
+        }
+    );
+}

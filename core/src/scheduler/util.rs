@@ -1,0 +1,179 @@
+//! Pieces every scheduler shares: building a placed allocation, recording preemptions,
+//! and closing an eval (complete, blocked for what did not fit, or failed after retries).
+
+use super::reconcile::{Placement, PlacementKind, Replace, reschedule};
+use super::stack::RankedNode;
+use super::{Env, Planner, SchedulerError};
+use crate::state::StateSnapshot;
+use crate::types::*;
+use std::collections::BTreeMap;
+
+/// A new allocation for placement `p` on the node `ranked` chose.
+#[allow(clippy::too_many_arguments)]
+pub fn new_alloc(
+    job: &Job,
+    group: &TaskGroup,
+    p: &Placement,
+    eval: &Evaluation,
+    ranked: &RankedNode,
+    metrics: &AllocMetric,
+    now: Timestamp,
+    rng: &mut impl rand::Rng,
+) -> Allocation {
+    let reschedule_tracker = match (p.kind, &p.previous) {
+        (PlacementKind::Replacement(Replace::Reschedule { delay }), Some(prev)) => Some(Box::new(
+            reschedule::next_tracker(prev, &group.reschedule, now, delay),
+        )),
+        // Other replacements carry the history along so attempts stay counted.
+        (_, Some(prev)) => prev.reschedule_tracker.clone(),
+        _ => None,
+    };
+    Allocation {
+        id: AllocId::from_bytes(rng.random()),
+        eval_id: eval.id,
+        name: p.name.clone(),
+        namespace: job.namespace.as_str().into(),
+        job_id: job.id.clone(),
+        job_version: job.version,
+        task_group: group.name.clone(),
+        node_id: ranked.node.id,
+        desired_status: DesiredStatus::Run,
+        desired_description: String::new(),
+        client_status: ClientStatus::Pending,
+        client_description: String::new(),
+        state_history: Vec::new(),
+        task_states: BTreeMap::new(),
+        reschedule_tracker,
+        previous_allocation: p.previous.as_ref().map(|a| a.id),
+        next_allocation: None,
+        follow_up_eval_id: None,
+        preempted_by: None,
+        preempted_allocations: ranked.preempted.iter().map(|a| a.id).collect(),
+        resources: group.resources(),
+        metrics: PlacementMetric {
+            nodes_evaluated: metrics.nodes_evaluated,
+            nodes_filtered: metrics.nodes_filtered,
+            nodes_exhausted: metrics.nodes_exhausted,
+            score: ranked.score as f32,
+        },
+        create_index: 0,
+        modify_index: 0,
+        alloc_modify_index: 0,
+        create_time: now,
+        modify_time: now,
+    }
+}
+
+/// Adds `alloc` to the plan, evicting what `ranked` said must make room for it.
+pub fn append_with_preemptions(plan: &mut Plan, alloc: Allocation, ranked: &RankedNode) {
+    for victim in &ranked.preempted {
+        let mut t = AllocTransition::stop(victim.id, format!("preempted by alloc {}", alloc.id));
+        t.desired_status = DesiredStatus::Evict;
+        t.preempted_by = Some(alloc.id);
+        plan.append_preemption(victim.node_id, t);
+    }
+    plan.append_alloc(alloc);
+}
+
+/// A blocked eval standing in for the placements of `eval` that did not fit.
+fn blocked_eval(
+    eval: &Evaluation,
+    state: &StateSnapshot,
+    trigger: TriggeredBy,
+    env: Env,
+    rng: &mut impl rand::Rng,
+) -> Evaluation {
+    let mut b = eval.clone();
+    b.id = EvalId::from_bytes(rng.random());
+    b.triggered_by = trigger;
+    b.status = EvalStatus::Blocked;
+    b.status_description = "created to place remaining allocations".into();
+    b.previous_eval = Some(eval.id);
+    b.next_eval = None;
+    b.blocked_eval = None;
+    b.wait = None;
+    b.wait_until = None;
+    b.failed_tg_allocs = BTreeMap::new();
+    b.snapshot_index = state.latest_index();
+    b.create_time = env.now;
+    b.modify_time = env.now;
+    b
+}
+
+/// How an eval ends after its last pass.
+#[derive(Debug, Default)]
+pub struct Finish {
+    /// Per group, why placements failed (reported on the eval).
+    pub failures: BTreeMap<String, AllocMetric>,
+    pub queued: BTreeMap<String, u32>,
+    /// Leave a job-wide blocked eval for the failures, with this class eligibility and
+    /// escaped flag; `None` when the caller blocked them some other way (per node).
+    pub block: Option<(BTreeMap<String, bool>, bool)>,
+}
+
+/// Closes an eval after a pass: a blocked eval for unplaced work (or a reblock when this eval
+/// was itself a blocked one), then the eval itself, complete.
+pub fn finish_eval(
+    eval: &Evaluation,
+    state: &StateSnapshot,
+    finish: Finish,
+    env: Env,
+    rng: &mut impl rand::Rng,
+    planner: &mut dyn Planner,
+) -> Result<(), SchedulerError> {
+    let Finish {
+        failures,
+        queued,
+        block,
+    } = finish;
+    let mut done = eval.clone();
+    if let (false, Some((class_eligibility, escaped))) = (failures.is_empty(), block) {
+        if eval.status == EvalStatus::Blocked {
+            let mut again = eval.clone();
+            again.class_eligibility = class_eligibility;
+            again.escaped_computed_class = escaped;
+            again.snapshot_index = state.latest_index();
+            again.queued_allocations = queued;
+            again.modify_time = env.now;
+            planner.reblock_eval(again)?;
+            return Ok(());
+        }
+        let mut b = blocked_eval(eval, state, TriggeredBy::QueuedAllocs, env, rng);
+        b.class_eligibility = class_eligibility;
+        b.escaped_computed_class = escaped;
+        b.queued_allocations = queued.clone();
+        done.blocked_eval = Some(b.id);
+        planner.create_eval(b)?;
+    }
+    done.status = EvalStatus::Complete;
+    done.status_description = String::new();
+    done.failed_tg_allocs = failures;
+    done.queued_allocations = queued;
+    done.snapshot_index = state.latest_index();
+    done.modify_time = env.now;
+    planner.update_eval(done)?;
+    Ok(())
+}
+
+/// Every plan attempt was refused: the eval fails, and a blocked eval retries it later
+/// (the leader's periodic sweep releases `max-plan-attempts` blocked evals).
+pub fn fail_after_attempts(
+    eval: &Evaluation,
+    state: &StateSnapshot,
+    attempts: u32,
+    env: Env,
+    rng: &mut impl rand::Rng,
+    planner: &mut dyn Planner,
+) -> Result<(), SchedulerError> {
+    let mut b = blocked_eval(eval, state, TriggeredBy::MaxPlanAttempts, env, rng);
+    b.escaped_computed_class = true;
+    let mut failed = eval.clone();
+    failed.status = EvalStatus::Failed;
+    failed.status_description = format!("maximum attempts reached ({attempts})");
+    failed.blocked_eval = Some(b.id);
+    failed.snapshot_index = state.latest_index();
+    failed.modify_time = env.now;
+    planner.create_eval(b)?;
+    planner.update_eval(failed)?;
+    Ok(())
+}
