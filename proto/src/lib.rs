@@ -1,4 +1,45 @@
-//! drover's wire protocol (`drover.v1`). The gRPC services arrive with the server; until then
-//! this crate only re-exports the domain it will translate to and from.
+//! drover's wire protocol: the `drover.v1` gRPC services, their generated tonic/prost code,
+//! and the conversions between the messages and drover-core's types.
+//!
+//! - [`v1`]: messages, enums, and for each service a `*_client` module (e.g.
+//!   `v1::job_service_client::JobServiceClient`) and a `*_server` module (the service trait
+//!   and `v1::job_service_server::JobServiceServer`).
+//! - [`convert`]: `From<&core>` for answers and `TryFrom<proto>` for what clients send;
+//!   decoding never panics and names the offending field on refusal.
+//! - [`FILE_DESCRIPTOR_SET`]: the compiled descriptors of every `.proto`, for the gRPC
+//!   reflection service (so `grpcurl` works with no proto files at hand).
+//!
+//! The `.proto` files are compiled at build time by protox (pure Rust, no system `protoc`).
 
+pub mod convert;
+
+/// The generated code of package `drover.v1`.
+///
+/// Lints are relaxed here only: this is prost's and tonic's output, regenerated on every
+/// build, and not ours to restyle.
+#[allow(clippy::all, missing_docs, missing_debug_implementations, rustdoc::all)]
+pub mod v1 {
+    tonic::include_proto!("drover.v1");
+}
+
+pub use convert::{ConvertError, Problem, WireEnum};
 pub use drover_core as core;
+
+/// The encoded `google.protobuf.FileDescriptorSet` of every file under `proto/`, with
+/// source info (so reflection shows the comments). Register it with
+/// `tonic_reflection::server::Builder::register_encoded_file_descriptor_set`.
+pub const FILE_DESCRIPTOR_SET: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/drover_descriptor.bin"));
+
+/// The fully qualified name of every service in [`FILE_DESCRIPTOR_SET`], for registering
+/// health statuses and for checks that nothing was left out.
+pub const SERVICE_NAMES: [&str; 8] = [
+    v1::job_service_server::SERVICE_NAME,
+    v1::eval_service_server::SERVICE_NAME,
+    v1::node_service_server::SERVICE_NAME,
+    v1::operator_service_server::SERVICE_NAME,
+    v1::worker_service_server::SERVICE_NAME,
+    v1::event_service_server::SERVICE_NAME,
+    v1::status_service_server::SERVICE_NAME,
+    v1::raft_service_server::SERVICE_NAME,
+];
