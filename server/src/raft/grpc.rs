@@ -1,0 +1,211 @@
+//! The Raft transport over gRPC: `drover.v1.RaftService`, one unary call per openraft RPC,
+//! each carrying the opaque payload of [`super::network`].
+//!
+//! [`GrpcTransport`] is the client side (one lazily connected channel per peer address);
+//! [`RaftGrpcService`] is the server side, a thin wrapper of a [`RaftRpcHandler`] to mount on
+//! the server's tonic router with [`RaftGrpcService::into_server`].
+
+use super::network::{RaftRpcHandler, RaftTransport, RpcFuture, TransportError};
+use super::types::ServerId;
+use drover_proto::v1::raft_service_client::RaftServiceClient;
+use drover_proto::v1::raft_service_server::{RaftService, RaftServiceServer};
+use drover_proto::v1::{RaftRequest, RaftResponse};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tonic::transport::{Channel, Endpoint};
+use tonic::{Code, Request, Response, Status};
+
+/// Room for a snapshot chunk (see `RaftConfig::snapshot_chunk_size`) or a full
+/// AppendEntries batch, with margin.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+
+/// Calls peers' `RaftService`. Cheap to clone; channels are shared and reconnect on their own.
+#[derive(Clone)]
+pub struct GrpcTransport {
+    clients: Arc<Mutex<HashMap<String, RaftServiceClient<Channel>>>>,
+    max_message_bytes: usize,
+    connect_timeout: Duration,
+}
+
+impl fmt::Debug for GrpcTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GrpcTransport")
+            .field("max_message_bytes", &self.max_message_bytes)
+            .field("connect_timeout", &self.connect_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for GrpcTransport {
+    fn default() -> Self {
+        Self::new(DEFAULT_MAX_MESSAGE_BYTES, Duration::from_secs(2))
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Rpc {
+    AppendEntries,
+    Vote,
+    InstallSnapshot,
+}
+
+impl GrpcTransport {
+    pub fn new(max_message_bytes: usize, connect_timeout: Duration) -> Self {
+        Self {
+            clients: Arc::default(),
+            max_message_bytes,
+            connect_timeout,
+        }
+    }
+
+    fn client(
+        &self,
+        target: ServerId,
+        addr: &str,
+    ) -> Result<RaftServiceClient<Channel>, TransportError> {
+        let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = clients.get(addr) {
+            return Ok(c.clone());
+        }
+        let uri = if addr.contains("://") {
+            addr.to_string()
+        } else {
+            format!("http://{addr}")
+        };
+        let endpoint = Endpoint::from_shared(uri).map_err(|e| TransportError::Unreachable {
+            target,
+            addr: addr.to_string(),
+            reason: format!("bad address: {e}"),
+        })?;
+        let channel = endpoint
+            .connect_timeout(self.connect_timeout)
+            .tcp_nodelay(true)
+            .connect_lazy();
+        let client = RaftServiceClient::new(channel)
+            .max_decoding_message_size(self.max_message_bytes)
+            .max_encoding_message_size(self.max_message_bytes);
+        clients.insert(addr.to_string(), client.clone());
+        Ok(client)
+    }
+
+    fn call<'a>(
+        &'a self,
+        rpc: Rpc,
+        target: ServerId,
+        addr: &'a str,
+        payload: Vec<u8>,
+    ) -> RpcFuture<'a> {
+        Box::pin(async move {
+            let mut client = self.client(target, addr)?;
+            let req = RaftRequest { payload };
+            let res = match rpc {
+                Rpc::AppendEntries => client.append_entries(req).await,
+                Rpc::Vote => client.vote(req).await,
+                Rpc::InstallSnapshot => client.install_snapshot(req).await,
+            };
+            match res {
+                Ok(resp) => Ok(resp.into_inner().payload),
+                Err(status) => {
+                    let reason = format!("{:?}: {}", status.code(), status.message());
+                    Err(if status.code() == Code::Unavailable {
+                        TransportError::Unreachable {
+                            target,
+                            addr: addr.to_string(),
+                            reason,
+                        }
+                    } else {
+                        TransportError::Failed {
+                            target,
+                            addr: addr.to_string(),
+                            reason,
+                        }
+                    })
+                }
+            }
+        })
+    }
+}
+
+impl RaftTransport for GrpcTransport {
+    fn append_entries<'a>(
+        &'a self,
+        target: ServerId,
+        addr: &'a str,
+        payload: Vec<u8>,
+    ) -> RpcFuture<'a> {
+        self.call(Rpc::AppendEntries, target, addr, payload)
+    }
+
+    fn vote<'a>(&'a self, target: ServerId, addr: &'a str, payload: Vec<u8>) -> RpcFuture<'a> {
+        self.call(Rpc::Vote, target, addr, payload)
+    }
+
+    fn install_snapshot<'a>(
+        &'a self,
+        target: ServerId,
+        addr: &'a str,
+        payload: Vec<u8>,
+    ) -> RpcFuture<'a> {
+        self.call(Rpc::InstallSnapshot, target, addr, payload)
+    }
+}
+
+/// The server side of `RaftService` for one node.
+#[derive(Clone, Debug)]
+pub struct RaftGrpcService {
+    handler: RaftRpcHandler,
+}
+
+impl RaftGrpcService {
+    pub fn new(handler: RaftRpcHandler) -> Self {
+        Self { handler }
+    }
+
+    /// The tonic service to add to the server's router, accepting messages up to
+    /// `max_message_bytes` (match the peers' [`GrpcTransport`]).
+    pub fn into_server(self, max_message_bytes: usize) -> RaftServiceServer<Self> {
+        RaftServiceServer::new(self)
+            .max_decoding_message_size(max_message_bytes)
+            .max_encoding_message_size(max_message_bytes)
+    }
+}
+
+fn reply(
+    res: Result<Vec<u8>, super::network::BadRequest>,
+) -> Result<Response<RaftResponse>, Status> {
+    match res {
+        Ok(payload) => Ok(Response::new(RaftResponse { payload })),
+        Err(e) => Err(Status::invalid_argument(e.to_string())),
+    }
+}
+
+#[tonic::async_trait]
+impl RaftService for RaftGrpcService {
+    async fn append_entries(
+        &self,
+        request: Request<RaftRequest>,
+    ) -> Result<Response<RaftResponse>, Status> {
+        reply(
+            self.handler
+                .append_entries(&request.into_inner().payload)
+                .await,
+        )
+    }
+
+    async fn vote(&self, request: Request<RaftRequest>) -> Result<Response<RaftResponse>, Status> {
+        reply(self.handler.vote(&request.into_inner().payload).await)
+    }
+
+    async fn install_snapshot(
+        &self,
+        request: Request<RaftRequest>,
+    ) -> Result<Response<RaftResponse>, Status> {
+        reply(
+            self.handler
+                .install_snapshot(&request.into_inner().payload)
+                .await,
+        )
+    }
+}

@@ -1,0 +1,438 @@
+//! drover's Raft: openraft 0.9 with the log on redb and core's FSM as the state machine.
+//!
+//! ```text
+//!  client_write(Command) ─▶ openraft ─▶ LogStore (redb, fsync) ─▶ commit ─▶ StateMachine
+//!                                                                            │ fsm::apply, batched
+//!                          StateHandle::snapshot() ◀── O(1) swap ◀───────────┤
+//!                          EventSink::publish()    ◀── events per entry ◀────┘
+//! ```
+//!
+//! On disk, under the data dir: `raft-log.redb` (log, vote, committed and purged log ids, the
+//! node id) and `snapshots/snapshot.bin` (the latest snapshot with its meta). A fresh data dir
+//! bootstraps a cluster (by default of this node alone); a data dir with history recovers it:
+//! the snapshot is loaded and openraft re-applies the committed log after it.
+//!
+//! Writes are acknowledged only once committed and applied: [`RaftNode::client_write`]
+//! returns the entry's index and the FSM's verdict, or tells a follower where the leader is.
+
+mod codec;
+pub mod grpc;
+pub mod log_store;
+pub mod network;
+pub mod snapshot_store;
+pub mod state_machine;
+pub mod types;
+
+#[cfg(test)]
+mod tests;
+
+pub use grpc::{DEFAULT_MAX_MESSAGE_BYTES, GrpcTransport, RaftGrpcService};
+pub use log_store::{LOG_FILE, LogStore, LogStoreError};
+pub use network::{
+    BadRequest, LoopbackTransport, Network, NoTransport, RaftRpcHandler, RaftTransport, RpcFuture,
+    TransportError,
+};
+pub use snapshot_store::{SNAPSHOT_FILE, SnapshotError, SnapshotStore};
+pub use state_machine::{EventSink, StateHandle, StateMachine, WaitTimeout};
+pub use types::{ApplyResponse, Raft, RaftMetrics, ServerId, TypeConfig};
+
+use drover_core::Index;
+use drover_core::fsm::Command;
+use openraft::error::{ClientWriteError, InitializeError};
+use openraft::{BasicNode, SnapshotPolicy};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// The snapshot directory's name inside the data dir.
+pub const SNAPSHOT_DIR: &str = "snapshots";
+
+/// What a fresh data dir (no log, no vote) does on start. A data dir with history ignores it.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub enum Bootstrap {
+    /// Form a cluster of this node alone (the single-server default).
+    #[default]
+    SingleNode,
+    /// Form a cluster of these voters (node id → address); it must include this node. Every
+    /// member may be given the same map: initializing twice with one config is safe.
+    Cluster(BTreeMap<ServerId, String>),
+    /// Wait to be added to an existing cluster by its leader.
+    Join,
+}
+
+/// How to start a [`RaftNode`].
+#[derive(Clone, Debug)]
+pub struct RaftConfig {
+    pub node_id: ServerId,
+    /// Holds the log file and the snapshot dir; created if missing.
+    pub data_dir: PathBuf,
+    /// The address peers reach this node's Raft service at (recorded in the membership).
+    pub addr: String,
+    pub heartbeat_interval: Duration,
+    /// Elections start after a random timeout in `[election_timeout_min, election_timeout_max)`.
+    pub election_timeout_min: Duration,
+    pub election_timeout_max: Duration,
+    /// Build a snapshot once this many entries were applied since the last one.
+    pub snapshot_every: u64,
+    /// How many entries already in a snapshot stay in the log (so a slightly lagging follower
+    /// catches up from the log rather than a snapshot).
+    pub logs_kept_after_snapshot: u64,
+    /// How long one snapshot chunk (the last one includes installing it) may take.
+    pub install_snapshot_timeout: Duration,
+    /// The size of a snapshot chunk on the wire; keep it under the transport's message limit.
+    pub snapshot_chunk_size: u64,
+    /// At most this many entries per AppendEntries message.
+    pub max_payload_entries: u64,
+    pub bootstrap: Bootstrap,
+    /// How long a start waits for a log file still held by a node of this process that is
+    /// shutting down.
+    pub open_timeout: Duration,
+    /// How to reach peers; `None` for a single server.
+    pub transport: Option<Arc<dyn RaftTransport>>,
+    /// Receives the events of every applied entry.
+    pub events: Option<Arc<dyn EventSink>>,
+}
+
+impl RaftConfig {
+    /// A single-server config with production defaults.
+    pub fn new(node_id: ServerId, data_dir: impl Into<PathBuf>, addr: impl Into<String>) -> Self {
+        Self {
+            node_id,
+            data_dir: data_dir.into(),
+            addr: addr.into(),
+            heartbeat_interval: Duration::from_millis(150),
+            election_timeout_min: Duration::from_millis(600),
+            election_timeout_max: Duration::from_millis(1200),
+            snapshot_every: 10_000,
+            logs_kept_after_snapshot: 1_000,
+            install_snapshot_timeout: Duration::from_secs(60),
+            snapshot_chunk_size: 2 * 1024 * 1024,
+            max_payload_entries: 300,
+            bootstrap: Bootstrap::SingleNode,
+            open_timeout: Duration::from_secs(10),
+            transport: None,
+            events: None,
+        }
+    }
+
+    pub fn with_transport(mut self, transport: Arc<dyn RaftTransport>) -> Self {
+        self.transport = Some(transport);
+        self
+    }
+
+    pub fn with_events(mut self, events: Arc<dyn EventSink>) -> Self {
+        self.events = Some(events);
+        self
+    }
+
+    pub fn with_bootstrap(mut self, bootstrap: Bootstrap) -> Self {
+        self.bootstrap = bootstrap;
+        self
+    }
+
+    fn openraft_config(&self) -> Result<openraft::Config, RaftError> {
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        let config = openraft::Config {
+            cluster_name: "drover".to_string(),
+            heartbeat_interval: ms(self.heartbeat_interval),
+            election_timeout_min: ms(self.election_timeout_min),
+            election_timeout_max: ms(self.election_timeout_max),
+            install_snapshot_timeout: ms(self.install_snapshot_timeout),
+            snapshot_policy: SnapshotPolicy::LogsSinceLast(self.snapshot_every),
+            max_in_snapshot_log_to_keep: self.logs_kept_after_snapshot,
+            snapshot_max_chunk_size: self.snapshot_chunk_size,
+            max_payload_entries: self.max_payload_entries,
+            // A follower this far behind gets a snapshot rather than the log.
+            replication_lag_threshold: self.snapshot_every.max(1),
+            ..Default::default()
+        };
+        config.validate().map_err(|e| RaftError::Config {
+            reason: e.to_string(),
+        })
+    }
+}
+
+/// Why a node could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RaftError {
+    #[error("invalid raft config: {reason}")]
+    Config { reason: String },
+    #[error("invalid raft bootstrap for node {node_id}: {reason}")]
+    Bootstrap { node_id: ServerId, reason: String },
+    #[error("cannot create data dir {path}: {source}")]
+    DataDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    LogStore(#[from] LogStoreError),
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
+    #[error("raft node {node_id} stopped: {reason}")]
+    Fatal { node_id: ServerId, reason: String },
+    #[error("cannot initialize raft node {node_id} with members {members:?}: {reason}")]
+    Initialize {
+        node_id: ServerId,
+        members: Vec<ServerId>,
+        reason: String,
+    },
+    #[error("raft startup task failed: {reason}")]
+    Task { reason: String },
+}
+
+/// Why a write was not acknowledged.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+pub enum WriteError {
+    /// This node is not the leader: send the write there (the leader may be unknown during an
+    /// election; retry shortly).
+    #[error("{}", forward_text(*leader_id, leader_addr.as_deref()))]
+    ForwardToLeader {
+        leader_id: Option<ServerId>,
+        leader_addr: Option<String>,
+    },
+    #[error("raft refused the write: {reason}")]
+    Refused { reason: String },
+    #[error("raft is not running: {reason}")]
+    Stopped { reason: String },
+}
+
+fn forward_text(leader_id: Option<ServerId>, leader_addr: Option<&str>) -> String {
+    match (leader_id, leader_addr) {
+        (Some(id), Some(addr)) => format!("not the leader: forward to node {id} at {addr}"),
+        (Some(id), None) => format!("not the leader: forward to node {id} (address unknown)"),
+        _ => "not the leader, and no leader is known yet".to_string(),
+    }
+}
+
+/// A running Raft node: the log, the state machine and the consensus task.
+pub struct RaftNode {
+    node_id: ServerId,
+    addr: String,
+    data_dir: PathBuf,
+    raft: Raft,
+    state: StateHandle,
+}
+
+impl fmt::Debug for RaftNode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RaftNode")
+            .field("node_id", &self.node_id)
+            .field("addr", &self.addr)
+            .field("data_dir", &self.data_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+async fn blocking<T, E, F>(f: F) -> Result<T, RaftError>
+where
+    T: Send + 'static,
+    E: Into<RaftError> + Send + 'static,
+    F: FnOnce() -> Result<T, E> + Send + 'static,
+{
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| RaftError::Task {
+            reason: e.to_string(),
+        })?
+        .map_err(Into::into)
+}
+
+impl RaftNode {
+    /// Opens the data dir and starts the node. A fresh data dir bootstraps as the config says;
+    /// one with history recovers from it and is never re-initialized.
+    pub async fn start(config: RaftConfig) -> Result<RaftNode, RaftError> {
+        let raft_config = Arc::new(config.openraft_config()?);
+        let node_id = config.node_id;
+        let data_dir = config.data_dir.clone();
+        if let Bootstrap::Cluster(members) = &config.bootstrap
+            && !members.contains_key(&node_id)
+        {
+            return Err(RaftError::Bootstrap {
+                node_id,
+                reason: format!(
+                    "the initial members {:?} do not include this node",
+                    members.keys().collect::<Vec<_>>()
+                ),
+            });
+        }
+        std::fs::create_dir_all(&data_dir).map_err(|source| RaftError::DataDir {
+            path: data_dir.clone(),
+            source,
+        })?;
+
+        let log_path = data_dir.join(LOG_FILE);
+        let wait = config.open_timeout;
+        let log_store = blocking(move || LogStore::open(&log_path, node_id, wait)).await?;
+        let snap_dir = data_dir.join(SNAPSHOT_DIR);
+        let events = config.events.clone();
+        let sm = blocking(move || StateMachine::open(node_id, &snap_dir, events)).await?;
+        let state = sm.handle();
+
+        let transport = config
+            .transport
+            .clone()
+            .unwrap_or_else(|| Arc::new(NoTransport));
+        let raft =
+            openraft::Raft::new(node_id, raft_config, Network::new(transport), log_store, sm)
+                .await
+                .map_err(|e| RaftError::Fatal {
+                    node_id,
+                    reason: e.to_string(),
+                })?;
+        let fatal = |e: openraft::error::Fatal<ServerId>| RaftError::Fatal {
+            node_id,
+            reason: e.to_string(),
+        };
+
+        let initialized = raft.is_initialized().await.map_err(fatal)?;
+        let members = match (&config.bootstrap, initialized) {
+            (_, true) | (Bootstrap::Join, false) => None,
+            (Bootstrap::SingleNode, false) => Some(BTreeMap::from([(
+                node_id,
+                BasicNode::new(config.addr.clone()),
+            )])),
+            (Bootstrap::Cluster(m), false) => Some(
+                m.iter()
+                    .map(|(id, addr)| (*id, BasicNode::new(addr.clone())))
+                    .collect(),
+            ),
+        };
+        match members {
+            Some(members) => {
+                let ids: Vec<ServerId> = members.keys().copied().collect();
+                match raft.initialize(members).await {
+                    Ok(()) => {}
+                    // Another member initialized first and reached us: the cluster exists.
+                    Err(openraft::error::RaftError::APIError(InitializeError::NotAllowed(e))) => {
+                        tracing::info!(node_id, reason = %e, "cluster already initialized");
+                    }
+                    Err(e) => {
+                        let _ = raft.shutdown().await;
+                        return Err(RaftError::Initialize {
+                            node_id,
+                            members: ids,
+                            reason: e.to_string(),
+                        });
+                    }
+                }
+                tracing::info!(node_id, members = ?ids, data_dir = %data_dir.display(), "raft cluster initialized");
+            }
+            None => tracing::info!(
+                node_id,
+                data_dir = %data_dir.display(),
+                recovered = initialized,
+                applied_index = state.applied_index(),
+                "raft node started"
+            ),
+        }
+
+        Ok(RaftNode {
+            node_id,
+            addr: config.addr,
+            data_dir,
+            raft,
+            state,
+        })
+    }
+
+    pub fn node_id(&self) -> ServerId {
+        self.node_id
+    }
+
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    /// Read access to the applied state.
+    pub fn state(&self) -> StateHandle {
+        self.state.clone()
+    }
+
+    /// The openraft handle, for what this wrapper does not cover (membership changes).
+    pub fn raft(&self) -> &Raft {
+        &self.raft
+    }
+
+    /// The receiving side of the Raft RPCs, for the server's transport.
+    pub fn rpc_handler(&self) -> RaftRpcHandler {
+        RaftRpcHandler::new(self.raft.clone())
+    }
+
+    /// Appends `cmd` and returns once it is committed and applied: its index and the FSM's
+    /// verdict (`Err` carries the apply error's text; the entry is committed either way).
+    pub async fn client_write(
+        &self,
+        cmd: Command,
+    ) -> Result<(Index, Result<(), String>), WriteError> {
+        let kind = cmd.kind();
+        match self.raft.client_write(cmd).await {
+            Ok(resp) => {
+                tracing::trace!(index = resp.log_id.index, kind, "write committed");
+                Ok((resp.log_id.index, resp.data.result))
+            }
+            Err(openraft::error::RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => {
+                Err(WriteError::ForwardToLeader {
+                    leader_id: f.leader_id,
+                    leader_addr: f.leader_node.map(|n| n.addr),
+                })
+            }
+            Err(openraft::error::RaftError::APIError(e)) => Err(WriteError::Refused {
+                reason: e.to_string(),
+            }),
+            Err(openraft::error::RaftError::Fatal(e)) => Err(WriteError::Stopped {
+                reason: e.to_string(),
+            }),
+        }
+    }
+
+    /// Asks for a snapshot now (it is built in the background; watch `metrics().snapshot`).
+    pub async fn trigger_snapshot(&self) -> Result<(), WriteError> {
+        self.raft
+            .trigger()
+            .snapshot()
+            .await
+            .map_err(|e| WriteError::Stopped {
+                reason: e.to_string(),
+            })
+    }
+
+    /// Raft's metrics; the receiver sees every change (leader, term, applied index, ...).
+    pub fn metrics(&self) -> watch::Receiver<RaftMetrics> {
+        self.raft.metrics()
+    }
+
+    /// The leader as this node currently knows it.
+    pub fn current_leader(&self) -> Option<ServerId> {
+        self.raft.metrics().borrow().current_leader
+    }
+
+    pub fn is_leader(&self) -> bool {
+        self.current_leader() == Some(self.node_id)
+    }
+
+    /// Waits until some leader is known, up to `timeout`.
+    pub async fn wait_for_leader(&self, timeout: Duration) -> Option<ServerId> {
+        let mut rx = self.metrics();
+        let seen = tokio::time::timeout(timeout, rx.wait_for(|m| m.current_leader.is_some())).await;
+        match seen {
+            Ok(Ok(m)) => m.current_leader,
+            _ => None,
+        }
+    }
+
+    /// Stops the node and waits until its consensus task has exited.
+    pub async fn shutdown(&self) -> Result<(), RaftError> {
+        self.raft.shutdown().await.map_err(|e| RaftError::Task {
+            reason: e.to_string(),
+        })?;
+        tracing::info!(node_id = self.node_id, "raft node stopped");
+        Ok(())
+    }
+}

@@ -1,0 +1,354 @@
+//! Raft messages between servers.
+//!
+//! openraft talks to peers through [`RaftNetworkFactory`] / [`RaftNetwork`]; drover implements
+//! them once, over a byte-level [`RaftTransport`] with the three RPCs of the proto's
+//! `RaftService` (`AppendEntries`, `Vote`, `InstallSnapshot`, each a `bytes payload` in and
+//! out). The payloads are the postcard encoding of the openraft request and of the handler's
+//! `Result<response, RaftError>` (see [`super::codec::encode_rpc`]). On the receiving side a
+//! [`RaftRpcHandler`] decodes a request, hands it to the local Raft and encodes the outcome,
+//! so the gRPC service ([`super::grpc`]) is a thin adapter around it. [`LoopbackTransport`]
+//! connects nodes of one process (tests, simulations).
+
+use super::codec::{self, RecordError};
+use super::types::{Raft, ServerId, TypeConfig};
+use futures::future::BoxFuture;
+use openraft::BasicNode;
+use openraft::error::{
+    InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
+};
+use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
+};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{Arc, RwLock};
+
+/// The future a transport call returns: the response payload, or why there is none.
+pub type RpcFuture<'a> = BoxFuture<'a, Result<Vec<u8>, TransportError>>;
+
+/// Moves encoded Raft messages to a peer and back. Implemented by the gRPC client (one
+/// `RaftService` call per method) and by [`LoopbackTransport`].
+pub trait RaftTransport: Send + Sync + fmt::Debug + 'static {
+    fn append_entries<'a>(
+        &'a self,
+        target: ServerId,
+        addr: &'a str,
+        payload: Vec<u8>,
+    ) -> RpcFuture<'a>;
+    fn vote<'a>(&'a self, target: ServerId, addr: &'a str, payload: Vec<u8>) -> RpcFuture<'a>;
+    fn install_snapshot<'a>(
+        &'a self,
+        target: ServerId,
+        addr: &'a str,
+        payload: Vec<u8>,
+    ) -> RpcFuture<'a>;
+}
+
+/// Why a transport call failed.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+pub enum TransportError {
+    /// Nothing answers at the address (connection refused, unknown peer): openraft backs off.
+    #[error("raft node {target} at {addr} is unreachable: {reason}")]
+    Unreachable {
+        target: ServerId,
+        addr: String,
+        reason: String,
+    },
+    /// The call failed on the way (reset, timeout, bad status): openraft retries.
+    #[error("raft rpc to node {target} at {addr} failed: {reason}")]
+    Failed {
+        target: ServerId,
+        addr: String,
+        reason: String,
+    },
+}
+
+/// Builds a connection per peer over a shared transport.
+#[derive(Clone, Debug)]
+pub struct Network {
+    transport: Arc<dyn RaftTransport>,
+}
+
+impl Network {
+    pub fn new(transport: Arc<dyn RaftTransport>) -> Self {
+        Self { transport }
+    }
+}
+
+impl RaftNetworkFactory<TypeConfig> for Network {
+    type Network = Connection;
+
+    async fn new_client(&mut self, target: ServerId, node: &BasicNode) -> Connection {
+        Connection {
+            transport: self.transport.clone(),
+            target,
+            node: node.clone(),
+        }
+    }
+}
+
+/// openraft's view of one peer.
+#[derive(Debug)]
+pub struct Connection {
+    transport: Arc<dyn RaftTransport>,
+    target: ServerId,
+    node: BasicNode,
+}
+
+type RpcResult<T, E> = Result<T, RPCError<ServerId, BasicNode, RaftError<ServerId, E>>>;
+
+impl Connection {
+    async fn call<Req, Resp, E>(
+        &self,
+        what: &'static str,
+        req: &Req,
+        rpc: Rpc,
+    ) -> RpcResult<Resp, E>
+    where
+        Req: Serialize,
+        Resp: DeserializeOwned,
+        E: std::error::Error + DeserializeOwned,
+    {
+        let payload =
+            codec::encode_rpc(what, req).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+        let (t, target, addr) = (&self.transport, self.target, self.node.addr.as_str());
+        let sent = match rpc {
+            Rpc::AppendEntries => t.append_entries(target, addr, payload),
+            Rpc::Vote => t.vote(target, addr, payload),
+            Rpc::InstallSnapshot => t.install_snapshot(target, addr, payload),
+        };
+        let reply = sent.await.map_err(|e| match e {
+            TransportError::Unreachable { .. } => RPCError::Unreachable(Unreachable::new(&e)),
+            TransportError::Failed { .. } => RPCError::Network(NetworkError::new(&e)),
+        })?;
+        let outcome: Result<Resp, RaftError<ServerId, E>> = codec::decode_rpc(what, &reply)
+            .map_err(|e| {
+                tracing::warn!(target_node = self.target, addr = %self.node.addr, error = %e, "undecodable raft reply");
+                RPCError::Network(NetworkError::new(&e))
+            })?;
+        outcome.map_err(|e| {
+            RPCError::RemoteError(RemoteError::new_with_node(
+                self.target,
+                self.node.clone(),
+                e,
+            ))
+        })
+    }
+}
+
+impl RaftNetwork<TypeConfig> for Connection {
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        _option: RPCOption,
+    ) -> RpcResult<AppendEntriesResponse<ServerId>, openraft::error::Infallible> {
+        self.call("append entries", &rpc, Rpc::AppendEntries).await
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        rpc: InstallSnapshotRequest<TypeConfig>,
+        _option: RPCOption,
+    ) -> RpcResult<InstallSnapshotResponse<ServerId>, InstallSnapshotError> {
+        self.call("install snapshot", &rpc, Rpc::InstallSnapshot)
+            .await
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<ServerId>,
+        _option: RPCOption,
+    ) -> RpcResult<VoteResponse<ServerId>, openraft::error::Infallible> {
+        self.call("vote", &rpc, Rpc::Vote).await
+    }
+}
+
+/// A request payload that could not be decoded (the gRPC adapter answers INVALID_ARGUMENT).
+#[derive(Debug, thiserror::Error)]
+#[error("bad raft {rpc} request: {source}")]
+pub struct BadRequest {
+    pub rpc: &'static str,
+    pub source: RecordError,
+}
+
+/// The receiving side of the three RPCs: decodes, calls the local Raft, encodes the outcome
+/// (a Raft-level refusal travels back inside the payload, as openraft expects).
+#[derive(Clone)]
+pub struct RaftRpcHandler {
+    raft: Raft,
+}
+
+impl fmt::Debug for RaftRpcHandler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RaftRpcHandler").finish_non_exhaustive()
+    }
+}
+
+fn encode_reply<T: Serialize>(what: &'static str, value: &T) -> Result<Vec<u8>, BadRequest> {
+    codec::encode_rpc(what, value).map_err(|source| BadRequest { rpc: what, source })
+}
+
+impl RaftRpcHandler {
+    pub fn new(raft: Raft) -> Self {
+        Self { raft }
+    }
+
+    pub async fn append_entries(&self, payload: &[u8]) -> Result<Vec<u8>, BadRequest> {
+        let what = "append entries";
+        let req: AppendEntriesRequest<TypeConfig> =
+            codec::decode_rpc(what, payload).map_err(|source| BadRequest { rpc: what, source })?;
+        let res = self.raft.append_entries(req).await;
+        encode_reply(what, &res)
+    }
+
+    pub async fn vote(&self, payload: &[u8]) -> Result<Vec<u8>, BadRequest> {
+        let what = "vote";
+        let req: VoteRequest<ServerId> =
+            codec::decode_rpc(what, payload).map_err(|source| BadRequest { rpc: what, source })?;
+        let res = self.raft.vote(req).await;
+        encode_reply(what, &res)
+    }
+
+    pub async fn install_snapshot(&self, payload: &[u8]) -> Result<Vec<u8>, BadRequest> {
+        let what = "install snapshot";
+        let req: InstallSnapshotRequest<TypeConfig> =
+            codec::decode_rpc(what, payload).map_err(|source| BadRequest { rpc: what, source })?;
+        let res = self.raft.install_snapshot(req).await;
+        encode_reply(what, &res)
+    }
+}
+
+/// Connects the nodes of one process: a call goes straight to the target's handler. Nodes
+/// that are not registered (or were removed, to simulate a partition) are unreachable.
+#[derive(Clone, Default)]
+pub struct LoopbackTransport {
+    peers: Arc<RwLock<BTreeMap<ServerId, RaftRpcHandler>>>,
+}
+
+impl fmt::Debug for LoopbackTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let peers: Vec<ServerId> = self.read().keys().copied().collect();
+        f.debug_struct("LoopbackTransport")
+            .field("peers", &peers)
+            .finish()
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Rpc {
+    AppendEntries,
+    Vote,
+    InstallSnapshot,
+}
+
+impl LoopbackTransport {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<ServerId, RaftRpcHandler>> {
+        self.peers.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Makes `node` reachable through `handler`.
+    pub fn register(&self, node: ServerId, handler: RaftRpcHandler) {
+        self.peers
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(node, handler);
+    }
+
+    /// Makes `node` unreachable (and releases its handler).
+    pub fn unregister(&self, node: ServerId) {
+        self.peers
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&node);
+    }
+
+    fn dispatch<'a>(
+        &'a self,
+        rpc: Rpc,
+        target: ServerId,
+        addr: &'a str,
+        payload: Vec<u8>,
+    ) -> RpcFuture<'a> {
+        let handler = self.read().get(&target).cloned();
+        Box::pin(async move {
+            let handler = handler.ok_or_else(|| TransportError::Unreachable {
+                target,
+                addr: addr.to_string(),
+                reason: "no such node in this process".to_string(),
+            })?;
+            let res = match rpc {
+                Rpc::AppendEntries => handler.append_entries(&payload).await,
+                Rpc::Vote => handler.vote(&payload).await,
+                Rpc::InstallSnapshot => handler.install_snapshot(&payload).await,
+            };
+            res.map_err(|e| TransportError::Failed {
+                target,
+                addr: addr.to_string(),
+                reason: e.to_string(),
+            })
+        })
+    }
+}
+
+impl RaftTransport for LoopbackTransport {
+    fn append_entries<'a>(
+        &'a self,
+        target: ServerId,
+        addr: &'a str,
+        payload: Vec<u8>,
+    ) -> RpcFuture<'a> {
+        self.dispatch(Rpc::AppendEntries, target, addr, payload)
+    }
+
+    fn vote<'a>(&'a self, target: ServerId, addr: &'a str, payload: Vec<u8>) -> RpcFuture<'a> {
+        self.dispatch(Rpc::Vote, target, addr, payload)
+    }
+
+    fn install_snapshot<'a>(
+        &'a self,
+        target: ServerId,
+        addr: &'a str,
+        payload: Vec<u8>,
+    ) -> RpcFuture<'a> {
+        self.dispatch(Rpc::InstallSnapshot, target, addr, payload)
+    }
+}
+
+/// The network of a node without peers (a single server): every call is unreachable.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoTransport;
+
+impl RaftTransport for NoTransport {
+    fn append_entries<'a>(&'a self, target: ServerId, addr: &'a str, _: Vec<u8>) -> RpcFuture<'a> {
+        Box::pin(async move { Err(no_peer(target, addr)) })
+    }
+
+    fn vote<'a>(&'a self, target: ServerId, addr: &'a str, _: Vec<u8>) -> RpcFuture<'a> {
+        Box::pin(async move { Err(no_peer(target, addr)) })
+    }
+
+    fn install_snapshot<'a>(
+        &'a self,
+        target: ServerId,
+        addr: &'a str,
+        _: Vec<u8>,
+    ) -> RpcFuture<'a> {
+        Box::pin(async move { Err(no_peer(target, addr)) })
+    }
+}
+
+fn no_peer(target: ServerId, addr: &str) -> TransportError {
+    TransportError::Unreachable {
+        target,
+        addr: addr.to_string(),
+        reason: "this server has no raft transport configured".to_string(),
+    }
+}

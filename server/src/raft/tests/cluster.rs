@@ -1,0 +1,249 @@
+//! Three nodes over the in-process transport: election, replication, forwarding, catch-up.
+
+use super::*;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+struct Cluster {
+    transport: LoopbackTransport,
+    nodes: Vec<RaftNode>,
+    _dirs: Vec<tempfile::TempDir>,
+}
+
+impl Cluster {
+    async fn start(n: u64, tune: impl Fn(&mut RaftConfig)) -> Cluster {
+        let transport = LoopbackTransport::new();
+        let members: BTreeMap<ServerId, String> = (1..=n)
+            .map(|id| (id, format!("node-{id}.test:4647")))
+            .collect();
+        let mut nodes = Vec::new();
+        let mut dirs = Vec::new();
+        for id in 1..=n {
+            let dir = tempfile::tempdir().unwrap();
+            let mut config = test_config(id, dir.path())
+                .with_transport(Arc::new(transport.clone()))
+                .with_bootstrap(Bootstrap::Cluster(members.clone()));
+            tune(&mut config);
+            let node = RaftNode::start(config).await.unwrap();
+            transport.register(id, node.rpc_handler());
+            nodes.push(node);
+            dirs.push(dir);
+        }
+        Cluster {
+            transport,
+            nodes,
+            _dirs: dirs,
+        }
+    }
+
+    fn node(&self, id: ServerId) -> &RaftNode {
+        &self.nodes[(id - 1) as usize]
+    }
+
+    /// Waits until every node agrees on one leader and returns it.
+    async fn leader(&self) -> ServerId {
+        let leader = wait_leader(&self.nodes[0]).await;
+        for node in &self.nodes {
+            wait_metrics(node, "agreement on the leader", |m| {
+                m.current_leader == Some(leader)
+            })
+            .await;
+        }
+        leader
+    }
+
+    async fn shutdown(self) {
+        for node in &self.nodes {
+            self.transport.unregister(node.node_id());
+            node.shutdown().await.unwrap();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_nodes_elect_replicate_and_forward() {
+    init_tracing();
+    let cluster = Cluster::start(3, |_| {}).await;
+    let leader = cluster.leader().await;
+    let voters: Vec<ServerId> = cluster
+        .node(leader)
+        .metrics()
+        .borrow()
+        .membership_config
+        .membership()
+        .voter_ids()
+        .collect();
+    assert_eq!(voters, vec![1, 2, 3]);
+
+    let index = write_ok(cluster.node(leader), register_node(1)).await;
+    for node in &cluster.nodes {
+        let snap = node.state().wait_for_index(index, DEADLINE).await.unwrap();
+        assert!(
+            snap.node(&mock::node_id(1)).is_some(),
+            "node {} has the replicated write",
+            node.node_id()
+        );
+    }
+
+    let follower = cluster
+        .nodes
+        .iter()
+        .find(|n| n.node_id() != leader)
+        .unwrap();
+    let err = follower.client_write(register_node(2)).await.unwrap_err();
+    assert_eq!(
+        err,
+        WriteError::ForwardToLeader {
+            leader_id: Some(leader),
+            leader_addr: Some(format!("node-{leader}.test:4647")),
+        }
+    );
+    assert!(err.to_string().contains(&format!("node {leader}")), "{err}");
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_behind_a_purged_log_catches_up_from_a_snapshot() {
+    init_tracing();
+    let cluster = Cluster::start(3, |c| {
+        c.logs_kept_after_snapshot = 0;
+        // Small chunks: the snapshot crosses the transport in several messages.
+        c.snapshot_chunk_size = 512;
+    })
+    .await;
+    let leader = cluster.leader().await;
+    let lagger = (1..=3).find(|&id| id != leader).unwrap();
+    // Cut the leader off from the lagger, and keep the lagger from campaigning meanwhile so
+    // the leader (the one whose log is purged) stays in charge.
+    cluster.node(lagger).raft().runtime_config().elect(false);
+    cluster.transport.unregister(lagger);
+
+    let last = populate(cluster.node(leader), 3, 4).await;
+    cluster.node(leader).trigger_snapshot().await.unwrap();
+    wait_metrics(cluster.node(leader), "leader purged its log", |m| {
+        m.purged.is_some_and(|p| p.index >= last)
+    })
+    .await;
+    let expected = cluster.node(leader).state().snapshot();
+
+    cluster
+        .transport
+        .register(lagger, cluster.node(lagger).rpc_handler());
+    let node = cluster.node(lagger);
+    let caught_up = node.state().wait_for_index(last, DEADLINE).await.unwrap();
+    assert_eq!(state_bytes(&caught_up), state_bytes(&expected));
+    wait_metrics(node, "snapshot installed", |m| {
+        m.snapshot.is_some_and(|s| s.index >= last)
+    })
+    .await;
+    cluster.shutdown().await;
+}
+
+/// A node served over real gRPC on a loopback port.
+struct GrpcNode {
+    node: RaftNode,
+    stop: tokio::sync::oneshot::Sender<()>,
+    server: tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
+    _dir: tempfile::TempDir,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_nodes_over_grpc_on_loopback() {
+    init_tracing();
+    let mut listeners = Vec::new();
+    let mut members = BTreeMap::new();
+    for id in 1..=3 {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        members.insert(id, l.local_addr().unwrap().to_string());
+        listeners.push(l);
+    }
+    let transport = Arc::new(GrpcTransport::default());
+    let mut nodes = Vec::new();
+    for (id, listener) in (1..=3).zip(listeners) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = test_config(id, dir.path())
+            .with_transport(transport.clone())
+            .with_bootstrap(Bootstrap::Cluster(members.clone()));
+        config.addr = members[&id].clone();
+        let node = RaftNode::start(config).await.unwrap();
+        let service =
+            RaftGrpcService::new(node.rpc_handler()).into_server(DEFAULT_MAX_MESSAGE_BYTES);
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(
+            tonic::transport::Server::builder()
+                .add_service(service)
+                .serve_with_incoming_shutdown(
+                    tokio_stream::wrappers::TcpListenerStream::new(listener),
+                    async {
+                        let _ = stopped.await;
+                    },
+                ),
+        );
+        nodes.push(GrpcNode {
+            node,
+            stop,
+            server,
+            _dir: dir,
+        });
+    }
+
+    let leader = wait_leader(&nodes[0].node).await;
+    for n in &nodes {
+        wait_metrics(&n.node, "agreement on the leader", |m| {
+            m.current_leader == Some(leader)
+        })
+        .await;
+    }
+    let leader_node = &nodes[(leader - 1) as usize].node;
+    let index = write_ok(leader_node, register_job(1)).await;
+    for n in &nodes {
+        let snap = n
+            .node
+            .state()
+            .wait_for_index(index, DEADLINE)
+            .await
+            .unwrap();
+        assert!(
+            snap.job(&job(1).key()).is_some(),
+            "node {}",
+            n.node.node_id()
+        );
+    }
+    let follower = nodes.iter().find(|n| n.node.node_id() != leader).unwrap();
+    match follower.node.client_write(register_node(1)).await {
+        Err(WriteError::ForwardToLeader {
+            leader_id,
+            leader_addr,
+        }) => {
+            assert_eq!(leader_id, Some(leader));
+            assert_eq!(leader_addr.as_deref(), Some(members[&leader].as_str()));
+        }
+        other => panic!("expected a forward to the leader, got {other:?}"),
+    }
+
+    // Garbage on the wire is refused with INVALID_ARGUMENT, and the node carries on.
+    let mut client = drover_proto::v1::raft_service_client::RaftServiceClient::connect(format!(
+        "http://{}",
+        members[&leader]
+    ))
+    .await
+    .unwrap();
+    let status = client
+        .vote(drover_proto::v1::RaftRequest {
+            payload: b"not a vote".to_vec(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::InvalidArgument);
+    assert!(
+        status.message().contains("bad raft vote request"),
+        "{status:?}"
+    );
+    write_ok(leader_node, register_node(2)).await;
+
+    for n in nodes {
+        n.node.shutdown().await.unwrap();
+        let _ = n.stop.send(());
+        n.server.await.unwrap().unwrap();
+    }
+}

@@ -1,0 +1,317 @@
+//! The storage pieces on their own: record codecs, the redb log, the snapshot file, and
+//! openraft's storage test suite against both stores.
+
+use super::*;
+use crate::raft::codec;
+use crate::raft::types::{Entry, LogId, Vote};
+use openraft::storage::{RaftLogStorage, RaftLogStorageExt, RaftStateMachine};
+use openraft::testing::{StoreBuilder, Suite};
+use openraft::{CommittedLeaderId, EntryPayload, Membership, RaftLogReader, RaftSnapshotBuilder};
+use std::collections::BTreeSet;
+
+fn log_id(term: u64, index: u64) -> LogId {
+    LogId::new(CommittedLeaderId::new(term, 1), index)
+}
+
+fn command_entry(term: u64, index: u64, n: u64) -> Entry {
+    Entry {
+        log_id: log_id(term, index),
+        payload: EntryPayload::Normal(register_node(n)),
+    }
+}
+
+fn membership_entry(index: u64) -> Entry {
+    Entry {
+        log_id: log_id(1, index),
+        payload: EntryPayload::Membership(Membership::new(vec![BTreeSet::from([1, 2, 3])], None)),
+    }
+}
+
+#[test]
+fn log_entries_round_trip_in_drovers_format() {
+    let entries = [
+        Entry {
+            log_id: log_id(3, 1),
+            payload: EntryPayload::Blank,
+        },
+        command_entry(3, 2, 9),
+        membership_entry(3),
+    ];
+    for e in entries {
+        let bytes = codec::encode_entry(&e).unwrap();
+        assert_eq!(&bytes[..3], b"dl\x01");
+        let back = codec::decode_entry(&bytes).unwrap();
+        assert_eq!(back.log_id, e.log_id);
+        assert_eq!(back.payload, e.payload);
+        assert_eq!(codec::decode_entry_log_id(&bytes).unwrap(), e.log_id);
+        assert_eq!(codec::encode_entry(&back).unwrap(), bytes, "deterministic");
+    }
+
+    // The command inside is core's versioned encoding, verbatim.
+    let e = command_entry(1, 5, 2);
+    let bytes = codec::encode_entry(&e).unwrap();
+    let cmd = drover_core::fsm::encode_command(&register_node(2));
+    assert!(bytes.ends_with(&cmd));
+}
+
+#[test]
+fn bad_log_records_are_errors_that_say_what() {
+    let good = codec::encode_entry(&command_entry(1, 7, 1)).unwrap();
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("empty", vec![], "bad header"),
+        ("bad magic", b"xx\x01rest".to_vec(), "bad header"),
+        (
+            "newer format",
+            [b"dl\x09".as_slice(), &good[3..]].concat(),
+            "version 9",
+        ),
+        ("cut header", good[..5].to_vec(), "malformed log entry"),
+        (
+            "cut command",
+            good[..good.len() - 3].to_vec(),
+            "log entry 7",
+        ),
+    ];
+    for (name, bytes, want) in cases {
+        let err = codec::decode_entry(&bytes).unwrap_err().to_string();
+        assert!(err.contains(want), "{name}: {err}");
+    }
+    let mut unknown_kind = good.clone();
+    // The head is varints; with these small numbers the kind is byte 3 + 4 = 7.
+    unknown_kind[6] = 9;
+    let err = codec::decode_entry(&unknown_kind).unwrap_err().to_string();
+    assert!(err.contains("unknown payload kind 9"), "{err}");
+}
+
+#[test]
+fn rpc_payloads_round_trip_including_remote_errors() {
+    use openraft::error::{Fatal, RaftError};
+    use openraft::raft::{VoteRequest, VoteResponse};
+    let req = VoteRequest::<ServerId>::new(Vote::new(4, 2), Some(log_id(3, 10)));
+    let bytes = codec::encode_rpc("vote", &req).unwrap();
+    let back: VoteRequest<ServerId> = codec::decode_rpc("vote", &bytes).unwrap();
+    assert_eq!(back, req);
+
+    let reply: Result<VoteResponse<ServerId>, RaftError<ServerId>> =
+        Err(RaftError::Fatal(Fatal::Stopped));
+    let bytes = codec::encode_rpc("vote", &reply).unwrap();
+    let back: Result<VoteResponse<ServerId>, RaftError<ServerId>> =
+        codec::decode_rpc("vote", &bytes).unwrap();
+    assert_eq!(back, reply);
+
+    let err = codec::decode_rpc::<VoteRequest<ServerId>>("vote", b"dr\x02").unwrap_err();
+    assert!(err.to_string().contains("vote format version 2"), "{err}");
+}
+
+/// Appends through the storage API and waits for the flush callback.
+async fn append(log: &mut LogStore, entries: Vec<Entry>) {
+    log.blocking_append(entries).await.unwrap();
+}
+
+#[tokio::test]
+async fn the_log_store_keeps_everything_across_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(LOG_FILE);
+    {
+        let mut log = LogStore::open(&path, 1, Duration::ZERO).unwrap();
+        let st = log.get_log_state().await.unwrap();
+        assert_eq!((st.last_purged_log_id, st.last_log_id), (None, None));
+        append(&mut log, (1..=10).map(|i| command_entry(1, i, i)).collect()).await;
+        log.save_vote(&Vote::new_committed(2, 1)).await.unwrap();
+        log.save_committed(Some(log_id(1, 8))).await.unwrap();
+        log.truncate(log_id(1, 9)).await.unwrap();
+        log.purge(log_id(1, 3)).await.unwrap();
+    }
+    let mut log = LogStore::open(&path, 1, Duration::ZERO).unwrap();
+    let st = log.get_log_state().await.unwrap();
+    assert_eq!(st.last_purged_log_id, Some(log_id(1, 3)));
+    assert_eq!(st.last_log_id, Some(log_id(1, 8)));
+    assert_eq!(
+        log.read_vote().await.unwrap(),
+        Some(Vote::new_committed(2, 1))
+    );
+    assert_eq!(log.read_committed().await.unwrap(), Some(log_id(1, 8)));
+    let got: Vec<u64> = log
+        .try_get_log_entries(0..100)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.log_id.index)
+        .collect();
+    assert_eq!(got, (4..=8).collect::<Vec<_>>());
+    let mid = log.try_get_log_entries(5..7).await.unwrap();
+    assert_eq!(mid.len(), 2);
+    assert_eq!(mid[0].payload, EntryPayload::Normal(register_node(5)));
+
+    // Everything purged: the last log id is the purged one.
+    log.purge(log_id(1, 8)).await.unwrap();
+    let st = log.get_log_state().await.unwrap();
+    assert_eq!(st.last_log_id, Some(log_id(1, 8)));
+    assert!(log.try_get_log_entries(..).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_corrupt_entry_is_a_storage_error_naming_its_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(LOG_FILE);
+    {
+        let mut log = LogStore::open(&path, 1, Duration::ZERO).unwrap();
+        append(&mut log, (1..=3).map(|i| command_entry(1, i, i)).collect()).await;
+    }
+    {
+        // Overwrite entry 2 with garbage, behind the store's back.
+        let db = redb::Database::create(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let def: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("raft_log");
+            let mut t = txn.open_table(def).unwrap();
+            t.insert(2, b"dl\x01garbage".as_slice()).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let mut log = LogStore::open(&path, 1, Duration::ZERO).unwrap();
+    let err = log
+        .try_get_log_entries(1..=3)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("log entry at index 2"), "{err}");
+    assert!(err.contains(LOG_FILE), "{err}");
+    assert_eq!(log.try_get_log_entries(3..=3).await.unwrap().len(), 1);
+}
+
+#[test]
+fn the_snapshot_file_is_replaced_atomically_and_never_by_an_older_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, current) = SnapshotStore::open(dir.path()).unwrap();
+    assert!(current.is_none());
+    let meta = |index: u64| crate::raft::types::SnapshotMeta {
+        last_log_id: Some(log_id(1, index)),
+        last_membership: Default::default(),
+        snapshot_id: format!("s{index}"),
+    };
+    assert!(store.write(&meta(10), b"ten").unwrap());
+    assert!(!store.write(&meta(5), b"five").unwrap(), "older is refused");
+    assert!(store.write(&meta(12), b"twelve").unwrap());
+    std::fs::write(dir.path().join("snapshot.bin.tmp"), b"half a write").unwrap();
+    drop(store);
+
+    let (store, current) = SnapshotStore::open(dir.path()).unwrap();
+    let (m, data) = current.unwrap();
+    assert_eq!((m, data.as_slice()), (meta(12), b"twelve".as_slice()));
+    assert_eq!(store.current_meta(), Some(meta(12)));
+    assert!(
+        !dir.path().join("snapshot.bin.tmp").exists(),
+        "stale temp removed"
+    );
+
+    let path = dir.path().join(SNAPSHOT_FILE);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[6] = 7;
+    std::fs::write(&path, &bytes).unwrap();
+    let err = store.read().unwrap_err().to_string();
+    assert!(
+        err.contains("format version 7") && err.contains(SNAPSHOT_FILE),
+        "{err}"
+    );
+    bytes[6] = SNAPSHOT_FILE_FORMAT_FOR_TESTS;
+    bytes.push(0);
+    std::fs::write(&path, &bytes).unwrap();
+    let err = store.read().unwrap_err().to_string();
+    assert!(err.contains("1 trailing bytes"), "{err}");
+}
+
+const SNAPSHOT_FILE_FORMAT_FOR_TESTS: u8 = crate::raft::snapshot_store::SNAPSHOT_FILE_FORMAT;
+
+#[tokio::test]
+async fn the_state_machine_applies_batches_and_snapshots_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sm = StateMachine::open(1, dir.path(), None).unwrap();
+    let handle = sm.handle();
+    let mut batch = vec![membership_entry(1)];
+    batch.extend((2..=4).map(|i| command_entry(1, i, i)));
+    batch.push(Entry {
+        log_id: log_id(1, 5),
+        payload: EntryPayload::Normal(Command::NodeOffline {
+            node_id: mock::node_id(42),
+            now: T0,
+            evals: vec![],
+        }),
+    });
+    let replies = sm.apply(batch).await.unwrap();
+    let indexes: Vec<Index> = replies.iter().map(|r| r.index).collect();
+    assert_eq!(
+        indexes,
+        vec![1, 2, 3, 4, 5],
+        "one reply per entry, in order"
+    );
+    assert!(replies[..4].iter().all(|r| r.result.is_ok()));
+    assert!(
+        replies[4]
+            .result
+            .as_ref()
+            .unwrap_err()
+            .contains("not found")
+    );
+    assert_eq!(handle.applied_index(), 5);
+    assert_eq!(handle.snapshot().node_count(), 3);
+
+    let (applied, membership) = sm.applied_state().await.unwrap();
+    assert_eq!(applied, Some(log_id(1, 5)));
+    assert_eq!(membership.log_id(), &Some(log_id(1, 1)));
+
+    let mut builder = sm.get_snapshot_builder().await;
+    let snap = builder.build_snapshot().await.unwrap();
+    assert_eq!(snap.meta.last_log_id, Some(log_id(1, 5)));
+
+    // A fresh machine on another dir installs it and matches.
+    let other = tempfile::tempdir().unwrap();
+    let mut sm2 = StateMachine::open(2, other.path(), None).unwrap();
+    let data = sm.get_current_snapshot().await.unwrap().unwrap();
+    sm2.install_snapshot(&data.meta, data.snapshot)
+        .await
+        .unwrap();
+    assert_eq!(sm2.handle().applied_index(), 5);
+    assert_eq!(
+        state_bytes(&sm2.handle().snapshot()),
+        state_bytes(&handle.snapshot())
+    );
+    // And a restart of either loads it back.
+    drop(sm2);
+    let sm3 = StateMachine::open(2, other.path(), None).unwrap();
+    assert_eq!(sm3.handle().applied_index(), 5);
+    assert_eq!(sm3.handle().snapshot().node_count(), 3);
+
+    // A snapshot whose data is not a drover state is refused and changes nothing.
+    let mut bad = sm3;
+    let meta = crate::raft::types::SnapshotMeta {
+        last_log_id: Some(log_id(2, 9)),
+        last_membership: Default::default(),
+        snapshot_id: "bad".into(),
+    };
+    let err = bad
+        .install_snapshot(&meta, Box::new(std::io::Cursor::new(b"nonsense".to_vec())))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("bad"), "{err}");
+    assert_eq!(bad.handle().applied_index(), 5);
+}
+
+/// Builds a fresh log store and state machine in a temp dir for each suite case.
+struct SuiteBuilder;
+
+impl StoreBuilder<TypeConfig, LogStore, StateMachine, tempfile::TempDir> for SuiteBuilder {
+    async fn build(
+        &self,
+    ) -> Result<(tempfile::TempDir, LogStore, StateMachine), crate::raft::types::StorageError> {
+        let dir = tempfile::tempdir().unwrap();
+        let log = LogStore::open(&dir.path().join(LOG_FILE), 0, Duration::ZERO).unwrap();
+        let sm = StateMachine::open(0, &dir.path().join(SNAPSHOT_DIR), None).unwrap();
+        Ok((dir, log, sm))
+    }
+}
+
+#[test]
+fn openraft_storage_suite() {
+    Suite::test_all(SuiteBuilder).unwrap();
+}
