@@ -2,7 +2,24 @@
 //!
 //! - [`raft`]: the replicated, durable state: openraft over a redb log, with core's FSM as the
 //!   state machine, O(1) read snapshots and the event hook.
+//! - [`leader`]: the duties run while this server leads: eval broker, blocked evals, plan
+//!   applier, heartbeat timers, node health, reapers, periodic launches, GC.
+//! - [`worker`]: the scheduler workers every server runs.
+//! - [`server`]: [`Server::start`] and the [`ServerHandle`] the gRPC services call.
+//! - [`write`]: the write path through Raft; [`config`] and [`error`]: settings and errors.
 
 pub use drover_core as core;
 
+pub mod config;
+pub mod error;
+pub mod leader;
 pub mod raft;
+pub mod server;
+pub mod worker;
+pub mod write;
+
+pub use config::ServerConfig;
+pub use error::{ServerError, StartError};
+pub use server::{
+    HeartbeatAck, JobDeregistered, JobRegistered, NodeRegistered, Server, ServerHandle,
+};

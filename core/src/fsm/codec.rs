@@ -17,7 +17,7 @@ pub const SNAPSHOT_FORMAT: u8 = 1;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CodecError {
-    #[error("not a drover {what}: bad magic bytes {found:02x?}")]
+    #[error("not a drover {what}: bad header bytes {found:02x?}")]
     BadMagic { what: &'static str, found: Vec<u8> },
     #[error("{what} format version {found} is not supported (this build reads {supported})")]
     UnsupportedVersion {
@@ -39,26 +39,39 @@ fn encode<T: serde::Serialize>(magic: [u8; 2], version: u8, value: &T) -> Vec<u8
     postcard::to_extend(value, out).unwrap_or_else(|e| panic!("encoding drover state failed: {e}"))
 }
 
+/// Checks a record's header (`magic` then one format byte; `magic` may be empty for values
+/// that are never read out of context) and returns the body after it. Shared by every drover
+/// record format, so all of them refuse foreign or newer bytes the same way.
+pub fn read_header<'a>(
+    what: &'static str,
+    magic: &[u8],
+    supported: u8,
+    bytes: &'a [u8],
+) -> Result<&'a [u8], CodecError> {
+    let n = magic.len() + 1;
+    if bytes.len() < n || &bytes[..magic.len()] != magic {
+        return Err(CodecError::BadMagic {
+            what,
+            found: bytes[..bytes.len().min(n)].to_vec(),
+        });
+    }
+    if bytes[magic.len()] != supported {
+        return Err(CodecError::UnsupportedVersion {
+            what,
+            found: bytes[magic.len()],
+            supported,
+        });
+    }
+    Ok(&bytes[n..])
+}
+
 fn decode<'a, T: serde::Deserialize<'a>>(
     what: &'static str,
     magic: [u8; 2],
     supported: u8,
     bytes: &'a [u8],
 ) -> Result<T, CodecError> {
-    let (head, body) = bytes.split_at(bytes.len().min(3));
-    if head.len() < 3 || head[..2] != magic {
-        return Err(CodecError::BadMagic {
-            what,
-            found: head.to_vec(),
-        });
-    }
-    if head[2] != supported {
-        return Err(CodecError::UnsupportedVersion {
-            what,
-            found: head[2],
-            supported,
-        });
-    }
+    let body = read_header(what, &magic, supported, bytes)?;
     postcard::from_bytes(body).map_err(|source| CodecError::Malformed { what, source })
 }
 

@@ -12,7 +12,7 @@ mod tests;
 pub use apply::{ApplyError, apply};
 pub use codec::{
     COMMAND_FORMAT, CodecError, SNAPSHOT_FORMAT, decode_command, decode_snapshot, encode_command,
-    encode_snapshot,
+    encode_snapshot, read_header,
 };
 pub use command::{AllocClientUpdate, Command, PlanApply};
 pub use event::{Event, EventPayload, EventType, Topic};

@@ -9,7 +9,7 @@
 //! membership for a membership entry.
 
 use super::types::{Entry, LogId, Membership, ServerId};
-use drover_core::fsm::{CodecError, decode_command, encode_command};
+use drover_core::fsm::{CodecError, decode_command, encode_command, read_header};
 use openraft::{CommittedLeaderId, EntryPayload};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -29,19 +29,9 @@ const KIND_MEMBERSHIP: u8 = 2;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
-    #[error("not a drover {what}: bad header bytes {found:02x?}")]
-    BadMagic { what: &'static str, found: Vec<u8> },
-    #[error("{what} format version {found} is not supported (this build reads {supported})")]
-    UnsupportedVersion {
-        what: &'static str,
-        found: u8,
-        supported: u8,
-    },
-    #[error("malformed {what}: {source}")]
-    Malformed {
-        what: &'static str,
-        source: postcard::Error,
-    },
+    /// Foreign bytes, a newer format, or a body that does not decode.
+    #[error(transparent)]
+    Record(#[from] CodecError),
     #[error("cannot encode {what}: {source}")]
     Encode {
         what: &'static str,
@@ -59,21 +49,11 @@ fn header<'a>(
     version: u8,
     bytes: &'a [u8],
 ) -> Result<&'a [u8], RecordError> {
-    let n = magic.len() + 1;
-    if bytes.len() < n || &bytes[..magic.len()] != magic {
-        return Err(RecordError::BadMagic {
-            what,
-            found: bytes[..bytes.len().min(n)].to_vec(),
-        });
-    }
-    if bytes[magic.len()] != version {
-        return Err(RecordError::UnsupportedVersion {
-            what,
-            found: bytes[magic.len()],
-            supported: version,
-        });
-    }
-    Ok(&bytes[n..])
+    Ok(read_header(what, magic, version, bytes)?)
+}
+
+fn malformed(what: &'static str) -> impl FnOnce(postcard::Error) -> RecordError {
+    move |source| RecordError::Record(CodecError::Malformed { what, source })
 }
 
 /// Encodes one log entry.
@@ -104,8 +84,7 @@ fn entry_head(bytes: &[u8]) -> Result<(LogId, u8, &[u8]), RecordError> {
     let what = "log entry";
     let body = header(what, &ENTRY_MAGIC, ENTRY_FORMAT, bytes)?;
     let ((term, node, index, kind), rest) =
-        postcard::take_from_bytes::<(u64, ServerId, u64, u8)>(body)
-            .map_err(|source| RecordError::Malformed { what, source })?;
+        postcard::take_from_bytes::<(u64, ServerId, u64, u8)>(body).map_err(malformed(what))?;
     let log_id = LogId::new(CommittedLeaderId::new(term, node), index);
     Ok((log_id, kind, rest))
 }
@@ -125,10 +104,7 @@ pub fn decode_entry(bytes: &[u8]) -> Result<Entry, RecordError> {
             decode_command(rest).map_err(|source| RecordError::Command { index, source })?,
         ),
         KIND_MEMBERSHIP => EntryPayload::Membership(
-            postcard::from_bytes::<Membership>(rest).map_err(|source| RecordError::Malformed {
-                what: "membership log entry",
-                source,
-            })?,
+            postcard::from_bytes::<Membership>(rest).map_err(malformed("membership log entry"))?,
         ),
         kind => return Err(RecordError::UnknownKind { index, kind }),
     };
@@ -146,7 +122,7 @@ pub fn decode_meta<T: DeserializeOwned>(
     bytes: &[u8],
 ) -> Result<T, RecordError> {
     let body = header(what, &[], META_FORMAT, bytes)?;
-    postcard::from_bytes(body).map_err(|source| RecordError::Malformed { what, source })
+    postcard::from_bytes(body).map_err(malformed(what))
 }
 
 /// Encodes a Raft message (request or response) for the transport.
@@ -157,5 +133,5 @@ pub fn encode_rpc<T: Serialize>(what: &'static str, value: &T) -> Result<Vec<u8>
 
 pub fn decode_rpc<T: DeserializeOwned>(what: &'static str, bytes: &[u8]) -> Result<T, RecordError> {
     let body = header(what, &RPC_MAGIC, RPC_FORMAT, bytes)?;
-    postcard::from_bytes(body).map_err(|source| RecordError::Malformed { what, source })
+    postcard::from_bytes(body).map_err(malformed(what))
 }

@@ -1,0 +1,186 @@
+//! How to start a [`crate::Server`]: where it keeps its data, how many workers it runs, and
+//! every duration and limit of the leader's duties. Production defaults come from Nomad and
+//! Scoot (see BEHAVIOUR.md); [`ServerConfig::for_tests`] shrinks the durations so tests run
+//! in seconds.
+
+use crate::raft::{Bootstrap, RaftConfig, ServerId};
+use drover_core::SchedulerType;
+use drover_core::blocked::BlockedConfig;
+use drover_core::broker::BrokerConfig;
+use drover_core::node_health::{HealthConfig, HeartbeatConfig};
+use drover_core::validate::Limits;
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The number of CPUs of this machine: the default and the maximum worker count.
+pub fn cpu_count() -> u32 {
+    std::thread::available_parallelism()
+        .map(|n| u32::try_from(n.get()).unwrap_or(u32::MAX))
+        .unwrap_or(1)
+}
+
+/// Raft timings (see [`RaftConfig`]).
+#[derive(Clone, Debug)]
+pub struct RaftTimings {
+    pub heartbeat_interval: Duration,
+    pub election_timeout_min: Duration,
+    pub election_timeout_max: Duration,
+    /// Build a Raft snapshot every this many applied entries.
+    pub snapshot_every: u64,
+}
+
+impl Default for RaftTimings {
+    fn default() -> Self {
+        Self {
+            heartbeat_interval: Duration::from_millis(150),
+            election_timeout_min: Duration::from_millis(600),
+            election_timeout_max: Duration::from_millis(1200),
+            snapshot_every: 10_000,
+        }
+    }
+}
+
+/// The scheduler workers of this server.
+#[derive(Clone, Debug)]
+pub struct WorkerSettings {
+    /// How many workers; `None`: one per CPU.
+    pub count: Option<u32>,
+    /// Scheduler types the workers dequeue (`_core` is always added).
+    pub enabled: BTreeSet<SchedulerType>,
+    /// How long one dequeue waits for an eval before the worker looks around again.
+    pub dequeue_timeout: Duration,
+    /// How long a worker waits for its local state to reach an eval's wait index before it
+    /// nacks (it then waits up to ten times this for that index before dequeuing again).
+    pub wait_index_limit: Duration,
+    /// First back-off after an error; doubles per consecutive error.
+    pub backoff_base: Duration,
+    /// The longest back-off.
+    pub backoff_limit: Duration,
+}
+
+impl Default for WorkerSettings {
+    fn default() -> Self {
+        Self {
+            count: None,
+            enabled: SchedulerType::ALL.into_iter().collect(),
+            dequeue_timeout: Duration::from_millis(500),
+            wait_index_limit: Duration::from_secs(5),
+            backoff_base: Duration::from_millis(20),
+            backoff_limit: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Garbage collection of terminal evals and allocations.
+#[derive(Clone, Debug)]
+pub struct GcConfig {
+    /// How often the leader looks for garbage.
+    pub interval: Duration,
+    /// Terminal evals and allocations untouched for longer than this are deleted.
+    pub threshold: Duration,
+    /// At most this many ids per delete entry.
+    pub batch: usize,
+}
+
+impl Default for GcConfig {
+    fn default() -> Self {
+        Self {
+            interval: Duration::from_secs(5 * 60),
+            threshold: Duration::from_secs(60 * 60),
+            batch: 1_000,
+        }
+    }
+}
+
+/// Everything a server needs to start.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// This server's Raft id.
+    pub server_id: ServerId,
+    /// Holds the Raft log and snapshots; created if missing.
+    pub data_dir: PathBuf,
+    /// The address this server is reached at (recorded in the Raft membership).
+    pub bind_addr: String,
+    pub bootstrap: Bootstrap,
+    pub raft: RaftTimings,
+    pub workers: WorkerSettings,
+    pub broker: BrokerConfig,
+    pub blocked: BlockedConfig,
+    pub heartbeat: HeartbeatConfig,
+    pub health: HealthConfig,
+    pub gc: GcConfig,
+    /// Bounds on submitted jobs.
+    pub limits: Limits,
+    /// Most jobs the cluster holds; a register of a new job beyond it is refused.
+    pub max_jobs: usize,
+    /// Most evals the broker may hold before job registration answers "resource exhausted".
+    pub max_outstanding_evals: usize,
+    /// How long the plan applier waits for state to reach a plan's snapshot index.
+    pub plan_wait_limit: Duration,
+}
+
+impl ServerConfig {
+    /// A single server on `data_dir` with production defaults.
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            server_id: 1,
+            data_dir: data_dir.into(),
+            bind_addr: "127.0.0.1:4647".into(),
+            bootstrap: Bootstrap::SingleNode,
+            raft: RaftTimings::default(),
+            workers: WorkerSettings::default(),
+            broker: BrokerConfig::default(),
+            blocked: BlockedConfig::default(),
+            heartbeat: HeartbeatConfig::default(),
+            health: HealthConfig::default(),
+            gc: GcConfig::default(),
+            limits: Limits::default(),
+            max_jobs: 100_000,
+            max_outstanding_evals: 100_000,
+            plan_wait_limit: Duration::from_secs(5),
+        }
+    }
+
+    /// Like [`ServerConfig::new`] with every duration shrunk so tests finish in seconds:
+    /// fast elections, sub-second heartbeat TTLs and readiness checks, short nack delays.
+    pub fn for_tests(data_dir: impl Into<PathBuf>) -> Self {
+        let mut c = Self::new(data_dir);
+        c.raft.heartbeat_interval = Duration::from_millis(50);
+        c.raft.election_timeout_min = Duration::from_millis(200);
+        c.raft.election_timeout_max = Duration::from_millis(400);
+        c.workers.count = Some(2.min(cpu_count()));
+        c.workers.dequeue_timeout = Duration::from_millis(200);
+        c.workers.wait_index_limit = Duration::from_millis(500);
+        c.broker.nack_timeout = Duration::from_secs(5);
+        c.broker.initial_nack_delay = Duration::from_millis(50);
+        c.broker.subsequent_nack_delay = Duration::from_millis(100);
+        c.broker.cancel_sweep_interval = Duration::from_millis(200);
+        c.broker.follow_up_base_wait = Duration::from_millis(500);
+        c.broker.follow_up_max_jitter = Duration::from_millis(100);
+        c.blocked.failed_sweep_interval = Duration::from_secs(1);
+        c.blocked.prune_interval = Duration::from_secs(5);
+        c.heartbeat.min_ttl = Duration::from_secs(2);
+        c.heartbeat.grace = Duration::from_millis(500);
+        c.heartbeat.failover_ttl = Duration::from_secs(5);
+        c.health.readiness_backoff = Duration::from_millis(100);
+        c.limits.min_reschedule_delay = Duration::from_millis(100);
+        c.gc.interval = Duration::from_secs(1);
+        c
+    }
+
+    /// The worker count in force: the configured one, or one per CPU.
+    pub fn worker_count(&self) -> u32 {
+        self.workers.count.unwrap_or_else(cpu_count)
+    }
+
+    pub(crate) fn raft_config(&self) -> RaftConfig {
+        let mut c = RaftConfig::new(self.server_id, &self.data_dir, &self.bind_addr);
+        c.heartbeat_interval = self.raft.heartbeat_interval;
+        c.election_timeout_min = self.raft.election_timeout_min;
+        c.election_timeout_max = self.raft.election_timeout_max;
+        c.snapshot_every = self.raft.snapshot_every;
+        c.bootstrap = self.bootstrap.clone();
+        c
+    }
+}

@@ -1,0 +1,129 @@
+//! The errors the server's handle returns. Each maps to one gRPC status code, so a gRPC
+//! method is a thin call: `handle.op(req).await.map_err(tonic::Status::from)`.
+
+use crate::raft::{RaftError, ServerId, WriteError};
+use drover_core::Index;
+use drover_core::node_health::NodeHealthError;
+use drover_core::validate::ValidationError;
+use std::time::Duration;
+
+/// Why a server call failed.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ServerError {
+    /// The job failed validation; every problem is listed.
+    #[error(transparent)]
+    InvalidJob(#[from] ValidationError),
+    /// A request argument is wrong (not a job validation problem).
+    #[error("invalid argument: {reason}")]
+    InvalidArgument { reason: String },
+    /// No such object.
+    #[error("{kind} {id} not found")]
+    NotFound { kind: &'static str, id: String },
+    /// The caller proved an identity that is not allowed to do this (a node acting on
+    /// another node's allocations).
+    #[error("permission denied: {reason}")]
+    PermissionDenied { reason: String },
+    /// The caller's credentials are wrong (a node's secret does not match).
+    #[error("unauthenticated: {reason}")]
+    Unauthenticated { reason: String },
+    /// The call is valid but the system is not in a state to accept it (an allocation
+    /// update from a node that is not ready; pause of a worker that is stopping).
+    #[error("failed precondition: {reason}")]
+    FailedPrecondition { reason: String },
+    /// Too much outstanding work; retry after the hint.
+    #[error("resource exhausted: {reason}; retry in {retry_after:?}")]
+    ResourceExhausted {
+        reason: String,
+        retry_after: Duration,
+    },
+    /// This server is not the leader (forwarding comes with the multi-server work).
+    #[error("{}", crate::write::not_leader_text(*leader_id, leader_addr.as_deref()))]
+    NotLeader {
+        leader_id: Option<ServerId>,
+        leader_addr: Option<String>,
+    },
+    /// The FSM refused a committed entry (the state is unchanged).
+    #[error("write at index {index} refused: {reason}")]
+    Refused { index: Index, reason: String },
+    /// Raft could not take the write, or the server is going away.
+    #[error("unavailable: {reason}")]
+    Unavailable { reason: String },
+    /// The server shut down while the call was in flight.
+    #[error("server is shutting down")]
+    ShuttingDown,
+}
+
+impl ServerError {
+    pub(crate) fn not_found(kind: &'static str, id: impl ToString) -> Self {
+        ServerError::NotFound {
+            kind,
+            id: id.to_string(),
+        }
+    }
+
+    pub(crate) fn precondition(reason: impl Into<String>) -> Self {
+        ServerError::FailedPrecondition {
+            reason: reason.into(),
+        }
+    }
+}
+
+impl From<WriteError> for ServerError {
+    fn from(e: WriteError) -> Self {
+        match e {
+            WriteError::ForwardToLeader {
+                leader_id,
+                leader_addr,
+            } => ServerError::NotLeader {
+                leader_id,
+                leader_addr,
+            },
+            WriteError::Refused { reason } | WriteError::Stopped { reason } => {
+                ServerError::Unavailable { reason }
+            }
+        }
+    }
+}
+
+impl From<NodeHealthError> for ServerError {
+    fn from(e: NodeHealthError) -> Self {
+        match e {
+            NodeHealthError::NotTracked(id) | NodeHealthError::NodeNotFound(id) => {
+                ServerError::not_found("node", id)
+            }
+            other => ServerError::InvalidArgument {
+                reason: other.to_string(),
+            },
+        }
+    }
+}
+
+impl From<ServerError> for tonic::Status {
+    fn from(e: ServerError) -> Self {
+        let msg = e.to_string();
+        match e {
+            ServerError::InvalidJob(_) | ServerError::InvalidArgument { .. } => {
+                tonic::Status::invalid_argument(msg)
+            }
+            ServerError::NotFound { .. } => tonic::Status::not_found(msg),
+            ServerError::PermissionDenied { .. } => tonic::Status::permission_denied(msg),
+            ServerError::Unauthenticated { .. } => tonic::Status::unauthenticated(msg),
+            ServerError::FailedPrecondition { .. } | ServerError::Refused { .. } => {
+                tonic::Status::failed_precondition(msg)
+            }
+            ServerError::ResourceExhausted { .. } => tonic::Status::resource_exhausted(msg),
+            ServerError::NotLeader { .. }
+            | ServerError::Unavailable { .. }
+            | ServerError::ShuttingDown => tonic::Status::unavailable(msg),
+        }
+    }
+}
+
+/// Why a server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Raft(#[from] RaftError),
+    #[error("invalid server config: {reason}")]
+    Config { reason: String },
+}

@@ -1,0 +1,79 @@
+//! Node health on the leader: the tracker's decisions become Raft writes, and its readiness
+//! checks are answered from state (a node is ready when its status is `ready`).
+
+use super::LeaderCore;
+use super::broker_loop::Action;
+use super::evals::node_evals;
+use drover_core::fsm::Command;
+use drover_core::node_health::{HealthDecision, Readiness};
+use drover_core::state::StateSnapshot;
+use drover_core::{NodeHealth, NodeId, NodeStatus, Timestamp};
+
+/// Turns tracker decisions into writes. A node entering or leaving `healthy` gets the
+/// node-update evals its change calls for; a first health goes into the registration, not
+/// a write of its own.
+pub(super) fn push_decisions(
+    snap: &StateSnapshot,
+    decisions: Vec<HealthDecision>,
+    now: Timestamp,
+    actions: &mut Vec<Action>,
+) {
+    for d in decisions {
+        let node_id = d.node_id();
+        match d {
+            HealthDecision::SetHealth { from: None, .. } => {}
+            HealthDecision::SetHealth {
+                from: Some(from),
+                to,
+                ..
+            } => {
+                tracing::info!(%node_id, from = from.as_str(), to = to.as_str(), "node health changed");
+                let crosses = (from == NodeHealth::Healthy) != (to == NodeHealth::Healthy);
+                let evals = if crosses {
+                    node_evals(snap, node_id, now)
+                } else {
+                    Vec::new()
+                };
+                actions.push(Action::Write(
+                    Command::NodeHealth {
+                        node_id,
+                        health: to,
+                        now,
+                        evals,
+                    },
+                    "node health",
+                ));
+            }
+            HealthDecision::ResetSnapshot { .. } => {
+                actions.push(Action::Write(d.command(now), "node snapshot reset"));
+            }
+            HealthDecision::Delete { .. } => {
+                tracing::info!(%node_id, "lost node past its grace: deleting it");
+                actions.push(Action::Write(d.command(now), "lost node deleted"));
+            }
+        }
+    }
+}
+
+/// A readiness check the tracker asked for, answered from the node's status in state.
+pub(super) fn check_readiness(
+    core: &mut LeaderCore,
+    snap: &StateSnapshot,
+    node_id: NodeId,
+    now: Timestamp,
+    actions: &mut Vec<Action>,
+) {
+    // A node not in state yet (its registration is still being written) is not ready.
+    let ready = snap
+        .node(&node_id)
+        .is_some_and(|n| n.status == NodeStatus::Ready);
+    let result = if ready {
+        Readiness::Ready
+    } else {
+        Readiness::NotYet
+    };
+    match core.health.readiness(node_id, result, now) {
+        Ok(decisions) => push_decisions(snap, decisions, now, actions),
+        Err(e) => tracing::debug!(%node_id, error = %e, "readiness result not taken"),
+    }
+}

@@ -1,0 +1,349 @@
+//! The leader's duties: started when this server becomes the Raft leader, stopped when it
+//! stops being it.
+//!
+//! ```text
+//!  raft metrics ──► monitor ── leader? ──► establish: barrier, restore broker / blocked /
+//!                                           heartbeats / health / periodic from state
+//!                                  │
+//!                 ┌────────────────┴──────────────────┐
+//!                 ▼                                   ▼
+//!   leader loop (broker_loop.rs)             plan applier (plan_applier.rs)
+//!   select! over: applied-entry events,      pops plans by priority, checks them with
+//!   the earliest due time of broker /        PlanApplier (overlay while the previous
+//!   heartbeats / health / periodic /         write is in flight), commits ApplyPlan
+//!   sweeps, and wake-ups                     through Raft, answers the worker
+//! ```
+//!
+//! **Concurrency choice.** The pure core structures (broker, blocked evals, plan queue,
+//! heartbeat timers, health tracker, periodic launcher) live together in one [`LeaderCore`]
+//! behind one `tokio::sync::Mutex`. Every critical section is short and synchronous (a few
+//! core calls; Raft writes happen after the lock is released), and the callers are many and
+//! of different kinds: workers dequeue / ack / nack / submit plans, the handle resets
+//! heartbeat timers and registers nodes, the leader loop applies events and fires timers,
+//! the plan applier pops plans. With message passing each of those would need a request and
+//! reply type and a blocking dequeue would need a waiters list inside the loop; a mutex plus
+//! three `Notify`s (evals ready, plans ready, wake the loop) keeps each caller's code
+//! straight-line. Dequeue waits on `evals_ready` outside the lock, so a worker waiting for
+//! work never holds it.
+
+mod broker_loop;
+mod evals;
+mod gc;
+mod health;
+mod heartbeat;
+mod plan_applier;
+mod reaper;
+mod source;
+
+pub(crate) use evals::node_evals;
+
+use crate::config::ServerConfig;
+use crate::error::ServerError;
+use crate::raft::{RaftNode, StateHandle};
+use crate::write::{Writer, now};
+use drover_core::Index;
+use drover_core::blocked::{BlockedEvals, BlockedStats};
+use drover_core::broker::{BrokerStats, EvalBroker};
+use drover_core::fsm::Event;
+use drover_core::node_health::{HeartbeatTimers, NodeHealthTracker};
+use drover_core::periodic::PeriodicLauncher;
+use drover_core::plan_check::{PlanQueue, PlanQueueStats};
+use drover_core::types::NodeStatus;
+use openraft::ServerState;
+use plan_applier::PendingPlan;
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use std::fmt;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+use tokio::sync::{Mutex, MutexGuard, Notify, broadcast, watch};
+use tokio::task::JoinHandle;
+
+/// The leader's core structures; see the module docs for why they share one lock.
+pub(crate) struct LeaderCore {
+    /// True between establishing leadership and revoking it.
+    pub enabled: bool,
+    pub broker: EvalBroker,
+    pub blocked: BlockedEvals,
+    pub plans: PlanQueue<PendingPlan>,
+    pub heartbeats: HeartbeatTimers,
+    pub health: NodeHealthTracker,
+    pub periodic: PeriodicLauncher,
+    pub rng: StdRng,
+}
+
+impl fmt::Debug for LeaderCore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LeaderCore")
+            .field("enabled", &self.enabled)
+            .field("broker", &self.broker.stats().total)
+            .field("plans", &self.plans.len())
+            .field("heartbeats", &self.heartbeats.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The broker, blocked-eval and plan-queue counters, read together.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaderStats {
+    pub broker: BrokerStats,
+    pub blocked: BlockedStats,
+    pub plan_queue: PlanQueueStats,
+}
+
+/// Shared by the handle, the workers (as their [`crate::worker::EvalSource`]) and the
+/// leader's tasks. Lives as long as the server; its core is enabled only while leading.
+pub struct Leadership {
+    pub(crate) core: Mutex<LeaderCore>,
+    /// Evals may have become ready: waiting dequeues look again.
+    pub(crate) evals_ready: Notify,
+    /// A plan was queued for the applier.
+    pub(crate) plans_ready: Notify,
+    /// Something changed a due time: the leader loop recomputes its sleep.
+    pub(crate) wake: Notify,
+    pub(crate) config: ServerConfig,
+    pub(crate) state: StateHandle,
+    pub(crate) writer: Writer,
+    events: broadcast::Sender<Arc<Vec<Event>>>,
+    leading: watch::Sender<bool>,
+    /// This value's own `Arc`, for tasks it spawns.
+    me: Weak<Leadership>,
+}
+
+impl fmt::Debug for Leadership {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Leadership")
+            .field("leading", &*self.leading.borrow())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Leadership {
+    pub(crate) fn new(
+        config: ServerConfig,
+        state: StateHandle,
+        writer: Writer,
+        events: broadcast::Sender<Arc<Vec<Event>>>,
+    ) -> Result<Arc<Self>, ServerError> {
+        let heartbeats = HeartbeatTimers::new(config.heartbeat.clone())?;
+        let health = NodeHealthTracker::new(config.health.clone())?;
+        let core = LeaderCore {
+            enabled: false,
+            broker: EvalBroker::new(config.broker.clone()),
+            blocked: BlockedEvals::new(config.blocked),
+            plans: PlanQueue::new(),
+            heartbeats,
+            health,
+            periodic: PeriodicLauncher::new(&config.limits),
+            rng: StdRng::from_os_rng(),
+        };
+        Ok(Arc::new_cyclic(|me| Self {
+            core: Mutex::new(core),
+            evals_ready: Notify::new(),
+            plans_ready: Notify::new(),
+            wake: Notify::new(),
+            config,
+            state,
+            writer,
+            events,
+            leading: watch::channel(false).0,
+            me: me.clone(),
+        }))
+    }
+
+    /// Whether this server's leader duties are running.
+    pub fn is_leading(&self) -> bool {
+        *self.leading.borrow()
+    }
+
+    /// A receiver that sees leadership start and stop.
+    pub fn watch_leading(&self) -> watch::Receiver<bool> {
+        self.leading.subscribe()
+    }
+
+    /// The core, if this server leads; `NotLeader` otherwise.
+    pub(crate) async fn lock_enabled(&self) -> Result<MutexGuard<'_, LeaderCore>, ServerError> {
+        let core = self.core.lock().await;
+        if core.enabled {
+            Ok(core)
+        } else {
+            Err(ServerError::NotLeader {
+                leader_id: None,
+                leader_addr: None,
+            })
+        }
+    }
+
+    pub(crate) async fn stats(&self) -> Result<LeaderStats, ServerError> {
+        let core = self.lock_enabled().await?;
+        Ok(LeaderStats {
+            broker: core.broker.stats(),
+            blocked: core.blocked.stats(),
+            plan_queue: core.plans.stats(),
+        })
+    }
+
+    /// Rebuilds every core structure from state as of `index` and enables them.
+    async fn establish(&self) -> Index {
+        let (index, snap) = self.state.indexed_snapshot();
+        let now = now();
+        let mut guard = self.core.lock().await;
+        let core = &mut *guard;
+        core.broker.restore(snap.evals().cloned(), now);
+        core.blocked.set_enabled(true);
+        let unblocked = core.blocked.restore(snap.evals().map(|e| (**e).clone()));
+        core.broker.enqueue_all(
+            unblocked
+                .into_iter()
+                .map(|u| (u.eval, u.token.and_then(|t| t.parse().ok()))),
+            now,
+        );
+        core.heartbeats.clear();
+        core.heartbeats.initialize_failover(
+            snap.nodes()
+                .filter(|n| n.status != NodeStatus::Down)
+                .map(|n| n.id),
+            now,
+        );
+        core.health.restore(snap.nodes().map(|n| &**n), now);
+        for e in core.periodic.restore(&snap, now) {
+            tracing::warn!(job_id = %e.job, error = %e, "periodic job not tracked");
+        }
+        core.plans = PlanQueue::new();
+        core.enabled = true;
+        let stats = core.broker.stats();
+        tracing::info!(
+            index,
+            ready = stats.total.ready,
+            pending = stats.total.pending,
+            blocked = core.blocked.stats().total_blocked,
+            nodes = core.heartbeats.len(),
+            periodic = core.periodic.len(),
+            "leader duties established"
+        );
+        drop(guard);
+        self.leading.send_replace(true);
+        self.evals_ready.notify_waiters();
+        index
+    }
+
+    /// Disables and empties every core structure; waiting workers get errors.
+    async fn revoke(&self) {
+        let mut core = self.core.lock().await;
+        core.enabled = false;
+        core.broker.set_enabled(false);
+        core.blocked.set_enabled(false);
+        core.heartbeats.clear();
+        core.periodic.clear();
+        // Dropping the reply senders answers every waiting worker with an error.
+        let dropped = core.plans.drain().len();
+        drop(core);
+        self.leading.send_replace(false);
+        self.evals_ready.notify_waiters();
+        tracing::info!(plans_dropped = dropped, "leader duties revoked");
+    }
+}
+
+/// The running leader tasks of one term.
+struct Duties {
+    cancel: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Duties {
+    async fn start(shared: &Arc<Leadership>, raft: &RaftNode) -> Option<Duties> {
+        // Subscribe before the barrier, so no entry applied after the restore is missed;
+        // events at or below the restore index are skipped.
+        let events = shared.events.subscribe();
+        match raft.raft().ensure_linearizable().await {
+            Ok(Some(log_id)) => {
+                let limit = shared.config.plan_wait_limit;
+                if let Err(e) = shared.state.wait_for_index(log_id.index, limit).await {
+                    tracing::warn!(error = %e, "leader barrier not applied in time");
+                    return None;
+                }
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::info!(error = %e, "lost leadership before establishing it");
+                return None;
+            }
+        }
+        let index = shared.establish().await;
+        let (cancel, cancel_rx) = watch::channel(false);
+        let tasks = vec![
+            tokio::spawn(broker_loop::run(
+                shared.clone(),
+                events,
+                index,
+                cancel_rx.clone(),
+            )),
+            tokio::spawn(plan_applier::run(
+                shared.clone(),
+                shared.state.snapshot().latest_index(),
+                cancel_rx,
+            )),
+        ];
+        Some(Duties { cancel, tasks })
+    }
+
+    async fn stop(self, shared: &Leadership) {
+        self.cancel.send_replace(true);
+        shared.wake.notify_one();
+        shared.plans_ready.notify_one();
+        for task in self.tasks {
+            let abort = task.abort_handle();
+            if tokio::time::timeout(Duration::from_secs(5), task)
+                .await
+                .is_err()
+            {
+                tracing::warn!("leader task did not stop in time; aborting it");
+                abort.abort();
+            }
+        }
+        shared.revoke().await;
+    }
+}
+
+/// Watches Raft's metrics and runs the leader duties exactly while this server leads.
+pub(crate) async fn monitor(
+    shared: Arc<Leadership>,
+    raft: Arc<RaftNode>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let me = raft.node_id();
+    let mut metrics = raft.metrics();
+    let mut duties: Option<Duties> = None;
+    loop {
+        let leads = {
+            let m = metrics.borrow_and_update();
+            m.current_leader == Some(me) && m.state == ServerState::Leader
+        };
+        match (leads, duties.is_some()) {
+            (true, false) => {
+                tracing::info!(server_id = me, "gained leadership");
+                duties = Duties::start(&shared, &raft).await;
+            }
+            (false, true) => {
+                tracing::info!(server_id = me, "lost leadership");
+                if let Some(d) = duties.take() {
+                    d.stop(&shared).await;
+                }
+            }
+            _ => {}
+        }
+        if *shutdown.borrow() {
+            break;
+        }
+        // A failed start while still leading is retried shortly.
+        let retry = leads && duties.is_none();
+        tokio::select! {
+            changed = metrics.changed() => if changed.is_err() { break },
+            _ = shutdown.changed() => {}
+            _ = tokio::time::sleep(Duration::from_millis(100)), if retry => {}
+        }
+    }
+    if let Some(d) = duties.take() {
+        d.stop(&shared).await;
+    }
+}

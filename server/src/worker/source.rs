@@ -1,0 +1,55 @@
+//! Where a worker gets its evals and sends its plans: the leader's broker and plan queue.
+//!
+//! On the leader the source is in-process ([`crate::leader::Leadership`] implements it). A
+//! follower's workers will use an implementation that makes the same calls over gRPC to the
+//! leader; nothing in the worker depends on which one it has. Futures are boxed so the trait
+//! can be used as `Arc<dyn EvalSource>`.
+
+use drover_core::broker::{BrokerError, Dequeued, Token};
+use drover_core::{EvalId, Plan, PlanResult, SchedulerType};
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+/// A boxed, sendable future, for the object-safe async trait below.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Why the source could not serve a worker's call.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SourceError {
+    /// This server does not lead (or stopped leading while the call waited).
+    #[error("not the leader")]
+    NotLeader,
+    #[error(transparent)]
+    Broker(#[from] BrokerError),
+    /// The plan applier could not commit the plan.
+    #[error("plan not applied: {0}")]
+    Plan(String),
+    /// The plan's token does not parse.
+    #[error("invalid eval token {0:?}")]
+    BadToken(String),
+}
+
+/// The leader's side of a worker's loop.
+pub trait EvalSource: Send + Sync + fmt::Debug {
+    /// The next eval for any of `types`, waiting up to `timeout`; `None` if none came.
+    fn dequeue<'a>(
+        &'a self,
+        types: &'a [SchedulerType],
+        timeout: Duration,
+    ) -> BoxFuture<'a, Result<Option<Dequeued>, SourceError>>;
+
+    /// The eval was processed: it leaves the broker.
+    fn ack(&self, eval_id: EvalId, token: Token) -> BoxFuture<'_, Result<(), SourceError>>;
+
+    /// The eval could not be processed: the broker redelivers it later.
+    fn nack(&self, eval_id: EvalId, token: Token) -> BoxFuture<'_, Result<(), SourceError>>;
+
+    /// The worker is making progress on the eval: restart its nack timer.
+    fn touch(&self, eval_id: EvalId, token: Token) -> BoxFuture<'_, Result<(), SourceError>>;
+
+    /// Submits a plan to the plan applier and waits for its result (the committed part,
+    /// refused nodes and a refresh index).
+    fn submit_plan(&self, plan: Plan) -> BoxFuture<'_, Result<PlanResult, SourceError>>;
+}

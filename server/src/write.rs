@@ -1,0 +1,68 @@
+//! The write path: every change goes through Raft as a [`Command`], acknowledged once it is
+//! committed and applied. A follower's write surfaces as [`ServerError::NotLeader`] naming
+//! the leader, so a caller (the gRPC layer, later) can forward it; an FSM refusal surfaces
+//! as [`ServerError::Refused`] with the entry's index.
+
+use crate::error::ServerError;
+use crate::raft::{RaftNode, ServerId};
+use drover_core::fsm::Command;
+use drover_core::{Index, Timestamp};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Wall-clock now, the only clock the server reads; core gets it passed in.
+pub fn now() -> Timestamp {
+    let ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0);
+    Timestamp::from_millis(ms)
+}
+
+pub(crate) fn not_leader_text(leader_id: Option<ServerId>, leader_addr: Option<&str>) -> String {
+    match (leader_id, leader_addr) {
+        (Some(id), Some(addr)) => format!("not the leader: forward to server {id} at {addr}"),
+        (Some(id), None) => format!("not the leader: forward to server {id} (address unknown)"),
+        _ => "not the leader, and no leader is known yet".to_string(),
+    }
+}
+
+/// Cheap to clone; shared by the handle, the leader's duties and the workers.
+#[derive(Clone, Debug)]
+pub struct Writer {
+    raft: Arc<RaftNode>,
+}
+
+impl Writer {
+    pub fn new(raft: Arc<RaftNode>) -> Self {
+        Self { raft }
+    }
+
+    /// Appends `cmd` and waits for its commit and apply; returns the entry's index.
+    pub async fn write(&self, cmd: Command) -> Result<Index, ServerError> {
+        let kind = cmd.kind();
+        match self.raft.client_write(cmd).await {
+            Ok((index, Ok(()))) => Ok(index),
+            Ok((index, Err(reason))) => {
+                tracing::debug!(index, kind, %reason, "write refused by the fsm");
+                Err(ServerError::Refused { index, reason })
+            }
+            Err(e) => {
+                tracing::debug!(kind, error = %e, "write not accepted");
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Writes `cmd` and logs (rather than returns) a failure: for the leader's background
+    /// writes, which the next sweep or election repairs.
+    pub async fn write_logged(&self, cmd: Command, what: &'static str) -> Option<Index> {
+        match self.write(cmd).await {
+            Ok(index) => Some(index),
+            Err(e) => {
+                tracing::warn!(what, error = %e, "leader write failed");
+                None
+            }
+        }
+    }
+}
