@@ -218,6 +218,9 @@ impl SystemScheduler {
             _ => preemption.system,
         };
         let mut stack = Stack::new(state, job, CandidateLimit::All);
+        // Each select sees one node; failures report the datacenters' counts instead (set
+        // here once, so the per-node `set_nodes` does not recount them).
+        stack.set_nodes_available(by_dc.clone());
         for (node, group, previous) in to_place {
             let node_id = node.id;
             stack.set_nodes(vec![node], rng);

@@ -92,7 +92,6 @@ impl Harness {
 
 impl Planner for Harness {
     fn submit_plan(&mut self, plan: Plan) -> Result<Submitted, PlannerError> {
-        self.plans.push(plan.clone());
         if self.refuse_all {
             let mut result = PlanResult {
                 refresh_index: self.state.latest_index(),
@@ -103,31 +102,38 @@ impl Planner for Harness {
                     .rejected_nodes
                     .insert(node, "refused by the test harness".into());
             }
+            self.plans.push(plan);
             self.results.push(result.clone());
             return Ok(Submitted {
                 result,
                 refreshed: Some(self.state.snapshot()),
             });
         }
+        // The plan is kept for the tests only after it is checked, so it is moved, not copied.
         let outcome = check_plan(&self.state, &plan);
         let refused = outcome.has_refusals();
         let mut result = outcome.result;
         if let Some(apply) = outcome.apply {
             self.index += 1;
-            fsm::apply(
+            let applied = fsm::apply(
                 &mut self.state,
                 self.index,
                 &Command::ApplyPlan {
                     plan: apply,
                     now: self.now,
                 },
-            )
-            .map_err(|e| PlannerError::PlanNotApplied {
-                eval_id: plan.eval_id,
-                reason: e.to_string(),
-            })?;
+            );
+            if let Err(e) = applied {
+                let eval_id = plan.eval_id;
+                self.plans.push(plan);
+                return Err(PlannerError::PlanNotApplied {
+                    eval_id,
+                    reason: e.to_string(),
+                });
+            }
             result.alloc_index = self.index;
         }
+        self.plans.push(plan);
         self.results.push(result.clone());
         let refreshed = refused.then(|| self.state.snapshot());
         Ok(Submitted { result, refreshed })

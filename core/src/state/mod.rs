@@ -5,7 +5,8 @@
 //! nodes they touch. Schedulers read snapshots; only the FSM ([`crate::fsm`]) writes.
 //!
 //! Invariants (checked by `check_consistency`, which the property tests run):
-//! - every secondary index holds exactly the keys of the primary table it indexes;
+//! - every secondary index holds exactly the keys of the primary table it indexes (and
+//!   `allocs_by_job` the very `Arc`s of the allocs table);
 //! - `node_usage[n]` is the sum of resources of the allocations on `n` that still use them;
 //! - job summaries equal a recount from the alloc and eval tables;
 //! - `latest_index` is the maximum of the table indexes.
@@ -104,7 +105,10 @@ pub struct StateStore {
     nodes: OrdMap<NodeId, Arc<Node>>,
     allocs: OrdMap<AllocId, Arc<Allocation>>,
     allocs_by_node: OrdSet<(NodeId, AllocId)>,
-    allocs_by_job: OrdSet<(JobKey, AllocId)>,
+    /// Holds the allocation itself, not only its id: the reconciler reads every allocation of
+    /// a job per eval, and a second lookup into `allocs` per allocation was most of its cost.
+    /// Each value is the same `Arc` as in `allocs` (`check_consistency` checks it).
+    allocs_by_job: OrdMap<(JobKey, AllocId), Arc<Allocation>>,
     allocs_by_eval: OrdSet<(EvalId, AllocId)>,
     node_usage: OrdMap<NodeId, Resources>,
     evals: OrdMap<EvalId, Arc<Evaluation>>,

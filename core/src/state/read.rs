@@ -83,9 +83,7 @@ impl StateStore {
         let (lo, hi) = job_range(key);
         let lo = lo.map(|k| (k, AllocId::MIN));
         let hi = hi.map(|k| (k, AllocId::MAX));
-        self.allocs_by_job
-            .range((lo, hi))
-            .filter_map(|(_, a)| self.allocs.get(a))
+        self.allocs_by_job.range((lo, hi)).map(|(_, a)| a)
     }
 
     pub fn allocs_by_eval(&self, eval: &EvalId) -> impl Iterator<Item = &Arc<Allocation>> + '_ {

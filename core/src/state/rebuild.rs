@@ -78,6 +78,13 @@ impl StateStore {
         if self.allocs_by_job != rebuilt.allocs_by_job {
             return Err("allocs_by_job disagrees with the allocs table".into());
         }
+        let shared = self
+            .allocs_by_job
+            .iter()
+            .all(|((_, id), a)| self.allocs.get(id).is_some_and(|b| Arc::ptr_eq(a, b)));
+        if !shared {
+            return Err("allocs_by_job holds an allocation that is not the allocs table's".into());
+        }
         if self.allocs_by_eval != rebuilt.allocs_by_eval {
             return Err("allocs_by_eval disagrees with the allocs table".into());
         }

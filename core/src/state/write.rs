@@ -86,10 +86,10 @@ impl StateStore {
         Some(old)
     }
 
-    fn index_alloc(&mut self, index: Index, a: &Allocation) {
+    fn index_alloc(&mut self, index: Index, a: &Arc<Allocation>) {
         let key = old_key(a);
         self.allocs_by_node.insert((a.node_id, a.id));
-        self.allocs_by_job.insert((key.clone(), a.id));
+        self.allocs_by_job.insert((key.clone(), a.id), a.clone());
         self.allocs_by_eval.insert((a.eval_id, a.id));
         if a.uses_resources() {
             *self.node_usage.entry(a.node_id).or_default() += a.resources;

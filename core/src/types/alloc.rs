@@ -203,11 +203,16 @@ impl Allocation {
 
     /// The slot number parsed from the name, if it has one.
     pub fn name_index(&self) -> Option<u32> {
-        let open = self.name.rfind('[')?;
-        self.name
-            .get(open + 1..self.name.len().checked_sub(1)?)?
-            .parse()
-            .ok()
+        // The reconciler parses every allocation's name per eval: the usual `...[digits]`
+        // is read straight off the end of the name (nine digits cannot overflow a `u32`).
+        if let [head @ .., b']'] = self.name.as_bytes() {
+            let n = head.iter().rev().take_while(|c| c.is_ascii_digit()).count();
+            if (1..=9).contains(&n) && head.len() > n && head[head.len() - n - 1] == b'[' {
+                let digits = &head[head.len() - n..];
+                return Some(digits.iter().fold(0, |v, c| v * 10 + u32::from(c - b'0')));
+            }
+        }
+        name_index_slow(&self.name)
     }
 
     /// Terminal on the servers' side (stop or evict) or the client's (complete/failed/lost).
@@ -241,5 +246,46 @@ impl Allocation {
             });
         }
         self.client_status = status;
+    }
+}
+
+/// [`Allocation::name_index`] for any name: what follows the last `[`, less the last
+/// character, as a number.
+fn name_index_slow(name: &str) -> Option<u32> {
+    let open = name.rfind('[')?;
+    name.get(open + 1..name.len().checked_sub(1)?)?.parse().ok()
+}
+
+#[cfg(test)]
+mod name_index_tests {
+    use super::*;
+
+    #[test]
+    fn fast_path_agrees_with_the_general_parse() {
+        let names = [
+            "web.api[0]",
+            "web.api[7]",
+            "web.api[123456789]",
+            "web.api[4294967295]",
+            "web.api[4294967296]",
+            "web.api[+5]",
+            "web.api[]",
+            "web.api[5",
+            "web.api5]",
+            "a[b[3]",
+            "a[3]]",
+            "[9]",
+            "]",
+            "",
+            "web.api[0012]",
+            "web.api[12x]",
+            "web.api[\u{e9}]",
+        ];
+        let job = crate::mock::service_job("web", 1);
+        for name in names {
+            let mut a = crate::mock::alloc(1, &job, NodeId::MIN, 0);
+            a.name = name.to_string();
+            assert_eq!(a.name_index(), name_index_slow(name), "{name:?}");
+        }
     }
 }

@@ -103,18 +103,10 @@ pub fn reconcile(
     rng: &mut impl rand::Rng,
 ) -> Reconciled {
     let mut out = Reconciled::default();
-    let allocs: Vec<Arc<Allocation>> = snapshot.allocs_by_job(key).cloned().collect();
-    let mut by_group: BTreeMap<&str, Vec<Arc<Allocation>>> = BTreeMap::new();
-    for a in &allocs {
-        by_group
-            .entry(a.task_group.as_str())
-            .or_default()
-            .push(a.clone());
-    }
     let job = snapshot.job(key).filter(|j| !j.stop);
     let Some(job) = job else {
-        for a in allocs
-            .iter()
+        for a in snapshot
+            .allocs_by_job(key)
             .filter(|a| a.desired_status == DesiredStatus::Run && !a.client_terminal())
         {
             out.stop(a, describe::STOPPED, None);
@@ -122,6 +114,13 @@ pub fn reconcile(
         }
         return out;
     };
+    let mut by_group: BTreeMap<&str, Vec<Arc<Allocation>>> = BTreeMap::new();
+    for a in snapshot.allocs_by_job(key) {
+        by_group
+            .entry(a.task_group.as_str())
+            .or_default()
+            .push(a.clone());
+    }
     for (name, group_allocs) in &by_group {
         if job.group(name).is_none() {
             for a in group_allocs

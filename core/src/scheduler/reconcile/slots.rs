@@ -3,7 +3,6 @@
 
 use super::classify::Replace;
 use crate::types::*;
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 pub struct Slots {
@@ -55,40 +54,76 @@ impl Slots {
         named
     }
 
-    pub fn decide(mut self) -> Decided {
-        // Best holder of each index first: running before starting, then the oldest.
-        self.held.sort_by_key(|a| {
-            (
-                a.name_index().unwrap_or(u32::MAX),
-                a.client_status != ClientStatus::Running,
-                a.create_index,
-                a.id,
-            )
-        });
-        let mut taken = BTreeSet::new();
-        let (mut held, mut excess) = (Vec::new(), Vec::new());
-        for a in self.held {
-            match a.name_index() {
-                Some(i) if i < self.count && taken.insert(i) => held.push(a),
-                _ => excess.push(a),
+    pub fn decide(self) -> Decided {
+        // Best holder of each index first: running before starting, then the oldest. The
+        // name is parsed once per allocation (not once per comparison), and the key ends in
+        // the unique id, so an unstable sort gives the same order as a stable one.
+        let mut held: Vec<_> = self
+            .held
+            .into_iter()
+            .map(|a| {
+                let key = (
+                    a.name_index().unwrap_or(u32::MAX),
+                    a.client_status != ClientStatus::Running,
+                    a.create_index,
+                    a.id,
+                );
+                (key, a)
+            })
+            .collect();
+        held.sort_unstable_by_key(|(key, _)| *key);
+        let mut taken = Taken::new(self.count);
+        let (mut kept, mut excess) = (Vec::new(), Vec::new());
+        for ((index, ..), a) in held {
+            if taken.take(index) {
+                kept.push(a);
+            } else {
+                excess.push(a);
             }
         }
         let mut replaced = Vec::new();
         for (a, why) in self.replacing {
-            let place = a
-                .name_index()
-                .is_some_and(|i| i < self.count && taken.insert(i));
+            let place = a.name_index().is_some_and(|i| taken.take(i));
             replaced.push((a, why, place));
         }
         let free = (0..self.count)
-            .filter(|i| !taken.contains(i))
+            .filter(|i| !taken.is_taken(*i))
             .map(|i| Allocation::name_for(&self.job, &self.group, i))
             .collect();
         Decided {
-            held,
+            held: kept,
             excess,
             replaced,
             free,
         }
+    }
+}
+
+/// Which indexes below `count` have a holder: one bit each (a group of 10,000 needs 1.25 KB
+/// and no tree), since every index below `count` is visited anyway to find the free ones.
+struct Taken {
+    count: u32,
+    bits: Vec<u64>,
+}
+
+impl Taken {
+    fn new(count: u32) -> Self {
+        Self {
+            count,
+            bits: vec![0; (count as usize).div_ceil(64)],
+        }
+    }
+
+    /// Takes index `i` if it is a slot (`< count`) nobody took yet.
+    fn take(&mut self, i: u32) -> bool {
+        if i >= self.count || self.is_taken(i) {
+            return false;
+        }
+        self.bits[(i / 64) as usize] |= 1 << (i % 64);
+        true
+    }
+
+    fn is_taken(&self, i: u32) -> bool {
+        i < self.count && self.bits[(i / 64) as usize] & (1 << (i % 64)) != 0
     }
 }
