@@ -3,7 +3,6 @@
 use super::BrokerConfig;
 use crate::{EvalId, EvalStatus, Evaluation, Timestamp, TriggeredBy};
 use rand::Rng;
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// A failed eval's final update and the eval that retries its job later.
@@ -30,33 +29,12 @@ pub fn failed_follow_up(
         0 => Duration::ZERO,
         max => Duration::from_millis(rng.random_range(0..max)),
     };
-    let follow_up = Evaluation {
-        id: EvalId::from_bytes(rng.random()),
-        namespace: eval.namespace.clone(),
-        priority: eval.priority,
-        scheduler: eval.scheduler,
-        triggered_by: TriggeredBy::FailedFollowUp,
-        job_id: eval.job_id.clone(),
-        job_modify_index: eval.job_modify_index,
-        node_id: None,
-        status: EvalStatus::Pending,
-        status_description: String::new(),
-        wait: Some(config.follow_up_base_wait + jitter),
-        wait_until: None,
-        previous_eval: Some(eval.id),
-        next_eval: None,
-        blocked_eval: None,
-        class_eligibility: BTreeMap::new(),
-        escaped_computed_class: false,
-        failed_tg_allocs: BTreeMap::new(),
-        queued_allocations: BTreeMap::new(),
-        snapshot_index: 0,
-        related_alloc: None,
-        create_index: 0,
-        modify_index: 0,
-        create_time: now,
-        modify_time: now,
-    };
+    let mut follow_up = eval.follow_up(
+        EvalId::from_bytes(rng.random()),
+        TriggeredBy::FailedFollowUp,
+        now,
+    );
+    follow_up.wait = Some(config.follow_up_base_wait + jitter);
     let mut failed = eval.clone();
     failed.status = EvalStatus::Failed;
     failed.status_description = format!(

@@ -52,25 +52,16 @@ impl SystemScheduler {
     ) -> Result<(), SchedulerError> {
         let mut rng = self.env.rng_for(eval);
         let limit = max_attempts(self.job_type);
-        let mut state = snapshot;
-        let mut attempts = 0;
-        let pass = loop {
-            attempts += 1;
-            let mut pass = self.compute(&state, eval, &mut rng);
-            let Some(plan) = pass.plan.take().filter(|p| !p.is_no_op()) else {
-                break pass;
-            };
-            let submitted = planner.submit_plan(plan)?;
-            let Some(newer) = submitted.refreshed else {
-                break pass;
-            };
-            if !submitted.result.is_no_op() {
-                attempts = 0;
-            }
-            if attempts >= limit {
+        let settled =
+            util::submit_until_settled(snapshot, limit, planner, &mut rng, |state, rng| {
+                let mut pass = self.compute(state, eval, rng);
+                (pass.plan.take(), pass)
+            })?;
+        let (pass, state) = match settled {
+            util::Settled::Done { pass, state } => (pass, state),
+            util::Settled::Exhausted { state } => {
                 return util::fail_after_attempts(eval, &state, limit, self.env, &mut rng, planner);
             }
-            state = newer;
         };
         // A blocked eval re-run is reblocked as it is; a fresh eval blocks per node, or job-wide
         // (escaped: any capacity change retries it) when too many nodes had no room.

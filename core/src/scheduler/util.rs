@@ -6,6 +6,7 @@ use super::stack::RankedNode;
 use super::{Env, Planner, SchedulerError};
 use crate::state::StateSnapshot;
 use crate::types::*;
+use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
 
 /// A new allocation for placement `p` on the node `ranked` chose.
@@ -176,4 +177,45 @@ pub fn fail_after_attempts(
     planner.create_eval(b)?;
     planner.update_eval(failed)?;
     Ok(())
+}
+
+/// How a run of plan submissions ended.
+#[derive(Debug)]
+pub enum Settled<P> {
+    /// The last pass needed no plan, or its plan committed whole; `state` is what it read.
+    Done { pass: P, state: StateSnapshot },
+    /// `limit` attempts in a row were refused without progress.
+    Exhausted { state: StateSnapshot },
+}
+
+/// Computes a pass, submits its plan, and recomputes against the refreshed state while part
+/// of a plan is refused. An attempt that committed anything resets the count, so only
+/// `limit` refusals in a row without progress end it.
+pub fn submit_until_settled<P>(
+    snapshot: StateSnapshot,
+    limit: u32,
+    planner: &mut dyn Planner,
+    rng: &mut ChaCha8Rng,
+    mut compute: impl FnMut(&StateSnapshot, &mut ChaCha8Rng) -> (Option<Plan>, P),
+) -> Result<Settled<P>, SchedulerError> {
+    let mut state = snapshot;
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let (plan, pass) = compute(&state, rng);
+        let Some(plan) = plan.filter(|p| !p.is_no_op()) else {
+            return Ok(Settled::Done { pass, state });
+        };
+        let submitted = planner.submit_plan(plan)?;
+        let Some(newer) = submitted.refreshed else {
+            return Ok(Settled::Done { pass, state });
+        };
+        if !submitted.result.is_no_op() {
+            attempts = 0;
+        }
+        if attempts >= limit {
+            return Ok(Settled::Exhausted { state });
+        }
+        state = newer;
+    }
 }

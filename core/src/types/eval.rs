@@ -207,6 +207,38 @@ impl Evaluation {
         }
     }
 
+    /// A fresh pending eval of the same job and scheduler, chained after this one
+    /// (`previous_eval`): failed follow-ups, and anything else that retries an eval later.
+    pub fn follow_up(&self, id: EvalId, triggered_by: TriggeredBy, now: Timestamp) -> Evaluation {
+        Evaluation {
+            id,
+            namespace: self.namespace.clone(),
+            priority: self.priority,
+            scheduler: self.scheduler,
+            triggered_by,
+            job_id: self.job_id.clone(),
+            job_modify_index: self.job_modify_index,
+            node_id: None,
+            status: EvalStatus::Pending,
+            status_description: String::new(),
+            wait: None,
+            wait_until: None,
+            previous_eval: Some(self.id),
+            next_eval: None,
+            blocked_eval: None,
+            class_eligibility: BTreeMap::new(),
+            escaped_computed_class: false,
+            failed_tg_allocs: BTreeMap::new(),
+            queued_allocations: BTreeMap::new(),
+            snapshot_index: 0,
+            related_alloc: None,
+            create_index: 0,
+            modify_index: 0,
+            create_time: now,
+            modify_time: now,
+        }
+    }
+
     pub fn job_key(&self) -> super::JobKey {
         super::JobKey {
             namespace: self.namespace.clone(),
