@@ -5,11 +5,13 @@
 //! - [`leader`]: the duties run while this server leads: eval broker, blocked evals, plan
 //!   applier, heartbeat timers, node health, reapers, periodic launches, GC.
 //! - [`worker`]: the scheduler workers every server runs.
+//! - [`api`]: the gRPC services over [`ServerHandle`], and [`Server::serve`]'s listener.
 //! - [`server`]: [`Server::start`] and the [`ServerHandle`] the gRPC services call.
 //! - [`write`]: the write path through Raft; [`config`] and [`error`]: settings and errors.
 
 pub use drover_core as core;
 
+pub mod api;
 pub mod config;
 pub mod error;
 pub mod leader;

@@ -169,6 +169,20 @@ impl Server {
         self.handle.clone()
     }
 
+    /// Serves the gRPC API (every drover service, health, reflection and the Raft
+    /// transport) on the config's `bind_addr` (port 0 picks a free port; see
+    /// [`crate::api::ApiServer::local_addr`]) until the returned server is shut down.
+    pub async fn serve(
+        &self,
+        opts: crate::api::ApiOptions,
+    ) -> Result<crate::api::ApiServer, crate::api::ServeError> {
+        let handle = self.handle.clone();
+        let raft = handle.raft_service();
+        let addr = handle.inner.config.bind_addr.clone();
+        let router = crate::api::router(handle, raft, opts).await?;
+        crate::api::serve(router, &addr).await
+    }
+
     /// Stops the workers, the leader duties and the Raft node, in that order.
     pub async fn shutdown(mut self) -> Result<(), StartError> {
         let inner = &self.handle.inner;
@@ -235,6 +249,16 @@ impl ServerHandle {
     /// Whether this server runs the leader duties.
     pub fn is_leader(&self) -> bool {
         self.inner.leadership.is_leading()
+    }
+
+    /// Raft's current metrics (term, role, log indexes, membership).
+    pub fn raft_metrics(&self) -> crate::raft::RaftMetrics {
+        self.inner.raft.metrics().borrow().clone()
+    }
+
+    /// The server side of the Raft transport, to mount on a gRPC router.
+    pub fn raft_service(&self) -> crate::raft::RaftGrpcService {
+        crate::raft::RaftGrpcService::new(self.inner.raft.rpc_handler())
     }
 
     /// The leader as Raft knows it.

@@ -1,0 +1,89 @@
+//! `drover.v1.EvalService`: evaluations, blocked evals and the leader's queues.
+
+use super::Api;
+use drover_core::types::EvalId;
+use drover_proto::convert::{EvalFilter, parse_id};
+use drover_proto::v1 as pb;
+use drover_proto::v1::eval_service_server::EvalService;
+use tonic::{Request, Response, Status};
+
+/// The EvalService implementation.
+#[derive(Clone, Debug)]
+pub struct EvalApi(pub(crate) Api);
+
+#[tonic::async_trait]
+impl EvalService for EvalApi {
+    async fn list(
+        &self,
+        req: Request<pb::ListEvalsRequest>,
+    ) -> Result<Response<pb::ListEvalsResponse>, Status> {
+        let req = req.into_inner();
+        let filter = EvalFilter::try_from(&req)?;
+        let snap = self.0.read(req.query.as_ref()).await?;
+        let mut evals: Vec<_> = snap.evals().filter(|e| filter.matches(e)).collect();
+        evals.sort_by(|a, b| b.create_index.cmp(&a.create_index).then(a.id.cmp(&b.id)));
+        if let Some(limit) = filter.limit {
+            evals.truncate(limit);
+        }
+        Ok(Response::new(pb::ListEvalsResponse {
+            evaluations: evals.iter().map(|e| e.as_ref().into()).collect(),
+            index: snap.latest_index(),
+        }))
+    }
+
+    async fn get(
+        &self,
+        req: Request<pb::GetEvalRequest>,
+    ) -> Result<Response<pb::GetEvalResponse>, Status> {
+        let req = req.into_inner();
+        let id: EvalId = parse_id("eval_id", &req.eval_id)?;
+        let snap = self.0.read(req.query.as_ref()).await?;
+        let eval = snap
+            .eval(&id)
+            .ok_or_else(|| Status::not_found(format!("evaluation {id} not found")))?;
+        Ok(Response::new(pb::GetEvalResponse {
+            evaluation: Some(eval.as_ref().into()),
+            index: snap.latest_index(),
+        }))
+    }
+
+    async fn blocked_list(
+        &self,
+        _req: Request<pb::BlockedListRequest>,
+    ) -> Result<Response<pb::BlockedListResponse>, Status> {
+        let index = self.0.handle.applied_index();
+        let blocked = self.0.handle.blocked_evals().await?;
+        let stats = self.0.handle.broker_stats().await?;
+        Ok(Response::new(pb::BlockedListResponse {
+            evaluations: blocked.iter().map(Into::into).collect(),
+            stats: Some((&stats.blocked).into()),
+            index,
+        }))
+    }
+
+    async fn broker_stats(
+        &self,
+        _req: Request<pb::BrokerStatsRequest>,
+    ) -> Result<Response<pb::BrokerStatsResponse>, Status> {
+        let index = self.0.handle.applied_index();
+        let stats = self.0.handle.broker_stats().await?;
+        Ok(Response::new(pb::BrokerStatsResponse {
+            stats: Some((&stats.broker).into()),
+            blocked: u64::try_from(stats.blocked.total_blocked).unwrap_or(u64::MAX),
+            enabled: self.0.handle.is_leader(),
+            index,
+        }))
+    }
+
+    async fn plan_queue_stats(
+        &self,
+        _req: Request<pb::PlanQueueStatsRequest>,
+    ) -> Result<Response<pb::PlanQueueStatsResponse>, Status> {
+        let index = self.0.handle.applied_index();
+        let stats = self.0.handle.broker_stats().await?;
+        Ok(Response::new(pb::PlanQueueStatsResponse {
+            stats: Some((&stats.plan_queue).into()),
+            index,
+        }))
+    }
+}

@@ -1,0 +1,186 @@
+//! `drover.v1.JobService`: register, plan, stop and inspect jobs.
+
+use super::Api;
+use drover_core::scheduler::Env;
+use drover_core::scheduler::annotate::dry_run;
+use drover_core::types::{EvalId, JobKey};
+use drover_core::validate::{canonicalize, validate_job};
+use drover_proto::convert::{
+    JobRegistration, job_key, job_list_entry, plan_response, submitted_job,
+};
+use drover_proto::v1 as pb;
+use drover_proto::v1::job_service_server::JobService;
+use tonic::{Request, Response, Status};
+
+/// The JobService implementation.
+#[derive(Clone, Debug)]
+pub struct JobApi(pub(crate) Api);
+
+fn not_found(key: &JobKey) -> Status {
+    Status::not_found(format!("job {key} not found"))
+}
+
+#[tonic::async_trait]
+impl JobService for JobApi {
+    async fn register(
+        &self,
+        req: Request<pb::RegisterJobRequest>,
+    ) -> Result<Response<pb::RegisterJobResponse>, Status> {
+        let reg = JobRegistration::try_from(req.into_inner())?;
+        let key = reg.job.key();
+        let r = self.0.handle.register_job(reg).await?;
+        let job_version = self.0.handle.snapshot().job(&key).map_or(0, |j| j.version);
+        Ok(Response::new(pb::RegisterJobResponse {
+            eval_id: r.eval_id.map(|e| e.to_string()).unwrap_or_default(),
+            job_modify_index: r.job_modify_index,
+            job_version,
+            index: r.index,
+            warnings: Vec::new(),
+        }))
+    }
+
+    async fn plan(
+        &self,
+        req: Request<pb::PlanJobRequest>,
+    ) -> Result<Response<pb::PlanJobResponse>, Status> {
+        let mut job = submitted_job(req.into_inner().job)?;
+        canonicalize(&mut job);
+        validate_job(&job, &self.0.handle.config().limits)
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let snap = self.0.handle.snapshot();
+        let index = snap.latest_index();
+        let env = Env {
+            now: crate::write::now(),
+            seed: rand::random(),
+        };
+        let dry = tokio::task::spawn_blocking(move || dry_run(&snap, &job, env, EvalId::random()))
+            .await
+            .map_err(|e| Status::internal(format!("plan failed: {e}")))?
+            .map_err(|e| Status::internal(format!("plan failed: {e}")))?;
+        Ok(Response::new(plan_response(&dry, index)))
+    }
+
+    async fn deregister(
+        &self,
+        req: Request<pb::DeregisterJobRequest>,
+    ) -> Result<Response<pb::DeregisterJobResponse>, Status> {
+        let req = req.into_inner();
+        let key = job_key(&req.namespace, &req.job_id)?;
+        let r = self.0.handle.deregister_job(key, req.purge).await?;
+        Ok(Response::new(pb::DeregisterJobResponse {
+            eval_id: r.eval_id.to_string(),
+            index: r.index,
+        }))
+    }
+
+    async fn get(
+        &self,
+        req: Request<pb::GetJobRequest>,
+    ) -> Result<Response<pb::GetJobResponse>, Status> {
+        let req = req.into_inner();
+        let key = job_key(&req.namespace, &req.job_id)?;
+        let snap = self.0.read(req.query.as_ref()).await?;
+        let job = snap.job(&key).ok_or_else(|| not_found(&key))?;
+        Ok(Response::new(pb::GetJobResponse {
+            job: Some(job.as_ref().into()),
+            index: snap.latest_index(),
+        }))
+    }
+
+    async fn list(
+        &self,
+        req: Request<pb::ListJobsRequest>,
+    ) -> Result<Response<pb::ListJobsResponse>, Status> {
+        let req = req.into_inner();
+        let snap = self.0.read(req.query.as_ref()).await?;
+        let mut jobs: Vec<_> = snap
+            .jobs()
+            .filter(|j| req.namespace.is_empty() || j.namespace == req.namespace)
+            .filter(|j| j.id.to_string().starts_with(&req.id_prefix))
+            .map(|j| job_list_entry(j, snap.job_summary(&j.key()).map(|s| s.as_ref())))
+            .collect();
+        jobs.sort_by(|a, b| (&a.namespace, &a.id).cmp(&(&b.namespace, &b.id)));
+        Ok(Response::new(pb::ListJobsResponse {
+            jobs,
+            index: snap.latest_index(),
+        }))
+    }
+
+    async fn versions(
+        &self,
+        req: Request<pb::JobVersionsRequest>,
+    ) -> Result<Response<pb::JobVersionsResponse>, Status> {
+        let req = req.into_inner();
+        let key = job_key(&req.namespace, &req.job_id)?;
+        let snap = self.0.read(req.query.as_ref()).await?;
+        if snap.job(&key).is_none() {
+            return Err(not_found(&key));
+        }
+        let mut versions = snap.job_versions(&key);
+        versions.sort_by_key(|j| std::cmp::Reverse(j.version));
+        Ok(Response::new(pb::JobVersionsResponse {
+            versions: versions.iter().map(|j| j.as_ref().into()).collect(),
+            index: snap.latest_index(),
+        }))
+    }
+
+    async fn allocations(
+        &self,
+        req: Request<pb::JobAllocationsRequest>,
+    ) -> Result<Response<pb::JobAllocationsResponse>, Status> {
+        let req = req.into_inner();
+        let key = job_key(&req.namespace, &req.job_id)?;
+        let snap = self.0.read(req.query.as_ref()).await?;
+        if snap.job(&key).is_none() {
+            return Err(not_found(&key));
+        }
+        Ok(Response::new(pb::JobAllocationsResponse {
+            allocations: snap
+                .allocs_by_job(&key)
+                .map(|a| a.as_ref().into())
+                .collect(),
+            index: snap.latest_index(),
+        }))
+    }
+
+    async fn evaluations(
+        &self,
+        req: Request<pb::JobEvaluationsRequest>,
+    ) -> Result<Response<pb::JobEvaluationsResponse>, Status> {
+        let req = req.into_inner();
+        let key = job_key(&req.namespace, &req.job_id)?;
+        let snap = self.0.read(req.query.as_ref()).await?;
+        if snap.job(&key).is_none() {
+            return Err(not_found(&key));
+        }
+        let mut evals: Vec<_> = snap.evals_by_job(&key).collect();
+        evals.sort_by_key(|e| std::cmp::Reverse(e.create_index));
+        Ok(Response::new(pb::JobEvaluationsResponse {
+            evaluations: evals.iter().map(|e| e.as_ref().into()).collect(),
+            index: snap.latest_index(),
+        }))
+    }
+
+    async fn summary(
+        &self,
+        req: Request<pb::JobSummaryRequest>,
+    ) -> Result<Response<pb::JobSummaryResponse>, Status> {
+        let req = req.into_inner();
+        let key = job_key(&req.namespace, &req.job_id)?;
+        let snap = self.0.read(req.query.as_ref()).await?;
+        let summary = snap.job_summary(&key).ok_or_else(|| not_found(&key))?;
+        Ok(Response::new(pb::JobSummaryResponse {
+            summary: Some(summary.as_ref().into()),
+            index: snap.latest_index(),
+        }))
+    }
+
+    async fn dispatch(
+        &self,
+        _req: Request<pb::DispatchJobRequest>,
+    ) -> Result<Response<pb::DispatchJobResponse>, Status> {
+        Err(Status::unimplemented(
+            "drover.v1.JobService/Dispatch is not implemented yet by this server",
+        ))
+    }
+}

@@ -1,0 +1,230 @@
+//! The gRPC API: one tonic service per `drover.v1` service, each a thin layer over
+//! [`ServerHandle`] (decode the request, call the handle, encode the answer; errors become
+//! `tonic::Status` through `From<ServerError>` and `From<ConvertError>`).
+//!
+//! [`router`] mounts them all, plus the standard health service (every name of
+//! [`drover_proto::SERVICE_NAMES`] reported SERVING), gRPC reflection (from
+//! [`drover_proto::FILE_DESCRIPTOR_SET`]) and the Raft transport. [`serve`] binds an address
+//! (port 0 allowed) and runs the router until [`ApiServer::shutdown`].
+
+mod evals;
+mod events;
+mod jobs;
+mod nodes;
+mod operator;
+mod status;
+mod workers;
+
+pub use evals::EvalApi;
+pub use events::EventApi;
+pub use jobs::JobApi;
+pub use nodes::NodeApi;
+pub use operator::OperatorApi;
+pub use status::StatusApi;
+pub use workers::WorkerApi;
+
+use crate::ServerHandle;
+use crate::raft::{DEFAULT_MAX_MESSAGE_BYTES, RaftGrpcService};
+use drover_core::state::StateSnapshot;
+use drover_proto::v1 as pb;
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tonic::Status;
+use tonic::transport::server::Router;
+
+/// Settings of the gRPC listener.
+#[derive(Clone, Debug)]
+pub struct ApiOptions {
+    /// The largest request or response message, in bytes. A larger request is refused
+    /// by tonic before it reaches a handler (OUT_OF_RANGE / RESOURCE_EXHAUSTED).
+    pub max_message_bytes: usize,
+    /// The longest a read may wait for its `QueryOptions.min_index`.
+    pub max_query_wait: Duration,
+}
+
+impl Default for ApiOptions {
+    fn default() -> Self {
+        Self {
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            max_query_wait: Duration::from_secs(10),
+        }
+    }
+}
+
+/// What the services share: the handle and the options.
+#[derive(Clone, Debug)]
+pub(crate) struct Api {
+    pub(crate) handle: ServerHandle,
+    pub(crate) opts: ApiOptions,
+}
+
+impl Api {
+    /// The state to answer a read from: at once, or once `min_index` is applied (waiting
+    /// at most the request's `max_wait_ms`, capped by the server's limit).
+    pub(crate) async fn read(
+        &self,
+        query: Option<&pb::QueryOptions>,
+    ) -> Result<StateSnapshot, Status> {
+        let Some(q) = query.filter(|q| q.min_index > 0) else {
+            return Ok(self.handle.snapshot());
+        };
+        let wait = match q.max_wait_ms {
+            0 => self.opts.max_query_wait,
+            ms => Duration::from_millis(ms).min(self.opts.max_query_wait),
+        };
+        self.handle
+            .wait_for_index(q.min_index, wait)
+            .await
+            .map_err(|_| {
+                Status::unavailable(format!(
+                    "state did not reach index {} within {wait:?} (at {}); retry",
+                    q.min_index,
+                    self.handle.applied_index()
+                ))
+            })
+    }
+}
+
+/// Every drover service (and health, reflection and Raft) on one tonic router.
+pub async fn router(
+    handle: ServerHandle,
+    raft: RaftGrpcService,
+    opts: ApiOptions,
+) -> Result<Router, tonic_reflection::server::Error> {
+    let max = opts.max_message_bytes;
+    let api = Api { handle, opts };
+    let (health_reporter, health) = tonic_health::server::health_reporter();
+    for name in drover_proto::SERVICE_NAMES {
+        health_reporter
+            .set_service_status(name, tonic_health::ServingStatus::Serving)
+            .await;
+    }
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(drover_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()?;
+    macro_rules! svc {
+        ($server:path, $imp:expr) => {
+            <$server>::new($imp)
+                .max_decoding_message_size(max)
+                .max_encoding_message_size(max)
+        };
+    }
+    Ok(tonic::transport::Server::builder()
+        .add_service(health)
+        .add_service(reflection)
+        .add_service(raft.into_server(max))
+        .add_service(svc!(
+            pb::job_service_server::JobServiceServer<JobApi>,
+            JobApi(api.clone())
+        ))
+        .add_service(svc!(
+            pb::eval_service_server::EvalServiceServer<EvalApi>,
+            EvalApi(api.clone())
+        ))
+        .add_service(svc!(
+            pb::node_service_server::NodeServiceServer<NodeApi>,
+            NodeApi(api.clone())
+        ))
+        .add_service(svc!(
+            pb::operator_service_server::OperatorServiceServer<OperatorApi>,
+            OperatorApi(api.clone())
+        ))
+        .add_service(svc!(
+            pb::worker_service_server::WorkerServiceServer<WorkerApi>,
+            WorkerApi(api.clone())
+        ))
+        .add_service(svc!(
+            pb::event_service_server::EventServiceServer<EventApi>,
+            EventApi(api.clone())
+        ))
+        .add_service(svc!(
+            pb::status_service_server::StatusServiceServer<StatusApi>,
+            StatusApi(api)
+        )))
+}
+
+/// Why the gRPC listener could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("cannot bind {addr}: {source}")]
+    Bind {
+        addr: String,
+        source: std::io::Error,
+    },
+    #[error("cannot build the reflection service: {0}")]
+    Reflection(#[from] tonic_reflection::server::Error),
+}
+
+/// How long [`ApiServer::shutdown`] waits for open connections to finish.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// A running gRPC listener. [`ApiServer::shutdown`] stops it gracefully; dropping it stops
+/// it too (in-flight calls are cut).
+#[derive(Debug)]
+pub struct ApiServer {
+    addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<Result<(), tonic::transport::Error>>>,
+}
+
+impl ApiServer {
+    /// The address actually bound (the real port when the config asked for port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops accepting calls and lets in-flight ones finish, for at most
+    /// [`SHUTDOWN_GRACE`]; connections still open then (watch and event streams) are cut.
+    pub async fn shutdown(mut self) -> Result<(), tonic::transport::Error> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let Some(mut task) = self.task.take() else {
+            return Ok(());
+        };
+        match tokio::time::timeout(SHUTDOWN_GRACE, &mut task).await {
+            Ok(res) => res.unwrap_or(Ok(())),
+            Err(_) => {
+                task.abort();
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Drop for ApiServer {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
+
+/// Binds `addr` and serves `router` on it.
+pub async fn serve(router: Router, addr: &str) -> Result<ApiServer, ServeError> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServeError::Bind {
+            addr: addr.to_string(),
+            source,
+        })?;
+    let local = listener.local_addr().map_err(|source| ServeError::Bind {
+        addr: addr.to_string(),
+        source,
+    })?;
+    let (stop, stopped) = oneshot::channel::<()>();
+    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    let task = tokio::spawn(router.serve_with_incoming_shutdown(incoming, async {
+        let _ = stopped.await;
+    }));
+    tracing::info!(addr = %local, "gRPC API listening");
+    Ok(ApiServer {
+        addr: local,
+        stop: Some(stop),
+        task: Some(task),
+    })
+}

@@ -1,0 +1,140 @@
+//! `drover.v1.NodeService`: what node agents call.
+
+use super::Api;
+use drover_core::types::Allocation;
+use drover_proto::WireEnum;
+use drover_proto::convert::{
+    AllocUpdates, Heartbeat, NodeCredentials, NodeRegistration, WatchRequest,
+};
+use drover_proto::v1 as pb;
+use drover_proto::v1::node_service_server::NodeService;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio_stream::Stream;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status};
+
+/// How long a watch waits for the next applied index before it looks again (to notice a
+/// client that went away, or a node that was removed).
+const WATCH_POLL: Duration = Duration::from_secs(5);
+
+/// The NodeService implementation.
+#[derive(Clone, Debug)]
+pub struct NodeApi(pub(crate) Api);
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// What identifies a node's allocation set at one point: a change in any of them (or a new
+/// or removed one) changes it.
+fn fingerprint(allocs: &[Arc<Allocation>]) -> Vec<(drover_core::types::AllocId, u64)> {
+    let mut f: Vec<_> = allocs.iter().map(|a| (a.id, a.modify_index)).collect();
+    f.sort_unstable();
+    f
+}
+
+type WatchStream = Pin<Box<dyn Stream<Item = Result<pb::WatchAllocationsResponse, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl NodeService for NodeApi {
+    async fn register(
+        &self,
+        req: Request<pb::RegisterNodeRequest>,
+    ) -> Result<Response<pb::RegisterNodeResponse>, Status> {
+        let reg = NodeRegistration::try_from(req.into_inner())?;
+        let r = self.0.handle.register_node(reg).await?;
+        Ok(Response::new(pb::RegisterNodeResponse {
+            node_id: r.node_id.to_string(),
+            secret_id: r.secret_id,
+            heartbeat_ttl_ms: ms(r.heartbeat_ttl),
+            index: r.index,
+        }))
+    }
+
+    async fn update_status(
+        &self,
+        req: Request<pb::UpdateNodeStatusRequest>,
+    ) -> Result<Response<pb::UpdateNodeStatusResponse>, Status> {
+        let hb = Heartbeat::try_from(req.into_inner())?;
+        let ack = self.0.handle.heartbeat(hb).await?;
+        Ok(Response::new(pb::UpdateNodeStatusResponse {
+            heartbeat_ttl_ms: ms(ack.heartbeat_ttl),
+            status: ack.status.to_wire(),
+            health: ack.health.to_wire(),
+            index: ack.index,
+        }))
+    }
+
+    type WatchAllocationsStream = WatchStream;
+
+    async fn watch_allocations(
+        &self,
+        req: Request<pb::WatchAllocationsRequest>,
+    ) -> Result<Response<Self::WatchAllocationsStream>, Status> {
+        let WatchRequest { auth, min_index } = WatchRequest::try_from(req.into_inner())?;
+        let handle = self.0.handle.clone();
+        // Authenticate before the stream starts, so a wrong secret is the call's status.
+        handle.node_allocs(&auth)?;
+        if min_index > 0 {
+            handle
+                .wait_for_index(min_index, self.0.opts.max_query_wait)
+                .await
+                .map_err(|_| {
+                    Status::unavailable(format!("state did not reach index {min_index}; retry"))
+                })?;
+        }
+        let (tx, rx) = mpsc::channel(4);
+        tokio::spawn(watch_loop(handle, auth, tx));
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    async fn update_allocations(
+        &self,
+        req: Request<pb::UpdateAllocationsRequest>,
+    ) -> Result<Response<pb::UpdateAllocationsResponse>, Status> {
+        let updates = AllocUpdates::try_from(req.into_inner())?;
+        let index = self.0.handle.update_allocs(updates).await?;
+        Ok(Response::new(pb::UpdateAllocationsResponse { index }))
+    }
+}
+
+/// Sends the node's allocation set now, then again whenever an applied index changes it.
+/// Ends when the client goes away, or with the error once the node is gone or its
+/// credentials stop matching.
+async fn watch_loop(
+    handle: crate::ServerHandle,
+    auth: NodeCredentials,
+    tx: mpsc::Sender<Result<pb::WatchAllocationsResponse, Status>>,
+) {
+    let mut last: Option<Vec<_>> = None;
+    let mut sent_index = 0;
+    loop {
+        let index = handle.applied_index();
+        let allocs = match handle.node_allocs(&auth) {
+            Ok(a) => a,
+            Err(e) => {
+                let _ = tx.send(Err(e.into())).await;
+                return;
+            }
+        };
+        let fp = fingerprint(&allocs);
+        if last.is_none() || (last.as_ref() != Some(&fp) && index > sent_index) {
+            let msg = pb::WatchAllocationsResponse {
+                allocations: allocs.iter().map(|a| a.as_ref().into()).collect(),
+                index,
+            };
+            if tx.send(Ok(msg)).await.is_err() {
+                return;
+            }
+            last = Some(fp);
+            sent_index = index;
+        }
+        tokio::select! {
+            _ = tx.closed() => return,
+            _ = handle.wait_for_index(index + 1, WATCH_POLL) => {}
+        }
+    }
+}

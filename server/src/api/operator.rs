@@ -1,0 +1,183 @@
+//! `drover.v1.OperatorService`: node operations and the scheduler configuration.
+
+use super::Api;
+use drover_core::state::StateSnapshot;
+use drover_core::types::{AllocId, Node, NodeId};
+use drover_proto::WireEnum;
+use drover_proto::convert::{
+    DrainRequest, EligibilityChange, NodeFilter, SchedulerConfigUpdate, parse_id,
+};
+use drover_proto::v1 as pb;
+use drover_proto::v1::operator_service_server::OperatorService;
+use tonic::{Request, Response, Status};
+
+/// The OperatorService implementation.
+#[derive(Clone, Debug)]
+pub struct OperatorApi(pub(crate) Api);
+
+fn entry(snap: &StateSnapshot, node: &Node) -> pb::NodeListEntry {
+    let live = snap
+        .allocs_by_node(&node.id)
+        .filter(|a| !a.is_terminal())
+        .count();
+    pb::NodeListEntry {
+        node: Some(node.into()),
+        live_allocs: u32::try_from(live).unwrap_or(u32::MAX),
+        allocated: Some((&snap.node_usage(&node.id)).into()),
+    }
+}
+
+fn node_id(text: &str) -> Result<NodeId, Status> {
+    Ok(parse_id("node_id", text)?)
+}
+
+impl OperatorApi {
+    fn health_at(&self, id: &NodeId) -> i32 {
+        self.0
+            .handle
+            .snapshot()
+            .node(id)
+            .map_or(0, |n| n.health.to_wire())
+    }
+}
+
+#[tonic::async_trait]
+impl OperatorService for OperatorApi {
+    async fn node_list(
+        &self,
+        req: Request<pb::NodeListRequest>,
+    ) -> Result<Response<pb::NodeListResponse>, Status> {
+        let req = req.into_inner();
+        let filter = NodeFilter::try_from(&req)?;
+        let snap = self.0.read(req.query.as_ref()).await?;
+        let mut nodes: Vec<_> = snap.nodes().filter(|n| filter.matches(n)).collect();
+        nodes.sort_by_key(|n| n.id);
+        Ok(Response::new(pb::NodeListResponse {
+            nodes: nodes.iter().map(|n| entry(&snap, n)).collect(),
+            counts: None,
+            index: snap.latest_index(),
+        }))
+    }
+
+    async fn node_get(
+        &self,
+        req: Request<pb::NodeGetRequest>,
+    ) -> Result<Response<pb::NodeGetResponse>, Status> {
+        let req = req.into_inner();
+        let id = node_id(&req.node_id)?;
+        let snap = self.0.read(req.query.as_ref()).await?;
+        let node = snap
+            .node(&id)
+            .ok_or_else(|| Status::not_found(format!("node {id} not found")))?;
+        Ok(Response::new(pb::NodeGetResponse {
+            node: Some(entry(&snap, node)),
+            allocations: snap
+                .allocs_by_node(&id)
+                .map(|a| a.as_ref().into())
+                .collect(),
+            index: snap.latest_index(),
+        }))
+    }
+
+    async fn node_offline(
+        &self,
+        req: Request<pb::NodeOfflineRequest>,
+    ) -> Result<Response<pb::NodeOfflineResponse>, Status> {
+        let id = node_id(&req.into_inner().node_id)?;
+        let index = self.0.handle.node_offline(id).await?;
+        Ok(Response::new(pb::NodeOfflineResponse {
+            health: self.health_at(&id),
+            index,
+        }))
+    }
+
+    async fn node_online(
+        &self,
+        req: Request<pb::NodeOnlineRequest>,
+    ) -> Result<Response<pb::NodeOnlineResponse>, Status> {
+        let id = node_id(&req.into_inner().node_id)?;
+        let index = self.0.handle.node_online(id).await?;
+        Ok(Response::new(pb::NodeOnlineResponse {
+            health: self.health_at(&id),
+            index,
+        }))
+    }
+
+    async fn node_drain(
+        &self,
+        req: Request<pb::NodeDrainRequest>,
+    ) -> Result<Response<pb::NodeDrainResponse>, Status> {
+        let drain = DrainRequest::try_from(req.into_inner())?;
+        let id = drain.node_id;
+        let index = self.0.handle.node_drain(drain).await?;
+        Ok(Response::new(pb::NodeDrainResponse {
+            eval_ids: evals_created_at(&self.0.handle.snapshot(), &id, index),
+            index,
+        }))
+    }
+
+    async fn node_eligibility(
+        &self,
+        req: Request<pb::NodeEligibilityRequest>,
+    ) -> Result<Response<pb::NodeEligibilityResponse>, Status> {
+        let change = EligibilityChange::try_from(req.into_inner())?;
+        let id = change.node_id;
+        let index = self.0.handle.node_eligibility(change).await?;
+        Ok(Response::new(pb::NodeEligibilityResponse {
+            eval_ids: evals_created_at(&self.0.handle.snapshot(), &id, index),
+            index,
+        }))
+    }
+
+    async fn scheduler_get_config(
+        &self,
+        req: Request<pb::SchedulerGetConfigRequest>,
+    ) -> Result<Response<pb::SchedulerGetConfigResponse>, Status> {
+        let snap = self.0.read(req.into_inner().query.as_ref()).await?;
+        Ok(Response::new(pb::SchedulerGetConfigResponse {
+            config: Some(snap.scheduler_config().as_ref().into()),
+            index: snap.latest_index(),
+        }))
+    }
+
+    async fn scheduler_set_config(
+        &self,
+        req: Request<pb::SchedulerSetConfigRequest>,
+    ) -> Result<Response<pb::SchedulerSetConfigResponse>, Status> {
+        let update = SchedulerConfigUpdate::try_from(req.into_inner())?;
+        let index = self.0.handle.set_scheduler_config(update).await?;
+        Ok(Response::new(pb::SchedulerSetConfigResponse {
+            updated: true,
+            index,
+        }))
+    }
+
+    async fn alloc_get(
+        &self,
+        req: Request<pb::AllocGetRequest>,
+    ) -> Result<Response<pb::AllocGetResponse>, Status> {
+        let req = req.into_inner();
+        let id: AllocId = parse_id("alloc_id", &req.alloc_id)?;
+        let snap = self.0.read(req.query.as_ref()).await?;
+        let alloc = snap
+            .alloc(&id)
+            .ok_or_else(|| Status::not_found(format!("allocation {id} not found")))?;
+        Ok(Response::new(pb::AllocGetResponse {
+            allocation: Some(alloc.as_ref().into()),
+            index: snap.latest_index(),
+        }))
+    }
+}
+
+/// The evals a node write created: those of jobs with allocations on the node, created at
+/// the write's index. (The handle returns only the index.)
+fn evals_created_at(snap: &StateSnapshot, node: &NodeId, index: u64) -> Vec<String> {
+    let mut ids: Vec<String> = snap
+        .evals()
+        .filter(|e| e.create_index == index)
+        .filter(|e| e.node_id.as_ref().is_none_or(|n| n == node))
+        .map(|e| e.id.to_string())
+        .collect();
+    ids.sort();
+    ids
+}

@@ -1,0 +1,100 @@
+//! `drover.v1.StatusService`: the leader and this server's Raft status.
+
+use super::Api;
+use crate::raft::RaftMetrics;
+use drover_proto::v1 as pb;
+use drover_proto::v1::status_service_server::StatusService;
+use openraft::ServerState;
+use tonic::{Request, Response, Status};
+
+/// The StatusService implementation.
+#[derive(Clone, Debug)]
+pub struct StatusApi(pub(crate) Api);
+
+fn role(s: ServerState) -> pb::RaftRole {
+    match s {
+        ServerState::Leader => pb::RaftRole::Leader,
+        ServerState::Follower => pb::RaftRole::Follower,
+        ServerState::Candidate => pb::RaftRole::Candidate,
+        ServerState::Learner => pb::RaftRole::Learner,
+        ServerState::Shutdown => pb::RaftRole::Shutdown,
+    }
+}
+
+fn address(m: &RaftMetrics, id: u64) -> String {
+    m.membership_config
+        .membership()
+        .get_node(&id)
+        .map(|n| n.addr.clone())
+        .unwrap_or_default()
+}
+
+#[tonic::async_trait]
+impl StatusService for StatusApi {
+    async fn leader(
+        &self,
+        _req: Request<pb::LeaderRequest>,
+    ) -> Result<Response<pb::LeaderResponse>, Status> {
+        let m = self.0.handle.raft_metrics();
+        let Some(leader) = m.current_leader else {
+            return Err(Status::unavailable("no leader is known right now; retry"));
+        };
+        Ok(Response::new(pb::LeaderResponse {
+            leader_id: leader.to_string(),
+            leader_address: address(&m, leader),
+            term: m.current_term,
+            index: self.0.handle.applied_index(),
+        }))
+    }
+
+    async fn peers(
+        &self,
+        _req: Request<pb::PeersRequest>,
+    ) -> Result<Response<pb::PeersResponse>, Status> {
+        let m = self.0.handle.raft_metrics();
+        let membership = m.membership_config.membership();
+        let peers = membership
+            .nodes()
+            .map(|(id, node)| pb::Peer {
+                id: id.to_string(),
+                address: node.addr.clone(),
+                voter: membership.voter_ids().any(|v| v == *id),
+                leader: m.current_leader == Some(*id),
+            })
+            .collect();
+        Ok(Response::new(pb::PeersResponse {
+            peers,
+            index: self.0.handle.applied_index(),
+        }))
+    }
+
+    async fn cluster_status(
+        &self,
+        _req: Request<pb::ClusterStatusRequest>,
+    ) -> Result<Response<pb::ClusterStatusResponse>, Status> {
+        let m = self.0.handle.raft_metrics();
+        let applied = self.0.handle.applied_index();
+        Ok(Response::new(pb::ClusterStatusResponse {
+            server_id: self.0.handle.server_id().to_string(),
+            role: role(m.state).into(),
+            term: m.current_term,
+            leader_id: m.current_leader.map(|l| l.to_string()).unwrap_or_default(),
+            last_log_index: m.last_log_index.unwrap_or_default(),
+            // openraft 0.9's metrics carry no commit index; what is applied is committed.
+            committed_index: m.last_applied.map_or(0, |l| l.index),
+            applied_index: applied,
+            snapshot_index: m.snapshot.map_or(0, |l| l.index),
+            nodes: None,
+            index: applied,
+        }))
+    }
+
+    async fn members(
+        &self,
+        _req: Request<pb::MembersRequest>,
+    ) -> Result<Response<pb::MembersResponse>, Status> {
+        Err(Status::unimplemented(
+            "drover.v1.StatusService/Members is not implemented yet by this server",
+        ))
+    }
+}

@@ -1,0 +1,439 @@
+//! End-to-end tests of the gRPC API: a real server on `127.0.0.1:0` with a temp data dir,
+//! the test acting as node agents and operators through the generated clients.
+
+use drover_core::mock;
+use drover_proto::v1 as pb;
+use drover_proto::v1::event_service_client::EventServiceClient;
+use drover_proto::v1::job_service_client::JobServiceClient;
+use drover_proto::v1::node_service_client::NodeServiceClient;
+use drover_server::api::{ApiOptions, ApiServer};
+use drover_server::{Server, ServerConfig};
+use std::future::Future;
+use std::time::Duration;
+use tonic::Code;
+use tonic::transport::Channel;
+
+const DEADLINE: Duration = Duration::from_secs(30);
+const MAX_MESSAGE: usize = 256 * 1024;
+
+struct Harness {
+    server: Server,
+    api: ApiServer,
+    channel: Channel,
+    _dir: tempfile::TempDir,
+}
+
+impl Harness {
+    async fn start() -> Harness {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut config = ServerConfig::for_tests(dir.path());
+        config.bind_addr = "127.0.0.1:0".into();
+        let server = Server::start(config).await.expect("server starts");
+        assert!(
+            server.handle().wait_for_leadership(DEADLINE).await,
+            "server did not become leader"
+        );
+        let api = server
+            .serve(ApiOptions {
+                max_message_bytes: MAX_MESSAGE,
+                ..ApiOptions::default()
+            })
+            .await
+            .expect("API serves");
+        let channel = Channel::from_shared(format!("http://{}", api.local_addr()))
+            .expect("uri")
+            .connect()
+            .await
+            .expect("connects");
+        Harness {
+            server,
+            api,
+            channel,
+            _dir: dir,
+        }
+    }
+
+    fn nodes(&self) -> NodeServiceClient<Channel> {
+        NodeServiceClient::new(self.channel.clone())
+    }
+
+    fn jobs(&self) -> JobServiceClient<Channel> {
+        JobServiceClient::new(self.channel.clone()).max_encoding_message_size(64 * 1024 * 1024)
+    }
+
+    async fn stop(self) {
+        drop(self.channel);
+        self.api.shutdown().await.expect("API stops");
+        self.server.shutdown().await.expect("server stops");
+    }
+}
+
+/// Polls `f` until it returns `Some`, or panics after the deadline.
+async fn eventually<T, Fut: Future<Output = Option<T>>>(
+    what: &str,
+    mut f: impl FnMut() -> Fut,
+) -> T {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn registration(n: u64) -> pb::NodeRegistration {
+    let node = mock::node(n);
+    pb::NodeRegistration {
+        node_id: String::new(),
+        secret_id: String::new(),
+        name: node.name,
+        datacenter: node.datacenter,
+        node_class: String::new(),
+        attributes: node.attributes.into_iter().collect(),
+        meta: node.meta.into_iter().collect(),
+        resources: Some((&node.resources).into()),
+        reserved: Some((&node.reserved).into()),
+    }
+}
+
+/// Registers node `n` and heartbeats it ready; returns its credentials.
+async fn join(h: &Harness, n: u64) -> pb::NodeAuth {
+    let mut nodes = h.nodes();
+    let reg = nodes
+        .register(pb::RegisterNodeRequest {
+            node: Some(registration(n)),
+        })
+        .await
+        .expect("node registers")
+        .into_inner();
+    let auth = pb::NodeAuth {
+        node_id: reg.node_id,
+        secret_id: reg.secret_id,
+    };
+    nodes
+        .update_status(pb::UpdateNodeStatusRequest {
+            auth: Some(auth.clone()),
+            readiness: pb::Readiness::Ready.into(),
+            last_snapshot: None,
+        })
+        .await
+        .expect("heartbeat accepted");
+    auth
+}
+
+async fn register_job(h: &Harness, job: &drover_core::types::Job) -> pb::RegisterJobResponse {
+    h.jobs()
+        .register(pb::RegisterJobRequest {
+            job: Some(job.into()),
+            enforce_index: None,
+        })
+        .await
+        .expect("job registers")
+        .into_inner()
+}
+
+async fn job_allocs(h: &Harness, id: &str) -> Vec<pb::Allocation> {
+    h.jobs()
+        .allocations(pb::JobAllocationsRequest {
+            query: None,
+            namespace: String::new(),
+            job_id: id.into(),
+        })
+        .await
+        .expect("allocations")
+        .into_inner()
+        .allocations
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_nodes_and_a_system_job_give_ten_allocations() {
+    let h = Harness::start().await;
+    for n in 1..=10 {
+        join(&h, n).await;
+    }
+    let reg = register_job(&h, &mock::system_job("sys")).await;
+    assert!(!reg.eval_id.is_empty());
+    let allocs = eventually("10 allocations", || async {
+        let a = job_allocs(&h, "sys").await;
+        (a.len() == 10).then_some(a)
+    })
+    .await;
+    let nodes: std::collections::BTreeSet<_> = allocs.iter().map(|a| a.node_id.clone()).collect();
+    assert_eq!(nodes.len(), 10, "one allocation per node");
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_and_reflection_answer() {
+    use tonic_health_probe::*;
+    let h = Harness::start().await;
+    for name in drover_proto::SERVICE_NAMES {
+        assert_eq!(
+            health_status(&h.channel, name).await,
+            1,
+            "{name} is SERVING"
+        );
+    }
+    let services = reflection_services(&h.channel).await;
+    for name in drover_proto::SERVICE_NAMES {
+        assert!(
+            services.iter().any(|s| s == name),
+            "{name} listed in {services:?}"
+        );
+    }
+    h.stop().await;
+}
+
+/// Minimal clients of the standard health and reflection services, written against the
+/// raw gRPC codec so the tests need no extra generated code.
+mod tonic_health_probe {
+    use tonic::transport::Channel;
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct HealthCheckRequest {
+        #[prost(string, tag = "1")]
+        pub service: String,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct HealthCheckResponse {
+        #[prost(int32, tag = "1")]
+        pub status: i32,
+    }
+
+    pub async fn health_status(channel: &Channel, service: &str) -> i32 {
+        let mut grpc = tonic::client::Grpc::new(channel.clone());
+        grpc.ready().await.expect("ready");
+        let path =
+            tonic::codegen::http::uri::PathAndQuery::from_static("/grpc.health.v1.Health/Check");
+        let res: tonic::Response<HealthCheckResponse> = grpc
+            .unary(
+                tonic::Request::new(HealthCheckRequest {
+                    service: service.into(),
+                }),
+                path,
+                tonic_prost::ProstCodec::default(),
+            )
+            .await
+            .expect("health check");
+        res.into_inner().status
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct ReflectionRequest {
+        #[prost(string, tag = "1")]
+        pub host: String,
+        #[prost(oneof = "Req", tags = "7")]
+        pub message_request: Option<Req>,
+    }
+    #[derive(Clone, PartialEq, prost::Oneof)]
+    pub enum Req {
+        #[prost(string, tag = "7")]
+        ListServices(String),
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct ReflectionResponse {
+        #[prost(message, optional, tag = "6")]
+        pub list_services_response: Option<ListServiceResponse>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct ListServiceResponse {
+        #[prost(message, repeated, tag = "1")]
+        pub service: Vec<ServiceResponse>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct ServiceResponse {
+        #[prost(string, tag = "1")]
+        pub name: String,
+    }
+
+    pub async fn reflection_services(channel: &Channel) -> Vec<String> {
+        let mut grpc = tonic::client::Grpc::new(channel.clone());
+        grpc.ready().await.expect("ready");
+        let path = tonic::codegen::http::uri::PathAndQuery::from_static(
+            "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+        );
+        let req = ReflectionRequest {
+            host: String::new(),
+            message_request: Some(Req::ListServices(String::new())),
+        };
+        let res = grpc
+            .streaming::<_, ReflectionRequest, ReflectionResponse, _>(
+                tonic::Request::new(tokio_stream::iter([req])),
+                path,
+                tonic_prost::ProstCodec::default(),
+            )
+            .await
+            .expect("reflection");
+        let mut stream = res.into_inner();
+        let first = stream
+            .message()
+            .await
+            .expect("reflection answer")
+            .expect("one message");
+        first
+            .list_services_response
+            .expect("list services")
+            .service
+            .into_iter()
+            .map(|s| s.name)
+            .collect()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_job_lists_every_problem() {
+    let h = Harness::start().await;
+    let mut job = mock::service_job("bad", 1);
+    job.priority = 0;
+    let mut dup = job.groups[0].clone();
+    dup.count = 1;
+    job.groups.push(dup);
+    let err = h
+        .jobs()
+        .register(pb::RegisterJobRequest {
+            job: Some((&job).into()),
+            enforce_index: None,
+        })
+        .await
+        .expect_err("invalid job refused");
+    assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
+    let msg = err.message();
+    assert!(msg.contains("priority"), "{msg}");
+    assert!(msg.contains("groups[1]"), "second problem listed: {msg}");
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_request_is_refused_and_the_server_lives_on() {
+    let h = Harness::start().await;
+    let mut job = mock::service_job("huge", 1);
+    job.meta
+        .insert("blob".into(), "x".repeat(MAX_MESSAGE + 1024));
+    let err = h
+        .jobs()
+        .register(pb::RegisterJobRequest {
+            job: Some((&job).into()),
+            enforce_index: None,
+        })
+        .await
+        .expect_err("oversized request refused");
+    assert!(
+        matches!(err.code(), Code::OutOfRange | Code::ResourceExhausted),
+        "{err:?}"
+    );
+    // The server still answers on the same channel.
+    join(&h, 1).await;
+    register_job(&h, &mock::service_job("small", 1)).await;
+    eventually("the small job placed", || async {
+        (job_allocs(&h, "small").await.len() == 1).then_some(())
+    })
+    .await;
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_cannot_update_another_nodes_allocations() {
+    let h = Harness::start().await;
+    let a = join(&h, 1).await;
+    let b = join(&h, 2).await;
+    register_job(&h, &mock::system_job("sys")).await;
+    let allocs = eventually("2 allocations", || async {
+        let a = job_allocs(&h, "sys").await;
+        (a.len() == 2).then_some(a)
+    })
+    .await;
+    let on_b = allocs
+        .iter()
+        .find(|x| x.node_id == b.node_id)
+        .expect("an allocation on node B");
+    let update = pb::AllocClientUpdate {
+        alloc_id: on_b.id.clone(),
+        client_status: pb::ClientStatus::Running.into(),
+        ..Default::default()
+    };
+    // A's own credentials, B's allocation.
+    let err = h
+        .nodes()
+        .update_allocations(pb::UpdateAllocationsRequest {
+            auth: Some(a.clone()),
+            updates: vec![update.clone()],
+        })
+        .await
+        .expect_err("refused");
+    assert!(
+        matches!(err.code(), Code::PermissionDenied | Code::Unauthenticated),
+        "{err:?}"
+    );
+    // B's id with A's secret.
+    let err = h
+        .nodes()
+        .update_allocations(pb::UpdateAllocationsRequest {
+            auth: Some(pb::NodeAuth {
+                node_id: b.node_id.clone(),
+                secret_id: a.secret_id.clone(),
+            }),
+            updates: vec![update.clone()],
+        })
+        .await
+        .expect_err("refused");
+    assert!(
+        matches!(err.code(), Code::PermissionDenied | Code::Unauthenticated),
+        "{err:?}"
+    );
+    // B itself may.
+    h.nodes()
+        .update_allocations(pb::UpdateAllocationsRequest {
+            auth: Some(b),
+            updates: vec![update],
+        })
+        .await
+        .expect("B updates its own allocation");
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn event_stream_sees_every_topic_in_index_order() {
+    let h = Harness::start().await;
+    let mut stream = EventServiceClient::new(h.channel.clone())
+        .subscribe(pb::SubscribeRequest {
+            from_index: 0,
+            topics: Vec::new(),
+        })
+        .await
+        .expect("subscribes")
+        .into_inner();
+    join(&h, 1).await;
+    register_job(&h, &mock::service_job("web", 1)).await;
+    let mut seen = std::collections::BTreeSet::new();
+    let mut last = 0;
+    let want = [
+        pb::Topic::Node as i32,
+        pb::Topic::Job as i32,
+        pb::Topic::Evaluation as i32,
+        pb::Topic::Allocation as i32,
+    ];
+    let collect = async {
+        while !want.iter().all(|t| seen.contains(t)) {
+            let msg = stream
+                .message()
+                .await
+                .expect("stream healthy")
+                .expect("stream open");
+            assert!(msg.index >= last, "index order: {} after {last}", msg.index);
+            last = msg.index;
+            for e in msg.events {
+                assert_eq!(e.index, msg.index);
+                seen.insert(e.topic);
+            }
+        }
+    };
+    tokio::time::timeout(DEADLINE, collect)
+        .await
+        .expect("every topic seen in time");
+    h.stop().await;
+}
