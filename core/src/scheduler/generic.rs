@@ -46,16 +46,21 @@ impl GenericScheduler {
     ) -> Result<(), SchedulerError> {
         let mut rng = self.env.rng_for(eval);
         let limit = max_attempts(self.job_type);
-        let settled =
-            util::submit_until_settled(snapshot, limit, planner, &mut rng, |state, rng| {
+        let env = self.env;
+        let settled = util::submit_until_settled(
+            eval,
+            snapshot,
+            limit,
+            env,
+            &mut rng,
+            planner,
+            |state, rng| {
                 let mut pass = self.compute(state, eval, rng);
                 (pass.plan.take(), pass)
-            })?;
-        let (pass, state) = match settled {
-            util::Settled::Done { pass, state } => (pass, state),
-            util::Settled::Exhausted { state } => {
-                return util::fail_after_attempts(eval, &state, limit, self.env, &mut rng, planner);
-            }
+            },
+        )?;
+        let Some((pass, state)) = settled else {
+            return Ok(());
         };
         let finish = util::Finish {
             failures: pass.failures,

@@ -179,42 +179,37 @@ pub fn fail_after_attempts(
     Ok(())
 }
 
-/// How a run of plan submissions ended.
-#[derive(Debug)]
-pub enum Settled<P> {
-    /// The last pass needed no plan, or its plan committed whole; `state` is what it read.
-    Done { pass: P, state: StateSnapshot },
-    /// `limit` attempts in a row were refused without progress.
-    Exhausted { state: StateSnapshot },
-}
-
 /// Computes a pass, submits its plan, and recomputes against the refreshed state while part
-/// of a plan is refused. An attempt that committed anything resets the count, so only
-/// `limit` refusals in a row without progress end it.
+/// of a plan is refused. An attempt that committed anything resets the count; after `limit`
+/// refusals in a row without progress the eval is failed (with a `max-plan-attempts` blocked
+/// eval) and `None` is returned. Otherwise the last pass and the state it read.
 pub fn submit_until_settled<P>(
+    eval: &Evaluation,
     snapshot: StateSnapshot,
     limit: u32,
-    planner: &mut dyn Planner,
+    env: Env,
     rng: &mut ChaCha8Rng,
+    planner: &mut dyn Planner,
     mut compute: impl FnMut(&StateSnapshot, &mut ChaCha8Rng) -> (Option<Plan>, P),
-) -> Result<Settled<P>, SchedulerError> {
+) -> Result<Option<(P, StateSnapshot)>, SchedulerError> {
     let mut state = snapshot;
     let mut attempts = 0;
     loop {
         attempts += 1;
         let (plan, pass) = compute(&state, rng);
         let Some(plan) = plan.filter(|p| !p.is_no_op()) else {
-            return Ok(Settled::Done { pass, state });
+            return Ok(Some((pass, state)));
         };
         let submitted = planner.submit_plan(plan)?;
         let Some(newer) = submitted.refreshed else {
-            return Ok(Settled::Done { pass, state });
+            return Ok(Some((pass, state)));
         };
         if !submitted.result.is_no_op() {
             attempts = 0;
         }
         if attempts >= limit {
-            return Ok(Settled::Exhausted { state });
+            fail_after_attempts(eval, &state, limit, env, rng, planner)?;
+            return Ok(None);
         }
         state = newer;
     }
