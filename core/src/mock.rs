@@ -108,15 +108,16 @@ pub fn alloc(n: u64, job: &Job, node: NodeId, i: u32) -> Allocation {
 
 /// A plan-apply command placing `allocs`.
 pub fn place(eval: EvalId, allocs: Vec<Allocation>, now: Timestamp) -> crate::fsm::Command {
-    let mut node_allocation = std::collections::BTreeMap::<NodeId, Vec<Allocation>>::new();
+    let mut node_allocation =
+        std::collections::BTreeMap::<NodeId, Vec<std::sync::Arc<Allocation>>>::new();
     for a in allocs {
-        node_allocation.entry(a.node_id).or_default().push(a);
+        node_allocation.entry(a.node_id).or_default().push(a.into());
     }
     crate::fsm::Command::ApplyPlan {
         plan: crate::fsm::PlanApply {
             eval_id: eval,
             job: None,
-            node_allocation,
+            node_allocation: node_allocation.into(),
             node_update: Default::default(),
             node_preemptions: Default::default(),
             evals: Vec::new(),

@@ -168,7 +168,7 @@ fn command(store: &StateStore, op: &Op) -> Option<Command> {
                     eval_id: mock::eval_id(0),
                     job: None,
                     node_allocation: Default::default(),
-                    node_update: [(node, vec![t])].into(),
+                    node_update: std::sync::Arc::new([(node, vec![t])].into()),
                     node_preemptions: Default::default(),
                     evals: vec![],
                 },

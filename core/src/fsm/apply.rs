@@ -6,6 +6,7 @@ use super::event::{Event, EventPayload, EventType, Topic};
 use crate::state::StateStore;
 use crate::types::*;
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 /// Why a command was refused. The store is unchanged when this is returned.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -29,6 +30,7 @@ pub fn apply(
         index,
         events: Vec::new(),
         touched_jobs: BTreeSet::new(),
+        last_touched: None,
     };
     fsm.command(cmd)?;
     fsm.refresh_job_statuses();
@@ -40,6 +42,8 @@ struct Apply<'a> {
     index: Index,
     events: Vec<Event>,
     touched_jobs: BTreeSet<JobKey>,
+    /// The key `touch_job` recorded last (also in `touched_jobs`).
+    last_touched: Option<JobKey>,
 }
 
 impl Apply<'_> {
@@ -495,10 +499,10 @@ impl Apply<'_> {
     }
 
     fn transition(&mut self, t: &AllocTransition, now: Timestamp) {
-        let Some(old) = self.store.alloc(&t.alloc_id) else {
+        let Some(old) = self.store.alloc(&t.alloc_id).cloned() else {
             return;
         };
-        let mut a = (**old).clone();
+        let mut a = (*old).clone();
         a.desired_status = t.desired_status;
         a.desired_description = t.desired_description.clone();
         if let Some(status) = t.client_status {
@@ -510,12 +514,13 @@ impl Apply<'_> {
         if t.preempted_by.is_some() {
             a.preempted_by = t.preempted_by;
         }
-        self.stamp_and_put(a, now);
+        self.stamp_and_put(a, Some(&old), now);
     }
 
     fn place(&mut self, alloc: &Allocation, now: Timestamp) {
         let mut a = alloc.clone();
-        match self.store.alloc(&a.id) {
+        let old = self.store.alloc(&a.id).cloned();
+        match &old {
             Some(old) => {
                 // In-place update: the client's view is newer than the scheduler's snapshot.
                 a.create_index = old.create_index;
@@ -530,34 +535,45 @@ impl Apply<'_> {
                 a.create_index = self.index;
                 a.create_time = now;
                 if let Some(prev) = a.previous_allocation
-                    && let Some(p) = self.store.alloc(&prev)
+                    && let Some(p) = self.store.alloc(&prev).cloned()
                 {
-                    let mut p = (**p).clone();
-                    p.next_allocation = Some(a.id);
-                    self.stamp_and_put(p, now);
+                    let mut next = (*p).clone();
+                    next.next_allocation = Some(a.id);
+                    self.stamp_and_put(next, Some(&p), now);
                 }
             }
         }
-        self.stamp_and_put(a, now);
+        self.stamp_and_put(a, old.as_deref(), now);
     }
 
-    fn stamp_and_put(&mut self, mut a: Allocation, now: Timestamp) {
+    /// Stamps and stores `a`, which replaces `old` (the stored allocation with its id, if
+    /// any; the caller has already looked it up).
+    fn stamp_and_put(&mut self, mut a: Allocation, old: Option<&Allocation>, now: Timestamp) {
         a.modify_index = self.index;
         a.alloc_modify_index = self.index;
         a.modify_time = now;
-        if let Some(old) = self.store.alloc(&a.id) {
-            self.touched_jobs.insert(JobKey {
-                namespace: old.namespace.clone(),
-                id: old.job_id.clone(),
-            });
+        if let Some(old) = old {
+            self.touch_job(&old.namespace, &old.job_id);
         }
-        self.touched_jobs.insert(JobKey {
-            namespace: a.namespace.clone(),
-            id: a.job_id.clone(),
-        });
+        self.touch_job(&a.namespace, &a.job_id);
         let a = self.store.put_alloc(self.index, a);
         self.events
             .push(Event::alloc(self.index, EventType::PlanResult, &a));
+    }
+
+    /// Records that a job's status may need refreshing. A plan's allocations all belong to
+    /// one job, so the last job recorded is checked first (no key copy, no set search).
+    fn touch_job(&mut self, namespace: &Arc<str>, id: &JobId) {
+        let same = |k: &JobKey| k.id == *id && k.namespace == *namespace;
+        if self.last_touched.as_ref().is_some_and(same) {
+            return;
+        }
+        let key = JobKey {
+            namespace: namespace.clone(),
+            id: id.clone(),
+        };
+        self.touched_jobs.insert(key.clone());
+        self.last_touched = Some(key);
     }
 
     fn refresh_job_statuses(&mut self) {

@@ -16,14 +16,16 @@ pub struct AllocClientUpdate {
     pub task_states: std::collections::BTreeMap<String, TaskState>,
 }
 
-/// The committed part of a plan, as the plan applier writes it.
+/// The committed part of a plan, as the plan applier writes it. Allocations are the plan's
+/// own `Arc`s and the maps are shared with the applier's `PlanResult`; both serialize as
+/// the plain values, so the log format is unchanged.
 #[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
 pub struct PlanApply {
     pub eval_id: EvalId,
     pub job: Option<JobKey>,
-    pub node_allocation: std::collections::BTreeMap<NodeId, Vec<Allocation>>,
-    pub node_update: std::collections::BTreeMap<NodeId, Vec<AllocTransition>>,
-    pub node_preemptions: std::collections::BTreeMap<NodeId, Vec<AllocTransition>>,
+    pub node_allocation: CommittedByNode<std::sync::Arc<Allocation>>,
+    pub node_update: CommittedByNode<AllocTransition>,
+    pub node_preemptions: CommittedByNode<AllocTransition>,
     pub evals: Vec<Evaluation>,
 }
 

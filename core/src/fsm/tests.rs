@@ -446,7 +446,7 @@ fn plan_apply_transitions_record_state_history_and_free_capacity() {
             eval_id: mock::eval_id(2),
             job: Some(keys(&job)),
             node_allocation: Default::default(),
-            node_update: [(n1, vec![unknown])].into(),
+            node_update: std::sync::Arc::new([(n1, vec![unknown])].into()),
             node_preemptions: Default::default(),
             evals: vec![],
         },
@@ -468,11 +468,13 @@ fn plan_apply_transitions_record_state_history_and_free_capacity() {
             eval_id: mock::eval_id(2),
             job: Some(keys(&job)),
             node_allocation: Default::default(),
-            node_update: [(
-                n1,
-                vec![AllocTransition::stop(mock::alloc_id(1), "job stopped")],
-            )]
-            .into(),
+            node_update: std::sync::Arc::new(
+                [(
+                    n1,
+                    vec![AllocTransition::stop(mock::alloc_id(1), "job stopped")],
+                )]
+                .into(),
+            ),
             node_preemptions: Default::default(),
             evals: vec![],
         },

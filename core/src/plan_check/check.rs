@@ -16,6 +16,7 @@ use crate::fsm::PlanApply;
 use crate::state::StateSnapshot;
 use crate::types::*;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// What the plan applier decided about one plan.
 #[derive(Clone, PartialEq, Debug)]
@@ -133,9 +134,29 @@ pub fn check_plan(state: &StateSnapshot, plan: &Plan) -> PlanOutcome {
             apply: None,
         };
     }
-    for part in &accepted {
-        part.commit_into(&mut result);
-    }
+    // The accepted parts come in node order, so each map is built in one sorted pass rather
+    // than by one search per node.
+    result.node_allocation = Arc::new(
+        accepted
+            .iter()
+            .filter(|p| !p.allocs.is_empty())
+            .map(|p| (p.node, p.allocs.to_vec()))
+            .collect(),
+    );
+    result.node_update = Arc::new(
+        accepted
+            .iter()
+            .filter(|p| !p.updates.is_empty())
+            .map(|p| (p.node, p.updates.to_vec()))
+            .collect(),
+    );
+    result.node_preemptions = Arc::new(
+        accepted
+            .iter()
+            .filter(|p| !p.preemptions.is_empty())
+            .map(|p| (p.node, p.preemptions.to_vec()))
+            .collect(),
+    );
     result.evals = plan.evals.clone();
     let apply = PlanApply {
         eval_id: plan.eval_id,
@@ -154,7 +175,7 @@ pub fn check_plan(state: &StateSnapshot, plan: &Plan) -> PlanOutcome {
 /// One node's share of a plan.
 struct NodePart<'p> {
     node: NodeId,
-    allocs: &'p [Allocation],
+    allocs: &'p [Arc<Allocation>],
     updates: &'p [AllocTransition],
     preemptions: &'p [AllocTransition],
 }
@@ -202,22 +223,6 @@ impl<'p> NodePart<'p> {
     /// allowed on nodes that are missing or not ready.
     fn only_stops_or_marks(&self) -> bool {
         self.allocs.is_empty() && self.transitions().all(AllocTransition::is_stop_or_mark)
-    }
-
-    fn commit_into(&self, result: &mut PlanResult) {
-        if !self.allocs.is_empty() {
-            result
-                .node_allocation
-                .insert(self.node, self.allocs.to_vec());
-        }
-        if !self.updates.is_empty() {
-            result.node_update.insert(self.node, self.updates.to_vec());
-        }
-        if !self.preemptions.is_empty() {
-            result
-                .node_preemptions
-                .insert(self.node, self.preemptions.to_vec());
-        }
     }
 }
 
@@ -444,7 +449,7 @@ fn node_delta(
             sim = match touch.op {
                 Op::Transition(i) => sim.map(|s| s.transition(transition_at(i))),
                 Op::Place(i) => {
-                    let a = &part.allocs[i];
+                    let a = &*part.allocs[i];
                     if a.node_id != node {
                         return Err(NodeRefusal::WrongNode {
                             node,
@@ -580,9 +585,9 @@ mod fsm_agreement {
                     let apply = PlanApply {
                         eval_id: plan.eval_id,
                         job: None,
-                        node_allocation: plan.node_allocation.clone(),
-                        node_update: plan.node_update.clone(),
-                        node_preemptions: plan.node_preemptions.clone(),
+                        node_allocation: Arc::new(plan.node_allocation.clone()),
+                        node_update: Arc::new(plan.node_update.clone()),
+                        node_preemptions: Arc::new(plan.node_preemptions.clone()),
                         evals: vec![],
                     };
                     fsm::apply(

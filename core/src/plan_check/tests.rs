@@ -622,7 +622,7 @@ fn refuse_allocs_listed_under_wrong_or_several_nodes() {
             p.node_allocation
                 .entry(nid(2))
                 .or_default()
-                .push(alloc(11, 1, mem(256)));
+                .push(alloc(11, 1, mem(256)).into());
         }),
         want: vec![(
             2,

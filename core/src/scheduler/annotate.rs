@@ -49,9 +49,9 @@ struct Recorder {
 impl Planner for Recorder {
     fn submit_plan(&mut self, plan: Plan) -> Result<Submitted, PlannerError> {
         let result = PlanResult {
-            node_allocation: plan.node_allocation.clone(),
-            node_update: plan.node_update.clone(),
-            node_preemptions: plan.node_preemptions.clone(),
+            node_allocation: std::sync::Arc::new(plan.node_allocation.clone()),
+            node_update: std::sync::Arc::new(plan.node_update.clone()),
+            node_preemptions: std::sync::Arc::new(plan.node_preemptions.clone()),
             evals: plan.evals.clone(),
             ..PlanResult::default()
         };

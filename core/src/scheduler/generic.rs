@@ -99,7 +99,7 @@ impl GenericScheduler {
             desired_tg_updates: desired,
         });
         if let Some(job) = state.job(&key).filter(|_| !place.is_empty()) {
-            self.place(state, job, eval, place, &mut plan, &mut pass, rng);
+            self.place(state, job, &key, eval, place, &mut plan, &mut pass, rng);
         }
         pass.plan = Some(plan);
         pass
@@ -110,6 +110,7 @@ impl GenericScheduler {
         &self,
         state: &StateSnapshot,
         job: &Job,
+        key: &JobKey,
         eval: &Evaluation,
         place: Vec<Placement>,
         plan: &mut Plan,
@@ -134,7 +135,7 @@ impl GenericScheduler {
             let Some(group) = job.group(&p.group) else {
                 continue;
             };
-            pass.queued.entry(p.group.clone()).or_default();
+            util::group_entry(&mut pass.queued, &p.group);
             if failed.contains(&p.group) {
                 // One failure per group is enough to know; the rest are coalesced.
                 if let Some(m) = pass.failures.get_mut(&p.group) {
@@ -153,6 +154,7 @@ impl GenericScheduler {
                 Some(ranked) => {
                     let alloc = util::new_alloc(
                         job,
+                        &key.namespace,
                         group,
                         &p,
                         eval,

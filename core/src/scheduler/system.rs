@@ -217,6 +217,15 @@ impl SystemScheduler {
         // Each select sees one node; failures report the datacenters' counts instead (set
         // here once, so the per-node `set_nodes` does not recount them).
         stack.set_nodes_available(by_dc.clone());
+        // Every system allocation of a group has the same name: formatted once per group.
+        let names: BTreeMap<&str, String> = job
+            .groups
+            .iter()
+            .map(|g| {
+                let name = Allocation::name_for(job.id.as_str(), &g.name, 0);
+                (g.name.as_str(), name)
+            })
+            .collect();
         for (node, group, previous) in to_place {
             let node_id = node.id;
             stack.set_nodes(vec![node], rng);
@@ -227,7 +236,10 @@ impl SystemScheduler {
             };
             let p = Placement {
                 group: group.name.clone(),
-                name: Allocation::name_for(job.id.as_str(), &group.name, 0),
+                name: names
+                    .get(group.name.as_str())
+                    .cloned()
+                    .unwrap_or_else(|| Allocation::name_for(job.id.as_str(), &group.name, 0)),
                 previous,
                 kind,
             };
@@ -236,8 +248,8 @@ impl SystemScheduler {
                 preferred_nodes: Vec::new(),
                 allow_preemption,
             };
-            let d = desired.entry(group.name.clone()).or_default();
-            pass.queued.entry(group.name.clone()).or_default();
+            let d = util::group_entry(&mut desired, &group.name);
+            util::group_entry(&mut pass.queued, &group.name);
             match stack.select(group, &plan, &opts) {
                 Some(ranked) => {
                     if p.previous.is_none() {
@@ -246,6 +258,7 @@ impl SystemScheduler {
                     d.preemptions += ranked.preempted.len() as u32;
                     let alloc = util::new_alloc(
                         job,
+                        &key.namespace,
                         group,
                         &p,
                         eval,

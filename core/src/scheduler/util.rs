@@ -8,11 +8,15 @@ use crate::state::StateSnapshot;
 use crate::types::*;
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
-/// A new allocation for placement `p` on the node `ranked` chose.
+/// A new allocation for placement `p` on the node `ranked` chose. `namespace` is the job's
+/// namespace, shared by every allocation of the eval (the store's per-job index then
+/// compares it by pointer).
 #[allow(clippy::too_many_arguments)]
 pub fn new_alloc(
     job: &Job,
+    namespace: &Arc<str>,
     group: &TaskGroup,
     p: &Placement,
     eval: &Evaluation,
@@ -33,7 +37,7 @@ pub fn new_alloc(
         id: AllocId::from_bytes(rng.random()),
         eval_id: eval.id,
         name: p.name.clone(),
-        namespace: job.namespace.as_str().into(),
+        namespace: namespace.clone(),
         job_id: job.id.clone(),
         job_version: job.version,
         task_group: group.name.clone(),
@@ -63,6 +67,18 @@ pub fn new_alloc(
         create_time: now,
         modify_time: now,
     }
+}
+
+/// The entry of `group` in a per-group map; the name is copied only when the entry is new
+/// (schedulers call this once per placement).
+pub(crate) fn group_entry<'m, V: Default>(
+    map: &'m mut BTreeMap<String, V>,
+    group: &str,
+) -> &'m mut V {
+    if !map.contains_key(group) {
+        map.insert(group.to_owned(), V::default());
+    }
+    map.get_mut(group).expect("inserted above")
 }
 
 /// Adds `alloc` to the plan, evicting what `ranked` said must make room for it.

@@ -96,6 +96,16 @@ impl TableIndexes {
     }
 }
 
+/// One allocation in the per-job index, with its slot number (`job.group[i]`) parsed once
+/// when it is written: the reconciler needs every slot of a job per eval, and reading each
+/// name from memory cost as much as the rest of a reconcile with nothing to do.
+#[derive(Clone, PartialEq, Debug)]
+pub struct JobAlloc {
+    pub alloc: Arc<Allocation>,
+    /// [`Allocation::name_index`] of `alloc`.
+    pub slot: Option<u32>,
+}
+
 /// All of drover's replicated state. See the module docs for the invariants.
 #[derive(Clone, Debug, Default)]
 pub struct StateStore {
@@ -107,8 +117,8 @@ pub struct StateStore {
     allocs_by_node: OrdSet<(NodeId, AllocId)>,
     /// Holds the allocation itself, not only its id: the reconciler reads every allocation of
     /// a job per eval, and a second lookup into `allocs` per allocation was most of its cost.
-    /// Each value is the same `Arc` as in `allocs` (`check_consistency` checks it).
-    allocs_by_job: OrdMap<(JobKey, AllocId), Arc<Allocation>>,
+    /// Each value holds the same `Arc` as in `allocs` (`check_consistency` checks it).
+    allocs_by_job: OrdMap<(JobKey, AllocId), JobAlloc>,
     allocs_by_eval: OrdSet<(EvalId, AllocId)>,
     node_usage: OrdMap<NodeId, Resources>,
     evals: OrdMap<EvalId, Arc<Evaluation>>,

@@ -1,6 +1,6 @@
 //! Read access to the store, used by schedulers, the plan applier and the API.
 
-use super::{JobSummary, StateStore};
+use super::{JobAlloc, JobSummary, StateStore};
 use crate::types::*;
 use std::ops::Bound;
 use std::sync::Arc;
@@ -52,6 +52,12 @@ impl StateStore {
         self.nodes.values()
     }
 
+    /// Every node with its id, in id order; the ids are read from the table itself, so a
+    /// walk that only compares ids does not touch the nodes.
+    pub fn nodes_by_id(&self) -> impl Iterator<Item = (&NodeId, &Arc<Node>)> + '_ {
+        self.nodes.iter()
+    }
+
     pub fn node_count(&self) -> usize {
         self.nodes.len()
     }
@@ -83,7 +89,15 @@ impl StateStore {
         let (lo, hi) = job_range(key);
         let lo = lo.map(|k| (k, AllocId::MIN));
         let hi = hi.map(|k| (k, AllocId::MAX));
-        self.allocs_by_job.range((lo, hi)).map(|(_, a)| a)
+        self.allocs_by_job.range((lo, hi)).map(|(_, e)| &e.alloc)
+    }
+
+    /// [`StateStore::allocs_by_job`] with each allocation's slot number.
+    pub fn job_allocs(&self, key: &JobKey) -> impl Iterator<Item = &JobAlloc> + '_ {
+        let (lo, hi) = job_range(key);
+        let lo = lo.map(|k| (k, AllocId::MIN));
+        let hi = hi.map(|k| (k, AllocId::MAX));
+        self.allocs_by_job.range((lo, hi)).map(|(_, e)| e)
     }
 
     pub fn allocs_by_eval(&self, eval: &EvalId) -> impl Iterator<Item = &Arc<Allocation>> + '_ {

@@ -78,10 +78,11 @@ impl StateStore {
         if self.allocs_by_job != rebuilt.allocs_by_job {
             return Err("allocs_by_job disagrees with the allocs table".into());
         }
-        let shared = self
-            .allocs_by_job
-            .iter()
-            .all(|((_, id), a)| self.allocs.get(id).is_some_and(|b| Arc::ptr_eq(a, b)));
+        let shared = self.allocs_by_job.iter().all(|((_, id), e)| {
+            self.allocs
+                .get(id)
+                .is_some_and(|b| Arc::ptr_eq(&e.alloc, b))
+        });
         if !shared {
             return Err("allocs_by_job holds an allocation that is not the allocs table's".into());
         }

@@ -64,13 +64,22 @@ impl JobSummary {
 
     /// Adds (`sign` = 1) or removes (`sign` = -1) one allocation's contribution.
     pub(super) fn count_alloc(&mut self, alloc: &Allocation, sign: i8) {
-        let g = self.groups.entry(alloc.task_group.clone()).or_default();
-        bump(g.slot(alloc.client_status), sign);
+        // Called for every allocation written: the group's name is copied only the first
+        // time, and only the group touched can have become empty.
+        let name = alloc.task_group.as_str();
+        if !self.groups.contains_key(name) {
+            self.groups.insert(name.to_owned(), GroupSummary::default());
+        }
+        if let Some(g) = self.groups.get_mut(name) {
+            bump(g.slot(alloc.client_status), sign);
+            if *g == GroupSummary::default() {
+                self.groups.remove(name);
+            }
+        }
         bump(&mut self.total_allocs, sign);
         if !alloc.is_terminal() {
             bump(&mut self.live_allocs, sign);
         }
-        self.prune_empty_groups();
     }
 
     pub(super) fn count_eval(&mut self, eval: &Evaluation, sign: i8) {

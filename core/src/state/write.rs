@@ -1,7 +1,9 @@
 //! The store's write primitives. Only the FSM calls them; each keeps every secondary index,
 //! the node usage table and the job summaries in step with the primary table it changes.
 
-use super::{JOB_VERSIONS_KEPT, JobSummary, StateStore, Table, summary::derive_job_status};
+use super::{
+    JOB_VERSIONS_KEPT, JobAlloc, JobSummary, StateStore, Table, summary::derive_job_status,
+};
 use crate::types::*;
 use std::sync::Arc;
 
@@ -89,7 +91,11 @@ impl StateStore {
     fn index_alloc(&mut self, index: Index, a: &Arc<Allocation>) {
         let key = old_key(a);
         self.allocs_by_node.insert((a.node_id, a.id));
-        self.allocs_by_job.insert((key.clone(), a.id), a.clone());
+        let entry = JobAlloc {
+            alloc: a.clone(),
+            slot: a.name_index(),
+        };
+        self.allocs_by_job.insert((key.clone(), a.id), entry);
         self.allocs_by_eval.insert((a.eval_id, a.id));
         if a.uses_resources() {
             *self.node_usage.entry(a.node_id).or_default() += a.resources;

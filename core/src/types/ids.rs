@@ -125,10 +125,33 @@ impl From<&str> for JobId {
 }
 
 /// Namespace plus job id: the key of the jobs table. Nomad keys jobs the same way.
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Debug)]
+#[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize, Debug)]
 pub struct JobKey {
     pub namespace: Arc<str>,
     pub id: JobId,
+}
+
+// Job keys lead the keys of the per-job indexes, so every insert into them compares job keys
+// a dozen times. The allocations of one plan share their namespace and job id `Arc`s, so
+// pointer equality settles most comparisons without reading the strings; otherwise the
+// order is the derived one (namespace, then id, as strings).
+impl Ord for JobKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        fn by_text(a: &Arc<str>, b: &Arc<str>) -> std::cmp::Ordering {
+            if Arc::ptr_eq(a, b) {
+                std::cmp::Ordering::Equal
+            } else {
+                a.cmp(b)
+            }
+        }
+        by_text(&self.namespace, &other.namespace).then_with(|| by_text(&self.id.0, &other.id.0))
+    }
+}
+
+impl PartialOrd for JobKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
 }
 
 impl JobKey {
@@ -203,6 +226,23 @@ impl fmt::Display for Timestamp {
 #[cfg(test)]
 mod order_tests {
     use super::*;
+
+    /// The hand-written `Ord` of job keys orders as (namespace, id) strings, shared or not.
+    #[test]
+    fn job_keys_order_as_their_strings() {
+        let texts = ["", "a", "ab", "b", "default", "web", "web2", "\u{e9}"];
+        let pairs: Vec<(&str, &str)> = texts
+            .iter()
+            .flat_map(|a| texts.iter().map(move |b| (*a, *b)))
+            .collect();
+        for &(ns1, id1) in &pairs {
+            for &(ns2, id2) in &pairs {
+                let (k1, k2) = (JobKey::new(ns1, id1), JobKey::new(ns2, id2));
+                assert_eq!(k1.cmp(&k2), (ns1, id1).cmp(&(ns2, id2)), "{k1} vs {k2}");
+                assert_eq!(k1.cmp(&k1.clone()), std::cmp::Ordering::Equal);
+            }
+        }
+    }
 
     /// The hand-written `Ord` must order ids exactly as their bytes (the derived order).
     #[test]

@@ -8,6 +8,7 @@ use super::{
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// A change of an existing allocation's status decided by a scheduler: stop, evict, mark lost,
 /// mark unknown (disconnected, desired stays `run`), or record a reconnect.
@@ -79,8 +80,9 @@ pub struct Plan {
     /// Commit all of it or nothing.
     pub all_at_once: bool,
     pub job: Option<JobKey>,
-    /// New allocations and in-place updates, by node.
-    pub node_allocation: BTreeMap<NodeId, Vec<Allocation>>,
+    /// New allocations and in-place updates, by node. Shared, so that the plan, the
+    /// applier's result and the `ApplyPlan` command hold one copy of each allocation.
+    pub node_allocation: BTreeMap<NodeId, Vec<Arc<Allocation>>>,
     /// Status changes of existing allocations, by node.
     pub node_update: BTreeMap<NodeId, Vec<AllocTransition>>,
     /// Allocations evicted to make room, by node.
@@ -109,7 +111,8 @@ impl Plan {
         }
     }
 
-    pub fn append_alloc(&mut self, alloc: Allocation) {
+    pub fn append_alloc(&mut self, alloc: impl Into<Arc<Allocation>>) {
+        let alloc = alloc.into();
         self.node_allocation
             .entry(alloc.node_id)
             .or_default()
@@ -147,12 +150,17 @@ impl Plan {
     }
 }
 
+/// Per-node lists of the committed part of a plan. The plan applier's result and the
+/// `ApplyPlan` command it writes share one copy (serialized as the plain map).
+pub type CommittedByNode<T> = Arc<BTreeMap<NodeId, Vec<T>>>;
+
 /// What the applier committed of a plan.
 #[derive(Clone, PartialEq, Debug, Default, Serialize, Deserialize)]
 pub struct PlanResult {
-    pub node_allocation: BTreeMap<NodeId, Vec<Allocation>>,
-    pub node_update: BTreeMap<NodeId, Vec<AllocTransition>>,
-    pub node_preemptions: BTreeMap<NodeId, Vec<AllocTransition>>,
+    /// The plan's own allocations (the same `Arc`s), for the nodes that committed.
+    pub node_allocation: CommittedByNode<Arc<Allocation>>,
+    pub node_update: CommittedByNode<AllocTransition>,
+    pub node_preemptions: CommittedByNode<AllocTransition>,
     pub evals: Vec<Evaluation>,
     /// Nodes whose part of the plan was refused, with the reason.
     pub rejected_nodes: BTreeMap<NodeId, String>,

@@ -193,7 +193,7 @@ pub fn node_plans(plan: &Plan) -> Vec<pb::NodePlan> {
                 place: plan
                     .node_allocation
                     .get(&node)
-                    .map(|allocs| allocs.iter().map(Into::into).collect())
+                    .map(|allocs| allocs.iter().map(|a| pb::Allocation::from(&**a)).collect())
                     .unwrap_or_default(),
                 update: transitions(&plan.node_update),
                 preempt: transitions(&plan.node_preemptions),

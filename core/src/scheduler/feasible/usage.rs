@@ -10,6 +10,8 @@
 
 use crate::state::StateSnapshot;
 use crate::types::*;
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// The resources `node` will have in use once `plan` is applied to `snapshot`:
 /// `node_usage - released + added`, where `released` sums the allocations the plan touches
@@ -60,7 +62,7 @@ pub(crate) struct PlanOnNode<'p> {
     pub(crate) node: NodeId,
     pub(crate) updates: &'p [AllocTransition],
     pub(crate) preemptions: &'p [AllocTransition],
-    pub(crate) allocs: &'p [Allocation],
+    pub(crate) allocs: &'p [Arc<Allocation>],
 }
 
 /// Where one touch of an allocation is: an index into updates then preemptions, or into
@@ -73,11 +75,19 @@ enum Touch {
 
 impl<'p> PlanOnNode<'p> {
     pub(crate) fn of(plan: &'p Plan, node: NodeId) -> Self {
+        // Selects call this for every node they visit; most plans leave one or two of the
+        // maps empty, and those need no search.
+        fn entries<'m, T>(map: &'m BTreeMap<NodeId, Vec<T>>, node: &NodeId) -> &'m [T] {
+            if map.is_empty() {
+                return &[];
+            }
+            map.get(node).map_or(&[], Vec::as_slice)
+        }
         Self {
             node,
-            updates: plan.node_update.get(&node).map_or(&[], Vec::as_slice),
-            preemptions: plan.node_preemptions.get(&node).map_or(&[], Vec::as_slice),
-            allocs: plan.node_allocation.get(&node).map_or(&[], Vec::as_slice),
+            updates: entries(&plan.node_update, &node),
+            preemptions: entries(&plan.node_preemptions, &node),
+            allocs: entries(&plan.node_allocation, &node),
         }
     }
 
@@ -170,7 +180,7 @@ impl<'p> PlanOnNode<'p> {
         let first = seqs[0] as usize;
         let id = self.id_at(first);
         let placing = match self.touch(first) {
-            Touch::Place(i) => Some(&self.allocs[i]),
+            Touch::Place(i) => Some(&*self.allocs[i]),
             Touch::Transition(_) => None,
         };
         // An allocation recorded on another node is not this node's to free (the applier
@@ -194,7 +204,7 @@ impl<'p> PlanOnNode<'p> {
                     }
                 }
                 Touch::Place(i) => {
-                    let a = &self.allocs[i];
+                    let a = &*self.allocs[i];
                     let client = match status {
                         Some((_, c))
                             if !matches!(

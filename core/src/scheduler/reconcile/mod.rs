@@ -11,6 +11,7 @@
 //! (or stops it), so it is never decided twice.
 
 mod classify;
+mod nodes;
 pub mod reschedule;
 mod slots;
 pub mod update;
@@ -20,7 +21,7 @@ mod tests;
 
 pub use classify::Replace;
 
-use crate::state::StateSnapshot;
+use crate::state::{JobAlloc, StateSnapshot};
 use crate::types::*;
 use classify::{Class, Context};
 use std::collections::BTreeMap;
@@ -114,17 +115,40 @@ pub fn reconcile(
         }
         return out;
     };
-    let mut by_group: BTreeMap<&str, Vec<Arc<Allocation>>> = BTreeMap::new();
-    for a in snapshot.allocs_by_job(key) {
-        by_group
-            .entry(a.task_group.as_str())
-            .or_default()
-            .push(a.clone());
+    let entries: Vec<&JobAlloc> = snapshot.job_allocs(key).collect();
+    let refs: Vec<&Allocation> = entries.iter().map(|e| &*e.alloc).collect();
+    let nodes = nodes::nodes_of(snapshot, &refs);
+    let mut by_group: BTreeMap<&str, Vec<Existing<'_>>> = BTreeMap::new();
+    // Allocations of one group mostly come in runs (most jobs have one group): the run's
+    // list is reused without searching the map.
+    let mut run: Option<(&str, Vec<Existing<'_>>)> = None;
+    for (e, node) in entries.into_iter().zip(nodes) {
+        let group = e.alloc.task_group.as_str();
+        let existing = Existing {
+            alloc: &e.alloc,
+            node,
+            slot: e.slot,
+        };
+        match &mut run {
+            Some((name, list)) if *name == group => list.push(existing),
+            _ => {
+                if let Some((name, list)) = run.take() {
+                    by_group.insert(name, list);
+                }
+                let mut list = by_group.remove(group).unwrap_or_default();
+                list.push(existing);
+                run = Some((group, list));
+            }
+        }
+    }
+    if let Some((name, list)) = run {
+        by_group.insert(name, list);
     }
     for (name, group_allocs) in &by_group {
         if job.group(name).is_none() {
             for a in group_allocs
                 .iter()
+                .map(|e| &e.alloc)
                 .filter(|a| a.desired_status == DesiredStatus::Run && !a.client_terminal())
             {
                 out.stop(a, describe::NOT_NEEDED, None);
@@ -289,14 +313,25 @@ struct GroupReconciler<'a, 'o> {
     later: &'o mut FollowUps,
 }
 
-impl GroupReconciler<'_, '_> {
-    fn run(mut self, existing: Vec<Arc<Allocation>>) {
+/// One allocation of the group with its node (`None` when gone) and slot number.
+struct Existing<'s> {
+    alloc: &'s Arc<Allocation>,
+    node: Option<&'s Node>,
+    slot: Option<u32>,
+}
+
+impl<'a> GroupReconciler<'a, '_> {
+    fn run(mut self, existing: Vec<Existing<'a>>) {
         let mut slots = slots::Slots::new(self.group.count, self.job.id.as_str(), &self.group.name);
         let mut reconnecting = Vec::new();
         let mut unknown_replaceable = Vec::new();
         let replace_unknown = self.group.disconnect.as_ref().is_some_and(|d| d.replace);
-        for a in existing {
-            let node = self.snapshot.node(&a.node_id).map(|n| &**n);
+        for Existing {
+            alloc: a,
+            node,
+            slot,
+        } in existing
+        {
             let cx = Context {
                 job: self.job,
                 group: self.group,
@@ -304,9 +339,9 @@ impl GroupReconciler<'_, '_> {
                 now: self.now,
                 eval: self.eval.id,
             };
-            match classify::classify(&a, &cx) {
+            match classify::classify(a, &cx) {
                 Class::Ignore => {}
-                Class::Keep => slots.hold(a),
+                Class::Keep => slots.hold_in(a, slot),
                 Class::MarkUnknown => {
                     let window = self.group.disconnect_window().unwrap_or_default();
                     self.later
@@ -316,7 +351,7 @@ impl GroupReconciler<'_, '_> {
                     if replace_unknown {
                         slots.replace(a, Replace::Disconnect);
                     } else {
-                        slots.hold(a);
+                        slots.hold_in(a, slot);
                     }
                 }
                 Class::Later {
@@ -339,13 +374,13 @@ impl GroupReconciler<'_, '_> {
                     if !lost {
                         self.desired().reschedule_later += 1;
                     }
-                    slots.hold(a);
+                    slots.hold_in(a, slot);
                 }
                 Class::Unknown => {
                     if replace_unknown {
                         unknown_replaceable.push(a);
                     } else {
-                        slots.hold(a);
+                        slots.hold_in(a, slot);
                     }
                 }
                 Class::Reconnecting => reconnecting.push(a),
@@ -356,13 +391,13 @@ impl GroupReconciler<'_, '_> {
             self.reconnect(a, &mut slots);
         }
         for a in unknown_replaceable {
-            if !slots.is_held(&a) {
+            if !slots.is_held(a) {
                 slots.replace(a, Replace::StandIn);
             }
         }
         let decided = slots.decide();
         for a in decided.excess {
-            self.out.stop(&a, describe::NOT_NEEDED, None);
+            self.out.stop(a, describe::NOT_NEEDED, None);
             self.desired().stop += 1;
         }
         for (a, why, place) in decided.replaced {
@@ -384,19 +419,19 @@ impl GroupReconciler<'_, '_> {
         self.out.desired.entry(self.group.name.clone()).or_default()
     }
 
-    fn replace(&mut self, a: Arc<Allocation>, why: Replace, place: bool) {
+    fn replace(&mut self, a: &'a Arc<Allocation>, why: Replace, place: bool) {
         match why {
             Replace::Lost => {
-                self.out.stop(&a, describe::LOST, Some(ClientStatus::Lost));
+                self.out.stop(a, describe::LOST, Some(ClientStatus::Lost));
                 self.desired().stop += 1;
             }
             Replace::Migrate => {
-                self.out.stop(&a, describe::MIGRATING, None);
+                self.out.stop(a, describe::MIGRATING, None);
                 self.desired().migrate += 1;
             }
             Replace::Reschedule { .. } => {
                 if place {
-                    self.out.stop(&a, describe::RESCHEDULED, None);
+                    self.out.stop(a, describe::RESCHEDULED, None);
                     self.desired().reschedule_now += 1;
                 }
             }
@@ -407,7 +442,7 @@ impl GroupReconciler<'_, '_> {
             self.out.place.push(Placement {
                 group: self.group.name.clone(),
                 name,
-                previous: Some(a),
+                previous: Some(a.clone()),
                 kind: PlacementKind::Replacement(why),
             });
             if !matches!(why, Replace::Migrate | Replace::Reschedule { .. }) {
@@ -417,15 +452,13 @@ impl GroupReconciler<'_, '_> {
     }
 
     /// Decides between a reconnected allocation and whatever stood in for it (same name).
-    fn reconnect(&mut self, original: Arc<Allocation>, slots: &mut slots::Slots) {
+    fn reconnect(&mut self, original: &'a Arc<Allocation>, slots: &mut slots::Slots<'a>) {
         let stand_ins = slots.take_holders_named(&original.name);
         let keep_original = match (&stand_ins[..], self.reconcile_strategy()) {
             ([], _) => true,
             (_, ReconcileStrategy::KeepOriginal) => true,
             (_, ReconcileStrategy::KeepReplacement) => false,
-            ([first, ..], ReconcileStrategy::LongestRunning) => {
-                started(&original) <= started(first)
-            }
+            ([first, ..], ReconcileStrategy::LongestRunning) => started(original) <= started(first),
             ([first, ..], ReconcileStrategy::BestScore) => {
                 original.job_version == self.job.version || first.job_version != self.job.version
             }
@@ -433,18 +466,18 @@ impl GroupReconciler<'_, '_> {
         self.desired().reconnect += 1;
         if keep_original {
             self.out.mark(
-                &original,
+                original,
                 describe::RECONNECTED,
                 original.client_status,
                 None,
             );
             for s in stand_ins {
-                self.out.stop(&s, describe::RECONNECT_LOSER, None);
+                self.out.stop(s, describe::RECONNECT_LOSER, None);
                 self.desired().stop += 1;
             }
             slots.hold(original);
         } else {
-            self.out.stop(&original, describe::RECONNECT_LOSER, None);
+            self.out.stop(original, describe::RECONNECT_LOSER, None);
             self.desired().stop += 1;
             for s in stand_ins {
                 slots.hold(s);
@@ -461,15 +494,15 @@ impl GroupReconciler<'_, '_> {
 
     /// Moves held allocations of an older job version to this one: in place when only
     /// non-destructive fields changed, else replaced `max_parallel` at a time.
-    fn update_versions(&mut self, held: Vec<Arc<Allocation>>) {
-        let stale: Vec<Arc<Allocation>> = held
+    fn update_versions(&mut self, held: Vec<&'a Arc<Allocation>>) {
+        let stale: Vec<&Arc<Allocation>> = held
             .iter()
             .filter(|a| {
                 a.job_version != self.job.version
                     && a.desired_status == DesiredStatus::Run
                     && !a.client_terminal()
             })
-            .cloned()
+            .copied()
             .collect();
         if stale.is_empty() {
             return;
@@ -483,7 +516,7 @@ impl GroupReconciler<'_, '_> {
                 .and_then(|j| j.group(&self.group.name).cloned());
             match old {
                 Some(old) if !update::tasks_updated(&old, self.group) => {
-                    let mut updated = (*a).clone();
+                    let mut updated = (**a).clone();
                     updated.job_version = self.job.version;
                     updated.resources = self.group.resources();
                     self.out.in_place.push(updated);
@@ -507,12 +540,12 @@ impl GroupReconciler<'_, '_> {
         destructive.sort_by_key(|a| (a.name_index().unwrap_or(u32::MAX), a.id));
         let rest = destructive.split_off(budget.min(destructive.len()));
         for a in destructive {
-            self.out.stop(&a, describe::UPDATING, None);
+            self.out.stop(a, describe::UPDATING, None);
             let name = a.name.clone();
             self.out.place.push(Placement {
                 group: self.group.name.clone(),
                 name,
-                previous: Some(a),
+                previous: Some(a.clone()),
                 kind: PlacementKind::Destructive,
             });
             self.desired().destructive_update += 1;

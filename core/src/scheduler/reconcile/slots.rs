@@ -5,24 +5,27 @@ use super::classify::Replace;
 use crate::types::*;
 use std::sync::Arc;
 
-pub struct Slots {
+/// Allocations are borrowed from the snapshot: a reconcile with nothing to do copies none
+/// of them (and touches no reference count).
+pub struct Slots<'s> {
     count: u32,
     job: String,
     group: String,
-    held: Vec<Arc<Allocation>>,
-    replacing: Vec<(Arc<Allocation>, Replace)>,
+    /// Holders with their slot numbers ([`Allocation::name_index`]).
+    held: Vec<(&'s Arc<Allocation>, Option<u32>)>,
+    replacing: Vec<(&'s Arc<Allocation>, Replace)>,
 }
 
 /// The outcome: `held` keep their slots, `excess` are stopped, each replaced allocation says
 /// whether its stand-in is placed, and `free` names get new placements.
-pub struct Decided {
-    pub held: Vec<Arc<Allocation>>,
-    pub excess: Vec<Arc<Allocation>>,
-    pub replaced: Vec<(Arc<Allocation>, Replace, bool)>,
+pub struct Decided<'s> {
+    pub held: Vec<&'s Arc<Allocation>>,
+    pub excess: Vec<&'s Arc<Allocation>>,
+    pub replaced: Vec<(&'s Arc<Allocation>, Replace, bool)>,
     pub free: Vec<String>,
 }
 
-impl Slots {
+impl<'s> Slots<'s> {
     pub fn new(count: u32, job: &str, group: &str) -> Self {
         Self {
             count,
@@ -33,54 +36,86 @@ impl Slots {
         }
     }
 
-    pub fn hold(&mut self, a: Arc<Allocation>) {
-        self.held.push(a);
+    pub fn hold(&mut self, a: &'s Arc<Allocation>) {
+        let slot = a.name_index();
+        self.held.push((a, slot));
     }
 
-    pub fn replace(&mut self, a: Arc<Allocation>, why: Replace) {
+    /// [`Slots::hold`] with the slot number already known (the store keeps it per job).
+    pub fn hold_in(&mut self, a: &'s Arc<Allocation>, slot: Option<u32>) {
+        debug_assert_eq!(slot, a.name_index());
+        self.held.push((a, slot));
+    }
+
+    pub fn replace(&mut self, a: &'s Arc<Allocation>, why: Replace) {
         self.replacing.push((a, why));
     }
 
     /// Whether another allocation already holds `a`'s name.
     pub fn is_held(&self, a: &Allocation) -> bool {
-        self.held.iter().any(|h| h.id != a.id && h.name == a.name)
+        self.held
+            .iter()
+            .any(|(h, _)| h.id != a.id && h.name == a.name)
     }
 
-    pub fn take_holders_named(&mut self, name: &str) -> Vec<Arc<Allocation>> {
-        let (named, rest) = std::mem::take(&mut self.held)
+    pub fn take_holders_named(&mut self, name: &str) -> Vec<&'s Arc<Allocation>> {
+        let (named, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held)
             .into_iter()
-            .partition(|h| h.name == name);
+            .partition(|(h, _)| h.name == name);
         self.held = rest;
-        named
+        named.into_iter().map(|(h, _)| h).collect()
     }
 
-    pub fn decide(self) -> Decided {
-        // Best holder of each index first: running before starting, then the oldest. The
-        // name is parsed once per allocation (not once per comparison), and the key ends in
-        // the unique id, so an unstable sort gives the same order as a stable one.
-        let mut held: Vec<_> = self
+    pub fn decide(self) -> Decided<'s> {
+        // Best holder of each index: running before starting, then the oldest. Holders are
+        // bucketed by index rather than sorted (a group of 10,000 has 10,000 holders, and
+        // sorting them was most of a reconcile with nothing to do). The slot numbers come
+        // with the holders; the key ends in the unique id, so "best" is a total order.
+        let keys: Vec<_> = self
             .held
-            .into_iter()
-            .map(|a| {
-                let key = (
-                    a.name_index().unwrap_or(u32::MAX),
+            .iter()
+            .map(|(a, slot)| {
+                (
+                    slot.unwrap_or(u32::MAX),
                     a.client_status != ClientStatus::Running,
                     a.create_index,
                     a.id,
-                );
-                (key, a)
+                )
             })
             .collect();
-        held.sort_unstable_by_key(|(key, _)| *key);
-        let mut taken = Taken::new(self.count);
-        let (mut kept, mut excess) = (Vec::new(), Vec::new());
-        for ((index, ..), a) in held {
-            if taken.take(index) {
-                kept.push(a);
+        const NONE: u32 = u32::MAX;
+        let mut best = vec![NONE; self.count as usize];
+        let mut losers = Vec::new();
+        for (i, key) in (0u32..).zip(&keys) {
+            let Some(slot) = best.get_mut(key.0 as usize) else {
+                losers.push(i);
+                continue;
+            };
+            if *slot == NONE {
+                *slot = i;
+            } else if *key < keys[*slot as usize] {
+                losers.push(std::mem::replace(slot, i));
             } else {
-                excess.push(a);
+                losers.push(i);
             }
         }
+        // Same order as sorting every holder by key: the kept ones by index (the key's
+        // first part), the others by their whole key.
+        losers.sort_unstable_by_key(|&i| keys[i as usize]);
+        let mut taken = Taken::new(self.count);
+        let mut held: Vec<Option<&Arc<Allocation>>> =
+            self.held.into_iter().map(|(a, _)| Some(a)).collect();
+        let mut kept = Vec::new();
+        for (index, &i) in (0u32..).zip(&best) {
+            if i != NONE {
+                taken.take(index);
+                kept.extend(held[i as usize].take());
+            }
+        }
+        let excess = losers
+            .into_iter()
+            .filter_map(|i| held[i as usize].take())
+            .collect();
         let mut replaced = Vec::new();
         for (a, why) in self.replacing {
             let place = a.name_index().is_some_and(|i| taken.take(i));
