@@ -7,6 +7,7 @@
 pub mod blocked;
 pub mod broker;
 pub mod fsm;
+pub mod jobspec;
 pub mod mock;
 pub mod node_health;
 pub mod periodic;

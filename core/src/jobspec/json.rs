@@ -1,0 +1,64 @@
+//! JSON job files: drover's own format (the [`Job`] structure as serde writes it, so a job
+//! shown as JSON can be edited and submitted again) and Nomad's `{"Job": {…}}` format.
+
+use super::error::{JobspecError, Position, Problem};
+use super::nomad_json;
+use crate::types::Job;
+use crate::validate::{Limits, validate_job};
+
+/// Parses a JSON job, in Nomad's format when the document is `{"Job": {…}}` and in
+/// drover's otherwise, and validates it. Syntax errors carry their position; other
+/// problems name the field by path.
+pub fn parse_json(src: &str, file_name: &str) -> Result<Job, JobspecError> {
+    let invalid = |problems| JobspecError::Invalid {
+        file: file_name.to_owned(),
+        problems,
+    };
+    if let Ok(serde_json::Value::Object(doc)) = serde_json::from_str(src) {
+        if let Some(wrapped) = nomad_json::unwrap(&doc) {
+            let mut problems = Vec::new();
+            let job = nomad_json::decode(wrapped, &mut problems);
+            if problems.is_empty() {
+                validated(&job, &mut problems);
+            }
+            return if problems.is_empty() {
+                Ok(job)
+            } else {
+                Err(invalid(problems))
+            };
+        }
+    }
+    let job: Job = serde_json::from_str(src).map_err(|e| {
+        let position = (e.line() > 0).then(|| Position {
+            line: e.line(),
+            column: e.column().max(1),
+        });
+        invalid(vec![Problem {
+            position,
+            message: serde_message(&e),
+        }])
+    })?;
+    let mut problems = Vec::new();
+    validated(&job, &mut problems);
+    if !problems.is_empty() {
+        return Err(invalid(problems));
+    }
+    Ok(job)
+}
+
+/// serde_json's message without the ` at line L column C` tail the position already gives.
+fn serde_message(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let cut = text.rfind(" at line ").unwrap_or(text.len());
+    format!("invalid json: {}", &text[..cut])
+}
+
+/// Appends validation's problems, named by field path (JSON keeps no positions).
+fn validated(job: &Job, problems: &mut Vec<Problem>) {
+    if let Err(e) = validate_job(job, &Limits::default()) {
+        problems.extend(e.errors.iter().map(|f| Problem {
+            position: None,
+            message: format!("{}: {}", f.path, f.reason),
+        }));
+    }
+}

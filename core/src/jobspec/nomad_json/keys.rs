@@ -1,0 +1,173 @@
+//! The keys each Nomad JSON object may hold, and which of them drover reads.
+//!
+//! Server-owned fields that Nomad writes out (status, indexes, version) are `Ignored`: the
+//! server sets its own on register, as it does for drover's own JSON.
+
+/// Whether a key is read, or a Nomad feature refused unless empty.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Key {
+    Read,
+    /// A Nomad feature drover does not have: accepted only while empty.
+    Refused,
+    /// Set by the server on register whatever the file says.
+    Ignored,
+}
+use Key::{Ignored, Read, Refused};
+
+pub(super) const JOB_KEYS: &[(&str, Key)] = &[
+    ("ID", Read),
+    ("Name", Read),
+    ("Namespace", Read),
+    ("Region", Read),
+    ("Type", Read),
+    ("Priority", Read),
+    ("Datacenters", Read),
+    ("Constraints", Read),
+    ("TaskGroups", Read),
+    ("Update", Read),
+    ("Periodic", Read),
+    ("ParameterizedJob", Read),
+    ("Meta", Read),
+    ("Stop", Refused),
+    ("Status", Ignored),
+    ("StatusDescription", Ignored),
+    ("Stable", Ignored),
+    ("Version", Ignored),
+    ("SubmitTime", Ignored),
+    ("CreateIndex", Ignored),
+    ("ModifyIndex", Ignored),
+    ("JobModifyIndex", Ignored),
+    ("ParentID", Refused),
+    ("Dispatched", Refused),
+    ("Payload", Refused),
+    ("AllAtOnce", Refused),
+    ("NodePool", Refused),
+    ("Affinities", Refused),
+    ("Spreads", Refused),
+    ("Multiregion", Refused),
+    ("Reschedule", Refused),
+    ("Migrate", Refused),
+    ("ConsulToken", Refused),
+    ("VaultToken", Refused),
+    ("VaultNamespace", Refused),
+    ("ConsulNamespace", Refused),
+    ("NomadTokenID", Refused),
+    ("UI", Refused),
+    ("DispatchIdempotencyToken", Refused),
+    ("VersionTag", Refused),
+];
+pub(super) const GROUP_KEYS: &[(&str, Key)] = &[
+    ("Name", Read),
+    ("Count", Read),
+    ("Constraints", Read),
+    ("Tasks", Read),
+    ("RestartPolicy", Read),
+    ("ReschedulePolicy", Read),
+    ("Disconnect", Read),
+    ("MaxClientDisconnect", Read),
+    ("StopAfterClientDisconnect", Read),
+    ("Meta", Read),
+    ("Update", Read),
+    ("Affinities", Refused),
+    ("Spreads", Refused),
+    ("Volumes", Refused),
+    ("EphemeralDisk", Refused),
+    ("Migrate", Refused),
+    ("Networks", Refused),
+    ("Services", Refused),
+    ("ShutdownDelay", Refused),
+    ("Scaling", Refused),
+    ("Consul", Refused),
+    ("PreventRescheduleOnLost", Refused),
+];
+pub(super) const TASK_KEYS: &[(&str, Key)] = &[
+    ("Name", Read),
+    ("Driver", Read),
+    ("Config", Read),
+    ("Env", Read),
+    ("Resources", Read),
+    ("KillTimeout", Read),
+    ("Meta", Read),
+    ("Constraints", Read),
+    ("User", Refused),
+    ("Lifecycle", Refused),
+    ("Affinities", Refused),
+    ("Services", Refused),
+    ("RestartPolicy", Refused),
+    ("LogConfig", Refused),
+    ("Artifacts", Refused),
+    ("Vault", Refused),
+    ("Consul", Refused),
+    ("Templates", Refused),
+    ("DispatchPayload", Refused),
+    ("VolumeMounts", Refused),
+    ("CSIPluginConfig", Refused),
+    ("Leader", Refused),
+    ("ShutdownDelay", Refused),
+    ("KillSignal", Refused),
+    ("Kind", Refused),
+    ("ScalingPolicies", Refused),
+    ("Identity", Refused),
+    ("Identities", Refused),
+    ("Actions", Refused),
+    ("Schedule", Refused),
+];
+pub(super) const RESOURCES_KEYS: &[(&str, Key)] = &[
+    ("CPU", Read),
+    ("MemoryMB", Read),
+    ("DiskMB", Read),
+    ("Cores", Refused),
+    ("MemoryMaxMB", Refused),
+    ("Networks", Refused),
+    ("Devices", Refused),
+    ("IOPS", Refused),
+    ("NUMA", Refused),
+    ("SecretsMB", Refused),
+];
+pub(super) const CONSTRAINT_KEYS: &[(&str, Key)] =
+    &[("LTarget", Read), ("RTarget", Read), ("Operand", Read)];
+pub(super) const UPDATE_KEYS: &[(&str, Key)] = &[
+    ("MaxParallel", Read),
+    ("Stagger", Read),
+    ("HealthCheck", Refused),
+    ("MinHealthyTime", Refused),
+    ("HealthyDeadline", Refused),
+    ("ProgressDeadline", Refused),
+    ("Canary", Refused),
+    ("AutoRevert", Refused),
+    ("AutoPromote", Refused),
+];
+pub(super) const PERIODIC_KEYS: &[(&str, Key)] = &[
+    ("Enabled", Read),
+    ("Spec", Read),
+    ("SpecType", Read),
+    ("ProhibitOverlap", Read),
+    ("TimeZone", Read),
+    ("Specs", Refused),
+];
+pub(super) const PARAMETERIZED_KEYS: &[(&str, Key)] = &[
+    ("Payload", Refused),
+    ("MetaRequired", Read),
+    ("MetaOptional", Read),
+];
+pub(super) const RESTART_KEYS: &[(&str, Key)] = &[
+    ("Attempts", Read),
+    ("Interval", Read),
+    ("Delay", Read),
+    ("Mode", Read),
+    ("RenderTemplates", Refused),
+];
+pub(super) const RESCHEDULE_KEYS: &[(&str, Key)] = &[
+    ("Attempts", Read),
+    ("Interval", Read),
+    ("Delay", Read),
+    ("DelayFunction", Read),
+    ("MaxDelay", Read),
+    ("Unlimited", Read),
+];
+pub(super) const DISCONNECT_KEYS: &[(&str, Key)] = &[
+    ("LostAfter", Read),
+    ("Replace", Read),
+    ("Reconcile", Read),
+    ("StopOnClientAfter", Read),
+];
