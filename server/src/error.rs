@@ -7,6 +7,10 @@ use drover_core::node_health::NodeHealthError;
 use drover_core::validate::ValidationError;
 use std::time::Duration;
 
+/// The gRPC metadata key of a RESOURCE_EXHAUSTED answer saying how many milliseconds to
+/// wait before retrying.
+pub const RETRY_AFTER_MS: &str = "retry-after-ms";
+
 /// Why a server call failed.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum ServerError {
@@ -111,7 +115,15 @@ impl From<ServerError> for tonic::Status {
             ServerError::FailedPrecondition { .. } | ServerError::Refused { .. } => {
                 tonic::Status::failed_precondition(msg)
             }
-            ServerError::ResourceExhausted { .. } => tonic::Status::resource_exhausted(msg),
+            ServerError::ResourceExhausted { retry_after, .. } => {
+                let mut status = tonic::Status::resource_exhausted(msg);
+                // Machine-readable too, so clients can back off without parsing text.
+                let ms = u64::try_from(retry_after.as_millis()).unwrap_or(u64::MAX);
+                if let Ok(v) = ms.to_string().parse() {
+                    status.metadata_mut().insert(RETRY_AFTER_MS, v);
+                }
+                status
+            }
             ServerError::NotLeader { .. }
             | ServerError::Unavailable { .. }
             | ServerError::ShuttingDown => tonic::Status::unavailable(msg),

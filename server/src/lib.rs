@@ -7,6 +7,8 @@
 //! - [`worker`]: the scheduler workers every server runs.
 //! - [`api`]: the gRPC services over [`ServerHandle`], and [`Server::serve`]'s listener.
 //! - [`server`]: [`Server::start`] and the [`ServerHandle`] the gRPC services call.
+//! - [`events`]: the retained event buffer the event stream replays from.
+//! - [`metrics`]: Prometheus metrics and the `/metrics` listener.
 //! - [`write`]: the write path through Raft; [`config`] and [`error`]: settings and errors.
 
 pub use drover_core as core;
@@ -14,7 +16,9 @@ pub use drover_core as core;
 pub mod api;
 pub mod config;
 pub mod error;
+pub mod events;
 pub mod leader;
+pub mod metrics;
 pub mod raft;
 pub mod server;
 pub mod worker;
@@ -23,5 +27,6 @@ pub mod write;
 pub use config::ServerConfig;
 pub use error::{ServerError, StartError};
 pub use server::{
-    HeartbeatAck, JobDeregistered, JobRegistered, NodeRegistered, Server, ServerHandle,
+    HeartbeatAck, JobDeregistered, JobDispatched, JobRegistered, NodeRegistered, Server,
+    ServerHandle,
 };

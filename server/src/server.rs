@@ -4,26 +4,30 @@
 
 use crate::config::ServerConfig;
 use crate::error::{ServerError, StartError};
+use crate::events::{EventRing, Fanout};
 use crate::leader::{self, LeaderStats, Leadership};
+use crate::metrics::{Metrics, MetricsServer};
 use crate::raft::{RaftNode, ServerId, StateHandle, WaitTimeout};
 use crate::worker::{EvalSource, WorkerConfigError, WorkerInfo, WorkerPool, WorkerPoolConfig};
 use crate::write::{Writer, now};
 use drover_core::blocked::BlockedEvalInfo;
 use drover_core::fsm::{AllocClientUpdate, Command, Event};
+use drover_core::periodic::{DispatchError, dispatch};
 use drover_core::state::StateSnapshot;
 use drover_core::types::*;
 use drover_core::validate::{canonicalize, validate_job};
 use drover_proto::convert::{
-    AllocUpdates, DrainRequest, EligibilityChange, Heartbeat, JobRegistration, NodeCredentials,
-    NodeRegistration, SchedulerConfigUpdate, WorkerTarget,
+    AllocUpdates, DispatchRequest, DrainRequest, EligibilityChange, Heartbeat, JobRegistration,
+    NodeCredentials, NodeRegistration, SchedulerConfigUpdate, WorkerTarget,
 };
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Mutex, broadcast, watch};
 use tokio::task::JoinHandle;
 
-/// How many applied-entry event batches the in-memory buffer holds.
-const EVENT_BUFFER: usize = 16 * 1024;
+/// How many applied-entry event batches the leader's live broadcast holds; the leader
+/// loop resynchronizes from state if it ever falls this far behind.
+const LIVE_EVENT_BATCHES: usize = 16 * 1024;
 
 /// What a job registration committed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,6 +35,16 @@ pub struct JobRegistered {
     /// `None` for periodic and parameterized parents, which get no eval.
     pub eval_id: Option<EvalId>,
     pub job_modify_index: Index,
+    /// The Raft index of the entry.
+    pub index: Index,
+}
+
+/// What a dispatch committed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobDispatched {
+    /// The child job's id.
+    pub job_id: JobId,
+    pub eval_id: EvalId,
     /// The Raft index of the entry.
     pub index: Index,
 }
@@ -69,6 +83,8 @@ struct Inner {
     leadership: Arc<Leadership>,
     workers: Mutex<WorkerPool>,
     events: broadcast::Sender<Arc<Vec<Event>>>,
+    ring: Arc<EventRing>,
+    metrics: Arc<Metrics>,
     shutdown: watch::Sender<bool>,
 }
 
@@ -77,6 +93,7 @@ struct Inner {
 pub struct Server {
     handle: ServerHandle,
     monitor: Option<JoinHandle<()>>,
+    metrics_server: Option<MetricsServer>,
 }
 
 impl std::fmt::Debug for Server {
@@ -108,11 +125,18 @@ impl Server {
         let pool_config = crate::worker::pool_config(&config).map_err(|e| StartError::Config {
             reason: e.to_string(),
         })?;
-        let (events, _) = broadcast::channel(EVENT_BUFFER);
-        let raft_config = config.raft_config().with_events(Arc::new(events.clone()));
+        let (events, _) = broadcast::channel(LIVE_EVENT_BATCHES);
+        let ring = Arc::new(EventRing::new(config.event_buffer));
+        let sink = Fanout {
+            live: events.clone(),
+            ring: ring.clone(),
+        };
+        let raft_config = config.raft_config().with_events(Arc::new(sink));
         let raft = Arc::new(RaftNode::start(raft_config).await?);
         let state = raft.state();
-        let writer = Writer::new(raft.clone());
+        ring.start_at(state.applied_index());
+        let metrics = Arc::new(Metrics::new());
+        let writer = Writer::new(raft.clone(), metrics.clone());
         let leadership = Leadership::new(
             config.clone(),
             state.clone(),
@@ -148,25 +172,49 @@ impl Server {
             applied_index = state.applied_index(),
             "server started"
         );
+        let metrics_addr = config.metrics_addr.clone();
+        let handle = ServerHandle {
+            inner: Arc::new(Inner {
+                config,
+                raft,
+                writer,
+                state,
+                leadership,
+                workers: Mutex::new(pool),
+                events,
+                ring,
+                metrics,
+                shutdown,
+            }),
+        };
+        let metrics_server = match metrics_addr {
+            Some(addr) => Some(crate::metrics::serve(handle.clone(), &addr).await.map_err(
+                |e| StartError::Config {
+                    reason: format!("cannot serve metrics on {addr}: {e}"),
+                },
+            )?),
+            None => None,
+        };
         Ok(Server {
-            handle: ServerHandle {
-                inner: Arc::new(Inner {
-                    config,
-                    raft,
-                    writer,
-                    state,
-                    leadership,
-                    workers: Mutex::new(pool),
-                    events,
-                    shutdown,
-                }),
-            },
+            handle,
             monitor: Some(monitor),
+            metrics_server,
         })
     }
 
     pub fn handle(&self) -> ServerHandle {
         self.handle.clone()
+    }
+
+    /// The configuration this server was started with.
+    pub fn config(&self) -> &ServerConfig {
+        &self.handle.inner.config
+    }
+
+    /// Where `/metrics` is served (the real port when the config asked for port 0);
+    /// `None` when the config named no metrics address.
+    pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
+        self.metrics_server.as_ref().map(MetricsServer::local_addr)
     }
 
     /// Serves the gRPC API (every drover service, health, reflection and the Raft
@@ -187,6 +235,9 @@ impl Server {
     pub async fn shutdown(mut self) -> Result<(), StartError> {
         let inner = &self.handle.inner;
         tracing::info!(server_id = inner.config.server_id, "server shutting down");
+        if let Some(m) = self.metrics_server.take() {
+            m.shutdown().await;
+        }
         inner.workers.lock().await.stop().await;
         inner.shutdown.send_replace(true);
         if let Some(m) = self.monitor.take() {
@@ -241,9 +292,26 @@ impl ServerHandle {
         self.inner.state.wait_for_index(index, timeout).await
     }
 
-    /// The events of every applied entry, from now on (the event stream's source).
+    /// The events of every applied entry, from now on, as a live broadcast (what the
+    /// leader loop follows).
     pub fn subscribe_events(&self) -> broadcast::Receiver<Arc<Vec<Event>>> {
         self.inner.events.subscribe()
+    }
+
+    /// The retained recent events, which `EventService/Subscribe` replays and follows.
+    pub fn event_ring(&self) -> Arc<EventRing> {
+        self.inner.ring.clone()
+    }
+
+    /// The leader's broker and plan queue as a scheduler worker sees them: for schedulers
+    /// running outside this server's pool (and tests that act as one).
+    pub fn eval_source(&self) -> Arc<dyn EvalSource> {
+        self.inner.leadership.clone()
+    }
+
+    /// This server's metrics.
+    pub fn metrics(&self) -> Arc<Metrics> {
+        self.inner.metrics.clone()
     }
 
     /// Whether this server runs the leader duties.
@@ -294,24 +362,7 @@ impl ServerHandle {
                 )));
             }
         }
-        if existing.is_none() && snap.job_count() >= self.inner.config.max_jobs {
-            return Err(ServerError::ResourceExhausted {
-                reason: format!(
-                    "the cluster holds its maximum of {} jobs",
-                    self.inner.config.max_jobs
-                ),
-                retry_after: Duration::from_secs(60),
-            });
-        }
-        if let Ok(stats) = self.inner.leadership.stats().await {
-            let held = stats.broker.total.tracked();
-            if held >= self.inner.config.max_outstanding_evals {
-                return Err(ServerError::ResourceExhausted {
-                    reason: format!("{held} evaluations are outstanding"),
-                    retry_after: Duration::from_secs(1),
-                });
-            }
-        }
+        self.check_room(&snap, existing.is_none()).await?;
         let now = now();
         let eval = (!job.is_template())
             .then(|| Evaluation::new(EvalId::random(), &job, TriggeredBy::JobRegister, now));
@@ -329,6 +380,71 @@ impl ServerHandle {
         Ok(JobRegistered {
             eval_id,
             job_modify_index,
+            index,
+        })
+    }
+
+    /// Refuses new work while the cluster is at its job limit (for a new job) or the
+    /// broker holds its maximum of outstanding evals, with a hint of when to retry.
+    async fn check_room(&self, snap: &StateSnapshot, new_job: bool) -> Result<(), ServerError> {
+        let config = &self.inner.config;
+        if new_job && snap.job_count() >= config.max_jobs {
+            return Err(ServerError::ResourceExhausted {
+                reason: format!("the cluster holds its maximum of {} jobs", config.max_jobs),
+                retry_after: Duration::from_secs(60),
+            });
+        }
+        if let Ok(stats) = self.inner.leadership.stats().await {
+            let held = stats.broker.total.tracked();
+            if held >= config.max_outstanding_evals {
+                return Err(ServerError::ResourceExhausted {
+                    reason: format!(
+                        "{held} evaluations are outstanding, the maximum is {}",
+                        config.max_outstanding_evals
+                    ),
+                    retry_after: Duration::from_secs(1),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Dispatches a parameterized job: a child job with the request's meta and payload,
+    /// committed with its eval in one entry.
+    pub async fn dispatch_job(&self, req: DispatchRequest) -> Result<JobDispatched, ServerError> {
+        let snap = self.snapshot();
+        let parent = snap
+            .job(&req.parent)
+            .ok_or_else(|| ServerError::not_found("job", &req.parent))?;
+        self.check_room(&snap, true).await?;
+        let now = now();
+        let (job, eval) = {
+            let mut rng = rand::rng();
+            dispatch(
+                parent,
+                req.meta,
+                req.payload,
+                now,
+                &mut rng,
+                &self.inner.config.limits,
+            )
+            .map_err(dispatch_error)?
+        };
+        let job_id = job.id.clone();
+        let eval_id = eval.id;
+        let index = self
+            .inner
+            .writer
+            .write(Command::JobRegister {
+                job,
+                eval: Some(eval),
+                now,
+            })
+            .await?;
+        tracing::info!(parent_id = %req.parent, %job_id, %eval_id, index, "job dispatched");
+        Ok(JobDispatched {
+            job_id,
+            eval_id,
             index,
         })
     }
@@ -402,6 +518,7 @@ impl ServerHandle {
     pub async fn heartbeat(&self, hb: Heartbeat) -> Result<HeartbeatAck, ServerError> {
         let snap = self.snapshot();
         let node = self.authenticated(&snap, &hb.auth)?;
+        self.inner.metrics.heartbeat();
         let now = now();
         let outcome = self
             .inner
@@ -450,7 +567,10 @@ impl ServerHandle {
         }
         let mut updates: Vec<AllocClientUpdate> = Vec::with_capacity(req.updates.len());
         let mut infra = 0;
-        let mut failed_jobs = std::collections::BTreeSet::new();
+        // Jobs that need an eval for this batch, and why: a failure to reschedule, or an
+        // allocation the server holds as unknown reporting in again (the reconnect, which the
+        // scheduler must settle now rather than at the end of the disconnect window).
+        let mut eval_jobs = std::collections::BTreeMap::new();
         for u in req.updates {
             let alloc = snap
                 .alloc(&u.update.alloc_id)
@@ -466,21 +586,31 @@ impl ServerHandle {
             if u.infra_failure {
                 infra += 1;
             }
-            if u.update.client_status == ClientStatus::Failed
+            let trigger = if u.update.client_status == ClientStatus::Failed
                 && alloc.desired_status == DesiredStatus::Run
             {
-                failed_jobs.insert(JobKey {
+                Some(TriggeredBy::AllocFailure)
+            } else if alloc.client_status == ClientStatus::Unknown
+                && u.update.client_status != ClientStatus::Unknown
+            {
+                Some(TriggeredBy::Reconnect)
+            } else {
+                None
+            };
+            if let Some(trigger) = trigger {
+                let key = JobKey {
                     namespace: alloc.namespace.clone(),
                     id: alloc.job_id.clone(),
-                });
+                };
+                eval_jobs.entry(key).or_insert(trigger);
             }
             updates.push(u.update);
         }
         let now = now();
-        let evals = failed_jobs
+        let evals = eval_jobs
             .iter()
-            .filter_map(|k| snap.job(k))
-            .map(|j| Evaluation::new(EvalId::random(), j, TriggeredBy::AllocFailure, now))
+            .filter_map(|(k, trigger)| Some((snap.job(k)?, *trigger)))
+            .map(|(j, trigger)| Evaluation::new(EvalId::random(), j, trigger, now))
             .collect();
         let index = self
             .inner
@@ -703,6 +833,17 @@ fn worker_error(e: WorkerConfigError) -> ServerError {
         WorkerConfigError::BadStatus { .. } => ServerError::precondition(e.to_string()),
         WorkerConfigError::CountTooHigh { .. } => ServerError::InvalidArgument {
             reason: e.to_string(),
+        },
+    }
+}
+
+fn dispatch_error(e: DispatchError) -> ServerError {
+    match e {
+        DispatchError::NotParameterized { .. } | DispatchError::Stopped { .. } => {
+            ServerError::precondition(e.to_string())
+        }
+        other => ServerError::InvalidArgument {
+            reason: other.to_string(),
         },
     }
 }

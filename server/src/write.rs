@@ -4,6 +4,7 @@
 //! as [`ServerError::Refused`] with the entry's index.
 
 use crate::error::ServerError;
+use crate::metrics::Metrics;
 use crate::raft::{RaftNode, ServerId};
 use drover_core::fsm::Command;
 use drover_core::{Index, Timestamp};
@@ -31,17 +32,24 @@ pub(crate) fn not_leader_text(leader_id: Option<ServerId>, leader_addr: Option<&
 #[derive(Clone, Debug)]
 pub struct Writer {
     raft: Arc<RaftNode>,
+    metrics: Arc<Metrics>,
 }
 
 impl Writer {
-    pub fn new(raft: Arc<RaftNode>) -> Self {
-        Self { raft }
+    /// Writes through `raft`, recording each commit's latency in `metrics`.
+    pub fn new(raft: Arc<RaftNode>, metrics: Arc<Metrics>) -> Self {
+        Self { raft, metrics }
     }
 
     /// Appends `cmd` and waits for its commit and apply; returns the entry's index.
     pub async fn write(&self, cmd: Command) -> Result<Index, ServerError> {
         let kind = cmd.kind();
-        match self.raft.client_write(cmd).await {
+        let started = std::time::Instant::now();
+        let written = self.raft.client_write(cmd).await;
+        if written.is_ok() {
+            self.metrics.committed(kind, started.elapsed());
+        }
+        match written {
             Ok((index, Ok(()))) => Ok(index),
             Ok((index, Err(reason))) => {
                 tracing::debug!(index, kind, %reason, "write refused by the fsm");

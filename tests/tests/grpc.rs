@@ -28,16 +28,14 @@ impl Harness {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut config = ServerConfig::for_tests(dir.path());
         config.bind_addr = "127.0.0.1:0".into();
+        config.max_message_bytes = MAX_MESSAGE;
         let server = Server::start(config).await.expect("server starts");
         assert!(
             server.handle().wait_for_leadership(DEADLINE).await,
             "server did not become leader"
         );
         let api = server
-            .serve(ApiOptions {
-                max_message_bytes: MAX_MESSAGE,
-                ..ApiOptions::default()
-            })
+            .serve(ApiOptions::default())
             .await
             .expect("API serves");
         let channel = Channel::from_shared(format!("http://{}", api.local_addr()))

@@ -1,11 +1,13 @@
 //! `drover.v1.EventService`: the event stream.
 //!
-//! Each subscriber gets its own receiver of the server's bounded broadcast of applied
-//! entries' events and a task that filters and forwards them. The FSM only ever sends
-//! into the broadcast, which never waits: a subscriber too slow to keep up is overtaken
-//! by the buffer and its stream ends with OUT_OF_RANGE.
+//! Each subscriber gets a task with its own cursor into the server's retained event buffer
+//! ([`crate::events::EventRing`]): it replays what the buffer holds from the requested
+//! index, then follows new batches as they are appended. The FSM only appends to the
+//! buffer and never waits: a subscriber too slow to keep up finds the buffer has dropped
+//! its cursor and its stream ends with OUT_OF_RANGE, naming the index to resubscribe from.
 
 use super::Api;
+use crate::events::{Behind, EventRing};
 use drover_core::Index;
 use drover_core::fsm::Event;
 use drover_proto::convert::EventFilter;
@@ -14,7 +16,7 @@ use drover_proto::v1::event_service_server::EventService;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::mpsc;
 use tokio_stream::Stream;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
@@ -22,8 +24,10 @@ use tonic::{Request, Response, Status};
 /// An empty message (carrying the current index) after this long without a match.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// Messages queued towards one subscriber's connection; beyond it the forwarding task
-/// waits, and the broadcast buffer absorbs the rest until it overtakes the subscriber.
+/// waits while the buffer moves on, until it overtakes the subscriber.
 const PER_SUBSCRIBER: usize = 64;
+/// Batches read from the buffer per lock.
+const READ_CHUNK: usize = 256;
 
 /// The EventService implementation.
 #[derive(Clone, Debug)]
@@ -31,10 +35,13 @@ pub struct EventApi(pub(crate) Api);
 
 type EventStream = Pin<Box<dyn Stream<Item = Result<pb::SubscribeResponse, Status>> + Send>>;
 
-fn resubscribe(what: &str, oldest: Index) -> Status {
+/// The status ending a subscription whose start is no longer buffered.
+fn behind_status(b: Behind, applied: Index) -> Status {
     Status::out_of_range(format!(
-        "{what}; the oldest index still buffered is {oldest}: reload state with the read \
-         RPCs and subscribe again from the index they answered at, plus one"
+        "events from index {} are no longer buffered (the oldest buffered index is {}, the \
+         server is at {applied}): reload state with the read RPCs and subscribe again from \
+         a newer index, the one they answered at plus one",
+        b.wanted, b.floor
     ))
 }
 
@@ -48,18 +55,18 @@ impl EventService for EventApi {
     ) -> Result<Response<Self::SubscribeStream>, Status> {
         let filter = EventFilter::try_from(req.into_inner())?;
         let handle = self.0.handle.clone();
-        // Subscribe first, then read the index: every entry after it is in the receiver.
-        let rx = handle.subscribe_events();
+        let ring = handle.event_ring();
         let applied = handle.applied_index();
-        // The buffer holds only what is applied from now on.
-        if filter.from_index != 0 && filter.from_index <= applied {
-            return Err(resubscribe(
-                &format!("index {} is no longer buffered", filter.from_index),
-                applied + 1,
-            ));
+        let cursor = match filter.from_index {
+            0 => applied + 1,
+            from => from,
+        };
+        // Refuse at once rather than open a stream only to end it.
+        if let Err(b) = ring.read_from(cursor, 0) {
+            return Err(behind_status(b, applied));
         }
         let (tx, out) = mpsc::channel(PER_SUBSCRIBER);
-        tokio::spawn(forward(handle, filter, rx, tx));
+        tokio::spawn(forward(handle, ring, filter, cursor, tx));
         Ok(Response::new(Box::pin(ReceiverStream::new(out))))
     }
 }
@@ -67,10 +74,7 @@ impl EventService for EventApi {
 /// Groups a batch's events by index, keeping only those the subscriber wants.
 fn responses(filter: &EventFilter, batch: &[Event]) -> Vec<pb::SubscribeResponse> {
     let mut out: Vec<pb::SubscribeResponse> = Vec::new();
-    for e in batch
-        .iter()
-        .filter(|e| e.index >= filter.from_index && filter.matches(e))
-    {
+    for e in batch.iter().filter(|e| filter.matches(e)) {
         match out.last_mut() {
             Some(r) if r.index == e.index => r.events.push(e.into()),
             _ => out.push(pb::SubscribeResponse {
@@ -84,50 +88,51 @@ fn responses(filter: &EventFilter, batch: &[Event]) -> Vec<pb::SubscribeResponse
 
 async fn forward(
     handle: crate::ServerHandle,
+    ring: Arc<EventRing>,
     filter: EventFilter,
-    mut rx: broadcast::Receiver<Arc<Vec<Event>>>,
+    mut cursor: Index,
     tx: mpsc::Sender<Result<pb::SubscribeResponse, Status>>,
 ) {
-    let mut last_sent = Index::default();
+    let mut appended = ring.watch();
+    let mut last_sent = tokio::time::Instant::now();
     loop {
-        let batch = tokio::select! {
-            _ = tx.closed() => return,
-            r = tokio::time::timeout(KEEP_ALIVE, rx.recv()) => r,
+        appended.borrow_and_update();
+        let batches = match ring.read_from(cursor, READ_CHUNK) {
+            Ok(b) => b,
+            Err(b) => {
+                tracing::debug!(cursor, floor = b.floor, "event subscriber overtaken");
+                let _ = tx.send(Err(behind_status(b, handle.applied_index()))).await;
+                return;
+            }
         };
-        match batch {
-            Err(_elapsed) => {
+        if let Some(last) = batches.last().and_then(|b| b.first()) {
+            cursor = last.index + 1;
+            for r in batches.iter().flat_map(|b| responses(&filter, b)) {
+                if tx.send(Ok(r)).await.is_err() {
+                    return;
+                }
+                last_sent = tokio::time::Instant::now();
+            }
+            continue;
+        }
+        let keep_alive_at = last_sent + KEEP_ALIVE;
+        tokio::select! {
+            _ = tx.closed() => return,
+            changed = appended.changed() => {
+                if changed.is_err() {
+                    let _ = tx.send(Err(Status::unavailable("the server is shutting down"))).await;
+                    return;
+                }
+            }
+            _ = tokio::time::sleep_until(keep_alive_at) => {
                 let keep_alive = pb::SubscribeResponse {
                     events: Vec::new(),
-                    index: handle.applied_index().max(last_sent),
+                    index: handle.applied_index().max(cursor.saturating_sub(1)),
                 };
                 if tx.send(Ok(keep_alive)).await.is_err() {
                     return;
                 }
-            }
-            Ok(Ok(batch)) => {
-                for r in responses(&filter, &batch) {
-                    last_sent = r.index;
-                    if tx.send(Ok(r)).await.is_err() {
-                        return;
-                    }
-                }
-            }
-            Ok(Err(broadcast::error::RecvError::Lagged(missed))) => {
-                let status = Status::out_of_range(format!(
-                    "this subscriber fell behind the event buffer ({missed} batches were \
-                     dropped after index {last_sent}); reload state with the read RPCs and \
-                     subscribe again from a newer index: the one they answered at, plus one \
-                     (the server is at {})",
-                    handle.applied_index()
-                ));
-                let _ = tx.send(Err(status)).await;
-                return;
-            }
-            Ok(Err(broadcast::error::RecvError::Closed)) => {
-                let _ = tx
-                    .send(Err(Status::unavailable("the server is shutting down")))
-                    .await;
-                return;
+                last_sent = tokio::time::Instant::now();
             }
         }
     }

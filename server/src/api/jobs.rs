@@ -6,7 +6,7 @@ use drover_core::scheduler::annotate::dry_run;
 use drover_core::types::{EvalId, JobKey};
 use drover_core::validate::{canonicalize, validate_job};
 use drover_proto::convert::{
-    JobRegistration, job_key, job_list_entry, plan_response, submitted_job,
+    DispatchRequest, JobRegistration, job_key, job_list_entry, plan_response, submitted_job,
 };
 use drover_proto::v1 as pb;
 use drover_proto::v1::job_service_server::JobService;
@@ -177,10 +177,14 @@ impl JobService for JobApi {
 
     async fn dispatch(
         &self,
-        _req: Request<pb::DispatchJobRequest>,
+        req: Request<pb::DispatchJobRequest>,
     ) -> Result<Response<pb::DispatchJobResponse>, Status> {
-        Err(Status::unimplemented(
-            "drover.v1.JobService/Dispatch is not implemented yet by this server",
-        ))
+        let req = DispatchRequest::try_from(req.into_inner())?;
+        let d = self.0.handle.dispatch_job(req).await?;
+        Ok(Response::new(pb::DispatchJobResponse {
+            dispatched_job_id: d.job_id.to_string(),
+            eval_id: d.eval_id.to_string(),
+            index: d.index,
+        }))
     }
 }

@@ -10,6 +10,8 @@
 mod evals;
 mod events;
 mod jobs;
+pub mod node_health;
+mod node_watch;
 mod nodes;
 mod operator;
 mod status;
@@ -24,7 +26,7 @@ pub use status::StatusApi;
 pub use workers::WorkerApi;
 
 use crate::ServerHandle;
-use crate::raft::{DEFAULT_MAX_MESSAGE_BYTES, RaftGrpcService};
+use crate::raft::RaftGrpcService;
 use drover_core::state::StateSnapshot;
 use drover_proto::v1 as pb;
 use std::net::SocketAddr;
@@ -38,9 +40,10 @@ use tonic::transport::server::Router;
 /// Settings of the gRPC listener.
 #[derive(Clone, Debug)]
 pub struct ApiOptions {
-    /// The largest request or response message, in bytes. A larger request is refused
-    /// by tonic before it reaches a handler (OUT_OF_RANGE / RESOURCE_EXHAUSTED).
-    pub max_message_bytes: usize,
+    /// The largest request or response message, in bytes, overriding the server config's
+    /// `max_message_bytes` (`None`: the config's). A larger request is refused by tonic
+    /// before it reaches a handler (OUT_OF_RANGE / RESOURCE_EXHAUSTED).
+    pub max_message_bytes: Option<usize>,
     /// The longest a read may wait for its `QueryOptions.min_index`.
     pub max_query_wait: Duration,
 }
@@ -48,7 +51,7 @@ pub struct ApiOptions {
 impl Default for ApiOptions {
     fn default() -> Self {
         Self {
-            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            max_message_bytes: None,
             max_query_wait: Duration::from_secs(10),
         }
     }
@@ -59,6 +62,7 @@ impl Default for ApiOptions {
 pub(crate) struct Api {
     pub(crate) handle: ServerHandle,
     pub(crate) opts: ApiOptions,
+    pub(crate) node_wakeups: std::sync::Arc<node_watch::NodeWakeups>,
 }
 
 impl Api {
@@ -94,8 +98,15 @@ pub async fn router(
     raft: RaftGrpcService,
     opts: ApiOptions,
 ) -> Result<Router, tonic_reflection::server::Error> {
-    let max = opts.max_message_bytes;
-    let api = Api { handle, opts };
+    let max = opts
+        .max_message_bytes
+        .unwrap_or(handle.config().max_message_bytes);
+    let node_wakeups = node_watch::NodeWakeups::start(&handle);
+    let api = Api {
+        handle,
+        opts,
+        node_wakeups,
+    };
     let (health_reporter, health) = tonic_health::server::health_reporter();
     for name in drover_proto::SERVICE_NAMES {
         health_reporter

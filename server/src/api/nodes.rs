@@ -87,7 +87,8 @@ impl NodeService for NodeApi {
                 })?;
         }
         let (tx, rx) = mpsc::channel(4);
-        tokio::spawn(watch_loop(handle, auth, tx));
+        let wakeups = self.0.node_wakeups.subscribe(auth.node_id);
+        tokio::spawn(watch_loop(handle, auth, wakeups, tx));
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
 
@@ -101,12 +102,14 @@ impl NodeService for NodeApi {
     }
 }
 
-/// Sends the node's allocation set now, then again whenever an applied index changes it.
-/// Ends when the client goes away, or with the error once the node is gone or its
+/// Sends the node's allocation set now, then again whenever an applied entry that touched
+/// this node changes it (`wakeups`; every `WATCH_POLL` as a backstop, e.g. after a snapshot
+/// install). Ends when the client goes away, or with the error once the node is gone or its
 /// credentials stop matching.
 async fn watch_loop(
     handle: crate::ServerHandle,
     auth: NodeCredentials,
+    mut wakeups: tokio::sync::watch::Receiver<u64>,
     tx: mpsc::Sender<Result<pb::WatchAllocationsResponse, Status>>,
 ) {
     let mut last: Option<Vec<_>> = None;
@@ -134,7 +137,12 @@ async fn watch_loop(
         }
         tokio::select! {
             _ = tx.closed() => return,
-            _ = handle.wait_for_index(index + 1, WATCH_POLL) => {}
+            changed = wakeups.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+            }
+            _ = tokio::time::sleep(WATCH_POLL) => {}
         }
     }
 }

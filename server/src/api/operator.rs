@@ -1,6 +1,10 @@
 //! `drover.v1.OperatorService`: node operations and the scheduler configuration.
 
 use super::Api;
+use super::node_health::{health_counts, health_time_left};
+use crate::write::now;
+use drover_core::Timestamp;
+use drover_core::node_health::HealthConfig;
 use drover_core::state::StateSnapshot;
 use drover_core::types::{AllocId, Node, NodeId};
 use drover_proto::WireEnum;
@@ -15,7 +19,12 @@ use tonic::{Request, Response, Status};
 #[derive(Clone, Debug)]
 pub struct OperatorApi(pub(crate) Api);
 
-fn entry(snap: &StateSnapshot, node: &Node) -> pb::NodeListEntry {
+fn entry(
+    snap: &StateSnapshot,
+    node: &Node,
+    health: &HealthConfig,
+    now: Timestamp,
+) -> pb::NodeListEntry {
     let live = snap
         .allocs_by_node(&node.id)
         .filter(|a| !a.is_terminal())
@@ -24,6 +33,8 @@ fn entry(snap: &StateSnapshot, node: &Node) -> pb::NodeListEntry {
         node: Some(node.into()),
         live_allocs: u32::try_from(live).unwrap_or(u32::MAX),
         allocated: Some((&snap.node_usage(&node.id)).into()),
+        health_time_left_ms: health_time_left(node, health, now)
+            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
     }
 }
 
@@ -52,9 +63,10 @@ impl OperatorService for OperatorApi {
         let snap = self.0.read(req.query.as_ref()).await?;
         let mut nodes: Vec<_> = snap.nodes().filter(|n| filter.matches(n)).collect();
         nodes.sort_by_key(|n| n.id);
+        let (health, now) = (&self.0.handle.config().health, now());
         Ok(Response::new(pb::NodeListResponse {
-            nodes: nodes.iter().map(|n| entry(&snap, n)).collect(),
-            counts: None,
+            nodes: nodes.iter().map(|n| entry(&snap, n, health, now)).collect(),
+            counts: Some((&health_counts(&snap)).into()),
             index: snap.latest_index(),
         }))
     }
@@ -70,7 +82,7 @@ impl OperatorService for OperatorApi {
             .node(&id)
             .ok_or_else(|| Status::not_found(format!("node {id} not found")))?;
         Ok(Response::new(pb::NodeGetResponse {
-            node: Some(entry(&snap, node)),
+            node: Some(entry(&snap, node, &self.0.handle.config().health, now())),
             allocations: snap
                 .allocs_by_node(&id)
                 .map(|a| a.as_ref().into())

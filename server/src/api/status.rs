@@ -1,6 +1,7 @@
 //! `drover.v1.StatusService`: the leader and this server's Raft status.
 
 use super::Api;
+use super::node_health::health_counts;
 use crate::raft::RaftMetrics;
 use drover_proto::v1 as pb;
 use drover_proto::v1::status_service_server::StatusService;
@@ -84,7 +85,7 @@ impl StatusService for StatusApi {
             committed_index: m.last_applied.map_or(0, |l| l.index),
             applied_index: applied,
             snapshot_index: m.snapshot.map_or(0, |l| l.index),
-            nodes: None,
+            nodes: Some((&health_counts(&self.0.handle.snapshot())).into()),
             index: applied,
         }))
     }
@@ -93,8 +94,75 @@ impl StatusService for StatusApi {
         &self,
         _req: Request<pb::MembersRequest>,
     ) -> Result<Response<pb::MembersResponse>, Status> {
-        Err(Status::unimplemented(
-            "drover.v1.StatusService/Members is not implemented yet by this server",
-        ))
+        let handle = &self.0.handle;
+        let m = handle.raft_metrics();
+        let me = handle.server_id();
+        // A peer the leader has not heard from for this long is reported unreachable.
+        let stale_ms = u64::try_from(handle.config().raft.election_timeout_max.as_millis())
+            .unwrap_or(u64::MAX);
+        let membership = m.membership_config.membership();
+        let members = membership
+            .nodes()
+            .map(|(id, node)| {
+                let voter = membership.voter_ids().any(|v| v == *id);
+                let member_role = if *id == me {
+                    role(m.state)
+                } else if m.current_leader == Some(*id) {
+                    pb::RaftRole::Leader
+                } else if voter {
+                    pb::RaftRole::Follower
+                } else {
+                    pb::RaftRole::Learner
+                };
+                let (status, last_contact_ms) = peer_status(&m, me, *id, stale_ms);
+                pb::Member {
+                    id: id.to_string(),
+                    name: if *id == me {
+                        handle.config().name.clone()
+                    } else {
+                        format!("server-{id}")
+                    },
+                    address: node.addr.clone(),
+                    role: member_role.into(),
+                    status: status.into(),
+                    last_contact_ms,
+                    version: if *id == me {
+                        env!("CARGO_PKG_VERSION").to_string()
+                    } else {
+                        String::new()
+                    },
+                }
+            })
+            .collect();
+        Ok(Response::new(pb::MembersResponse {
+            members,
+            index: handle.applied_index(),
+        }))
     }
+}
+
+/// What this server knows of a peer's liveness: itself is alive; a leader knows each
+/// follower from replication (alive while replicated to and the quorum acked recently);
+/// a follower knows only its current leader, alive while it is recognised.
+fn peer_status(m: &RaftMetrics, me: u64, id: u64, stale_ms: u64) -> (pb::MemberStatus, u64) {
+    if id == me {
+        return (pb::MemberStatus::Alive, 0);
+    }
+    if m.current_leader == Some(me) {
+        let since_ack = m.millis_since_quorum_ack.unwrap_or(u64::MAX);
+        let replicated = m
+            .replication
+            .as_ref()
+            .and_then(|r| r.get(&id))
+            .is_some_and(|matched| matched.is_some());
+        return if replicated && since_ack <= stale_ms {
+            (pb::MemberStatus::Alive, since_ack)
+        } else {
+            (pb::MemberStatus::Unreachable, 0)
+        };
+    }
+    if m.current_leader == Some(id) {
+        return (pb::MemberStatus::Alive, 0);
+    }
+    (pb::MemberStatus::Unspecified, 0)
 }

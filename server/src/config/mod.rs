@@ -1,9 +1,13 @@
 //! How to start a [`crate::Server`]: where it keeps its data, how many workers it runs, and
 //! every duration and limit of the leader's duties. Production defaults come from Nomad and
 //! Scoot (see BEHAVIOUR.md); [`ServerConfig::for_tests`] shrinks the durations so tests run
-//! in seconds.
+//! in seconds. [`file`] reads the HCL config file that `drover server -config` loads.
 
-use crate::raft::{Bootstrap, RaftConfig, ServerId};
+mod file;
+
+pub use file::{ConfigError, ConfigFile};
+
+use crate::raft::{Bootstrap, DEFAULT_MAX_MESSAGE_BYTES, RaftConfig, ServerId};
 use drover_core::SchedulerType;
 use drover_core::blocked::BlockedConfig;
 use drover_core::broker::BrokerConfig;
@@ -98,6 +102,8 @@ impl Default for GcConfig {
 pub struct ServerConfig {
     /// This server's Raft id.
     pub server_id: ServerId,
+    /// The name `StatusService/Members` shows for it.
+    pub name: String,
     /// Holds the Raft log and snapshots; created if missing.
     pub data_dir: PathBuf,
     /// The address this server is reached at (recorded in the Raft membership).
@@ -118,13 +124,23 @@ pub struct ServerConfig {
     pub max_outstanding_evals: usize,
     /// How long the plan applier waits for state to reach a plan's snapshot index.
     pub plan_wait_limit: Duration,
+    /// The largest gRPC message, in bytes, either way (the Raft transport included); a
+    /// larger request is refused before it reaches a handler.
+    pub max_message_bytes: usize,
+    /// Events retained for `EventService/Subscribe` to replay; a subscriber asking for an
+    /// older index, or falling further behind, is told to resubscribe.
+    pub event_buffer: usize,
+    /// Where to serve Prometheus `/metrics` over HTTP; `None`: not served.
+    pub metrics_addr: Option<String>,
 }
 
 impl ServerConfig {
-    /// A single server on `data_dir` with production defaults.
+    /// A single server on `data_dir` with production defaults (metrics off: `drover server`
+    /// turns them on).
     pub fn new(data_dir: impl Into<PathBuf>) -> Self {
         Self {
             server_id: 1,
+            name: "drover-1".into(),
             data_dir: data_dir.into(),
             bind_addr: "127.0.0.1:4647".into(),
             bootstrap: Bootstrap::SingleNode,
@@ -139,6 +155,9 @@ impl ServerConfig {
             max_jobs: 100_000,
             max_outstanding_evals: 100_000,
             plan_wait_limit: Duration::from_secs(5),
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            event_buffer: crate::events::DEFAULT_EVENT_BUFFER,
+            metrics_addr: None,
         }
     }
 

@@ -1,0 +1,289 @@
+//! Prometheus metrics, served as text on `GET /metrics` when the config names an address.
+//!
+//! Why `prometheus-client`: it keeps a registry per value instead of a process-global
+//! recorder, so several servers in one process (the tests start many) each report their
+//! own figures, and its types are Prometheus' own (counters, gauges, histograms with
+//! label families). The endpoint is a tiny axum app: axum is already in the tree under
+//! tonic.
+//!
+//! Two kinds of figures: counters and histograms updated where things happen (heartbeats
+//! handled, Raft commit latency per command kind, which for `command="apply_plan"` is
+//! the plan applier's commit latency), and gauges read from the server's structures when
+//! scraped (broker depth per scheduler and state, blocked evals, plan queue depth,
+//! workers per status, nodes per health), so they cost nothing between scrapes.
+
+use crate::ServerHandle;
+use crate::api::node_health::health_counts;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::IntoResponse;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+type Labels = Vec<(&'static str, String)>;
+
+fn commit_histogram() -> Histogram {
+    // 250 µs to about 8 s.
+    Histogram::new(exponential_buckets(0.000_25, 2.0, 16))
+}
+
+/// Every metric of one server.
+pub struct Metrics {
+    registry: Registry,
+    heartbeats: Counter,
+    commit_seconds: Family<Labels, Histogram, fn() -> Histogram>,
+    broker_evals: Family<Labels, Gauge>,
+    blocked_evals: Gauge,
+    plan_queue_depth: Gauge,
+    plans_enqueued: Gauge,
+    workers: Family<Labels, Gauge>,
+    nodes: Family<Labels, Gauge>,
+    leader: Gauge,
+    applied_index: Gauge,
+    /// Scrapes refresh the gauges and encode under this lock, so two concurrent scrapes
+    /// never interleave a clear and a set.
+    scrape: tokio::sync::Mutex<()>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("drover");
+        let m = Metrics {
+            heartbeats: Counter::default(),
+            commit_seconds: Family::new_with_constructor(commit_histogram),
+            broker_evals: Family::default(),
+            blocked_evals: Gauge::default(),
+            plan_queue_depth: Gauge::default(),
+            plans_enqueued: Gauge::default(),
+            workers: Family::default(),
+            nodes: Family::default(),
+            leader: Gauge::default(),
+            applied_index: Gauge::default(),
+            scrape: tokio::sync::Mutex::new(()),
+            registry: Registry::default(),
+        };
+        registry.register(
+            "heartbeats",
+            "Node heartbeats this server handled",
+            m.heartbeats.clone(),
+        );
+        registry.register(
+            "raft_commit_seconds",
+            "Time from proposing a Raft entry to its commit and apply, per command kind \
+             (command=\"apply_plan\" is the plan applier's commit latency)",
+            m.commit_seconds.clone(),
+        );
+        registry.register(
+            "broker_evals",
+            "Evaluations in the leader's broker per scheduler type and state",
+            m.broker_evals.clone(),
+        );
+        registry.register(
+            "blocked_evals",
+            "Blocked evaluations the leader tracks",
+            m.blocked_evals.clone(),
+        );
+        registry.register(
+            "plan_queue_depth",
+            "Plans waiting for the leader's plan applier",
+            m.plan_queue_depth.clone(),
+        );
+        registry.register(
+            "plans_enqueued",
+            "Plans submitted to this leader's plan queue since it took office",
+            m.plans_enqueued.clone(),
+        );
+        registry.register(
+            "workers",
+            "Scheduler workers of this server per status and workload status",
+            m.workers.clone(),
+        );
+        registry.register("nodes", "Nodes per health set", m.nodes.clone());
+        registry.register(
+            "leader",
+            "1 while this server runs the leader duties",
+            m.leader.clone(),
+        );
+        registry.register(
+            "applied_index",
+            "The newest Raft index applied to this server's state",
+            m.applied_index.clone(),
+        );
+        Metrics { registry, ..m }
+    }
+
+    pub(crate) fn heartbeat(&self) {
+        self.heartbeats.inc();
+    }
+
+    pub(crate) fn committed(&self, command: &'static str, took: Duration) {
+        self.commit_seconds
+            .get_or_create(&vec![("command", command.to_string())])
+            .observe(took.as_secs_f64());
+    }
+
+    fn set(family: &Family<Labels, Gauge>, labels: Labels, value: usize) {
+        family
+            .get_or_create(&labels)
+            .set(i64::try_from(value).unwrap_or(i64::MAX));
+    }
+
+    /// Reads the gauges from the server, then encodes everything as Prometheus text.
+    pub async fn render(&self, handle: &ServerHandle) -> String {
+        let _scrape = self.scrape.lock().await;
+        self.refresh(handle).await;
+        let mut out = String::new();
+        if let Err(e) = encode(&mut out, &self.registry) {
+            tracing::warn!(error = %e, "metrics encoding failed");
+        }
+        out
+    }
+
+    async fn refresh(&self, handle: &ServerHandle) {
+        let snap = handle.snapshot();
+        self.applied_index
+            .set(i64::try_from(snap.latest_index()).unwrap_or(i64::MAX));
+        self.leader.set(i64::from(handle.is_leader()));
+        let counts = health_counts(&snap);
+        for (health, n) in [
+            ("healthy_free", counts.free),
+            ("healthy_running", counts.running),
+            ("suspended_new", counts.suspended_new),
+            ("suspended_lost", counts.suspended_lost),
+            ("suspended_flaky", counts.suspended_flaky),
+            ("offlined", counts.offlined),
+        ] {
+            Self::set(&self.nodes, vec![("health", health.into())], n);
+        }
+        self.broker_evals.clear();
+        if let Ok(stats) = handle.broker_stats().await {
+            for (t, q) in stats.broker.iter() {
+                for (state, n) in [
+                    ("ready", q.ready),
+                    ("unacked", q.unacked),
+                    ("pending", q.pending),
+                    ("waiting", q.waiting),
+                    ("cancelable", q.cancelable),
+                    ("failed", q.failed),
+                ] {
+                    let labels = vec![("scheduler", t.as_str().into()), ("state", state.into())];
+                    Self::set(&self.broker_evals, labels, n);
+                }
+            }
+            self.blocked_evals
+                .set(i64::try_from(stats.blocked.total_blocked).unwrap_or(i64::MAX));
+            self.plan_queue_depth
+                .set(i64::try_from(stats.plan_queue.depth).unwrap_or(i64::MAX));
+            self.plans_enqueued
+                .set(i64::try_from(stats.plan_queue.enqueued).unwrap_or(i64::MAX));
+        } else {
+            self.blocked_evals.set(0);
+            self.plan_queue_depth.set(0);
+        }
+        self.workers.clear();
+        let mut per_status = std::collections::BTreeMap::new();
+        for w in handle.workers().await {
+            *per_status
+                .entry((w.status.as_str(), w.workload.as_str()))
+                .or_insert(0usize) += 1;
+        }
+        for ((status, workload), n) in per_status {
+            let labels = vec![("status", status.into()), ("workload", workload.into())];
+            Self::set(&self.workers, labels, n);
+        }
+    }
+}
+
+async fn scrape(State(handle): State<ServerHandle>) -> impl IntoResponse {
+    let body = handle.metrics().render(&handle).await;
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        body,
+    )
+}
+
+/// The running `/metrics` listener; stops when shut down or dropped.
+#[derive(Debug)]
+pub struct MetricsServer {
+    addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl MetricsServer {
+    /// The address actually bound (the real port when the config asked for port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub(crate) async fn shutdown(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(mut task) = self.task.take()
+            && tokio::time::timeout(Duration::from_secs(2), &mut task)
+                .await
+                .is_err()
+        {
+            task.abort();
+        }
+    }
+}
+
+impl Drop for MetricsServer {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
+
+/// Binds `addr` and serves `GET /metrics` for `handle`.
+pub(crate) async fn serve(handle: ServerHandle, addr: &str) -> std::io::Result<MetricsServer> {
+    let listener = TcpListener::bind(addr).await?;
+    let local = listener.local_addr()?;
+    let app = axum::Router::new()
+        .route("/metrics", axum::routing::get(scrape))
+        .with_state(handle);
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let served = axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                let _ = stopped.await;
+            })
+            .await;
+        if let Err(e) = served {
+            tracing::warn!(error = %e, "metrics listener failed");
+        }
+    });
+    tracing::info!(addr = %local, "metrics listening");
+    Ok(MetricsServer {
+        addr: local,
+        stop: Some(stop),
+        task: Some(task),
+    })
+}
