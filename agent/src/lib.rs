@@ -1,3 +1,33 @@
-//! drover's node agent and node simulator. Filled by the agent issue.
+//! drover's node agent and node simulator.
+//!
+//! The agent ([`Agent`]) registers this machine with the servers, heartbeats, watches the
+//! node's allocations and runs their tasks as host processes (the `raw_exec` driver, `exec`
+//! accepted as an alias), reporting status changes in batches. Its state lives in the data
+//! dir, so an agent killed at any moment and started again is the same node and re-attaches
+//! to the tasks still running instead of starting duplicates.
+//!
+//! Modules, one idea each: [`config`] (flags and HCL file), [`fingerprint`] (the host),
+//! [`rpc`] (server connections with failover), [`heartbeat`] (registration, TTL, readiness),
+//! [`state`] (durable records), [`driver`] (processes, logs, signals), [`runner`] (per
+//! allocation and per task supervisors, restart policy), [`reporter`] (batched status
+//! updates), [`supervisor`] (following the servers' allocation list).
+//!
+//! [`sim`] runs thousands of virtual nodes in one process for scale and failure tests.
 
+mod agent;
+pub mod config;
+pub mod driver;
+mod error;
+pub mod fingerprint;
+pub mod heartbeat;
+pub mod reporter;
+pub mod rpc;
+pub mod runner;
+pub mod sim;
+pub mod state;
+pub mod supervisor;
+
+pub use agent::{Agent, readiness};
+pub use config::AgentConfig;
 pub use drover_core as core;
+pub use error::AgentError;

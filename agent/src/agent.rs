@@ -1,0 +1,246 @@
+//! The agent as a whole: start (fingerprint, identity, restore, register), the background
+//! loops (heartbeat, allocation watch, status reports), and shutdown.
+
+use crate::AgentError;
+use crate::config::AgentConfig;
+use crate::driver::{self, ProcessRecord};
+use crate::fingerprint::{Fingerprint, fingerprint};
+use crate::heartbeat::{self, Heartbeat, Link};
+use crate::reporter::{self, Reporter};
+use crate::rpc::Servers;
+use crate::runner::RunnerContext;
+use crate::state::{NodeIdentity, StateStore};
+use crate::supervisor::{self, Supervisor};
+use backon::{ExponentialBuilder, Retryable};
+use drover_core::node_health::Readiness;
+use drover_core::types::NodeId;
+use drover_proto::v1 as pb;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Mutex;
+use tokio::task::JoinHandle;
+
+/// How long a report flush waits on shutdown before giving up on unreachable servers.
+const FLUSH_ON_SHUTDOWN: Duration = Duration::from_secs(5);
+
+/// A running node agent.
+///
+/// Dropping it (or [`Agent::shutdown`]) stops talking to the servers but leaves every task
+/// process running, as Nomad's client does: the next agent start on the same data dir
+/// re-attaches to them. [`Agent::shutdown_and_stop_tasks`] stops the tasks first.
+#[derive(Debug)]
+pub struct Agent {
+    node_id: NodeId,
+    data_dir: PathBuf,
+    link: Arc<Link>,
+    reporter: Reporter,
+    supervisor: Arc<Mutex<Supervisor>>,
+    loops: Vec<JoinHandle<()>>,
+}
+
+fn resources(r: &drover_core::types::Resources) -> pb::Resources {
+    r.into()
+}
+
+/// The node's registration from the fingerprint and config, under `identity` if known.
+fn registration(
+    config: &AgentConfig,
+    print: &Fingerprint,
+    identity: Option<&NodeIdentity>,
+) -> pb::NodeRegistration {
+    let mut attributes = print.attributes.clone();
+    for d in driver::DRIVERS {
+        attributes.insert(format!("driver.{d}"), "1".into());
+    }
+    pb::NodeRegistration {
+        node_id: identity.map(|i| i.node_id.to_string()).unwrap_or_default(),
+        secret_id: identity.map(|i| i.secret_id.clone()).unwrap_or_default(),
+        name: config
+            .name
+            .clone()
+            .unwrap_or_else(|| print.hostname.clone()),
+        datacenter: config.datacenter.clone(),
+        node_class: config.node_class.clone(),
+        attributes,
+        meta: config.meta.clone(),
+        resources: Some(resources(&print.resources)),
+        reserved: Some(resources(&config.reserved)),
+    }
+}
+
+/// The readiness check behind every heartbeat: the process driver needs `/proc` (to tell
+/// its processes from re-used pids) and a writable alloc dir with free space.
+pub fn readiness(alloc_root: &Path) -> Readiness {
+    if ProcessRecord::of(std::process::id() as i32).is_none() {
+        return Readiness::NotYet;
+    }
+    let probe = alloc_root.join(".readiness-probe");
+    let writable = std::fs::write(&probe, b"ok").is_ok() && std::fs::remove_file(&probe).is_ok();
+    let has_space = nix::sys::statvfs::statvfs(alloc_root).is_ok_and(|v| v.blocks_available() > 0);
+    if writable && has_space {
+        Readiness::Ready
+    } else {
+        Readiness::NotYet
+    }
+}
+
+impl Agent {
+    /// Starts the agent: fingerprints the host, registers (or reuses the identity in the
+    /// data dir), re-attaches to tasks a previous agent left running, and starts the
+    /// heartbeat, the allocation watch and the status reports.
+    ///
+    /// A first start must reach a server to be given its identity, and fails if none
+    /// answers within about half a minute; a restart with a stored identity does not wait
+    /// for the servers.
+    pub async fn start(config: AgentConfig) -> Result<Agent, AgentError> {
+        config.validate()?;
+        let data_dir = config.data_dir.clone();
+        let alloc_root = data_dir.join("allocs");
+        std::fs::create_dir_all(&alloc_root).map_err(|source| AgentError::DataDir {
+            path: alloc_root.clone(),
+            source,
+        })?;
+        let print = fingerprint(&data_dir).map_err(|source| AgentError::DataDir {
+            path: data_dir.clone(),
+            source,
+        })?;
+        let store = StateStore::open(&data_dir)?;
+        let servers = Arc::new(Servers::new(&config.servers)?);
+
+        let (identity, registered) = match store.load_identity()? {
+            Some(identity) => (identity, false),
+            None => {
+                let reg = registration(&config, &print, None);
+                let resp = (|| heartbeat::register(&servers, &reg))
+                    .retry(
+                        ExponentialBuilder::default()
+                            .with_min_delay(Duration::from_millis(200))
+                            .with_max_delay(Duration::from_secs(5))
+                            .with_max_times(10)
+                            .with_jitter(),
+                    )
+                    .when(crate::rpc::is_unreachable)
+                    .await
+                    .map_err(AgentError::Register)?;
+                let node_id = resp.node_id.parse().map_err(|_| {
+                    AgentError::Register(tonic::Status::internal(format!(
+                        "servers answered with an invalid node id {:?}",
+                        resp.node_id
+                    )))
+                })?;
+                let identity = NodeIdentity {
+                    node_id,
+                    secret_id: resp.secret_id,
+                };
+                store.save_identity(&identity)?;
+                (identity, true)
+            }
+        };
+        let node_id = identity.node_id;
+        tracing::info!(%node_id, registered, servers = ?config.servers, "agent starting");
+
+        let link = Arc::new(Link::default());
+        let reporter = Reporter::default();
+        let ctx = Arc::new(RunnerContext {
+            alloc_root: alloc_root.clone(),
+            store: store.clone(),
+            reporter: reporter.clone(),
+            link: link.clone(),
+            log_max_bytes: config.log_max_bytes,
+            log_max_files: config.log_max_files,
+        });
+        let mut sup = Supervisor::new(ctx, servers.clone(), config.datacenter.clone());
+        sup.restore(store.load_allocs());
+        let supervisor = Arc::new(Mutex::new(sup));
+
+        let beat = Heartbeat {
+            servers: servers.clone(),
+            identity: identity.clone(),
+            registration: registration(&config, &print, Some(&identity)),
+            registered,
+            readiness: Box::new(move || readiness(&alloc_root)),
+            link: link.clone(),
+        };
+        let loops = vec![
+            tokio::spawn(beat.run()),
+            tokio::spawn(reporter::run(
+                reporter.clone(),
+                servers.clone(),
+                identity.clone(),
+                link.clone(),
+                config.report_interval,
+            )),
+            tokio::spawn(supervisor::watch(supervisor.clone(), servers, identity)),
+        ];
+        Ok(Agent {
+            node_id,
+            data_dir,
+            link,
+            reporter,
+            supervisor,
+            loops,
+        })
+    }
+
+    pub fn node_id(&self) -> NodeId {
+        self.node_id
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    /// Whether the servers accepted the last heartbeat and consider the node ready.
+    pub fn is_ready(&self) -> bool {
+        *self.link.ready.borrow()
+    }
+
+    /// Heartbeats the servers accepted since start.
+    pub fn heartbeats(&self) -> u64 {
+        *self.link.beats.borrow()
+    }
+
+    /// Allocations whose tasks are still supervised here.
+    pub async fn running_allocs(&self) -> usize {
+        self.supervisor.lock().await.running()
+    }
+
+    /// Stops heartbeats, the watch and the reports; task processes keep running and are
+    /// re-attached by the next start on the same data dir.
+    pub async fn shutdown(self) {
+        for l in &self.loops {
+            l.abort();
+        }
+        self.supervisor.lock().await.detach_all();
+        tracing::info!(node_id = %self.node_id, "agent stopped; tasks left running");
+    }
+
+    /// Stops every task (signal, then SIGKILL after its kill timeout), tries for a few
+    /// seconds to report their final status, then shuts down.
+    pub async fn shutdown_and_stop_tasks(self) {
+        // No new allocations from the watch while stopping.
+        if let Some(watch) = self.loops.last() {
+            watch.abort();
+        }
+        self.supervisor.lock().await.stop_all().await;
+        let until = tokio::time::Instant::now() + FLUSH_ON_SHUTDOWN;
+        while self.reporter.pending() > 0 && tokio::time::Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        self.shutdown().await;
+    }
+}
+
+impl Drop for Agent {
+    /// Like [`Agent::shutdown`], as far as possible without awaiting: if the supervisor is
+    /// busy its runners end with the runtime instead; the processes survive either way.
+    fn drop(&mut self) {
+        for l in &self.loops {
+            l.abort();
+        }
+        if let Ok(mut sup) = self.supervisor.try_lock() {
+            sup.detach_all();
+        }
+    }
+}

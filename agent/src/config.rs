@@ -1,0 +1,271 @@
+//! How an agent is configured: in code (`AgentConfig { .. }`), from flags (the CLI fills the
+//! struct), or from an HCL file in Nomad's agent-config shape:
+//!
+//! ```hcl
+//! data_dir   = "/var/lib/drover"
+//! datacenter = "dc1"
+//! name       = "worker-1"
+//! client {
+//!   servers    = ["10.0.0.1:4647", "10.0.0.2:4647"]
+//!   node_class = "batch"
+//!   meta { rack = "r1" }
+//!   reserved {
+//!     cpu    = 500
+//!     memory = 512
+//!     disk   = 1024
+//!   }
+//! }
+//! log {
+//!   max_file_size_mb = 10
+//!   max_files        = 3
+//! }
+//! ```
+//!
+//! Unknown keys are refused (naming the key) rather than ignored, so a typo never silently
+//! leaves a setting at its default.
+
+use crate::AgentError;
+use drover_core::types::Resources;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Everything an agent needs to start.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AgentConfig {
+    /// Server API addresses (`host:port` or `http://host:port`); the agent fails over among
+    /// them in order.
+    pub servers: Vec<String>,
+    /// Holds the node identity, allocation state, allocation dirs and task logs.
+    pub data_dir: PathBuf,
+    /// The node's name; `None`: the host name.
+    pub name: Option<String>,
+    pub datacenter: String,
+    pub node_class: String,
+    pub meta: BTreeMap<String, String>,
+    /// Held back from the fingerprinted capacity for the OS and the agent.
+    pub reserved: Resources,
+    /// A task's stdout or stderr file is rotated once it grows past this.
+    pub log_max_bytes: u64,
+    /// Rotated log files kept per stream, besides the live one.
+    pub log_max_files: u32,
+    /// Pending allocation updates are sent at most this long after they happen.
+    pub report_interval: Duration,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        Self {
+            servers: vec!["127.0.0.1:4647".into()],
+            data_dir: PathBuf::from("/var/lib/drover/agent"),
+            name: None,
+            datacenter: "dc1".into(),
+            node_class: String::new(),
+            meta: BTreeMap::new(),
+            reserved: Resources::ZERO,
+            log_max_bytes: 10 * 1024 * 1024,
+            log_max_files: 3,
+            report_interval: Duration::from_millis(200),
+        }
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    data_dir: Option<PathBuf>,
+    datacenter: Option<String>,
+    name: Option<String>,
+    client: Option<ClientBlock>,
+    log: Option<LogBlock>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ClientBlock {
+    servers: Option<Vec<String>>,
+    node_class: Option<String>,
+    meta: Option<BTreeMap<String, String>>,
+    reserved: Option<ReservedBlock>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ReservedBlock {
+    cpu: Option<u64>,
+    memory: Option<u64>,
+    disk: Option<u64>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct LogBlock {
+    max_file_size_mb: Option<u64>,
+    max_files: Option<u32>,
+}
+
+impl AgentConfig {
+    /// Reads an HCL config file; settings it leaves out keep their defaults.
+    pub fn from_hcl_file(path: impl AsRef<Path>) -> Result<Self, AgentError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| AgentError::ConfigRead {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::from_hcl_str(&text).map_err(|e| match e {
+            AgentError::ConfigParse { source, .. } => AgentError::ConfigParse {
+                path: path.to_path_buf(),
+                source,
+            },
+            other => other,
+        })
+    }
+
+    /// Parses HCL text (see the module docs for the shape).
+    pub fn from_hcl_str(text: &str) -> Result<Self, AgentError> {
+        let file: FileConfig = hcl::from_str(text).map_err(|source| AgentError::ConfigParse {
+            path: PathBuf::from("<text>"),
+            source,
+        })?;
+        let mut config = Self::default();
+        if let Some(d) = file.data_dir {
+            config.data_dir = d;
+        }
+        if let Some(dc) = file.datacenter {
+            config.datacenter = dc;
+        }
+        config.name = file.name;
+        let client = file.client.unwrap_or_default();
+        if let Some(s) = client.servers {
+            config.servers = s;
+        }
+        if let Some(c) = client.node_class {
+            config.node_class = c;
+        }
+        if let Some(m) = client.meta {
+            config.meta = m;
+        }
+        if let Some(r) = client.reserved {
+            config.reserved = Resources::new(
+                r.cpu.unwrap_or(0),
+                r.memory.unwrap_or(0),
+                r.disk.unwrap_or(0),
+            );
+        }
+        let log = file.log.unwrap_or_default();
+        if let Some(mb) = log.max_file_size_mb {
+            config.log_max_bytes = mb.saturating_mul(1024 * 1024);
+        }
+        if let Some(n) = log.max_files {
+            config.log_max_files = n;
+        }
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Refuses settings an agent cannot run with.
+    pub fn validate(&self) -> Result<(), AgentError> {
+        let invalid = |field, problem: &str| {
+            Err(AgentError::ConfigInvalid {
+                field,
+                problem: problem.into(),
+            })
+        };
+        if self.servers.is_empty() {
+            return invalid("servers", "must name at least one server");
+        }
+        if self.datacenter.is_empty() {
+            return invalid("datacenter", "must not be empty");
+        }
+        if self.data_dir.as_os_str().is_empty() {
+            return invalid("data_dir", "must not be empty");
+        }
+        if self.log_max_bytes < 1024 {
+            return invalid("log_max_bytes", "must be at least 1024");
+        }
+        if self.report_interval.is_zero() || self.report_interval > Duration::from_millis(200) {
+            return invalid("report_interval", "must be within 1..=200 ms");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<AgentConfig, String> {
+        AgentConfig::from_hcl_str(text).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn hcl_files_fill_the_config() {
+        let full = r#"
+            data_dir = "/tmp/d"
+            datacenter = "east"
+            name = "w1"
+            client {
+              servers = ["a:1", "http://b:2"]
+              node_class = "gpu"
+              meta { rack = "r1" }
+              reserved {
+                cpu = 500
+                memory = 256
+              }
+            }
+            log {
+              max_file_size_mb = 2
+              max_files = 5
+            }
+        "#;
+        let config = parse(full).expect("valid");
+        assert_eq!(config.servers, vec!["a:1", "http://b:2"]);
+        assert_eq!(config.data_dir, PathBuf::from("/tmp/d"));
+        assert_eq!(config.datacenter, "east");
+        assert_eq!(config.name.as_deref(), Some("w1"));
+        assert_eq!(config.node_class, "gpu");
+        assert_eq!(config.meta.get("rack").map(String::as_str), Some("r1"));
+        assert_eq!(config.reserved, Resources::new(500, 256, 0));
+        assert_eq!(config.log_max_bytes, 2 * 1024 * 1024);
+        assert_eq!(config.log_max_files, 5);
+
+        assert_eq!(parse("").expect("empty is valid"), AgentConfig::default());
+    }
+
+    #[test]
+    fn the_documented_example_parses() {
+        let doc: String = include_str!("config.rs")
+            .lines()
+            .skip_while(|l| !l.starts_with("//! ```hcl"))
+            .skip(1)
+            .take_while(|l| !l.starts_with("//! ```"))
+            .map(|l| format!("{}\n", l.trim_start_matches("//!")))
+            .collect();
+        let config = parse(&doc).expect("the module docs show a valid file");
+        assert_eq!(config.servers.len(), 2);
+        assert_eq!(config.reserved, Resources::new(500, 512, 1024));
+        assert_eq!(config.log_max_files, 3);
+    }
+
+    #[test]
+    fn bad_files_are_refused_naming_the_problem() {
+        let cases = [
+            ("datacentre = \"x\"", "datacentre"),
+            ("client { servers = [] }", "servers"),
+            ("client { reserved { gpu = 1 } }", "gpu"),
+            ("datacenter = \"\"", "datacenter"),
+            ("log { max_file_size_mb = 0 }", "log_max_bytes"),
+        ];
+        for (text, needle) in cases {
+            let err = parse(text).expect_err(text);
+            assert!(err.contains(needle), "{text:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_missing_file_names_its_path() {
+        let err = AgentConfig::from_hcl_file("/nonexistent/agent.hcl").expect_err("missing");
+        assert!(err.to_string().contains("/nonexistent/agent.hcl"), "{err}");
+    }
+}

@@ -1,0 +1,121 @@
+//! The connection to the servers: one lazily connected channel per configured address, a
+//! current one that calls use, and failover to the next address when the current one is
+//! unreachable. Whichever server answers is fine: followers forward writes to the leader.
+
+use crate::AgentError;
+use drover_proto::v1::job_service_client::JobServiceClient;
+use drover_proto::v1::node_service_client::NodeServiceClient;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+use tonic::transport::{Channel, Endpoint};
+use tonic::{Code, Status};
+
+/// How long a unary call may take before it counts as a failure (and fails over).
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(5);
+
+#[derive(Debug)]
+pub struct Servers {
+    endpoints: Vec<(String, Channel)>,
+    current: AtomicUsize,
+}
+
+/// `host:port` as a URL; URLs pass through.
+pub fn server_url(address: &str) -> String {
+    if address.contains("://") {
+        address.to_string()
+    } else {
+        format!("http://{address}")
+    }
+}
+
+/// Whether a call failed because the server could not be reached or did not answer (try
+/// another), as opposed to a refusal (which another server would repeat).
+pub fn is_unreachable(status: &Status) -> bool {
+    matches!(
+        status.code(),
+        Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled | Code::Unknown
+    )
+}
+
+impl Servers {
+    /// Channels to every address; nothing connects until the first call. Must be called
+    /// inside a tokio runtime.
+    pub fn new(addresses: &[String]) -> Result<Self, AgentError> {
+        let mut endpoints = Vec::with_capacity(addresses.len());
+        for address in addresses {
+            let endpoint = Endpoint::from_shared(server_url(address))
+                .map_err(|e| AgentError::ServerAddress {
+                    address: address.clone(),
+                    problem: e.to_string(),
+                })?
+                .connect_timeout(Duration::from_secs(2))
+                .http2_keep_alive_interval(Duration::from_secs(5))
+                .keep_alive_timeout(Duration::from_secs(5))
+                .keep_alive_while_idle(true);
+            endpoints.push((address.clone(), endpoint.connect_lazy()));
+        }
+        if endpoints.is_empty() {
+            return Err(AgentError::ConfigInvalid {
+                field: "servers",
+                problem: "must name at least one server".into(),
+            });
+        }
+        Ok(Self {
+            endpoints,
+            current: AtomicUsize::new(0),
+        })
+    }
+
+    fn current(&self) -> &(String, Channel) {
+        &self.endpoints[self.current.load(Ordering::Relaxed) % self.endpoints.len()]
+    }
+
+    /// The address calls currently go to.
+    pub fn address(&self) -> &str {
+        &self.current().0
+    }
+
+    pub fn nodes(&self) -> NodeServiceClient<Channel> {
+        NodeServiceClient::new(self.current().1.clone())
+    }
+
+    pub fn jobs(&self) -> JobServiceClient<Channel> {
+        JobServiceClient::new(self.current().1.clone()).max_decoding_message_size(64 << 20)
+    }
+
+    /// Records a failed call: an unreachable server is left for the next address.
+    pub fn on_error(&self, status: &Status) {
+        if is_unreachable(status) && self.endpoints.len() > 1 {
+            let from = self.address().to_string();
+            self.current.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(from = %from, to = %self.address(), code = ?status.code(), "failing over to another server");
+        }
+    }
+}
+
+/// A request with the unary-call timeout set.
+pub fn request<T>(message: T) -> tonic::Request<T> {
+    let mut r = tonic::Request::new(message);
+    r.set_timeout(CALL_TIMEOUT);
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn unreachable_servers_fail_over_in_order_and_refusals_do_not() {
+        let servers = Servers::new(&["a:1".into(), "http://b:2".into()]).expect("valid");
+        assert_eq!(servers.address(), "a:1");
+        servers.on_error(&Status::invalid_argument("refused"));
+        assert_eq!(servers.address(), "a:1");
+        servers.on_error(&Status::unavailable("down"));
+        assert_eq!(servers.address(), "http://b:2");
+        servers.on_error(&Status::deadline_exceeded("slow"));
+        assert_eq!(servers.address(), "a:1");
+        assert_eq!(server_url("h:3"), "http://h:3");
+        let err = Servers::new(&["bad url with spaces".into()]).expect_err("invalid");
+        assert!(err.to_string().contains("bad url with spaces"), "{err}");
+    }
+}

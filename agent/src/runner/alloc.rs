@@ -1,0 +1,304 @@
+//! One allocation's supervisor: creates its directories, runs one task runner per task,
+//! folds their changes into the allocation's client status, persists every change before
+//! reporting it (so what the servers hear is never ahead of what a restarted agent knows),
+//! rotates the task logs, and stops the tasks when the servers stop the allocation or one
+//! task fails.
+
+use super::task::{TaskChange, TaskCommand, TaskRun, run_task};
+use super::{RunnerContext, TaskDirs, alloc_status, task_env};
+use crate::driver::LogPaths;
+use crate::driver::logs::rotate_if_needed;
+use crate::state::AllocRecord;
+use drover_core::fsm::AllocClientUpdate;
+use drover_core::types::{AllocId, ClientStatus, TaskEvent, TaskGroup, TaskRunState};
+use drover_proto::convert::ClientAllocUpdate;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+use tokio::task::{JoinHandle, JoinSet};
+
+/// How often task logs are checked against the size limit.
+const ROTATE_EVERY: Duration = Duration::from_secs(1);
+
+/// What the servers want for an allocation, as far as the agent knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Desired {
+    /// Restored from disk after an agent restart, not yet seen in the servers' list: keep
+    /// watching live processes but start nothing (the servers may have stopped it).
+    Unconfirmed,
+    Run,
+    Stop,
+}
+
+/// The handle the agent keeps per allocation.
+#[derive(Debug)]
+pub struct AllocRunner {
+    id: AllocId,
+    desired: watch::Sender<Desired>,
+    in_place: mpsc::UnboundedSender<(u64, TaskGroup)>,
+    job_version: u64,
+    /// The newest status this allocation reported.
+    latest: watch::Receiver<Option<ClientAllocUpdate>>,
+    /// Set once the servers consider the allocation over: its updates are no longer sent.
+    silenced: Arc<AtomicBool>,
+    join: JoinHandle<()>,
+}
+
+impl AllocRunner {
+    pub fn start(ctx: Arc<RunnerContext>, record: AllocRecord, desired: Desired) -> Self {
+        let id = record.alloc.id;
+        let job_version = record.alloc.job_version;
+        let (desired_tx, desired_rx) = watch::channel(desired);
+        let (in_place_tx, in_place_rx) = mpsc::unbounded_channel();
+        let (latest_tx, latest_rx) = watch::channel(None);
+        let silenced = Arc::new(AtomicBool::new(false));
+        let publisher = Publisher {
+            ctx: ctx.clone(),
+            latest: latest_tx,
+            silenced: silenced.clone(),
+        };
+        let join = tokio::spawn(run_alloc(ctx, record, desired_rx, in_place_rx, publisher));
+        Self {
+            id,
+            desired: desired_tx,
+            in_place: in_place_tx,
+            job_version,
+            latest: latest_rx,
+            silenced,
+            join,
+        }
+    }
+
+    pub fn id(&self) -> AllocId {
+        self.id
+    }
+
+    pub fn set_desired(&self, desired: Desired) {
+        self.desired.send_if_modified(|d| {
+            let changed = *d != desired;
+            *d = desired;
+            changed
+        });
+    }
+
+    pub fn job_version(&self) -> u64 {
+        self.job_version
+    }
+
+    /// Applies a new job version whose changes do not need a restart.
+    pub fn update_in_place(&mut self, job_version: u64, group: TaskGroup) {
+        self.job_version = job_version;
+        let _ = self.in_place.send((job_version, group));
+    }
+
+    pub fn latest(&self) -> Option<ClientAllocUpdate> {
+        self.latest.borrow().clone()
+    }
+
+    /// Stops reporting this allocation (and drops what is pending): the servers have
+    /// already decided its fate.
+    pub fn silence(&self) {
+        self.silenced.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether every task has ended and the final status was recorded.
+    pub fn is_finished(&self) -> bool {
+        self.join.is_finished()
+    }
+
+    /// Waits for the tasks to end (after `set_desired(Stop)`, at most their kill timeouts).
+    pub async fn join(self) {
+        let _ = self.join.await;
+    }
+
+    /// Stops supervising without touching the processes, which keep running and are
+    /// re-attached by the next agent start.
+    pub fn detach(self) {
+        self.join.abort();
+    }
+}
+
+struct Publisher {
+    ctx: Arc<RunnerContext>,
+    latest: watch::Sender<Option<ClientAllocUpdate>>,
+    silenced: Arc<AtomicBool>,
+}
+
+impl Publisher {
+    /// Persists the record, then reports its status.
+    fn publish(&self, record: &mut AllocRecord) {
+        let states = record
+            .tasks
+            .iter()
+            .map(|(k, t)| (k.clone(), t.state.clone()))
+            .collect();
+        let (status, description) = alloc_status(&states);
+        record.client_status = status;
+        record.client_description = description.to_string();
+        if let Err(e) = self.ctx.store.save_alloc(record) {
+            tracing::error!(alloc_id = %record.alloc.id, error = %e, "cannot persist allocation state");
+        }
+        let update = ClientAllocUpdate {
+            update: AllocClientUpdate {
+                alloc_id: record.alloc.id,
+                client_status: status,
+                client_description: description.to_string(),
+                task_states: states,
+            },
+            infra_failure: record.infra_failure && status == ClientStatus::Failed,
+        };
+        self.latest.send_replace(Some(update.clone()));
+        if self.silenced.load(Ordering::Relaxed) {
+            self.ctx.reporter.forget(record.alloc.id);
+        } else {
+            self.ctx.reporter.submit(update);
+        }
+    }
+}
+
+fn command_for(desired: Desired) -> TaskCommand {
+    match desired {
+        Desired::Unconfirmed => TaskCommand::Hold,
+        Desired::Run => TaskCommand::Run,
+        Desired::Stop => TaskCommand::Kill,
+    }
+}
+
+async fn run_alloc(
+    ctx: Arc<RunnerContext>,
+    mut record: AllocRecord,
+    mut desired: watch::Receiver<Desired>,
+    mut in_place: mpsc::UnboundedReceiver<(u64, TaskGroup)>,
+    publisher: Publisher,
+) {
+    let alloc_id = record.alloc.id;
+    let alloc_dir = ctx.alloc_dir(alloc_id);
+    let runs_to_completion = record.alloc.job_type.runs_to_completion();
+    let (commands, _) = watch::channel(command_for(*desired.borrow()));
+    let (changes_tx, mut changes) = mpsc::unbounded_channel::<TaskChange>();
+    let mut tasks = JoinSet::new();
+    let mut log_paths = Vec::new();
+    for task in record.group.tasks.clone() {
+        let dirs = TaskDirs::new(&alloc_dir, &task.name);
+        let entry = record.tasks.entry(task.name.clone()).or_default();
+        if let Err(e) = dirs.create() {
+            // The node's fault: it cannot give the task a place to run.
+            tracing::warn!(%alloc_id, task = %task.name, error = %e, "cannot create task directories");
+            entry.state.state = TaskRunState::Dead;
+            entry.state.failed = true;
+            entry.state.events.push(TaskEvent {
+                time: super::task::now(),
+                kind: "Setup Failure".into(),
+                message: format!("cannot create alloc dir {}: {e}", dirs.work.display()),
+                exit_code: None,
+                infra_failure: true,
+            });
+            record.infra_failure = true;
+            commands.send_replace(TaskCommand::Kill);
+            continue;
+        }
+        log_paths.push(LogPaths::new(&dirs.logs, &task.name));
+        let env = task_env(
+            &record.alloc,
+            &record.group.name,
+            &task.name,
+            &dirs,
+            &task.env,
+        );
+        let task = super::interpolate_task(task, &env);
+        let run = TaskRun {
+            env,
+            dirs,
+            restart: record.group.restart.clone(),
+            runs_to_completion,
+            record: entry.clone(),
+            task,
+        };
+        tasks.spawn(run_task(
+            run,
+            ctx.clone(),
+            commands.subscribe(),
+            changes_tx.clone(),
+        ));
+    }
+    drop(changes_tx);
+    publisher.publish(&mut record);
+
+    let mut rotate = tokio::time::interval(ROTATE_EVERY);
+    let mut desired_open = true;
+    let mut changes_open = true;
+    loop {
+        tokio::select! {
+            change = changes.recv(), if changes_open => {
+                let Some(change) = change else {
+                    changes_open = false;
+                    continue;
+                };
+                apply_change(&mut record, change, &commands);
+                publisher.publish(&mut record);
+            }
+            res = desired.changed(), if desired_open => {
+                if res.is_err() {
+                    // The agent detached from this allocation; its tasks carry on.
+                    desired_open = false;
+                    continue;
+                }
+                let wanted = command_for(*desired.borrow_and_update());
+                commands.send_if_modified(|c| {
+                    // Kill is final; Hold never replaces Run.
+                    let next = match (*c, wanted) {
+                        (TaskCommand::Kill, _) | (_, TaskCommand::Hold) => *c,
+                        (_, w) => w,
+                    };
+                    let changed = next != *c;
+                    *c = next;
+                    changed
+                });
+            }
+            update = in_place.recv() => {
+                if let Some((version, group)) = update {
+                    tracing::info!(%alloc_id, job_version = version, "allocation updated in place");
+                    record.alloc.job_version = version;
+                    record.group = group;
+                    publisher.publish(&mut record);
+                }
+            }
+            _ = rotate.tick() => {
+                for logs in &log_paths {
+                    for path in [&logs.stdout, &logs.stderr] {
+                        if let Err(e) = rotate_if_needed(path, ctx.log_max_bytes, ctx.log_max_files) {
+                            tracing::warn!(path = %path.display(), error = %e, "cannot rotate task log");
+                        }
+                    }
+                }
+            }
+            joined = tasks.join_next() => {
+                if joined.is_none() {
+                    break;
+                }
+            }
+        }
+    }
+    // Every task runner sent its last change before it returned.
+    while let Ok(change) = changes.try_recv() {
+        apply_change(&mut record, change, &commands);
+    }
+    publisher.publish(&mut record);
+    tracing::info!(%alloc_id, status = record.client_status.as_str(), "allocation finished");
+}
+
+fn apply_change(
+    record: &mut AllocRecord,
+    change: TaskChange,
+    commands: &watch::Sender<TaskCommand>,
+) {
+    if change.infra_failure {
+        record.infra_failure = true;
+    }
+    if change.record.state.failed {
+        // One failed task fails the allocation: its siblings are stopped.
+        commands.send_replace(TaskCommand::Kill);
+    }
+    record.tasks.insert(change.name, change.record);
+}

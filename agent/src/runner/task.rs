@@ -1,0 +1,301 @@
+//! One task's supervisor: starts the process (or keeps watching the one re-attached after an
+//! agent restart), applies the restart policy when it exits, kills it when told to, and
+//! hands every state change (with its task event) to the allocation's supervisor.
+
+use super::restart::{RestartTracker, Verdict};
+use super::{RunnerContext, TaskDirs};
+use crate::driver::{self, ExitOutcome, LogPaths, TaskHandle, TaskLaunch};
+use crate::state::TaskRecord;
+use drover_core::types::{
+    MAX_TASK_EVENTS, RestartPolicy, Task, TaskEvent, TaskRunState, Timestamp,
+};
+use nix::sys::signal::Signal;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use tokio::sync::{mpsc, watch};
+
+/// What the allocation's supervisor wants from its tasks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskCommand {
+    /// Do not start anything yet (a restored allocation the servers have not confirmed);
+    /// keep watching a re-attached process.
+    Hold,
+    Run,
+    /// Stop for good (the allocation stops, or a sibling task failed).
+    Kill,
+}
+
+/// One task's new state.
+#[derive(Clone, Debug)]
+pub struct TaskChange {
+    pub name: String,
+    pub record: TaskRecord,
+    /// This change is a failure that was the node's fault.
+    pub infra_failure: bool,
+}
+
+/// Everything one task runner needs.
+#[derive(Debug)]
+pub struct TaskRun {
+    pub task: Task,
+    pub env: BTreeMap<String, String>,
+    pub dirs: TaskDirs,
+    pub restart: RestartPolicy,
+    /// Batch-like jobs: an exit 0 finishes the task instead of restarting it.
+    pub runs_to_completion: bool,
+    /// The state to continue from: fresh, or restored from disk.
+    pub record: TaskRecord,
+}
+
+pub fn now() -> Timestamp {
+    let ms = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    Timestamp::from_millis(ms)
+}
+
+/// The signal a task is stopped with: the driver config's `kill_signal` (Nomad's task
+/// setting of that name, kept in `config.extra` by drover's job model), else SIGTERM.
+pub fn kill_signal(task: &Task) -> Signal {
+    task.config
+        .extra
+        .get("kill_signal")
+        .and_then(|s| driver::process::parse_signal(s))
+        .unwrap_or(Signal::SIGTERM)
+}
+
+struct Runner {
+    name: String,
+    record: TaskRecord,
+    updates: mpsc::UnboundedSender<TaskChange>,
+}
+
+impl Runner {
+    fn event(&mut self, kind: &str, message: String, exit_code: Option<i32>, infra: bool) {
+        let events = &mut self.record.state.events;
+        events.push(TaskEvent {
+            time: now(),
+            kind: kind.to_string(),
+            message,
+            exit_code,
+            infra_failure: infra,
+        });
+        if events.len() > MAX_TASK_EVENTS {
+            events.drain(..events.len() - MAX_TASK_EVENTS);
+        }
+    }
+
+    fn send(&self, infra_failure: bool) {
+        // The allocation's supervisor outlives its task runners; a closed channel means the
+        // agent is shutting down, when there is no one left to tell.
+        let _ = self.updates.send(TaskChange {
+            name: self.name.clone(),
+            record: self.record.clone(),
+            infra_failure,
+        });
+    }
+
+    fn finish(&mut self, failed: bool) {
+        self.record.process = None;
+        self.record.state.state = TaskRunState::Dead;
+        self.record.state.failed = failed;
+        self.record.state.finished_at = Some(now());
+    }
+}
+
+enum Step {
+    Start,
+    Wait(TaskHandle),
+    Exited(ExitOutcome),
+    Sleep(Duration),
+}
+
+/// Waits for a command other than `Hold`; a closed channel counts as `Kill`.
+async fn next_command(commands: &mut watch::Receiver<TaskCommand>) -> TaskCommand {
+    match commands.wait_for(|c| *c != TaskCommand::Hold).await {
+        Ok(c) => *c,
+        Err(_) => TaskCommand::Kill,
+    }
+}
+
+async fn kill_requested(commands: &mut watch::Receiver<TaskCommand>) {
+    let _ = commands.wait_for(|c| *c == TaskCommand::Kill).await;
+}
+
+/// Runs the task to its end.
+pub async fn run_task(
+    run: TaskRun,
+    ctx: Arc<RunnerContext>,
+    mut commands: watch::Receiver<TaskCommand>,
+    updates: mpsc::UnboundedSender<TaskChange>,
+) {
+    let TaskRun {
+        task,
+        env,
+        dirs,
+        restart,
+        runs_to_completion,
+        record,
+    } = run;
+    let mut me = Runner {
+        name: task.name.clone(),
+        record,
+        updates,
+    };
+    if me.record.state.state == TaskRunState::Dead {
+        return;
+    }
+    let logs = LogPaths::new(&dirs.logs, &task.name);
+    let mut tracker = RestartTracker::new(restart);
+    let mut step = match me.record.process.take() {
+        Some(p) if p.is_alive() => {
+            me.record.process = Some(p);
+            me.event(
+                "Re-attached",
+                format!("re-attached to pid {} after an agent restart", p.pid),
+                None,
+                false,
+            );
+            me.send(false);
+            Step::Wait(TaskHandle::Adopted(p))
+        }
+        Some(_) => Step::Exited(ExitOutcome::Unknown(
+            "the process ended while the agent was down",
+        )),
+        None => {
+            if me.record.state.events.is_empty() {
+                me.event("Received", "task received by the agent".into(), None, false);
+                me.send(false);
+            }
+            Step::Start
+        }
+    };
+    loop {
+        step = match step {
+            Step::Start => {
+                if next_command(&mut commands).await == TaskCommand::Kill {
+                    me.finish(false);
+                    me.event("Killed", "stopped before it started".into(), None, false);
+                    me.send(false);
+                    return;
+                }
+                let launch = TaskLaunch {
+                    command: &task.config.command,
+                    args: &task.config.args,
+                    env: &env,
+                    task_dir: &dirs.work,
+                    logs: &logs,
+                };
+                let started = if driver::supports(&task.driver) {
+                    driver::start(&launch)
+                } else {
+                    Err(driver::DriverError::UnknownDriver {
+                        driver: task.driver.clone(),
+                    })
+                };
+                match started {
+                    Ok(handle) => {
+                        let pid = handle.record().pid;
+                        me.record.process = Some(handle.record());
+                        me.record.state.state = TaskRunState::Running;
+                        me.record.state.started_at.get_or_insert_with(now);
+                        me.event("Started", format!("task started as pid {pid}"), None, false);
+                        if let Some(snapshot) = &task.snapshot {
+                            ctx.link.last_snapshot.send_replace(Some(snapshot.clone()));
+                        }
+                        tracing::info!(task = %me.name, pid, command = %task.config.command, "task started");
+                        me.send(false);
+                        Step::Wait(handle)
+                    }
+                    Err(e) => {
+                        let infra = e.is_infra();
+                        tracing::warn!(task = %me.name, error = %e, infra, "task could not start");
+                        me.finish(true);
+                        me.event("Driver Failure", e.to_string(), None, infra);
+                        me.send(infra);
+                        return;
+                    }
+                }
+            }
+            Step::Wait(mut handle) => {
+                let killed = tokio::select! {
+                    outcome = handle.wait() => Err(outcome),
+                    () = kill_requested(&mut commands) => Ok(()),
+                };
+                match killed {
+                    Err(outcome) => Step::Exited(outcome),
+                    Ok(()) => {
+                        let signal = kill_signal(&task);
+                        me.event(
+                            "Killing",
+                            format!("sent {signal}; SIGKILL after {:?}", task.kill_timeout),
+                            None,
+                            false,
+                        );
+                        me.send(false);
+                        let outcome = handle.kill(signal, task.kill_timeout).await;
+                        me.finish(false);
+                        me.event(
+                            "Killed",
+                            format!("task {}", outcome.describe()),
+                            None,
+                            false,
+                        );
+                        me.send(false);
+                        return;
+                    }
+                }
+            }
+            Step::Exited(outcome) => {
+                me.record.process = None;
+                me.event("Terminated", outcome.describe(), outcome.exit_code(), false);
+                match tracker.on_exit(now(), outcome.success(), runs_to_completion) {
+                    Verdict::Restart(delay) => {
+                        me.record.state.restarts += 1;
+                        me.record.state.state = TaskRunState::Pending;
+                        me.event(
+                            "Restarting",
+                            format!("restarting in {delay:?}"),
+                            None,
+                            false,
+                        );
+                        me.send(false);
+                        Step::Sleep(delay)
+                    }
+                    Verdict::Fail => {
+                        me.finish(true);
+                        me.event(
+                            "Not Restarting",
+                            format!(
+                                "exceeded {} restart attempts in {:?}",
+                                tracker.policy().attempts,
+                                tracker.policy().interval
+                            ),
+                            None,
+                            false,
+                        );
+                        me.send(false);
+                        return;
+                    }
+                    Verdict::Done => {
+                        me.finish(false);
+                        me.send(false);
+                        return;
+                    }
+                }
+            }
+            Step::Sleep(delay) => {
+                tokio::select! {
+                    () = tokio::time::sleep(delay) => Step::Start,
+                    () = kill_requested(&mut commands) => {
+                        me.finish(false);
+                        me.event("Killed", "stopped while waiting to restart".into(), None, false);
+                        me.send(false);
+                        return;
+                    }
+                }
+            }
+        };
+    }
+}

@@ -1,0 +1,94 @@
+//! The unary calls of a virtual node, with the retry rules they share. Registration retries
+//! transient failures itself; heartbeats and reports are retried by the engine, which owns
+//! their timing.
+
+use super::connections::Connections;
+use super::layout::Layout;
+use super::{SimConfig, SimError};
+use backon::{ExponentialBuilder, Retryable};
+use drover_core::types::NodeId;
+use drover_proto::v1 as pb;
+use std::time::Duration;
+use tonic::Code;
+
+/// Errors worth retrying: the server is busy, briefly away, or between leaders.
+pub(crate) fn transient(status: &tonic::Status) -> bool {
+    matches!(
+        status.code(),
+        Code::Unavailable
+            | Code::ResourceExhausted
+            | Code::DeadlineExceeded
+            | Code::Aborted
+            | Code::Unknown
+    )
+}
+
+fn backoff() -> ExponentialBuilder {
+    ExponentialBuilder::new()
+        .with_min_delay(Duration::from_millis(100))
+        .with_max_delay(Duration::from_secs(2))
+        .with_max_times(8)
+        .with_jitter()
+}
+
+/// Registers node `node` (again, with `previous` credentials, after the servers forgot it).
+pub(crate) async fn register(
+    conns: &Connections,
+    config: &SimConfig,
+    layout: &Layout,
+    node: u32,
+    previous: Option<&pb::NodeAuth>,
+) -> Result<(NodeId, pb::NodeAuth), SimError> {
+    let previous = previous.map(|a| (a.node_id.clone(), a.secret_id.clone()));
+    let name = Layout::name(config, node);
+    let call = || {
+        let mut client = conns.unary(node);
+        let node_reg = layout.registration(config, node, previous.clone());
+        async move {
+            client
+                .register(pb::RegisterNodeRequest {
+                    node: Some(node_reg),
+                })
+                .await
+        }
+    };
+    let resp = call
+        .retry(backoff())
+        .when(transient)
+        .await
+        .map_err(|status| SimError::Register {
+            name: name.clone(),
+            status,
+        })?
+        .into_inner();
+    let id = resp
+        .node_id
+        .parse::<NodeId>()
+        .map_err(|_| SimError::BadNodeId {
+            name,
+            value: resp.node_id.clone(),
+        })?;
+    let auth = pb::NodeAuth {
+        node_id: resp.node_id,
+        secret_id: resp.secret_id,
+    };
+    Ok((id, auth))
+}
+
+/// One heartbeat reporting the node ready; the TTL the server answers with.
+pub(crate) async fn heartbeat(
+    conns: &Connections,
+    node: u32,
+    auth: pb::NodeAuth,
+) -> Result<Duration, tonic::Status> {
+    let resp = conns
+        .unary(node)
+        .update_status(pb::UpdateNodeStatusRequest {
+            auth: Some(auth),
+            readiness: pb::Readiness::Ready.into(),
+            last_snapshot: None,
+        })
+        .await?
+        .into_inner();
+    Ok(Duration::from_millis(resp.heartbeat_ttl_ms))
+}

@@ -1,0 +1,91 @@
+//! The HTTP/2 connections every virtual node shares.
+//!
+//! Watch streams are long-lived, and a server caps the streams open on one connection, so
+//! each watch connection carries at most `streams_per_connection` of them (node `i` watches on
+//! connection `i / streams_per_connection`). Unary calls go over their own few connections so
+//! a full watch connection never delays a heartbeat. With several servers every channel
+//! balances over all of them, so a server that is down is skipped.
+
+use super::{SimConfig, SimError};
+use drover_proto::v1::node_service_client::NodeServiceClient;
+use std::time::Duration;
+use tonic::transport::{Channel, Endpoint};
+
+/// How long to wait for a TCP connection to a server.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+#[derive(Debug)]
+pub(crate) struct Connections {
+    rpc: Vec<Channel>,
+    watch: Vec<Channel>,
+    streams_per_connection: usize,
+}
+
+fn endpoints(config: &SimConfig) -> Result<Vec<Endpoint>, SimError> {
+    config
+        .servers
+        .iter()
+        .map(|url| {
+            Endpoint::from_shared(url.clone())
+                .map(|e| {
+                    e.connect_timeout(CONNECT_TIMEOUT)
+                        .tcp_nodelay(true)
+                        .http2_keep_alive_interval(Duration::from_secs(30))
+                        .keep_alive_while_idle(false)
+                })
+                .map_err(|e| SimError::ServerUrl {
+                    url: url.clone(),
+                    reason: e.to_string(),
+                })
+        })
+        .collect()
+}
+
+fn channel(endpoints: &[Endpoint]) -> Channel {
+    match endpoints {
+        [one] => one.connect_lazy(),
+        many => Channel::balance_list(many.iter().cloned()),
+    }
+}
+
+impl Connections {
+    /// Opens the channels (lazily), after checking that at least one server answers.
+    pub(crate) async fn open(config: &SimConfig) -> Result<Connections, SimError> {
+        let endpoints = endpoints(config)?;
+        let mut last_error = None;
+        for e in &endpoints {
+            match e.connect().await {
+                Ok(_) => {
+                    last_error = None;
+                    break;
+                }
+                Err(source) => last_error = Some(source),
+            }
+        }
+        if let Some(source) = last_error {
+            return Err(SimError::Connect {
+                urls: config.servers.join(","),
+                source,
+            });
+        }
+        let watch_count = config.nodes.div_ceil(config.streams_per_connection);
+        Ok(Connections {
+            rpc: (0..config.rpc_connections)
+                .map(|_| channel(&endpoints))
+                .collect(),
+            watch: (0..watch_count).map(|_| channel(&endpoints)).collect(),
+            streams_per_connection: config.streams_per_connection,
+        })
+    }
+
+    /// The client for node `node`'s unary calls.
+    pub(crate) fn unary(&self, node: u32) -> NodeServiceClient<Channel> {
+        NodeServiceClient::new(self.rpc[node as usize % self.rpc.len()].clone())
+    }
+
+    /// The client for node `node`'s watch stream.
+    pub(crate) fn watch(&self, node: u32) -> NodeServiceClient<Channel> {
+        let i = (node as usize / self.streams_per_connection).min(self.watch.len() - 1);
+        NodeServiceClient::new(self.watch[i].clone())
+    }
+}

@@ -1,0 +1,359 @@
+//! The mock driver of one virtual node: which allocations it runs, how each task ends, and
+//! what it reports. Pure (time is passed in), so every rule is unit-tested without a server.
+//!
+//! The watch stream carries allocations without their job, so the mock runs one task per
+//! allocation, named after its group, that behaves as the simulator's [`Behaviour`] says.
+//! Its fate is decided when it starts and depends only on the seed and the allocation, so a
+//! rerun with the same seed fails the same allocations whatever order messages arrive in.
+
+use drover_core::types::AllocId;
+use drover_proto::v1 as pb;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// How the mock's tasks behave (from [`super::SimConfig`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Behaviour {
+    pub seed: u64,
+    pub task_duration: Option<Duration>,
+    pub failure_rate: f64,
+}
+
+/// How a task came to an end.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum End {
+    Exited(i32),
+    /// Stopped by the servers.
+    Killed,
+    /// The node's fault, reported as an infrastructure failure.
+    DriverFailure,
+}
+
+#[derive(Debug)]
+struct SimTask {
+    name: Box<str>,
+    started_ms: u64,
+    /// What the task will exit with when its run time is over.
+    exit_code: i32,
+    end: Option<(End, u64)>,
+}
+
+impl SimTask {
+    fn failed(&self) -> bool {
+        match self.end {
+            Some((End::DriverFailure, _)) => true,
+            Some((End::Exited(code), _)) => code != 0,
+            _ => false,
+        }
+    }
+
+    fn state(&self) -> pb::TaskState {
+        let mut events = vec![event(
+            self.started_ms,
+            "Received",
+            "task received by the simulator",
+        )];
+        if self.end != Some((End::DriverFailure, self.started_ms)) {
+            events.push(event(self.started_ms, "Started", "mock task started"));
+        }
+        let finished_at_unix_ms = self.end.map(|(_, at)| at);
+        match self.end {
+            None => {}
+            Some((End::Exited(code), at)) => events.push(pb::TaskEvent {
+                exit_code: Some(code),
+                ..event(
+                    at,
+                    "Terminated",
+                    &format!("mock task exited with code {code}"),
+                )
+            }),
+            Some((End::Killed, at)) => events.push(event(at, "Killed", "stopped by the servers")),
+            Some((End::DriverFailure, at)) => events.push(pb::TaskEvent {
+                infra_failure: true,
+                ..event(at, "Driver Failure", "simulated infrastructure failure")
+            }),
+        }
+        let state = if self.end.is_some() {
+            pb::TaskRunState::Dead
+        } else {
+            pb::TaskRunState::Running
+        };
+        pb::TaskState {
+            state: state.into(),
+            failed: self.failed(),
+            restarts: 0,
+            started_at_unix_ms: Some(self.started_ms),
+            finished_at_unix_ms,
+            events,
+        }
+    }
+}
+
+fn event(time_unix_ms: u64, kind: &str, message: &str) -> pb::TaskEvent {
+    pb::TaskEvent {
+        time_unix_ms,
+        kind: kind.into(),
+        message: message.into(),
+        exit_code: None,
+        infra_failure: false,
+    }
+}
+
+/// One allocation the node runs (or ran and has not yet seen acknowledged as terminal).
+#[derive(Debug)]
+struct SimAlloc {
+    id: AllocId,
+    tasks: Vec<SimTask>,
+    /// Changed since the last report that the servers accepted.
+    dirty: bool,
+}
+
+impl SimAlloc {
+    fn live(&self) -> bool {
+        self.tasks.iter().any(|t| t.end.is_none())
+    }
+
+    fn client_status(&self) -> pb::ClientStatus {
+        if self.live() {
+            pb::ClientStatus::Running
+        } else if self.tasks.iter().any(SimTask::failed) {
+            pb::ClientStatus::Failed
+        } else {
+            pb::ClientStatus::Complete
+        }
+    }
+
+    fn update(&self) -> pb::AllocClientUpdate {
+        let status = self.client_status();
+        let infra = self
+            .tasks
+            .iter()
+            .any(|t| matches!(t.end, Some((End::DriverFailure, _))));
+        let description = match status {
+            pb::ClientStatus::Running => "tasks are running",
+            pb::ClientStatus::Failed if infra => "a task failed to start on this node",
+            pb::ClientStatus::Failed => "a task failed",
+            _ => "all tasks have finished",
+        };
+        pb::AllocClientUpdate {
+            alloc_id: self.id.to_string(),
+            client_status: status.into(),
+            client_description: description.into(),
+            task_states: self
+                .tasks
+                .iter()
+                .map(|t| (t.name.to_string(), t.state()))
+                .collect(),
+            infra_failure: infra,
+        }
+    }
+}
+
+/// A task that started and will exit by itself after `after`: the caller arms a timer and
+/// calls [`NodeAllocs::task_exited`] when it fires.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct ExitTimer {
+    pub alloc: AllocId,
+    pub task: u16,
+    pub after: Duration,
+}
+
+/// The allocations of one virtual node. Empty (24 bytes plus a counter) on an idle node.
+#[derive(Debug, Default)]
+pub(crate) struct NodeAllocs {
+    allocs: Vec<SimAlloc>,
+    /// Tasks still to fail as infrastructure failures when they start.
+    infra_pending: u32,
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The random source of one task: a function of the seed, the allocation and the task only.
+fn task_rng(seed: u64, alloc: AllocId, task: &str) -> ChaCha8Rng {
+    let mut key = [0u8; 32];
+    key[..8].copy_from_slice(&seed.to_le_bytes());
+    key[8..24].copy_from_slice(alloc.0.as_bytes());
+    key[24..].copy_from_slice(&fnv1a(task.as_bytes()).to_le_bytes());
+    ChaCha8Rng::from_seed(key)
+}
+
+fn server_terminal(a: &pb::Allocation) -> bool {
+    matches!(
+        pb::ClientStatus::try_from(a.client_status),
+        Ok(pb::ClientStatus::Complete | pb::ClientStatus::Failed | pb::ClientStatus::Lost)
+    )
+}
+
+fn desired_run(a: &pb::Allocation) -> bool {
+    a.desired_status == i32::from(pb::DesiredStatus::Run)
+}
+
+impl NodeAllocs {
+    /// The next `n` tasks to start fail as infrastructure failures.
+    pub(crate) fn fail_next_as_infra(&mut self, n: u32) {
+        self.infra_pending = self.infra_pending.saturating_add(n);
+    }
+
+    pub(crate) fn running(&self) -> usize {
+        self.allocs.iter().filter(|a| a.live()).count()
+    }
+
+    pub(crate) fn has_dirty(&self) -> bool {
+        self.allocs.iter().any(|a| a.dirty)
+    }
+
+    /// Brings the node in line with the servers' view of its allocations (one watch
+    /// message): starts new ones, kills those the servers stop, and forgets those the
+    /// servers hold as terminal or have collected. Allocations already terminal on the
+    /// servers are never started, so a reconnecting node does not revive what was replaced.
+    pub(crate) fn apply_server_view(
+        &mut self,
+        server: &[pb::Allocation],
+        behaviour: &Behaviour,
+        now_ms: u64,
+    ) -> Vec<ExitTimer> {
+        let mut timers = Vec::new();
+        let mut seen: HashMap<AllocId, &pb::Allocation> = HashMap::with_capacity(server.len());
+        for a in server {
+            match a.id.parse::<AllocId>() {
+                Ok(id) => {
+                    seen.insert(id, a);
+                }
+                Err(_) => {
+                    tracing::warn!(alloc_id = %a.id, "ignoring an allocation with an invalid id")
+                }
+            }
+        }
+        self.allocs
+            .retain_mut(|local| match seen.remove(&local.id) {
+                None => false,
+                Some(a) if server_terminal(a) => false,
+                Some(a) => {
+                    if !desired_run(a) && local.live() {
+                        for t in local.tasks.iter_mut().filter(|t| t.end.is_none()) {
+                            t.end = Some((End::Killed, now_ms));
+                        }
+                        local.dirty = true;
+                    }
+                    true
+                }
+            });
+        // What is left in `seen` is new to this node; keep the servers' order.
+        for a in server {
+            let Ok(id) = a.id.parse::<AllocId>() else {
+                continue;
+            };
+            if seen.remove(&id).is_none() || !desired_run(a) || server_terminal(a) {
+                continue;
+            }
+            let alloc = self.start(id, a, behaviour, now_ms, &mut timers);
+            self.allocs.push(alloc);
+        }
+        timers
+    }
+
+    fn start(
+        &mut self,
+        id: AllocId,
+        a: &pb::Allocation,
+        behaviour: &Behaviour,
+        now_ms: u64,
+        timers: &mut Vec<ExitTimer>,
+    ) -> SimAlloc {
+        let name = if a.task_group.is_empty() {
+            "task"
+        } else {
+            a.task_group.as_str()
+        };
+        let mut rng = task_rng(behaviour.seed, id, name);
+        let mut task = SimTask {
+            name: name.into(),
+            started_ms: now_ms,
+            exit_code: i32::from(rng.random_bool(behaviour.failure_rate)),
+            end: None,
+        };
+        if self.infra_pending > 0 {
+            self.infra_pending -= 1;
+            task.end = Some((End::DriverFailure, now_ms));
+        } else {
+            match behaviour.task_duration {
+                Some(d) if d.is_zero() => task.end = Some((End::Exited(task.exit_code), now_ms)),
+                Some(after) => timers.push(ExitTimer {
+                    alloc: id,
+                    task: 0,
+                    after,
+                }),
+                None => {}
+            }
+        }
+        SimAlloc {
+            id,
+            tasks: vec![task],
+            dirty: true,
+        }
+    }
+
+    /// A task's run time is over: it exits with its planned code. Returns whether anything
+    /// changed (not when the allocation was stopped or forgotten meanwhile).
+    pub(crate) fn task_exited(&mut self, alloc: AllocId, task: u16, now_ms: u64) -> bool {
+        let Some(a) = self.allocs.iter_mut().find(|a| a.id == alloc) else {
+            return false;
+        };
+        let Some(t) = a.tasks.get_mut(usize::from(task)) else {
+            return false;
+        };
+        if t.end.is_some() {
+            return false;
+        }
+        t.end = Some((End::Exited(t.exit_code), now_ms));
+        a.dirty = true;
+        true
+    }
+
+    /// Reports every allocation again (after a reconnect, so the servers learn they run).
+    pub(crate) fn mark_all_dirty(&mut self) {
+        for a in &mut self.allocs {
+            a.dirty = true;
+        }
+    }
+
+    /// The updates to send, clearing their dirty marks; [`NodeAllocs::redirty`] puts the
+    /// marks back if the servers refuse them.
+    #[cfg(test)]
+    pub(crate) fn take_updates(&mut self) -> Vec<pb::AllocClientUpdate> {
+        self.take_batch().1
+    }
+
+    /// Like [`NodeAllocs::take_updates`], with the ids of the allocations in the batch.
+    pub(crate) fn take_batch(&mut self) -> (Vec<AllocId>, Vec<pb::AllocClientUpdate>) {
+        self.allocs
+            .iter_mut()
+            .filter(|a| a.dirty)
+            .map(|a| {
+                a.dirty = false;
+                (a.id, a.update())
+            })
+            .unzip()
+    }
+
+    pub(crate) fn redirty(&mut self, ids: &[AllocId]) {
+        for a in self.allocs.iter_mut().filter(|a| ids.contains(&a.id)) {
+            a.dirty = true;
+        }
+    }
+
+    /// Forgets the allocations of a batch the servers refused outright as unknown (already
+    /// collected): their end cannot be reported any more.
+    pub(crate) fn forget_finished(&mut self, ids: &[AllocId]) {
+        self.allocs.retain(|a| a.live() || !ids.contains(&a.id));
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,229 @@
+use super::*;
+use drover_core::mock;
+use proptest::prelude::*;
+
+const NOW: u64 = 1_700_000_000_000;
+
+fn behaviour(task_duration: Option<Duration>, failure_rate: f64) -> Behaviour {
+    Behaviour {
+        seed: 7,
+        task_duration,
+        failure_rate,
+    }
+}
+
+fn alloc(n: u64, desired: pb::DesiredStatus, client: pb::ClientStatus) -> pb::Allocation {
+    pb::Allocation {
+        id: mock::alloc_id(n).to_string(),
+        task_group: "web".into(),
+        desired_status: desired.into(),
+        client_status: client.into(),
+        ..Default::default()
+    }
+}
+
+fn run(n: u64) -> pb::Allocation {
+    alloc(n, pb::DesiredStatus::Run, pb::ClientStatus::Pending)
+}
+
+/// The statuses a node reports after it applied `views` in turn (exiting every timed task
+/// between views when `exit` is set).
+fn reports(
+    b: Behaviour,
+    infra: u32,
+    exit: bool,
+    views: &[Vec<pb::Allocation>],
+) -> Vec<(u64, pb::ClientStatus, bool)> {
+    let mut node = NodeAllocs::default();
+    node.fail_next_as_infra(infra);
+    let mut out = Vec::new();
+    for view in views {
+        let timers = node.apply_server_view(view, &b, NOW);
+        if exit {
+            for t in timers {
+                assert!(node.task_exited(t.alloc, t.task, NOW + 1));
+            }
+        }
+        for u in node.take_updates() {
+            let n = (0..64)
+                .find(|n| mock::alloc_id(*n).to_string() == u.alloc_id)
+                .expect("a known alloc");
+            let status = pb::ClientStatus::try_from(u.client_status).expect("a valid status");
+            out.push((n, status, u.infra_failure));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_node_reports_what_the_mock_driver_did() {
+    use pb::ClientStatus::*;
+    use pb::DesiredStatus as D;
+    let forever = behaviour(None, 0.0);
+    let short = behaviour(Some(Duration::from_millis(5)), 0.0);
+    let failing = behaviour(Some(Duration::from_millis(5)), 1.0);
+    let cases: Vec<(
+        &str,
+        Behaviour,
+        u32,
+        bool,
+        Vec<Vec<pb::Allocation>>,
+        Vec<(u64, pb::ClientStatus, bool)>,
+    )> = vec![
+        (
+            "a new allocation runs",
+            forever,
+            0,
+            false,
+            vec![vec![run(1)]],
+            vec![(1, Running, false)],
+        ),
+        (
+            "nothing changes, nothing is sent twice",
+            forever,
+            0,
+            false,
+            vec![vec![run(1)], vec![alloc(1, D::Run, Running)]],
+            vec![(1, Running, false)],
+        ),
+        (
+            "a timed task completes",
+            short,
+            0,
+            true,
+            vec![vec![run(1)]],
+            vec![(1, Complete, false)],
+        ),
+        (
+            "a task fails at rate 1",
+            failing,
+            0,
+            true,
+            vec![vec![run(1)]],
+            vec![(1, Failed, false)],
+        ),
+        (
+            "zero duration ends at once",
+            behaviour(Some(Duration::ZERO), 0.0),
+            0,
+            false,
+            vec![vec![run(1)]],
+            vec![(1, Complete, false)],
+        ),
+        (
+            "stopped by the servers",
+            forever,
+            0,
+            false,
+            vec![vec![run(1)], vec![alloc(1, D::Stop, Running)]],
+            vec![(1, Running, false), (1, Complete, false)],
+        ),
+        (
+            "lost on the servers: forgotten silently",
+            forever,
+            0,
+            false,
+            vec![vec![run(1)], vec![alloc(1, D::Run, Lost)]],
+            vec![(1, Running, false)],
+        ),
+        (
+            "terminal on the servers: never started",
+            forever,
+            0,
+            false,
+            vec![vec![
+                alloc(1, D::Run, Lost),
+                alloc(2, D::Stop, Pending),
+                alloc(3, D::Run, Complete),
+            ]],
+            vec![],
+        ),
+        (
+            "infrastructure failures hit the next tasks only",
+            forever,
+            1,
+            false,
+            vec![vec![run(1)], vec![alloc(1, D::Run, Failed), run(2)]],
+            vec![(1, Failed, true), (2, Running, false)],
+        ),
+    ];
+    for (what, b, infra, exit, views, want) in cases {
+        assert_eq!(reports(b, infra, exit, &views), want, "{what}");
+    }
+}
+
+#[test]
+fn reconnect_reports_everything_again_and_refusals_are_retried() {
+    let b = behaviour(None, 0.0);
+    let mut node = NodeAllocs::default();
+    node.apply_server_view(&[run(1), run(2)], &b, NOW);
+    assert_eq!(node.take_updates().len(), 2);
+    assert!(!node.has_dirty());
+    node.redirty(&[mock::alloc_id(2)]);
+    let again = node.take_updates();
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].alloc_id, mock::alloc_id(2).to_string());
+    node.mark_all_dirty();
+    assert_eq!(node.take_updates().len(), 2);
+    assert_eq!(node.running(), 2);
+}
+
+#[test]
+fn task_events_tell_the_story() {
+    let b = behaviour(Some(Duration::from_millis(5)), 1.0);
+    let mut node = NodeAllocs::default();
+    let timers = node.apply_server_view(&[run(1)], &b, NOW);
+    assert_eq!(
+        timers,
+        vec![ExitTimer {
+            alloc: mock::alloc_id(1),
+            task: 0,
+            after: Duration::from_millis(5)
+        }]
+    );
+    assert!(node.task_exited(mock::alloc_id(1), 0, NOW + 5));
+    assert!(
+        !node.task_exited(mock::alloc_id(1), 0, NOW + 6),
+        "a task exits once"
+    );
+    let update = node.take_updates().remove(0);
+    let state = &update.task_states["web"];
+    let kinds: Vec<&str> = state.events.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["Received", "Started", "Terminated"]);
+    assert_eq!(state.events[2].exit_code, Some(1));
+    assert!(state.failed);
+    assert_eq!(state.finished_at_unix_ms, Some(NOW + 5));
+}
+
+proptest! {
+    /// Whatever the servers say, the node keeps only allocations the servers still hold as
+    /// live, and runs at most those the servers want running.
+    #[test]
+    fn the_node_follows_the_servers(
+        views in proptest::collection::vec(
+            proptest::collection::vec((0u64..8, 1i32..4, 1i32..7), 0..8), 1..6),
+        infra in 0u32..3,
+        seed in any::<u64>(),
+    ) {
+        let b = Behaviour { seed, task_duration: None, failure_rate: 0.5 };
+        let mut node = NodeAllocs::default();
+        node.fail_next_as_infra(infra);
+        for view in views {
+            // The servers send each allocation once.
+            let view: std::collections::BTreeMap<u64, (i32, i32)> =
+                view.into_iter().map(|(n, d, c)| (n, (d, c))).collect();
+            let view: Vec<pb::Allocation> = view
+                .into_iter()
+                .map(|(n, (d, c))| (n, d, c))
+                .map(|(n, d, c)| pb::Allocation { desired_status: d, client_status: c, ..alloc(n, pb::DesiredStatus::Run, pb::ClientStatus::Pending) })
+                .collect();
+            node.apply_server_view(&view, &b, NOW);
+            let wanted = view.iter().filter(|a| desired_run(a) && !server_terminal(a)).map(|a| a.id.clone()).collect::<std::collections::BTreeSet<_>>();
+            prop_assert!(node.running() <= wanted.len());
+            for u in node.take_updates() {
+                let held = view.iter().find(|a| a.id == u.alloc_id);
+                prop_assert!(held.is_some_and(|a| !server_terminal(a)), "reported {} the servers hold as terminal or absent", u.alloc_id);
+            }
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! Starting unary calls: at most `max_in_flight` run at once, inside the engine's loop; the
+//! rest wait in the backlog in arrival order, except registrations, which wait behind
+//! everything else and take at most a quarter of the slots: a node already up must not miss
+//! its heartbeat because thousands of others are still registering. A report takes its node's updates when it starts, not when
+//! it is queued, so it always carries the newest state.
+
+use super::{Call, Done, Engine, Phase};
+use crate::sim::calls;
+use drover_proto::v1 as pb;
+use futures::future::BoxFuture;
+
+impl Engine {
+    pub(super) fn call(&mut self, call: Call) {
+        if let Call::Register(n) = call {
+            self.registrations.push_back(n);
+            self.drain_backlog();
+        } else if self.rpcs.len() < self.config.max_in_flight {
+            self.launch(call);
+        } else {
+            self.backlog.push_back(call);
+        }
+    }
+
+    /// Starts waiting calls while there are free slots.
+    pub(super) fn drain_backlog(&mut self) {
+        while self.rpcs.len() < self.config.max_in_flight {
+            let next = match self.backlog.pop_front() {
+                Some(call) => call,
+                None if self.registering < self.registration_slots() => {
+                    match self.registrations.pop_front() {
+                        Some(n) => Call::Register(n),
+                        None => break,
+                    }
+                }
+                None => break,
+            };
+            self.launch(next);
+        }
+    }
+
+    /// Registrations are writes that queue on the leader; a quarter of the slots keeps the
+    /// write queue short, so the heartbeats of nodes already up are answered in time.
+    fn registration_slots(&self) -> usize {
+        (self.config.max_in_flight / 4).max(1)
+    }
+
+    pub(super) fn launch(&mut self, call: Call) {
+        let conns = self.conns.clone();
+        let fut: BoxFuture<'static, Done> = match call {
+            Call::Heartbeat(n) => {
+                let auth = self.nodes[n as usize].auth.clone();
+                Box::pin(async move { Done::Heartbeat(n, calls::heartbeat(&conns, n, auth).await) })
+            }
+            Call::Report(n) => {
+                let node = &mut self.nodes[n as usize];
+                let (ids, updates) = node.allocs.take_batch();
+                if updates.is_empty() || node.phase != Phase::Connected {
+                    node.allocs.redirty(&ids);
+                    node.report_in_flight = false;
+                    return;
+                }
+                let req = pb::UpdateAllocationsRequest {
+                    auth: Some(node.auth.clone()),
+                    updates,
+                };
+                Box::pin(async move {
+                    let result = conns.unary(n).update_allocations(req).await.map(|_| ());
+                    Done::Report(n, ids, result)
+                })
+            }
+            Call::Register(n) => {
+                self.registering += 1;
+                let config = self.config.clone();
+                let layout = self.layout.clone();
+                let previous = self.nodes[n as usize].auth.clone();
+                Box::pin(async move {
+                    let previous = (!previous.node_id.is_empty()).then_some(&previous);
+                    let result = calls::register(&conns, &config, &layout, n, previous).await;
+                    Done::Register(n, result)
+                })
+            }
+        };
+        self.rpcs.push(fut);
+    }
+}

@@ -1,0 +1,429 @@
+//! The one task that drives every virtual node.
+//!
+//! All node state lives here, owned by a single loop: no locks, and no task per node for
+//! heartbeats, timers or reports. One timer wheel (`DelayQueue`) holds every heartbeat and
+//! task exit; unary calls run as futures inside the loop, at most `max_in_flight` at once
+//! (the rest wait in a backlog); only the watch streams run as small tasks of their own
+//! (see [`super::watch`]), because each must be read as messages arrive.
+//!
+//! A node's [`Phase`] enforces the reconnect order of BEHAVIOUR.md: a node that comes back
+//! heartbeats first, then re-reads its allocations, and only then reports.
+//!
+//! Bring-up runs in the same loop: every node registers and sends its first heartbeat
+//! (then keeps heartbeating while the others come up, so early nodes never miss a TTL),
+//! and the watches open only once all are up. Every registration and first heartbeat is a
+//! Raft write, and the server re-reads every open watch on every write, so watches opened
+//! early would cost it reads quadratic in the node count.
+
+mod launch;
+mod outcomes;
+
+use super::SimStats;
+use super::connections::Connections;
+use super::driver::{Behaviour, NodeAllocs};
+use super::layout::Layout;
+use super::watch::{self, WatchEvent};
+use super::{SimConfig, SimError};
+use drover_core::types::{AllocId, NodeId};
+use drover_proto::v1 as pb;
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::AbortHandle;
+use tokio_util::time::{DelayQueue, delay_queue};
+
+/// What the [`super::Simulator`] handle asks of the loop.
+#[derive(Debug)]
+pub(crate) enum Control {
+    Silence(Vec<u32>, oneshot::Sender<()>),
+    Restore(Vec<u32>, oneshot::Sender<()>),
+    FailInfra(u32, u32),
+    Stats(oneshot::Sender<SimStats>),
+}
+
+/// Answers [`super::Simulator::start`] once every node is up, with their ids in node order.
+pub(crate) type StartReply = oneshot::Sender<Result<Vec<NodeId>, SimError>>;
+
+/// Where a node is in its conversation with the servers.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Phase {
+    /// Registering and sending its first heartbeat; no watch yet.
+    Starting,
+    /// Heartbeats, watches and reports.
+    Connected,
+    /// Cut off: no heartbeat, no watch, no report; its tasks keep running.
+    Silent,
+    /// Back (or registered again): waiting for a heartbeat to be accepted.
+    Reconnecting,
+    /// Heartbeat accepted: waiting for the first watch message before reporting.
+    Resyncing,
+}
+
+#[derive(Debug)]
+struct Node {
+    auth: pb::NodeAuth,
+    phase: Phase,
+    heartbeat_timer: Option<delay_queue::Key>,
+    heartbeat_in_flight: bool,
+    report_in_flight: bool,
+    /// In the engine's list of nodes with updates to send.
+    report_queued: bool,
+    watch: Option<AbortHandle>,
+    /// Tells the current watch task's messages from those of one already replaced.
+    watch_generation: u32,
+    allocs: NodeAllocs,
+}
+
+#[derive(Debug)]
+enum Timer {
+    Heartbeat(u32),
+    TaskExit {
+        node: u32,
+        alloc: AllocId,
+        task: u16,
+    },
+    Flush,
+    Rewatch(u32),
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Call {
+    Heartbeat(u32),
+    Report(u32),
+    Register(u32),
+}
+
+#[derive(Debug)]
+enum Done {
+    Heartbeat(u32, Result<Duration, tonic::Status>),
+    Report(u32, Vec<AllocId>, Result<(), tonic::Status>),
+    Register(u32, Result<(NodeId, pb::NodeAuth), SimError>),
+}
+
+/// How long to wait before retrying a failed heartbeat or a dropped watch.
+const RETRY: Duration = Duration::from_millis(500);
+
+pub(crate) struct Engine {
+    config: Arc<SimConfig>,
+    behaviour: Behaviour,
+    layout: Arc<Layout>,
+    conns: Arc<Connections>,
+    nodes: Vec<Node>,
+    timers: DelayQueue<Timer>,
+    rpcs: FuturesUnordered<BoxFuture<'static, Done>>,
+    backlog: VecDeque<Call>,
+    registrations: VecDeque<u32>,
+    /// Registrations in flight.
+    registering: usize,
+    to_report: Vec<u32>,
+    flush_armed: bool,
+    events_tx: mpsc::UnboundedSender<WatchEvent>,
+    events: mpsc::UnboundedReceiver<WatchEvent>,
+    rng: ChaCha8Rng,
+    stats: SimStats,
+    ids: Vec<NodeId>,
+    /// Nodes still coming up, and who waits for them all; `None` once started.
+    starting: Option<(usize, StartReply)>,
+    /// Set when bring-up failed: the loop ends.
+    failed: bool,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("nodes", &self.nodes.len())
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+enum Step {
+    Control(Option<Control>),
+    Watch(WatchEvent),
+    Done(Done),
+    Timer(Timer),
+}
+
+impl Engine {
+    /// An engine whose first steps register every node; `reply` hears when all are up.
+    pub(crate) fn new(
+        config: Arc<SimConfig>,
+        layout: Arc<Layout>,
+        conns: Arc<Connections>,
+        reply: StartReply,
+    ) -> Engine {
+        let (events_tx, events) = mpsc::unbounded_channel();
+        let behaviour = Behaviour {
+            seed: config.seed,
+            task_duration: config.task_duration,
+            failure_rate: config.failure_rate,
+        };
+        let count = config.nodes;
+        let mut engine = Engine {
+            rng: ChaCha8Rng::seed_from_u64(config.seed.wrapping_add(1)),
+            config,
+            behaviour,
+            layout,
+            conns,
+            nodes: Vec::with_capacity(count),
+            timers: DelayQueue::with_capacity(count + 16),
+            rpcs: FuturesUnordered::new(),
+            backlog: VecDeque::new(),
+            registrations: VecDeque::with_capacity(count),
+            registering: 0,
+            to_report: Vec::new(),
+            flush_armed: false,
+            events_tx,
+            events,
+            stats: SimStats::default(),
+            ids: vec![NodeId::default(); count],
+            starting: Some((count, reply)),
+            failed: false,
+        };
+        for i in 0..count {
+            engine.nodes.push(Node {
+                auth: pb::NodeAuth::default(),
+                phase: Phase::Starting,
+                heartbeat_timer: None,
+                heartbeat_in_flight: true,
+                report_in_flight: false,
+                report_queued: false,
+                watch: None,
+                watch_generation: 0,
+                allocs: NodeAllocs::default(),
+            });
+            engine.call(Call::Register(u32::try_from(i).unwrap_or(u32::MAX)));
+        }
+        engine
+    }
+
+    /// Runs until the handle is dropped or asks to stop; then stops every watch.
+    pub(crate) async fn run(mut self, mut control: mpsc::UnboundedReceiver<Control>) {
+        loop {
+            let step = tokio::select! {
+                c = control.recv() => Step::Control(c),
+                Some(e) = self.events.recv() => Step::Watch(e),
+                Some(d) = self.rpcs.next(), if !self.rpcs.is_empty() => Step::Done(d),
+                Some(t) = self.timers.next(), if !self.timers.is_empty() => Step::Timer(t.into_inner()),
+            };
+            match step {
+                Step::Control(None) => break,
+                Step::Control(Some(c)) => self.on_control(c),
+                Step::Watch(e) => self.on_watch(e),
+                Step::Done(d) => self.on_done(d),
+                Step::Timer(t) => self.on_timer(t),
+            }
+            self.drain_backlog();
+            if self.failed {
+                break;
+            }
+        }
+        for node in &mut self.nodes {
+            if let Some(w) = node.watch.take() {
+                w.abort();
+            }
+        }
+        tracing::info!(nodes = self.nodes.len(), "simulator stopped");
+    }
+
+    fn on_control(&mut self, c: Control) {
+        match c {
+            Control::Silence(nodes, done) => {
+                for n in nodes {
+                    self.silence(n);
+                }
+                let _ = done.send(());
+            }
+            Control::Restore(nodes, done) => {
+                for n in nodes {
+                    let node = &mut self.nodes[n as usize];
+                    if node.phase == Phase::Silent {
+                        node.phase = Phase::Reconnecting;
+                        tracing::debug!(node_id = %node.auth.node_id, "simulated node back: heartbeat first");
+                        self.heartbeat_now(n);
+                    }
+                }
+                let _ = done.send(());
+            }
+            Control::FailInfra(n, count) => self.nodes[n as usize].allocs.fail_next_as_infra(count),
+            Control::Stats(reply) => {
+                let mut s = self.stats.clone();
+                s.nodes = self.nodes.len();
+                s.silent = self
+                    .nodes
+                    .iter()
+                    .filter(|n| n.phase == Phase::Silent)
+                    .count();
+                s.watching = self.nodes.iter().filter(|n| n.watch.is_some()).count();
+                s.running_allocs = self.nodes.iter().map(|n| n.allocs.running()).sum();
+                s.in_flight = self.rpcs.len() + self.backlog.len() + self.registrations.len();
+                let _ = reply.send(s);
+            }
+        }
+    }
+
+    fn silence(&mut self, n: u32) {
+        let node = &mut self.nodes[n as usize];
+        if node.phase == Phase::Silent {
+            return;
+        }
+        node.phase = Phase::Silent;
+        if let Some(w) = node.watch.take() {
+            w.abort();
+        }
+        if let Some(key) = node.heartbeat_timer.take() {
+            self.timers.remove(&key);
+        }
+        tracing::debug!(node_id = %node.auth.node_id, "simulated node silenced");
+    }
+
+    fn on_watch(&mut self, e: WatchEvent) {
+        let (n, generation) = match &e {
+            WatchEvent::Allocations {
+                node, generation, ..
+            }
+            | WatchEvent::Ended {
+                node, generation, ..
+            } => (*node, *generation),
+        };
+        let node = &mut self.nodes[n as usize];
+        if generation != node.watch_generation || node.phase == Phase::Silent {
+            return;
+        }
+        match e {
+            WatchEvent::Allocations { allocations, .. } => {
+                self.stats.watch_messages += 1;
+                let exits = node
+                    .allocs
+                    .apply_server_view(&allocations, &self.behaviour, now_ms());
+                if node.phase == Phase::Resyncing {
+                    node.phase = Phase::Connected;
+                    node.allocs.mark_all_dirty();
+                }
+                for x in exits {
+                    self.timers.insert(
+                        Timer::TaskExit {
+                            node: n,
+                            alloc: x.alloc,
+                            task: x.task,
+                        },
+                        x.after,
+                    );
+                }
+                self.queue_report(n);
+            }
+            WatchEvent::Ended { status, .. } => {
+                node.watch = None;
+                tracing::debug!(node_id = %node.auth.node_id, error = ?status, "allocation watch ended; reopening");
+                let wait = self.jittered(RETRY);
+                self.timers.insert(Timer::Rewatch(n), wait);
+            }
+        }
+    }
+
+    fn on_timer(&mut self, t: Timer) {
+        match t {
+            Timer::Heartbeat(n) => {
+                let node = &mut self.nodes[n as usize];
+                node.heartbeat_timer = None;
+                if node.phase != Phase::Silent && !node.heartbeat_in_flight {
+                    node.heartbeat_in_flight = true;
+                    self.call(Call::Heartbeat(n));
+                }
+            }
+            Timer::TaskExit { node, alloc, task } => {
+                if self.nodes[node as usize]
+                    .allocs
+                    .task_exited(alloc, task, now_ms())
+                {
+                    self.queue_report(node);
+                }
+            }
+            Timer::Flush => {
+                self.flush_armed = false;
+                for n in std::mem::take(&mut self.to_report) {
+                    let node = &mut self.nodes[n as usize];
+                    node.report_queued = false;
+                    if node.phase == Phase::Connected && !node.report_in_flight {
+                        node.report_in_flight = true;
+                        self.call(Call::Report(n));
+                    }
+                }
+            }
+            Timer::Rewatch(n) => {
+                let node = &self.nodes[n as usize];
+                if node.phase != Phase::Silent && node.watch.is_none() {
+                    self.open_watch(n);
+                }
+            }
+        }
+    }
+
+    fn heartbeat_now(&mut self, n: u32) {
+        let node = &mut self.nodes[n as usize];
+        if let Some(key) = node.heartbeat_timer.take() {
+            self.timers.remove(&key);
+        }
+        if !node.heartbeat_in_flight {
+            node.heartbeat_in_flight = true;
+            self.call(Call::Heartbeat(n));
+        }
+    }
+
+    /// The next heartbeat at a random point between half and four fifths of the TTL, so
+    /// heartbeats spread out and a slow answer still lands before the server's timer.
+    fn schedule_heartbeat(&mut self, n: u32, ttl: Duration) {
+        let wait = ttl.mul_f64(self.rng.random_range(0.5..0.8));
+        self.schedule_heartbeat_in(n, wait);
+    }
+
+    fn schedule_heartbeat_in(&mut self, n: u32, wait: Duration) {
+        let key = self.timers.insert(Timer::Heartbeat(n), wait);
+        if let Some(old) = self.nodes[n as usize].heartbeat_timer.replace(key) {
+            self.timers.remove(&old);
+        }
+    }
+
+    fn jittered(&mut self, base: Duration) -> Duration {
+        base.mul_f64(self.rng.random_range(1.0..2.0))
+    }
+
+    fn queue_report(&mut self, n: u32) {
+        let node = &mut self.nodes[n as usize];
+        if node.report_queued || !node.allocs.has_dirty() {
+            return;
+        }
+        node.report_queued = true;
+        self.to_report.push(n);
+        if !self.flush_armed {
+            self.flush_armed = true;
+            self.timers
+                .insert(Timer::Flush, self.config.report_interval);
+        }
+    }
+
+    fn open_watch(&mut self, n: u32) {
+        let node = &mut self.nodes[n as usize];
+        node.watch_generation = node.watch_generation.wrapping_add(1);
+        let handle = tokio::spawn(watch::run(
+            self.conns.watch(n),
+            node.auth.clone(),
+            n,
+            node.watch_generation,
+            self.events_tx.clone(),
+        ));
+        node.watch = Some(handle.abort_handle());
+    }
+}

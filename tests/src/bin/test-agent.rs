@@ -1,0 +1,39 @@
+//! A real node agent as its own process, for end-to-end tests that must kill it with
+//! SIGKILL: `test-agent <data dir> <server address>...`. Logs go to stderr (`RUST_LOG`).
+//! Prints `node <id>` on stdout once registered, then runs until killed.
+
+use drover_agent::{Agent, AgentConfig};
+use std::io::Write;
+use std::path::PathBuf;
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
+    let mut args = std::env::args().skip(1);
+    let Some(data_dir) = args.next() else {
+        eprintln!("usage: test-agent <data dir> <server address>...");
+        return std::process::ExitCode::FAILURE;
+    };
+    let config = AgentConfig {
+        data_dir: PathBuf::from(data_dir),
+        servers: args.collect(),
+        name: Some("test-agent".into()),
+        ..AgentConfig::default()
+    };
+    let agent = match Agent::start(config).await {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("test-agent: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    println!("node {}", agent.node_id());
+    let _ = std::io::stdout().flush();
+    // Runs until the test kills it; a polite signal stops it leaving tasks running.
+    let _ = tokio::signal::ctrl_c().await;
+    agent.shutdown().await;
+    std::process::ExitCode::SUCCESS
+}

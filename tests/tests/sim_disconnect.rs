@@ -1,0 +1,181 @@
+//! Disconnect and reconnect with simulated nodes against a real server: a node that goes
+//! silent inside its group's disconnect window and comes back keeps its allocation (any
+//! replacement is stopped); one silent past the window has its allocation replaced, and on
+//! return does not revive it.
+
+use drover_agent::sim::{SimConfig, Simulator};
+use drover_core::mock;
+use drover_core::state::StateSnapshot;
+use drover_core::types::{
+    AllocId, Allocation, ClientStatus, DesiredStatus, DisconnectPolicy, JobKey, NodeId, NodeStatus,
+};
+use drover_proto::convert::JobRegistration;
+use drover_tests::{DEADLINE, TestServer, eventually};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A server that notices a silent node within about a second.
+async fn server() -> TestServer {
+    TestServer::start_with(|c| {
+        c.heartbeat.min_ttl = Duration::from_millis(400);
+        c.heartbeat.grace = Duration::from_millis(200);
+    })
+    .await
+}
+
+async fn simulator(server: &TestServer, nodes: usize) -> Simulator {
+    Simulator::start(SimConfig {
+        servers: vec![server.url()],
+        nodes,
+        seed: 6,
+        ..SimConfig::default()
+    })
+    .await
+    .expect("simulator starts")
+}
+
+/// Registers a one-allocation service job whose group tolerates `window` of disconnect.
+async fn register_job(server: &TestServer, id: &str, window: Duration) -> JobKey {
+    let mut job = mock::service_job(id, 1);
+    job.groups[0].disconnect = Some(DisconnectPolicy {
+        lost_after: Some(window),
+        ..DisconnectPolicy::default()
+    });
+    let key = job.key();
+    server
+        .handle()
+        .register_job(JobRegistration {
+            job,
+            enforce_index: None,
+        })
+        .await
+        .expect("job registers");
+    key
+}
+
+fn allocs(snap: &StateSnapshot, key: &JobKey) -> Vec<Arc<Allocation>> {
+    snap.allocs_by_job(key).cloned().collect()
+}
+
+fn live(snap: &StateSnapshot, key: &JobKey) -> Vec<Arc<Allocation>> {
+    allocs(snap, key)
+        .into_iter()
+        .filter(|a| !a.is_terminal())
+        .collect()
+}
+
+/// Waits for the job's one allocation to run, and returns it with its node.
+async fn running_original(server: &TestServer, key: &JobKey) -> (AllocId, NodeId) {
+    eventually("the allocation runs", DEADLINE, || async {
+        let snap = server.handle().snapshot();
+        match live(&snap, key).as_slice() {
+            [a] if a.client_status == ClientStatus::Running => Some((a.id, a.node_id)),
+            _ => None,
+        }
+    })
+    .await
+}
+
+async fn alloc_status(server: &TestServer, id: AllocId) -> Option<(DesiredStatus, ClientStatus)> {
+    let snap = server.handle().snapshot();
+    snap.alloc(&id).map(|a| (a.desired_status, a.client_status))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_inside_the_window_keeps_the_original() {
+    let server = server().await;
+    let sim = simulator(&server, 3).await;
+    let key = register_job(&server, "keep", Duration::from_secs(30)).await;
+    let (original, node) = running_original(&server, &key).await;
+
+    sim.silence(&[node]).await.expect("silences");
+    eventually(
+        "the node is disconnected and its allocation unknown",
+        DEADLINE,
+        || async {
+            let snap = server.handle().snapshot();
+            let disconnected = snap.node(&node)?.status == NodeStatus::Disconnected;
+            let unknown = snap.alloc(&original)?.client_status == ClientStatus::Unknown;
+            (disconnected && unknown).then_some(())
+        },
+    )
+    .await;
+
+    sim.restore(&[node]).await.expect("restores");
+    eventually(
+        "the original runs again and nothing else does",
+        DEADLINE,
+        || async {
+            let snap = server.handle().snapshot();
+            let ready = snap.node(&node)?.status == NodeStatus::Ready;
+            let live = live(&snap, &key);
+            let only_original = matches!(live.as_slice(),
+            [a] if a.id == original && a.client_status == ClientStatus::Running);
+            (ready && only_original).then_some(())
+        },
+    )
+    .await;
+    assert_eq!(
+        alloc_status(&server, original).await,
+        Some((DesiredStatus::Run, ClientStatus::Running))
+    );
+    let stats = sim.stats().await.expect("stats");
+    assert_eq!(
+        stats.running_allocs, 1,
+        "only the original runs on the nodes: {stats:?}"
+    );
+    assert_eq!(stats.silent, 0);
+
+    sim.shutdown().await;
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_past_the_window_is_replaced_and_not_revived() {
+    let server = server().await;
+    let sim = simulator(&server, 3).await;
+    let key = register_job(&server, "replace", Duration::from_millis(500)).await;
+    let (original, node) = running_original(&server, &key).await;
+
+    sim.silence(&[node]).await.expect("silences");
+    let replacement = eventually("the original is lost and replaced", DEADLINE, || async {
+        let snap = server.handle().snapshot();
+        let lost = snap.alloc(&original)?.client_status == ClientStatus::Lost;
+        let live = live(&snap, &key);
+        match live.as_slice() {
+            [r] if lost
+                && r.id != original
+                && r.node_id != node
+                && r.client_status == ClientStatus::Running =>
+            {
+                Some(r.id)
+            }
+            _ => None,
+        }
+    })
+    .await;
+
+    sim.restore(&[node]).await.expect("restores");
+    eventually(
+        "the node is back and the simulator runs only the replacement",
+        DEADLINE,
+        || async {
+            let snap = server.handle().snapshot();
+            let ready = snap.node(&node)?.status == NodeStatus::Ready;
+            let stats = sim.stats().await.ok()?;
+            (ready && stats.running_allocs == 1 && stats.silent == 0).then_some(())
+        },
+    )
+    .await;
+    let snap = server.handle().snapshot();
+    let live = live(&snap, &key);
+    assert_eq!(live.len(), 1, "one allocation survives: {live:?}");
+    assert_eq!(live[0].id, replacement);
+    assert!(
+        snap.alloc(&original).is_none_or(|a| a.is_terminal()),
+        "the original stays terminal"
+    );
+
+    sim.shutdown().await;
+    server.stop().await;
+}
