@@ -1,3 +1,161 @@
-//! drover's operator console. Filled by the console issue.
+//! drover's operator console: a live view of nodes by health, evaluations and why they are
+//! pending, blocked evaluations, scheduler workers, jobs and their allocations, and the
+//! event stream, with the operator's actions a key away.
+//!
+//! The parts, from the outside in:
+//! - [`run`] takes over the terminal and wires the rest together;
+//! - `net` holds the background tasks that talk gRPC to a server and send [`app::Update`]s;
+//! - [`app::App`] is the whole state, changed only by [`app::App::handle`], which is pure;
+//! - [`views`] are the components (one per view), [`ui`] draws a frame from the state.
+
+pub mod app;
+pub mod fixtures;
+pub mod model;
+pub mod ui;
+pub mod views;
+
+mod error;
+mod net;
+mod terminal;
 
 pub use drover_core as core;
+pub use error::ConsoleError;
+
+use app::{Action, App, Command, Input, Update};
+use drover_core::Timestamp;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::mpsc;
+
+/// At most this many frames per second are drawn, and only when something changed.
+const FRAME_INTERVAL: Duration = Duration::from_millis(33);
+/// Ages and time-left columns move on at this pace.
+const CLOCK_INTERVAL: Duration = Duration::from_secs(1);
+/// Rows are re-ordered for data changes at most this often (filter, sort and keys apply at
+/// once): under a flood of events, rebuilding the order of 10,000 rows every frame would
+/// use a core by itself, while a quarter second is still live to the eye.
+const DATA_REFRESH: Duration = Duration::from_millis(250);
+/// Updates applied between two frames at most, so a flood of events cannot starve keys.
+const UPDATE_BATCH: usize = 512;
+
+/// How to start the console.
+#[derive(Clone, Debug)]
+pub struct ConsoleOptions {
+    /// A server's gRPC address, `host:port` or a URL.
+    pub address: String,
+    /// Hide and refuse every action: for watching a cluster without the risk of a stray key.
+    pub read_only: bool,
+}
+
+fn now() -> Timestamp {
+    let ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0);
+    Timestamp::from_millis(ms)
+}
+
+/// Runs the console until `q` or ctrl-c. Takes over the terminal (alternate screen, raw
+/// mode, mouse) and gives it back however this returns, panics included. A server that is
+/// down or goes away is not an error: the console says so and reconnects by itself.
+pub async fn run(options: ConsoleOptions) -> Result<(), ConsoleError> {
+    let channels = net::Channels::lazy(&options.address)?;
+    let mut session = terminal::Session::start()?;
+
+    let (update_tx, mut updates) = mpsc::channel::<Update>(1_024);
+    let (command_tx, mut commands) = mpsc::unbounded_channel::<Command>();
+    let (input_tx, mut inputs) = mpsc::channel::<Input>(256);
+    let stop_input = Arc::new(AtomicBool::new(false));
+    let input_thread = terminal::spawn_input(input_tx, stop_input.clone());
+
+    let follower = tokio::spawn(net::follow(channels.clone(), update_tx.clone()));
+    let commander = {
+        let channel = channels.unary.clone();
+        tokio::spawn(async move {
+            while let Some(command) = commands.recv().await {
+                let tx = update_tx.clone();
+                let channel = channel.clone();
+                tokio::spawn(async move {
+                    for update in net::execute(&channel, command).await {
+                        if tx.send(update).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        })
+    };
+
+    let mut app = App::new(options.address, options.read_only, now());
+    let size = session.terminal.size()?;
+    app.handle(Input::Resize {
+        width: size.width,
+        height: size.height,
+    });
+    let theme = ui::Theme::from_env();
+    let mut frames = tokio::time::interval(FRAME_INTERVAL);
+    frames.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut clock = tokio::time::interval(CLOCK_INTERVAL);
+    clock.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+
+    let mut last_refresh = Instant::now();
+    let result = loop {
+        let action = tokio::select! {
+            input = inputs.recv() => match input {
+                Some(input) => app.handle(input),
+                // The input thread ended: the terminal is gone.
+                None => break Ok(()),
+            },
+            Some(update) = updates.recv() => {
+                app.handle(Input::Update(update));
+                for _ in 0..UPDATE_BATCH {
+                    match updates.try_recv() {
+                        Ok(update) => { app.handle(Input::Update(update)); }
+                        Err(_) => break,
+                    }
+                }
+                Action::None
+            }
+            _ = clock.tick() => app.handle(Input::Tick(now())),
+            _ = frames.tick() => {
+                let outdated = app.rows_outdated();
+                if app.dirty && (!outdated || last_refresh.elapsed() >= DATA_REFRESH) {
+                    if outdated {
+                        last_refresh = Instant::now();
+                    }
+                    app.prepare_frame();
+                    if let Err(e) = session.terminal.draw(|frame| ui::draw(frame, &app, &theme)) {
+                        break Err(ConsoleError::Terminal(e));
+                    }
+                    app.dirty = false;
+                }
+                Action::None
+            }
+        };
+        match action {
+            Action::None => {}
+            Action::Quit => break Ok(()),
+            Action::Run(command) => {
+                if command_tx.send(command).is_err() {
+                    tracing::warn!("command task ended; command dropped");
+                }
+            }
+            Action::Copy(text) => {
+                if let Err(error) = session.copy(&text) {
+                    tracing::warn!(%error, "copying to the clipboard failed");
+                }
+            }
+        }
+    };
+
+    follower.abort();
+    commander.abort();
+    stop_input.store(true, Ordering::Relaxed);
+    drop(inputs);
+    drop(session);
+    if input_thread.join().is_err() {
+        tracing::warn!("the terminal input thread panicked");
+    }
+    result
+}

@@ -1,0 +1,165 @@
+//! The keys that change the cluster: which command each one asks for, the confirmation
+//! the destructive ones go through first, and the read-only guard.
+
+use super::{Action, App, Command, Confirm, Mode, Prompt, PromptKind, RowKey};
+use crate::views::{Tone, ViewKind};
+use drover_core::{Eligibility, NodeId};
+
+impl App {
+    /// The keys that act on the cluster. In read-only mode every one is refused.
+    pub(super) fn on_action_key(&mut self, c: char) -> Action {
+        let known = self
+            .component()
+            .keys()
+            .iter()
+            .any(|k| k.action && k.keys == c.to_string());
+        if !known {
+            return Action::None;
+        }
+        if self.read_only {
+            self.tell("read-only console: actions are disabled", Tone::Warn);
+            return Action::None;
+        }
+        match (self.view, c) {
+            (ViewKind::Nodes, _) => self.node_action(c),
+            (ViewKind::Workers, _) => self.worker_action(c),
+            (ViewKind::Jobs, 'x') => {
+                if let Some(RowKey::Job(job)) = self.list().selected.clone() {
+                    self.mode = Mode::Confirm(Confirm::new(
+                        format!("stop job {}?", job.id),
+                        Command::StopJob(job),
+                    ));
+                }
+                Action::None
+            }
+            _ => Action::None,
+        }
+    }
+
+    fn node_action(&mut self, c: char) -> Action {
+        let nodes: Vec<NodeId> = self
+            .list()
+            .targets()
+            .into_iter()
+            .filter_map(|k| match k {
+                RowKey::Node(id) => Some(id),
+                _ => None,
+            })
+            .collect();
+        if nodes.is_empty() {
+            return Action::None;
+        }
+        let what = describe_nodes(self, &nodes);
+        match c {
+            'o' => {
+                self.mode = Mode::Confirm(Confirm::new(
+                    format!("offline {what}? it gets no new placements"),
+                    Command::Offline(nodes),
+                ))
+            }
+            'O' => return self.run(Command::Online(nodes)),
+            'd' => {
+                self.mode = Mode::Prompt(Prompt {
+                    kind: PromptKind::DrainDeadline(nodes),
+                    input: "1h".to_owned(),
+                })
+            }
+            'D' => return self.run(Command::EndDrain(nodes)),
+            'e' => {
+                // Toggle from the first target's eligibility; all targets end up the same.
+                let eligible = self
+                    .cluster
+                    .nodes
+                    .get(&nodes[0])
+                    .is_some_and(|n| n.eligibility == Eligibility::Eligible);
+                if eligible {
+                    self.mode = Mode::Confirm(Confirm::new(
+                        format!("make {what} ineligible for new placements?"),
+                        Command::SetEligibility {
+                            nodes,
+                            eligible: false,
+                        },
+                    ));
+                } else {
+                    return self.run(Command::SetEligibility {
+                        nodes,
+                        eligible: true,
+                    });
+                }
+            }
+            _ => {}
+        }
+        Action::None
+    }
+
+    fn worker_action(&mut self, c: char) -> Action {
+        let selected = match self.list().selected.clone() {
+            Some(RowKey::Worker(server_id, worker_id)) => Some((server_id, worker_id)),
+            _ => None,
+        };
+        match (c, selected) {
+            ('p', Some((server_id, worker_id))) => {
+                self.mode = Mode::Confirm(Confirm::new(
+                    format!("pause worker {worker_id}?"),
+                    Command::PauseWorker {
+                        server_id,
+                        worker_id,
+                    },
+                ))
+            }
+            ('r', Some((server_id, worker_id))) => {
+                return self.run(Command::ResumeWorker {
+                    server_id,
+                    worker_id,
+                });
+            }
+            ('P', _) => {
+                self.mode = Mode::Confirm(Confirm::new(
+                    "pause every worker of every server? nothing is scheduled until resumed",
+                    Command::PauseAllWorkers,
+                ))
+            }
+            ('R', _) => return self.run(Command::ResumeAllWorkers),
+            ('c', Some((server_id, _))) => {
+                let current = self
+                    .cluster
+                    .workers
+                    .iter()
+                    .filter(|w| w.server_id == server_id)
+                    .count();
+                self.mode = Mode::Prompt(Prompt {
+                    kind: PromptKind::WorkerCount { server_id },
+                    input: current.to_string(),
+                });
+            }
+            _ => {}
+        }
+        Action::None
+    }
+
+    /// Hands a command to the runtime, refusing actions in read-only mode (the last guard:
+    /// the keys are already refused).
+    pub(super) fn run(&mut self, command: Command) -> Action {
+        if self.read_only && command.is_action() {
+            self.tell("read-only console: actions are disabled", Tone::Warn);
+            return Action::None;
+        }
+        if command.is_action() {
+            self.tell("sent, waiting for the server…", Tone::Dim);
+        }
+        Action::Run(command)
+    }
+}
+
+/// `node-3` for one node, `4 nodes` for several.
+pub(super) fn describe_nodes(app: &App, nodes: &[NodeId]) -> String {
+    match nodes {
+        [one] => app
+            .cluster
+            .nodes
+            .get(one)
+            .map(|n| format!("node {}", n.name))
+            .unwrap_or_else(|| format!("node {}", one.short())),
+        many => format!("{} nodes", many.len()),
+    }
+}

@@ -1,0 +1,169 @@
+//! The action keys: confirmations, targets and the read-only guard.
+
+use super::*;
+
+#[test]
+fn confirmations_default_to_cancel() {
+    // (keys, command expected to run)
+    let offline = |app: &App| Command::Offline(vec![selected_node(app).expect("selected")]);
+    let cases: [(&str, bool); 5] = [
+        ("o<enter>", false),
+        ("o<esc>", false),
+        ("on", false),
+        ("o<right><enter>", true),
+        ("o<tab><tab><enter>", false),
+    ];
+    for (keys, runs) in cases {
+        let mut app = app();
+        let want = offline(&app);
+        let actions = press(&mut app, keys);
+        assert_eq!(app.mode, Mode::Normal, "{keys}");
+        if runs {
+            assert_eq!(actions, vec![Action::Run(want)], "{keys}");
+        } else {
+            assert!(actions.is_empty(), "{keys}: {actions:?}");
+        }
+    }
+    let mut app = app();
+    press(&mut app, "o");
+    assert!(matches!(&app.mode, Mode::Confirm(c) if !c.on_confirm));
+}
+
+#[test]
+fn every_action_key_asks_or_runs_the_right_command() {
+    let base = app();
+    let first = selected_node(&base).expect("selected");
+    // (view command, keys, the command it ends in)
+    let cases: Vec<(&str, &str, Command)> = vec![
+        ("", "O", Command::Online(vec![first])),
+        ("", "D", Command::EndDrain(vec![first])),
+        (
+            "",
+            "e<right><enter>",
+            Command::SetEligibility {
+                nodes: vec![first],
+                eligible: false,
+            },
+        ),
+        (
+            "",
+            "d<bs><bs>30m<enter><right><enter>",
+            Command::Drain {
+                nodes: vec![first],
+                deadline: Some(std::time::Duration::from_secs(1_800)),
+            },
+        ),
+        (
+            ":workers<enter>",
+            "p<right><enter>",
+            Command::PauseWorker {
+                server_id: "server-1".into(),
+                worker_id: "worker-0".into(),
+            },
+        ),
+        (
+            ":workers<enter>",
+            "<down><down>r",
+            Command::ResumeWorker {
+                server_id: "server-1".into(),
+                worker_id: "worker-2".into(),
+            },
+        ),
+        (
+            ":workers<enter>",
+            "P<right><enter>",
+            Command::PauseAllWorkers,
+        ),
+        (":workers<enter>", "R", Command::ResumeAllWorkers),
+        (
+            ":workers<enter>",
+            "c<bs>2<enter><right><enter>",
+            Command::SetWorkerCount {
+                server_id: "server-1".into(),
+                count: 2,
+            },
+        ),
+        (
+            ":jobs<enter>",
+            "x<right><enter>",
+            Command::StopJob(drover_core::JobKey::default_ns("batch-1")),
+        ),
+    ];
+    for (view, keys, want) in cases {
+        let mut app = app();
+        press(&mut app, view);
+        let actions = press(&mut app, keys);
+        assert_eq!(actions, vec![Action::Run(want)], "{view}{keys}");
+    }
+}
+
+#[test]
+fn marked_nodes_are_the_targets() {
+    let mut app = app();
+    let keys: Vec<_> = app.list().order[..2].to_vec();
+    let actions = press(&mut app, "  O");
+    let ids: Vec<_> = keys
+        .iter()
+        .filter_map(|k| match k {
+            RowKey::Node(id) => Some(*id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(actions, vec![Action::Run(Command::Online(ids))]);
+    press(&mut app, "<esc>");
+    assert!(app.list().marked.is_empty());
+}
+
+#[test]
+fn read_only_refuses_every_action() {
+    let keys = [
+        ("", "o<right><enter>"),
+        ("", "O"),
+        ("", "d<enter><right><enter>"),
+        ("", "e<right><enter>"),
+        (":workers<enter>", "p<right><enter>"),
+        (":workers<enter>", "R"),
+        (":workers<enter>", "c<enter><right><enter>"),
+        (":jobs<enter>", "x<right><enter>"),
+    ];
+    for (view, keys) in keys {
+        let mut app = fixtures::app(40, 200, 120, 40);
+        app.read_only = true;
+        press(&mut app, view);
+        let actions = press(&mut app, keys);
+        assert!(
+            actions
+                .iter()
+                .all(|a| !matches!(a, Action::Run(c) if c.is_action())),
+            "{view}{keys}: {actions:?}"
+        );
+        assert_eq!(app.mode, Mode::Normal, "{view}{keys}");
+        assert!(
+            app.notice
+                .as_ref()
+                .is_some_and(|n| n.text.contains("read-only")),
+            "{view}{keys}"
+        );
+    }
+}
+
+#[test]
+fn invalid_prompt_answers_are_refused_with_a_reason() {
+    let cases = [
+        ("", "d<bs><bs>soon<enter>", "invalid deadline \"soon\""),
+        (
+            ":workers<enter>",
+            "c<bs>many<enter>",
+            "invalid worker count \"many\"",
+        ),
+    ];
+    for (view, keys, reason) in cases {
+        let mut app = app();
+        press(&mut app, view);
+        let actions = press(&mut app, keys);
+        assert!(actions.is_empty());
+        assert_eq!(app.mode, Mode::Normal);
+        let notice = app.notice.clone().expect("a notice");
+        assert!(notice.text.contains(reason), "{}", notice.text);
+    }
+}

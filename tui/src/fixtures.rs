@@ -1,0 +1,283 @@
+//! A deterministic cluster for snapshot tests, the benchmark and demos: every health set,
+//! drains, placement failures, blocked evaluations, workers in every state and a stream of
+//! events, built from core's mock objects with no server.
+
+use crate::app::{App, Connection, Input, Update};
+use crate::model::{
+    BlockedKindLabel, BlockedRow, Change, ClusterInfo, EventRow, SchedulingStats, Snapshot,
+    WorkerRow, WorkerStatusLabel, alloc_row, job_row,
+};
+use drover_core::{
+    AllocMetric, ClientStatus, Dimension, DrainStrategy, Eligibility, EvalStatus, JobKey,
+    JobStatus, NodeHealth, NodeStatus, SuspendReason, Timestamp, TriggeredBy, mock,
+};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// The fixed "now" of every fixture: 2026-01-01T00:00:00Z.
+pub fn now() -> Timestamp {
+    Timestamp::from_millis(1_767_225_600_000)
+}
+
+/// Ids that look like real (random) ones, so short forms differ as they would in a real
+/// cluster, but are the same on every run: `n` mixed by splitmix64.
+fn scattered(kind: u64, n: u64) -> [u8; 16] {
+    let mix = |mut z: u64| {
+        z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&mix(kind << 56 | n).to_be_bytes());
+    bytes[8..].copy_from_slice(&mix(!(kind << 56 | n)).to_be_bytes());
+    bytes
+}
+
+pub fn node_id(n: u64) -> drover_core::NodeId {
+    drover_core::NodeId::from_bytes(scattered(1, n))
+}
+
+fn ago(secs: u64) -> Timestamp {
+    now().saturating_sub(Duration::from_secs(secs))
+}
+
+/// A snapshot of `nodes` nodes and `allocs` allocations spread over ten jobs. Node `n`'s
+/// health cycles so every set is present: mostly healthy, some new, lost, flaky, offlined.
+pub fn snapshot(nodes: u64, allocs: u64) -> Snapshot {
+    let mut node_list = Vec::with_capacity(nodes as usize);
+    for n in 0..nodes {
+        let mut node = mock::node(n);
+        node.id = node_id(n);
+        node.datacenter = if n % 3 == 0 { "dc2" } else { "dc1" }.to_owned();
+        node.node_class = if n % 4 == 0 { "gpu" } else { "std" }.to_owned();
+        node.health_since = ago(30 + n % 50);
+        node.modify_index = 10 + n;
+        match n % 20 {
+            1 => node.health = NodeHealth::Suspended(SuspendReason::New),
+            2 => {
+                node.health = NodeHealth::Suspended(SuspendReason::Lost);
+                node.status = NodeStatus::Down;
+            }
+            3 => node.health = NodeHealth::Suspended(SuspendReason::Flaky),
+            4 => {
+                node.health = NodeHealth::Offlined;
+                node.eligibility = Eligibility::Ineligible;
+            }
+            5 => {
+                node.eligibility = Eligibility::Ineligible;
+                node.drain = Some(DrainStrategy {
+                    deadline: Some(Duration::from_secs(3_600)),
+                    force: false,
+                    ignore_system_jobs: false,
+                    started_at: ago(600),
+                });
+            }
+            _ => {}
+        }
+        node_list.push(node);
+    }
+
+    let jobs: Vec<drover_core::Job> = (0..10)
+        .map(|j| {
+            let mut job = match j % 3 {
+                0 => mock::service_job(&format!("web-{j}"), 10),
+                1 => mock::batch_job(&format!("batch-{j}"), 10),
+                _ => mock::system_job(&format!("sys-{j}")),
+            };
+            job.status = if j == 9 {
+                JobStatus::Pending
+            } else {
+                JobStatus::Running
+            };
+            job.submit_time = ago(3_600 + j * 60);
+            job.version = j % 3;
+            job
+        })
+        .collect();
+
+    let mut alloc_rows = Vec::with_capacity(allocs as usize);
+    for a in 0..allocs {
+        let job = &jobs[(a % 9) as usize];
+        let node = node_id(a % nodes.max(1));
+        let mut alloc = mock::alloc(a, job, node, (a / 9) as u32);
+        alloc.id = drover_core::AllocId::from_bytes(scattered(2, a));
+        alloc.create_time = ago(60 + a % 3_000);
+        alloc.client_status = match a % 50 {
+            0 => ClientStatus::Pending,
+            1 => ClientStatus::Failed,
+            2 => ClientStatus::Complete,
+            _ => ClientStatus::Running,
+        };
+        alloc_rows.push(alloc_row(&alloc));
+    }
+
+    let mut evals = Vec::new();
+    for (i, job) in jobs.iter().enumerate() {
+        let mut eval = mock::eval(i as u64, job);
+        eval.id = drover_core::EvalId::from_bytes(scattered(3, i as u64));
+        eval.create_time = ago(30 * (10 - i as u64));
+        eval.create_index = 100 + i as u64;
+        eval.status = match i % 4 {
+            0 => EvalStatus::Complete,
+            1 => EvalStatus::Pending,
+            2 => EvalStatus::Blocked,
+            _ => EvalStatus::Complete,
+        };
+        if i == 9 || i == 2 {
+            eval.status = EvalStatus::Blocked;
+            eval.triggered_by = TriggeredBy::QueuedAllocs;
+            eval.failed_tg_allocs = BTreeMap::from([("web".to_owned(), placement_failure())]);
+            eval.queued_allocations = BTreeMap::from([("web".to_owned(), 4)]);
+        }
+        evals.push(eval);
+    }
+
+    Snapshot {
+        nodes: node_list,
+        allocs: alloc_rows,
+        jobs: jobs.iter().map(job_row).collect(),
+        evals,
+        index: 1_000,
+    }
+}
+
+fn placement_failure() -> AllocMetric {
+    AllocMetric {
+        nodes_evaluated: 12,
+        nodes_filtered: 5,
+        nodes_available: BTreeMap::from([("dc1".to_owned(), 12)]),
+        class_filtered: BTreeMap::from([("gpu".to_owned(), 3)]),
+        constraint_filtered: BTreeMap::from([("${attr.kernel.name} = windows".to_owned(), 5)]),
+        nodes_exhausted: 7,
+        class_exhausted: BTreeMap::from([("std".to_owned(), 7)]),
+        dimension_exhausted: BTreeMap::from([(Dimension::Memory, 7)]),
+        coalesced_failures: 3,
+        score: 0.0,
+    }
+}
+
+pub fn workers() -> Vec<WorkerRow> {
+    let statuses = [
+        (WorkerStatusLabel::Started, "waiting to dequeue"),
+        (WorkerStatusLabel::Started, "scheduling"),
+        (WorkerStatusLabel::Paused, "paused"),
+        (WorkerStatusLabel::Pausing, "submitting"),
+    ];
+    (0..4)
+        .map(|i| WorkerRow {
+            id: format!("worker-{i}"),
+            server_id: "server-1".to_owned(),
+            schedulers: vec![
+                "service".into(),
+                "batch".into(),
+                "system".into(),
+                "sysbatch".into(),
+                "_core".into(),
+            ],
+            started: ago(5_000),
+            status: statuses[i].0,
+            workload: statuses[i].1,
+        })
+        .collect()
+}
+
+pub fn blocked() -> Vec<BlockedRow> {
+    vec![
+        BlockedRow {
+            eval_id: drover_core::EvalId::from_bytes(scattered(3, 9)).to_string(),
+            job: JobKey::default_ns("web-9"),
+            kind: BlockedKindLabel::Captured,
+            node_id: String::new(),
+            class_eligibility: BTreeMap::from([("gpu".into(), false), ("std".into(), true)]),
+            escaped: false,
+            triggered_by: "queued-allocs".into(),
+            blocked_since: ago(300),
+            unblocked_by: "capacity on a node of class std".into(),
+        },
+        BlockedRow {
+            eval_id: drover_core::EvalId::from_bytes(scattered(3, 2)).to_string(),
+            job: JobKey::default_ns("sys-2"),
+            kind: BlockedKindLabel::Escaped,
+            node_id: String::new(),
+            class_eligibility: BTreeMap::new(),
+            escaped: true,
+            triggered_by: "queued-allocs".into(),
+            blocked_since: ago(90),
+            unblocked_by: "any capacity change".into(),
+        },
+    ]
+}
+
+fn stats() -> SchedulingStats {
+    SchedulingStats {
+        ready: 3,
+        unacked: 2,
+        pending: 1,
+        waiting: 0,
+        blocked: 2,
+        failed: 0,
+        broker_enabled: true,
+        plan_depth: 1,
+        plan_peak: 9,
+        plans_enqueued: 420,
+        plans_dequeued: 419,
+    }
+}
+
+fn events(count: u64) -> Vec<(Change, EventRow)> {
+    let kinds = [
+        ("node", "node-health", "node-4 ready offlined"),
+        ("allocation", "plan-result", "web-0.web[3] run/pending"),
+        ("evaluation", "eval-updated", "web-9 queued-allocs blocked"),
+        ("job", "job-registered", "web-0 v1 running"),
+    ];
+    (0..count)
+        .map(|i| {
+            let (topic, event_type, summary) = kinds[(i % 4) as usize];
+            let row = EventRow {
+                seq: 0,
+                index: 1_001 + i,
+                topic,
+                event_type,
+                key: format!("key-{i}"),
+                summary: summary.to_owned(),
+            };
+            (Change::LogOnly, row)
+        })
+        .collect()
+}
+
+/// An app of `width` x `height` holding the fixture cluster, connected, at [`now`].
+pub fn app(nodes: u64, allocs: u64, width: u16, height: u16) -> App {
+    let mut app = App::new("127.0.0.1:4647", false, now());
+    let updates = [
+        Update::Connection(Connection::Connected),
+        Update::Snapshot(Box::new(snapshot(nodes, allocs))),
+        Update::Cluster(ClusterInfo {
+            server_id: "server-1".into(),
+            leader_id: "server-1".into(),
+            role: "leader",
+            applied_index: 1_020,
+        }),
+        Update::Workers(workers()),
+        Update::Scheduling(stats()),
+        Update::Blocked(blocked()),
+        Update::Events(events(12)),
+    ];
+    for update in updates {
+        app.handle(Input::Update(update));
+    }
+    for (second, placed) in [3u64, 5, 8, 13, 9, 4, 12, 20, 16, 7]
+        .into_iter()
+        .enumerate()
+    {
+        for _ in 0..placed {
+            app.placements
+                .record(now().saturating_sub(Duration::from_secs(10 - second as u64)));
+        }
+    }
+    app.handle(Input::Tick(now()));
+    app.handle(Input::Resize { width, height });
+    app
+}

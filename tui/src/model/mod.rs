@@ -1,0 +1,196 @@
+//! The console's copy of the cluster: loaded from the read RPCs, then kept current by the
+//! event stream. Per-node and per-job allocation aggregates are maintained incrementally on
+//! every change, so no view ever walks all allocations to draw a frame.
+
+mod change;
+mod rows;
+
+pub use change::{
+    AllocDetail, Change, ClusterInfo, DecodeError, Snapshot, alloc_row, decode_alloc,
+    decode_blocked, decode_event, decode_job_entry, decode_worker, job_row, role_label,
+    scheduling_stats,
+};
+pub use rows::{
+    AllocRow, BlockedKindLabel, BlockedRow, EventRow, JobCounts, JobRow, SchedulingStats, Usage,
+    WorkerRow, WorkerStatusLabel, workload_label,
+};
+
+use drover_core::{AllocId, EvalId, Evaluation, JobKey, Node, NodeHealth, NodeId, SuspendReason};
+use std::collections::{HashMap, VecDeque};
+
+/// How many lines of the live event stream are kept.
+pub const EVENT_LOG_LEN: usize = 2_000;
+
+/// Every object the console shows.
+#[derive(Debug, Default)]
+pub struct Cluster {
+    pub nodes: HashMap<NodeId, Node>,
+    pub allocs: HashMap<AllocId, AllocRow>,
+    pub jobs: HashMap<JobKey, JobRow>,
+    pub evals: HashMap<EvalId, Evaluation>,
+    pub blocked: Vec<BlockedRow>,
+    pub workers: Vec<WorkerRow>,
+    pub stats: SchedulingStats,
+    pub info: ClusterInfo,
+    pub events: VecDeque<EventRow>,
+    /// The highest Raft index seen in any answer or event.
+    pub index: u64,
+    /// Invariant: equals the sum over live allocations in `allocs`, per node.
+    usage: HashMap<NodeId, Usage>,
+    /// Invariant: equals the counts over `allocs`, per job.
+    job_counts: HashMap<JobKey, JobCounts>,
+    next_event_seq: u64,
+}
+
+/// Node counts per health set, as the header shows them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HealthCounts {
+    pub healthy: usize,
+    pub new: usize,
+    pub lost: usize,
+    pub flaky: usize,
+    pub offlined: usize,
+}
+
+impl Cluster {
+    /// Replaces everything the read RPCs cover. Leader-only structures (workers, broker
+    /// stats, blocked evaluations) and the event log are kept: they have their own feeds.
+    pub fn load(&mut self, snapshot: Snapshot) {
+        self.nodes = snapshot.nodes.into_iter().map(|n| (n.id, n)).collect();
+        self.jobs = snapshot
+            .jobs
+            .into_iter()
+            .map(|j| (j.key.clone(), j))
+            .collect();
+        self.evals = snapshot.evals.into_iter().map(|e| (e.id, e)).collect();
+        self.allocs.clear();
+        self.usage.clear();
+        self.job_counts.clear();
+        for alloc in snapshot.allocs {
+            self.upsert_alloc(alloc);
+        }
+        self.index = self.index.max(snapshot.index);
+    }
+
+    /// Applies one change; returns whether it placed a new allocation (for the placement
+    /// rate). Changes older than what is held (by modify index) are ignored, so replaying
+    /// events the snapshot already covers changes nothing.
+    pub fn apply(&mut self, change: Change) -> bool {
+        match change {
+            Change::Node(node) => {
+                if self
+                    .nodes
+                    .get(&node.id)
+                    .is_none_or(|old| old.modify_index <= node.modify_index)
+                {
+                    self.nodes.insert(node.id, *node);
+                }
+            }
+            Change::NodeRemoved(id) => {
+                self.nodes.remove(&id);
+            }
+            Change::Alloc(row) => {
+                let known = self.allocs.get(&row.id);
+                if known.is_some_and(|old| old.modify_index > row.modify_index) {
+                    return false;
+                }
+                let placed = known.is_none() && row.is_live();
+                self.upsert_alloc(row);
+                return placed;
+            }
+            Change::AllocRemoved(id) => self.remove_alloc(id),
+            Change::Eval(eval) => {
+                if self
+                    .evals
+                    .get(&eval.id)
+                    .is_none_or(|old| old.modify_index <= eval.modify_index)
+                {
+                    self.evals.insert(eval.id, *eval);
+                }
+            }
+            Change::EvalRemoved(id) => {
+                self.evals.remove(&id);
+            }
+            Change::Job(job) => {
+                if self
+                    .jobs
+                    .get(&job.key)
+                    .is_none_or(|old| old.modify_index <= job.modify_index)
+                {
+                    self.jobs.insert(job.key.clone(), job);
+                }
+            }
+            Change::JobRemoved(key) => {
+                self.jobs.remove(&key);
+            }
+            Change::LogOnly => {}
+        }
+        false
+    }
+
+    /// Appends to the event log, numbering the line and dropping the oldest past
+    /// [`EVENT_LOG_LEN`].
+    pub fn log_event(&mut self, mut row: EventRow) {
+        self.next_event_seq += 1;
+        row.seq = self.next_event_seq;
+        self.index = self.index.max(row.index);
+        if self.events.len() == EVENT_LOG_LEN {
+            self.events.pop_front();
+        }
+        self.events.push_back(row);
+    }
+
+    pub fn usage(&self, node: &NodeId) -> Usage {
+        self.usage.get(node).copied().unwrap_or_default()
+    }
+
+    pub fn job_counts(&self, job: &JobKey) -> JobCounts {
+        self.job_counts.get(job).copied().unwrap_or_default()
+    }
+
+    pub fn health_counts(&self) -> HealthCounts {
+        let mut c = HealthCounts::default();
+        for node in self.nodes.values() {
+            match node.health {
+                NodeHealth::Healthy => c.healthy += 1,
+                NodeHealth::Suspended(SuspendReason::New) => c.new += 1,
+                NodeHealth::Suspended(SuspendReason::Lost) => c.lost += 1,
+                NodeHealth::Suspended(SuspendReason::Flaky) => c.flaky += 1,
+                NodeHealth::Offlined => c.offlined += 1,
+            }
+        }
+        c
+    }
+
+    fn upsert_alloc(&mut self, row: AllocRow) {
+        self.remove_alloc(row.id);
+        if row.is_live() {
+            self.usage
+                .entry(row.node_id)
+                .or_default()
+                .add(&row.resources);
+        }
+        self.job_counts
+            .entry(row.job.clone())
+            .or_default()
+            .apply(row.client, true);
+        self.allocs.insert(row.id, row);
+    }
+
+    fn remove_alloc(&mut self, id: AllocId) {
+        let Some(old) = self.allocs.remove(&id) else {
+            return;
+        };
+        if old.is_live()
+            && let Some(u) = self.usage.get_mut(&old.node_id)
+        {
+            u.remove(&old.resources);
+        }
+        if let Some(c) = self.job_counts.get_mut(&old.job) {
+            c.apply(old.client, false);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

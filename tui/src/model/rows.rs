@@ -1,0 +1,239 @@
+//! What the console keeps of each object: enough to draw every view and detail, and no
+//! more, so that a cluster of 10,000 nodes and 100,000 allocations stays small in memory.
+
+use drover_core::{
+    AllocId, ClientStatus, DesiredStatus, JobKey, JobStatus, JobType, Resources, Timestamp,
+};
+use drover_proto::v1 as pb;
+use std::collections::BTreeMap;
+
+/// One allocation as lists show it. Task states and history are fetched on demand (the
+/// allocation detail asks the server), because keeping them for every allocation would
+/// multiply the console's memory.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AllocRow {
+    pub id: AllocId,
+    pub name: String,
+    pub job: JobKey,
+    pub task_group: String,
+    pub node_id: drover_core::NodeId,
+    pub desired: DesiredStatus,
+    pub client: ClientStatus,
+    pub resources: Resources,
+    pub create_time: Timestamp,
+    pub modify_index: u64,
+}
+
+impl AllocRow {
+    /// Whether it still holds resources on its node: what the node's allocation count and
+    /// resource use are summed over.
+    pub fn is_live(&self) -> bool {
+        self.desired == DesiredStatus::Run && !self.client.is_terminal()
+    }
+}
+
+/// One job as the jobs view shows it (the spec is not kept).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobRow {
+    pub key: JobKey,
+    pub job_type: JobType,
+    pub priority: u8,
+    pub status: JobStatus,
+    pub stop: bool,
+    pub version: u64,
+    pub parent_id: Option<String>,
+    pub submit_time: Timestamp,
+    pub modify_index: u64,
+}
+
+/// One evaluation the blocked-evaluation tracker holds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BlockedRow {
+    pub eval_id: String,
+    pub job: JobKey,
+    pub kind: BlockedKindLabel,
+    pub node_id: String,
+    pub class_eligibility: BTreeMap<String, bool>,
+    pub escaped: bool,
+    pub triggered_by: String,
+    pub blocked_since: Timestamp,
+    pub unblocked_by: String,
+}
+
+/// How a blocked evaluation waits, as a label.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum BlockedKindLabel {
+    Captured,
+    Escaped,
+    System,
+    Unknown,
+}
+
+impl BlockedKindLabel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Captured => "captured",
+            Self::Escaped => "escaped",
+            Self::System => "system",
+            Self::Unknown => "?",
+        }
+    }
+
+    pub fn from_wire(value: i32) -> Self {
+        match pb::BlockedKind::try_from(value) {
+            Ok(pb::BlockedKind::Captured) => Self::Captured,
+            Ok(pb::BlockedKind::Escaped) => Self::Escaped,
+            Ok(pb::BlockedKind::System) => Self::System,
+            _ => Self::Unknown,
+        }
+    }
+}
+
+/// One scheduler worker of one server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkerRow {
+    pub id: String,
+    pub server_id: String,
+    pub schedulers: Vec<String>,
+    pub started: Timestamp,
+    pub status: WorkerStatusLabel,
+    pub workload: &'static str,
+}
+
+/// A worker's life-cycle status. Kept as an enum because actions depend on it (only a
+/// paused worker can be resumed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum WorkerStatusLabel {
+    Starting,
+    Started,
+    Pausing,
+    Paused,
+    Resuming,
+    Stopping,
+    Stopped,
+    Unknown,
+}
+
+impl WorkerStatusLabel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Starting => "starting",
+            Self::Started => "started",
+            Self::Pausing => "pausing",
+            Self::Paused => "paused",
+            Self::Resuming => "resuming",
+            Self::Stopping => "stopping",
+            Self::Stopped => "stopped",
+            Self::Unknown => "?",
+        }
+    }
+
+    pub fn from_wire(value: i32) -> Self {
+        use pb::WorkerStatus as W;
+        match W::try_from(value) {
+            Ok(W::Starting) => Self::Starting,
+            Ok(W::Started) => Self::Started,
+            Ok(W::Pausing) => Self::Pausing,
+            Ok(W::Paused) => Self::Paused,
+            Ok(W::Resuming) => Self::Resuming,
+            Ok(W::Stopping) => Self::Stopping,
+            Ok(W::Stopped) => Self::Stopped,
+            Ok(W::Unspecified) | Err(_) => Self::Unknown,
+        }
+    }
+}
+
+/// What a worker is doing right now, as a label.
+pub fn workload_label(value: i32) -> &'static str {
+    use pb::WorkloadStatus as W;
+    match W::try_from(value) {
+        Ok(W::WaitingToDequeue) => "waiting to dequeue",
+        Ok(W::WaitingForRaft) => "waiting for raft",
+        Ok(W::Scheduling) => "scheduling",
+        Ok(W::Submitting) => "submitting",
+        Ok(W::Backoff) => "backoff",
+        Ok(W::Paused) => "paused",
+        Ok(W::Stopped) => "stopped",
+        Ok(W::Unspecified) | Err(_) => "?",
+    }
+}
+
+/// The leader-only counters shown beside the workers.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SchedulingStats {
+    pub ready: u64,
+    pub unacked: u64,
+    pub pending: u64,
+    pub waiting: u64,
+    pub blocked: u64,
+    pub failed: u64,
+    pub broker_enabled: bool,
+    pub plan_depth: u64,
+    pub plan_peak: u64,
+    pub plans_enqueued: u64,
+    pub plans_dequeued: u64,
+}
+
+/// One line of the live event stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventRow {
+    /// Position in the console's event log, unique across the session (several events
+    /// share one Raft index).
+    pub seq: u64,
+    pub index: u64,
+    pub topic: &'static str,
+    pub event_type: &'static str,
+    pub key: String,
+    pub summary: String,
+}
+
+/// Resource use summed over the live allocations of one node.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub live_allocs: u32,
+    pub used: Resources,
+}
+
+impl Usage {
+    pub(crate) fn add(&mut self, r: &Resources) {
+        self.live_allocs += 1;
+        self.used.cpu_mhz += r.cpu_mhz;
+        self.used.memory_mb += r.memory_mb;
+        self.used.disk_mb += r.disk_mb;
+    }
+
+    pub(crate) fn remove(&mut self, r: &Resources) {
+        self.live_allocs = self.live_allocs.saturating_sub(1);
+        self.used.cpu_mhz = self.used.cpu_mhz.saturating_sub(r.cpu_mhz);
+        self.used.memory_mb = self.used.memory_mb.saturating_sub(r.memory_mb);
+        self.used.disk_mb = self.used.disk_mb.saturating_sub(r.disk_mb);
+    }
+}
+
+/// Allocation counts of one job by client status.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct JobCounts {
+    pub running: u32,
+    pub pending: u32,
+    pub failed: u32,
+    pub total: u32,
+}
+
+impl JobCounts {
+    pub(crate) fn apply(&mut self, status: ClientStatus, added: bool) {
+        let delta = |n: &mut u32| {
+            if added {
+                *n += 1
+            } else {
+                *n = n.saturating_sub(1)
+            }
+        };
+        delta(&mut self.total);
+        match status {
+            ClientStatus::Running => delta(&mut self.running),
+            ClientStatus::Pending => delta(&mut self.pending),
+            ClientStatus::Failed | ClientStatus::Lost => delta(&mut self.failed),
+            ClientStatus::Complete | ClientStatus::Unknown => {}
+        }
+    }
+}

@@ -1,0 +1,167 @@
+use super::*;
+use drover_core::{ClientStatus, DesiredStatus, Resources, mock};
+use proptest::prelude::*;
+
+fn row(n: u64, node: u64, client: ClientStatus, modify_index: u64) -> AllocRow {
+    let job = mock::service_job("web", 3);
+    let mut alloc = mock::alloc(n, &job, mock::node_id(node), n as u32);
+    alloc.client_status = client;
+    alloc.modify_index = modify_index;
+    alloc_row(&alloc)
+}
+
+/// What the incremental aggregates must always equal: a fresh count over every allocation.
+fn recount(c: &Cluster) -> (HashMap<NodeId, Usage>, HashMap<JobKey, JobCounts>) {
+    let mut usage: HashMap<NodeId, Usage> = HashMap::new();
+    let mut jobs: HashMap<JobKey, JobCounts> = HashMap::new();
+    for a in c.allocs.values() {
+        if a.is_live() {
+            usage.entry(a.node_id).or_default().add(&a.resources);
+        }
+        jobs.entry(a.job.clone()).or_default().apply(a.client, true);
+    }
+    (usage, jobs)
+}
+
+fn assert_aggregates(c: &Cluster) {
+    let (usage, jobs) = recount(c);
+    for node in (0..4).map(mock::node_id) {
+        assert_eq!(
+            c.usage(&node),
+            usage.get(&node).copied().unwrap_or_default()
+        );
+    }
+    let web = JobKey::default_ns("web");
+    assert_eq!(
+        c.job_counts(&web),
+        jobs.get(&web).copied().unwrap_or_default()
+    );
+}
+
+#[test]
+fn aggregates_follow_status_changes_moves_and_deletions() {
+    let mut c = Cluster::default();
+    let steps: Vec<(Change, bool)> = vec![
+        (Change::Alloc(row(1, 0, ClientStatus::Pending, 1)), true),
+        (Change::Alloc(row(2, 0, ClientStatus::Running, 2)), true),
+        (Change::Alloc(row(1, 0, ClientStatus::Running, 3)), false),
+        (Change::Alloc(row(2, 0, ClientStatus::Complete, 4)), false),
+        (Change::Alloc(row(3, 1, ClientStatus::Running, 5)), true),
+        (Change::AllocRemoved(mock::alloc_id(3)), false),
+        (Change::AllocRemoved(mock::alloc_id(99)), false),
+    ];
+    for (change, placed) in steps {
+        assert_eq!(c.apply(change.clone()), placed, "{change:?}");
+        assert_aggregates(&c);
+    }
+    let usage = c.usage(&mock::node_id(0));
+    assert_eq!(usage.live_allocs, 1);
+    assert_eq!(usage.used, Resources::new(100, 256, 0));
+}
+
+#[test]
+fn stale_changes_are_ignored_so_replays_are_harmless() {
+    let mut c = Cluster::default();
+    c.apply(Change::Alloc(row(1, 0, ClientStatus::Complete, 9)));
+    // An older event for the same allocation (replayed after a snapshot) changes nothing.
+    assert!(!c.apply(Change::Alloc(row(1, 0, ClientStatus::Running, 5))));
+    assert_eq!(c.allocs[&mock::alloc_id(1)].client, ClientStatus::Complete);
+    assert_eq!(c.usage(&mock::node_id(0)).live_allocs, 0);
+
+    let mut node = mock::node(1);
+    node.modify_index = 7;
+    node.name = "new".into();
+    c.apply(Change::Node(Box::new(node.clone())));
+    node.modify_index = 3;
+    node.name = "old".into();
+    c.apply(Change::Node(Box::new(node)));
+    assert_eq!(c.nodes[&mock::node_id(1)].name, "new");
+}
+
+#[test]
+fn loading_a_snapshot_rebuilds_the_aggregates() {
+    let mut c = Cluster::default();
+    c.apply(Change::Alloc(row(50, 3, ClientStatus::Running, 1)));
+    c.load(Snapshot {
+        allocs: vec![row(1, 0, ClientStatus::Running, 1)],
+        index: 40,
+        ..Default::default()
+    });
+    assert_eq!(c.usage(&mock::node_id(3)), Usage::default());
+    assert_eq!(c.usage(&mock::node_id(0)).live_allocs, 1);
+    assert_eq!(c.index, 40);
+    assert_aggregates(&c);
+}
+
+#[test]
+fn the_event_log_is_bounded_and_numbered() {
+    let mut c = Cluster::default();
+    for i in 0..(EVENT_LOG_LEN as u64 + 5) {
+        c.log_event(EventRow {
+            seq: 0,
+            index: i,
+            topic: "node",
+            event_type: "node-health",
+            key: String::new(),
+            summary: String::new(),
+        });
+    }
+    assert_eq!(c.events.len(), EVENT_LOG_LEN);
+    assert_eq!(c.events.front().map(|e| e.seq), Some(6));
+    assert_eq!(
+        c.events.back().map(|e| e.seq),
+        Some(EVENT_LOG_LEN as u64 + 5)
+    );
+}
+
+fn any_change() -> impl Strategy<Value = Change> {
+    let status = prop_oneof![
+        Just(ClientStatus::Pending),
+        Just(ClientStatus::Running),
+        Just(ClientStatus::Complete),
+        Just(ClientStatus::Failed),
+        Just(ClientStatus::Lost),
+        Just(ClientStatus::Unknown),
+    ];
+    prop_oneof![
+        4 => (0u64..12, 0u64..4, status, 0u64..50, any::<bool>()).prop_map(
+            |(n, node, client, index, stop)| {
+                let mut r = row(n, node, client, index);
+                if stop {
+                    r.desired = DesiredStatus::Stop;
+                }
+                Change::Alloc(r)
+            }
+        ),
+        1 => (0u64..12).prop_map(|n| Change::AllocRemoved(mock::alloc_id(n))),
+    ]
+}
+
+proptest! {
+    #[test]
+    fn incremental_aggregates_equal_a_recount(changes in proptest::collection::vec(any_change(), 0..80)) {
+        let mut c = Cluster::default();
+        for change in changes {
+            c.apply(change);
+        }
+        assert_aggregates(&c);
+    }
+}
+
+#[test]
+fn health_counts_cover_every_set() {
+    let snapshot = crate::fixtures::snapshot(40, 0);
+    let mut c = Cluster::default();
+    c.load(snapshot);
+    let counts = c.health_counts();
+    assert_eq!(
+        counts,
+        HealthCounts {
+            healthy: 32,
+            new: 2,
+            lost: 2,
+            flaky: 2,
+            offlined: 2,
+        }
+    );
+}

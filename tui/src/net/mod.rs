@@ -1,0 +1,216 @@
+//! The background tasks that talk to the server. They never touch the screen: everything
+//! they learn goes to the state as an [`Update`] over a channel, and commands come in over
+//! another. The follower reconnects by itself, with exponential backoff, whenever the
+//! connection drops, and reloads from the read RPCs before following the event stream
+//! again.
+
+mod commands;
+mod load;
+
+pub use commands::execute;
+
+use crate::app::{Connection, Update};
+use crate::error::ConsoleError;
+use crate::model::{ClusterInfo, decode_event, role_label};
+use backon::BackoffBuilder;
+use drover_proto::v1 as pb;
+use pb::event_service_client::EventServiceClient;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tonic::transport::{Channel, Endpoint};
+
+/// How often the leader-only structures (workers, broker, plan queue, blocked evaluations)
+/// are read again: they live in memory on the leader and are not on the event stream.
+const LEADER_POLL: Duration = Duration::from_secs(2);
+/// Longest wait for a unary call before it counts as a lost connection.
+const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// Answers far above tonic's 4 MiB default are normal for big clusters: the node list of
+/// ten thousand nodes, the allocations of a large job.
+const MAX_ANSWER_BYTES: usize = 256 * 1024 * 1024;
+
+/// The two channels to the server: unary calls time out, the event stream must not.
+#[derive(Clone, Debug)]
+pub struct Channels {
+    pub unary: Channel,
+    pub stream: Channel,
+}
+
+impl Channels {
+    /// Channels that connect on first use (and reconnect after failures by themselves).
+    pub fn lazy(address: &str) -> Result<Self, ConsoleError> {
+        let uri = if address.contains("://") {
+            address.to_owned()
+        } else {
+            format!("http://{address}")
+        };
+        let endpoint = Endpoint::from_shared(uri.clone())
+            .map_err(|source| ConsoleError::Address {
+                address: address.to_owned(),
+                source,
+            })?
+            .connect_timeout(CONNECT_TIMEOUT);
+        Ok(Self {
+            unary: endpoint.clone().timeout(CALL_TIMEOUT).connect_lazy(),
+            stream: endpoint.connect_lazy(),
+        })
+    }
+}
+
+/// Why a session with the server ended.
+#[derive(Debug)]
+enum SessionEnd {
+    /// The console is closing (the state's receiver is gone).
+    Closed,
+    /// The stream overtook its buffer or the server restarted it: reload at once.
+    Reload,
+    Failed(tonic::Status),
+}
+
+impl From<tonic::Status> for SessionEnd {
+    fn from(status: tonic::Status) -> Self {
+        SessionEnd::Failed(status)
+    }
+}
+
+/// Follows the server until the state's receiver is dropped: connect, load, stream; on any
+/// failure report the lost connection and retry after a growing delay.
+pub async fn follow(channels: Channels, updates: mpsc::Sender<Update>) {
+    let policy = backon::ExponentialBuilder::default()
+        .with_min_delay(Duration::from_millis(250))
+        .with_max_delay(Duration::from_secs(5))
+        .with_jitter()
+        .without_max_times();
+    let mut delays = policy.build();
+    loop {
+        if updates
+            .send(Update::Connection(Connection::Connecting))
+            .await
+            .is_err()
+        {
+            return;
+        }
+        match session(&channels, &updates, &mut delays, &policy).await {
+            SessionEnd::Closed => return,
+            SessionEnd::Reload => {
+                tracing::info!("event stream overtaken, reloading");
+                continue;
+            }
+            SessionEnd::Failed(status) => {
+                let retry_in = delays.next().unwrap_or(Duration::from_secs(5));
+                tracing::warn!(code = ?status.code(), message = %status.message(), ?retry_in, "connection to the server lost");
+                let lost = Connection::Lost {
+                    reason: describe(&status),
+                    retry_in,
+                };
+                if updates.send(Update::Connection(lost)).await.is_err() {
+                    return;
+                }
+                tokio::time::sleep(retry_in).await;
+            }
+        }
+    }
+}
+
+/// A short reason for the status bar.
+fn describe(status: &tonic::Status) -> String {
+    let message = status.message();
+    let first_line = message.lines().next().unwrap_or_default();
+    if first_line.is_empty() {
+        format!("{:?}", status.code()).to_lowercase()
+    } else {
+        first_line.chars().take(60).collect()
+    }
+}
+
+async fn session(
+    channels: &Channels,
+    updates: &mpsc::Sender<Update>,
+    delays: &mut backon::ExponentialBackoff,
+    policy: &backon::ExponentialBuilder,
+) -> SessionEnd {
+    let snapshot = match load::snapshot(&channels.unary).await {
+        Ok(s) => s,
+        Err(status) => return SessionEnd::Failed(status),
+    };
+    let from_index = snapshot.index + 1;
+    let mut events = EventServiceClient::new(channels.stream.clone())
+        .max_decoding_message_size(MAX_ANSWER_BYTES);
+    let request = pb::SubscribeRequest {
+        from_index,
+        topics: Vec::new(),
+    };
+    let mut stream = match events.subscribe(request).await {
+        Ok(r) => r.into_inner(),
+        Err(status) => return SessionEnd::Failed(status),
+    };
+    if updates
+        .send(Update::Snapshot(Box::new(snapshot)))
+        .await
+        .is_err()
+        || updates
+            .send(Update::Connection(Connection::Connected))
+            .await
+            .is_err()
+    {
+        return SessionEnd::Closed;
+    }
+    // Connected: the next failure starts the backoff afresh.
+    *delays = policy.build();
+    let mut poll = tokio::time::interval(LEADER_POLL);
+    loop {
+        tokio::select! {
+            message = stream.message() => match message {
+                Ok(Some(batch)) => {
+                    let decoded: Vec<_> = batch
+                        .events
+                        .into_iter()
+                        .filter_map(|e| match decode_event(e) {
+                            Ok(d) => Some(d),
+                            Err(error) => {
+                                tracing::warn!(%error, "skipping an event the console cannot read");
+                                None
+                            }
+                        })
+                        .collect();
+                    if !decoded.is_empty() && updates.send(Update::Events(decoded)).await.is_err() {
+                        return SessionEnd::Closed;
+                    }
+                }
+                Ok(None) => return SessionEnd::Failed(tonic::Status::unavailable("event stream ended")),
+                Err(status) if status.code() == tonic::Code::OutOfRange => return SessionEnd::Reload,
+                Err(status) => return SessionEnd::Failed(status),
+            },
+            _ = poll.tick() => {
+                if let Err(end) = poll_leader(&channels.unary, updates).await {
+                    return end;
+                }
+            }
+        }
+    }
+}
+
+/// Reads what the event stream does not carry. A leader-only read failing while there is
+/// no leader is not a lost connection: the header shows the missing leader instead.
+async fn poll_leader(channel: &Channel, updates: &mpsc::Sender<Update>) -> Result<(), SessionEnd> {
+    let mut status = pb::status_service_client::StatusServiceClient::new(channel.clone())
+        .max_decoding_message_size(MAX_ANSWER_BYTES);
+    let cluster = status
+        .cluster_status(pb::ClusterStatusRequest {})
+        .await?
+        .into_inner();
+    let info = ClusterInfo {
+        server_id: cluster.server_id,
+        leader_id: cluster.leader_id,
+        role: role_label(cluster.role),
+        applied_index: cluster.applied_index,
+    };
+    let mut sends = vec![Update::Cluster(info)];
+    sends.extend(load::leader_state(channel).await);
+    for update in sends {
+        if updates.send(update).await.is_err() {
+            return Err(SessionEnd::Closed);
+        }
+    }
+    Ok(())
+}

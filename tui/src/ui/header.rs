@@ -1,0 +1,111 @@
+//! The header: who leads, how far the log has come, nodes per health, the placement rate;
+//! and the tabs below it.
+
+use super::layout::tab_width;
+use super::theme::Theme;
+use crate::app::App;
+use crate::views::{Tone, ViewKind};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Sparkline};
+
+/// Columns the placement sparkline takes when the terminal is wide enough.
+const SPARKLINE_WIDTH: u16 = 30;
+
+pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+    let [first, second] = Layout::vertical([Constraint::Length(1); 2]).areas(area);
+    let info = &app.cluster.info;
+    let dim = theme.tone(Tone::Dim);
+    let leader = if info.leader_id.is_empty() {
+        Span::styled("no leader", theme.tone(Tone::Bad))
+    } else {
+        Span::raw(info.leader_id.clone())
+    };
+    let mut spans = vec![
+        Span::styled(" drover ", theme.accent()),
+        Span::styled("leader ", dim),
+        leader,
+    ];
+    // Which server answers matters only when it is not the leader (reads may lag).
+    if !info.server_id.is_empty() && info.server_id != info.leader_id {
+        spans.push(Span::styled(
+            format!("  via {} ({})", info.server_id, info.role),
+            dim,
+        ));
+    }
+    spans.push(Span::styled("  index ", dim));
+    spans.push(Span::raw(app.cluster.index.to_string()));
+    frame.render_widget(Paragraph::new(Line::from(spans)), first);
+
+    let counts = app.cluster.health_counts();
+    let count = |label: &'static str, n: usize, tone: Tone| {
+        [
+            Span::styled(format!("{label} "), dim),
+            Span::styled(
+                n.to_string(),
+                theme.tone(if n > 0 { tone } else { Tone::Normal }),
+            ),
+            Span::raw("  "),
+        ]
+    };
+    let mut spans = vec![Span::styled(" nodes  ", dim)];
+    spans.extend(count("healthy", counts.healthy, Tone::Good));
+    spans.extend(count("new", counts.new, Tone::Warn));
+    spans.extend(count("lost", counts.lost, Tone::Bad));
+    spans.extend(count("flaky", counts.flaky, Tone::Bad));
+    spans.extend(count("offlined", counts.offlined, Tone::Dim));
+    let rate = app.placements.last_rate();
+    let label = format!("placements/s {rate:>5} ");
+    let line_width: u16 = spans.iter().map(|s| s.width() as u16).sum();
+    let spark_room = second
+        .width
+        .saturating_sub(line_width + label.len() as u16 + 1);
+    if spark_room >= 8 {
+        let spark_width = spark_room.min(SPARKLINE_WIDTH);
+        let [text, label_area, spark] = Layout::horizontal([
+            Constraint::Min(0),
+            Constraint::Length(label.len() as u16),
+            Constraint::Length(spark_width),
+        ])
+        .areas(second);
+        frame.render_widget(Paragraph::new(Line::from(spans)), text);
+        frame.render_widget(Paragraph::new(Span::styled(label, dim)), label_area);
+        let series = app.placements.series();
+        let start = series.len().saturating_sub(usize::from(spark_width));
+        frame.render_widget(
+            Sparkline::default()
+                .data(&series[start..])
+                .style(theme.tone(Tone::Good)),
+            spark,
+        );
+    } else {
+        frame.render_widget(Paragraph::new(Line::from(spans)), second);
+    }
+}
+
+pub fn draw_tabs(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+    let current = if app.view == ViewKind::Allocs {
+        ViewKind::Jobs
+    } else {
+        app.view
+    };
+    let mut spans = vec![Span::raw(" ")];
+    for view in ViewKind::TABS {
+        let label = format!(
+            "{:^width$}",
+            view.name(),
+            width = usize::from(tab_width(view))
+        );
+        spans.push(if view == current {
+            Span::styled(label, theme.selected())
+        } else {
+            Span::styled(label, theme.tone(Tone::Dim))
+        });
+        spans.push(Span::raw(" "));
+    }
+    if app.read_only {
+        spans.push(Span::styled(" read-only", theme.tone(Tone::Warn)));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}

@@ -1,0 +1,84 @@
+//! Where everything goes on screen. Pure arithmetic on the terminal size, shared by the
+//! renderer and the mouse handling so a click lands on what was drawn there.
+
+use crate::app::App;
+use crate::views::ViewKind;
+use ratatui::layout::{Constraint, Direction, Layout, Rect};
+
+/// Terminals at least this wide show the detail beside the table, narrower ones below it.
+const SIDE_BY_SIDE_WIDTH: u16 = 120;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Areas {
+    pub header: Rect,
+    pub tabs: Rect,
+    /// The view's gauges line, for views that have one.
+    pub summary: Option<Rect>,
+    pub table: Rect,
+    pub detail: Option<Rect>,
+    pub status: Rect,
+}
+
+pub fn areas(app: &App) -> Areas {
+    let full = Rect::new(0, 0, app.width, app.height);
+    let summary_lines: u16 = if app.view == ViewKind::Workers { 2 } else { 0 };
+    let has_summary = summary_lines > 0;
+    let [header, tabs, summary, body, status] = Layout::vertical([
+        Constraint::Length(2),
+        Constraint::Length(1),
+        Constraint::Length(summary_lines),
+        Constraint::Min(0),
+        Constraint::Length(1),
+    ])
+    .areas(full);
+    let (table, detail) = if app.detail_open {
+        // Beside the table when there is room; below it, and taller, when there is not,
+        // since the detail is what the operator opened it for.
+        let (direction, table_share) = if app.width >= SIDE_BY_SIDE_WIDTH {
+            (Direction::Horizontal, 55)
+        } else {
+            (Direction::Vertical, 35)
+        };
+        let [table, detail] = Layout::default()
+            .direction(direction)
+            .constraints([
+                Constraint::Percentage(table_share),
+                Constraint::Percentage(100 - table_share),
+            ])
+            .areas(body);
+        (table, Some(detail))
+    } else {
+        (body, None)
+    };
+    Areas {
+        header,
+        tabs,
+        summary: has_summary.then_some(summary),
+        table,
+        detail,
+        status,
+    }
+}
+
+/// How many data rows the table shows (inside its border, below the column titles).
+pub fn table_rows(app: &App) -> usize {
+    usize::from(areas(app).table.height.saturating_sub(3))
+}
+
+/// The width of a tab's label, with its padding.
+pub fn tab_width(view: ViewKind) -> u16 {
+    view.name().len() as u16 + 2
+}
+
+/// Which tab is at column `x`.
+pub fn tab_at(tabs: Rect, x: u16) -> Option<ViewKind> {
+    let mut left = tabs.x + 1;
+    for view in ViewKind::TABS {
+        let right = left + tab_width(view);
+        if (left..right).contains(&x) {
+            return Some(view);
+        }
+        left = right + 1;
+    }
+    None
+}

@@ -1,0 +1,164 @@
+//! The allocations of one job (reached from the jobs view); the detail shows the task
+//! states and events, fetched from the server when it opens.
+
+use super::format::age;
+use super::{Cell, Column, Ctx, DetailLine, KeyHelp, TableView, Tone, ViewKind, col};
+use crate::app::{RowKey, SortKey, natural_key};
+use crate::model::AllocRow;
+use drover_core::{ClientStatus, DesiredStatus};
+
+pub struct AllocsView;
+
+fn alloc<'a>(ctx: &Ctx<'a>, key: &RowKey) -> Option<&'a AllocRow> {
+    match key {
+        RowKey::Alloc(id) => ctx.cluster.allocs.get(id),
+        _ => None,
+    }
+}
+
+fn client_tone(s: ClientStatus) -> Tone {
+    match s {
+        ClientStatus::Running => Tone::Good,
+        ClientStatus::Pending => Tone::Warn,
+        ClientStatus::Complete => Tone::Dim,
+        ClientStatus::Failed | ClientStatus::Lost | ClientStatus::Unknown => Tone::Bad,
+    }
+}
+
+fn node_name(ctx: &Ctx, a: &AllocRow) -> String {
+    ctx.cluster
+        .nodes
+        .get(&a.node_id)
+        .map(|n| n.name.clone())
+        .unwrap_or_else(|| a.node_id.short())
+}
+
+const COLUMNS: &[Column] = &[
+    col("ID", 8, 0),
+    col("NAME", 22, 0),
+    col("GROUP", 10, 3),
+    col("NODE", 14, 1),
+    col("DESIRED", 7, 2),
+    col("CLIENT", 8, 0),
+    col("AGE", 5, 2),
+];
+
+const KEYS: &[KeyHelp] = &[];
+
+impl TableView for AllocsView {
+    fn kind(&self) -> ViewKind {
+        ViewKind::Allocs
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        COLUMNS
+    }
+
+    fn rows(&self, ctx: &Ctx) -> Vec<RowKey> {
+        let Some(job) = ctx.alloc_job else {
+            return Vec::new();
+        };
+        let mut rows: Vec<&AllocRow> = ctx
+            .cluster
+            .allocs
+            .values()
+            .filter(|a| &a.job == job)
+            .collect();
+        rows.sort_by_cached_key(|a| (natural_key(&a.name), a.create_time, a.id));
+        rows.into_iter().map(|a| RowKey::Alloc(a.id)).collect()
+    }
+
+    fn cells(&self, ctx: &Ctx, key: &RowKey) -> Option<Vec<Cell>> {
+        let a = alloc(ctx, key)?;
+        Some(vec![
+            Cell::tone(a.id.short(), Tone::Dim),
+            Cell::new(a.name.clone()),
+            Cell::new(a.task_group.clone()),
+            Cell::new(node_name(ctx, a)),
+            Cell::tone(
+                a.desired.as_str(),
+                if a.desired == DesiredStatus::Run {
+                    Tone::Normal
+                } else {
+                    Tone::Dim
+                },
+            ),
+            Cell::tone(a.client.as_str(), client_tone(a.client)),
+            Cell::new(age(a.create_time, ctx.now)),
+        ])
+    }
+
+    fn sort_key(&self, ctx: &Ctx, key: &RowKey, column: usize) -> SortKey {
+        let Some(a) = alloc(ctx, key) else {
+            return SortKey::Num(0);
+        };
+        match column {
+            0 => SortKey::text(a.id.to_string()),
+            1 => SortKey::text(&a.name),
+            2 => SortKey::text(&a.task_group),
+            3 => SortKey::text(node_name(ctx, a)),
+            4 => SortKey::text(a.desired.as_str()),
+            5 => SortKey::text(a.client.as_str()),
+            _ => SortKey::Num(u64::MAX - a.create_time.as_millis()),
+        }
+    }
+
+    fn detail(&self, ctx: &Ctx, key: &RowKey) -> Vec<DetailLine> {
+        let Some(a) = alloc(ctx, key) else {
+            return Vec::new();
+        };
+        let mut lines = vec![
+            DetailLine::field("id", a.id.to_string()),
+            DetailLine::field("name", a.name.clone()),
+            DetailLine::field("node", format!("{} ({})", node_name(ctx, a), a.node_id)),
+            DetailLine::field("desired", a.desired.as_str()),
+            DetailLine::toned("client", a.client.as_str(), client_tone(a.client)),
+            DetailLine::field(
+                "resources",
+                format!(
+                    "{} MHz, {} MB memory, {} MB disk",
+                    a.resources.cpu_mhz, a.resources.memory_mb, a.resources.disk_mb
+                ),
+            ),
+        ];
+        match ctx.alloc_detail.filter(|full| full.id == a.id) {
+            None => lines.push(DetailLine::heading("loading task states…")),
+            Some(full) => {
+                if !full.client_description.is_empty() {
+                    lines.push(DetailLine::field(
+                        "description",
+                        full.client_description.clone(),
+                    ));
+                }
+                for (task, state) in &full.task_states {
+                    lines.push(DetailLine::heading(format!(
+                        "task {task}: {}{}, {} restart(s)",
+                        format!("{:?}", state.state).to_lowercase(),
+                        if state.failed { ", failed" } else { "" },
+                        state.restarts
+                    )));
+                    for e in &state.events {
+                        let mut text = e.message.clone();
+                        if let Some(code) = e.exit_code {
+                            text.push_str(&format!(" (exit {code})"));
+                        }
+                        lines.push(DetailLine::toned(
+                            format!("{} ago {}", age(e.time, ctx.now), e.kind),
+                            text,
+                            if e.infra_failure {
+                                Tone::Bad
+                            } else {
+                                Tone::Normal
+                            },
+                        ));
+                    }
+                }
+            }
+        }
+        lines
+    }
+
+    fn keys(&self) -> &'static [KeyHelp] {
+        KEYS
+    }
+}

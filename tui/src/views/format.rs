@@ -1,0 +1,67 @@
+//! Short human forms of times and ratios, sized for table cells.
+
+use drover_core::Timestamp;
+use std::time::Duration;
+
+/// `3s`, `4m`, `2h`, `5d`: the largest whole unit, which is what an operator scans for.
+pub fn duration_short(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..60 => format!("{s}s"),
+        60..3_600 => format!("{}m", s / 60),
+        3_600..86_400 => format!("{}h", s / 3_600),
+        _ => format!("{}d", s / 86_400),
+    }
+}
+
+/// How long ago `since` was; a time in the future (clock skew) reads as `0s`.
+pub fn age(since: Timestamp, now: Timestamp) -> String {
+    if since.as_millis() == 0 {
+        return "-".to_owned();
+    }
+    duration_short(now.since(since))
+}
+
+/// `used` of `total` as a whole percentage; `-` when there is no capacity.
+pub fn percent(used: u64, total: u64) -> String {
+    if total == 0 {
+        return "-".to_owned();
+    }
+    format!("{}%", used.saturating_mul(100) / total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_use_the_largest_whole_unit() {
+        let cases: [(u64, &str); 6] = [
+            (0, "0s"),
+            (59, "59s"),
+            (60, "1m"),
+            (3_599, "59m"),
+            (7_200, "2h"),
+            (90_000, "1d"),
+        ];
+        for (secs, want) in cases {
+            assert_eq!(duration_short(Duration::from_secs(secs)), want, "{secs}s");
+        }
+    }
+
+    #[test]
+    fn percentages_guard_against_empty_capacity() {
+        let cases: [(u64, u64, &str); 3] = [(50, 200, "25%"), (1, 0, "-"), (300, 300, "100%")];
+        for (used, total, want) in cases {
+            assert_eq!(percent(used, total), want, "{used}/{total}");
+        }
+    }
+
+    #[test]
+    fn ages_of_unset_times_are_a_dash() {
+        let now = Timestamp::from_millis(10_000);
+        assert_eq!(age(Timestamp::from_millis(0), now), "-");
+        assert_eq!(age(Timestamp::from_millis(4_000), now), "6s");
+        assert_eq!(age(Timestamp::from_millis(20_000), now), "0s");
+    }
+}

@@ -1,0 +1,251 @@
+//! The views, one component each. A view knows its columns, which rows it has, how to
+//! order and describe each row, what its detail pane says and which keys it takes; the
+//! generic table state ([`crate::app::ListState`]) and renderer do the rest.
+
+mod allocs;
+mod blocked;
+mod evals;
+mod events;
+mod format;
+mod jobs;
+mod nodes;
+mod workers;
+
+pub use events::TOPICS;
+pub use format::{age, duration_short, percent};
+pub use nodes::{HealthFilter, time_left};
+
+use crate::app::{RowKey, SortKey};
+use crate::model::Cluster;
+use drover_core::{JobKey, Timestamp};
+
+/// Which view is on screen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ViewKind {
+    Nodes,
+    Evals,
+    Blocked,
+    Workers,
+    Jobs,
+    /// The allocations of the job chosen in the jobs view.
+    Allocs,
+    Events,
+}
+
+impl ViewKind {
+    /// The views `tab` cycles through, in the order of the header's tabs. The allocations
+    /// view is reached from a job only.
+    pub const TABS: [ViewKind; 6] = [
+        ViewKind::Nodes,
+        ViewKind::Evals,
+        ViewKind::Blocked,
+        ViewKind::Workers,
+        ViewKind::Jobs,
+        ViewKind::Events,
+    ];
+
+    /// The name used by `:` commands and the header.
+    pub fn name(self) -> &'static str {
+        match self {
+            ViewKind::Nodes => "nodes",
+            ViewKind::Evals => "evals",
+            ViewKind::Blocked => "blocked",
+            ViewKind::Workers => "workers",
+            ViewKind::Jobs => "jobs",
+            ViewKind::Allocs => "allocs",
+            ViewKind::Events => "events",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        let name = name.trim();
+        let aliases: [(&str, ViewKind); 5] = [
+            ("node", ViewKind::Nodes),
+            ("eval", ViewKind::Evals),
+            ("evaluations", ViewKind::Evals),
+            ("worker", ViewKind::Workers),
+            ("job", ViewKind::Jobs),
+        ];
+        Self::TABS
+            .into_iter()
+            .chain([ViewKind::Allocs])
+            .find(|v| v.name() == name)
+            .or_else(|| {
+                aliases
+                    .into_iter()
+                    .find(|(a, _)| *a == name)
+                    .map(|(_, v)| v)
+            })
+    }
+
+    pub fn component(self) -> &'static dyn TableView {
+        match self {
+            ViewKind::Nodes => &nodes::NodesView,
+            ViewKind::Evals => &evals::EvalsView,
+            ViewKind::Blocked => &blocked::BlockedView,
+            ViewKind::Workers => &workers::WorkersView,
+            ViewKind::Jobs => &jobs::JobsView,
+            ViewKind::Allocs => &allocs::AllocsView,
+            ViewKind::Events => &events::EventsView,
+        }
+    }
+}
+
+/// One column of a table.
+#[derive(Clone, Copy, Debug)]
+pub struct Column {
+    pub title: &'static str,
+    /// The width the column is drawn at (the last kept column takes what is left).
+    pub width: u16,
+    /// Lower is more important: on a narrow terminal the highest numbers are dropped first.
+    pub priority: u8,
+}
+
+const fn col(title: &'static str, width: u16, priority: u8) -> Column {
+    Column {
+        title,
+        width,
+        priority,
+    }
+}
+
+/// How a cell should read: mapped to colours by the theme (or to nothing, with NO_COLOR).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tone {
+    Normal,
+    Good,
+    Warn,
+    Bad,
+    Dim,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cell {
+    pub text: String,
+    pub tone: Tone,
+}
+
+impl Cell {
+    pub fn new(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            tone: Tone::Normal,
+        }
+    }
+
+    pub fn tone(text: impl Into<String>, tone: Tone) -> Self {
+        Self {
+            text: text.into(),
+            tone,
+        }
+    }
+}
+
+/// One line of a detail pane: a label and its value, or a heading when the label is empty.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DetailLine {
+    pub label: String,
+    pub value: Cell,
+}
+
+impl DetailLine {
+    pub fn heading(text: impl Into<String>) -> Self {
+        Self {
+            label: String::new(),
+            value: Cell::tone(text, Tone::Dim),
+        }
+    }
+
+    pub fn field(label: impl Into<String>, value: impl Into<String>) -> Self {
+        Self {
+            label: label.into(),
+            value: Cell::new(value),
+        }
+    }
+
+    pub fn toned(label: impl Into<String>, value: impl Into<String>, tone: Tone) -> Self {
+        Self {
+            label: label.into(),
+            value: Cell::tone(value, tone),
+        }
+    }
+}
+
+/// A key a view takes, for the help screen. `action` keys change the cluster: they are
+/// hidden and refused in read-only mode.
+#[derive(Clone, Copy, Debug)]
+pub struct KeyHelp {
+    pub keys: &'static str,
+    pub what: &'static str,
+    pub action: bool,
+}
+
+const fn key(keys: &'static str, what: &'static str) -> KeyHelp {
+    KeyHelp {
+        keys,
+        what,
+        action: false,
+    }
+}
+
+const fn action(keys: &'static str, what: &'static str) -> KeyHelp {
+    KeyHelp {
+        keys,
+        what,
+        action: true,
+    }
+}
+
+/// What a view reads besides the cluster: the clock and the view-specific scopes.
+#[derive(Clone, Copy, Debug)]
+pub struct Ctx<'a> {
+    pub cluster: &'a Cluster,
+    pub now: Timestamp,
+    /// The job whose allocations the allocations view shows.
+    pub alloc_job: Option<&'a JobKey>,
+    pub health: HealthFilter,
+    /// Only events of this topic; `None`: all.
+    pub topic: Option<&'static str>,
+    /// The allocation fetched in full for the allocation detail, when it has arrived.
+    pub alloc_detail: Option<&'a drover_core::Allocation>,
+}
+
+/// A view as a component of the console.
+pub trait TableView: Sync {
+    fn kind(&self) -> ViewKind;
+    fn columns(&self) -> &'static [Column];
+    /// Every row the view has, before the `/` filter, in its natural order.
+    fn rows(&self, ctx: &Ctx) -> Vec<RowKey>;
+    /// The cells of one row; `None` when the row no longer exists.
+    fn cells(&self, ctx: &Ctx, key: &RowKey) -> Option<Vec<Cell>>;
+    /// The value column `column` orders by.
+    fn sort_key(&self, ctx: &Ctx, key: &RowKey, column: usize) -> SortKey;
+    /// The detail pane of one row; empty when the view has none.
+    fn detail(&self, _ctx: &Ctx, _key: &RowKey) -> Vec<DetailLine> {
+        Vec::new()
+    }
+    /// Lines drawn above the table (gauges of the view as a whole); empty for none.
+    fn summary(&self, _ctx: &Ctx) -> Vec<Vec<Cell>> {
+        Vec::new()
+    }
+    /// The keys this view adds to the global ones.
+    fn keys(&self) -> &'static [KeyHelp];
+}
+
+/// The keys every view takes, listed first in the help.
+pub const GLOBAL_KEYS: &[KeyHelp] = &[
+    key("j/k ↑/↓", "move the selection"),
+    key("pgup/pgdn home/end", "move by a page, to the ends"),
+    key("tab / shift-tab", "next / previous view"),
+    key(
+        ":nodes :evals …",
+        "go to a view (:blocked :workers :jobs :events too)",
+    ),
+    key("/", "filter rows (esc clears)"),
+    key("1-9", "sort by that column (again: reverse)"),
+    key("enter", "open the detail / drill down"),
+    key("esc", "close, clear the filter, go back"),
+    key("y", "copy the selected id to the clipboard"),
+    key("?", "this help"),
+    key("q ctrl-c", "quit"),
+];

@@ -1,0 +1,119 @@
+//! Every view drawn from the fixture cluster at several terminal sizes, compared with
+//! insta snapshots of the screen text.
+
+use drover_tui::app::{App, Connection, Input, Update};
+use drover_tui::fixtures;
+use drover_tui::ui::{Theme, draw};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+const SIZES: [(u16, u16); 3] = [(80, 24), (120, 40), (60, 20)];
+
+fn screen(app: &mut App, theme: Theme) -> String {
+    app.prepare_frame();
+    let mut terminal =
+        Terminal::new(TestBackend::new(app.width, app.height)).expect("test terminal");
+    terminal
+        .draw(|frame| draw(frame, app, &theme))
+        .expect("draw");
+    let buffer = terminal.backend().buffer();
+    let area = buffer.area;
+    (0..area.height)
+        .map(|y| {
+            (0..area.width)
+                .map(|x| buffer[(x, y)].symbol())
+                .collect::<String>()
+                .trim_end()
+                .to_owned()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn keys(app: &mut App, text: &str) {
+    for c in text.chars() {
+        let code = match c {
+            '\n' => KeyCode::Enter,
+            '\x1b' => KeyCode::Esc,
+            '→' => KeyCode::Right,
+            c => KeyCode::Char(c),
+        };
+        app.handle(Input::Key(KeyEvent::new(code, KeyModifiers::NONE)));
+    }
+}
+
+/// (snapshot name, keys pressed from the nodes view)
+const SCREENS: [(&str, &str); 12] = [
+    ("nodes", ""),
+    ("nodes_detail", "jj\n"),
+    ("nodes_lost_group", "ggg"),
+    ("nodes_filtered_sorted", "/dc2\n88"),
+    ("evals", ":evals\n"),
+    ("evals_why_pending", ":evals\n\n"),
+    ("blocked", ":blocked\n\n"),
+    ("workers", ":workers\n"),
+    ("jobs", ":jobs\n"),
+    ("allocs", ":jobs\n\n"),
+    ("events", ":events\n"),
+    ("help_nodes", "?"),
+];
+
+#[test]
+fn every_view_at_every_size() {
+    for (width, height) in SIZES {
+        for (name, pressed) in SCREENS {
+            let mut app = fixtures::app(40, 200, width, height);
+            keys(&mut app, pressed);
+            let text = screen(&mut app, Theme { color: true });
+            insta::assert_snapshot!(format!("{name}_{width}x{height}"), text);
+        }
+    }
+}
+
+#[test]
+fn dialogs_and_connection_states() {
+    let cases: [(&str, &str, bool); 4] = [
+        ("confirm_offline", "o", false),
+        ("drain_prompt", "d", false),
+        ("help_read_only", "?", true),
+        ("workers_confirm_pause_all", ":workers\nP", false),
+    ];
+    for (name, pressed, read_only) in cases {
+        let mut app = fixtures::app(40, 200, 80, 24);
+        app.read_only = read_only;
+        keys(&mut app, pressed);
+        insta::assert_snapshot!(name, screen(&mut app, Theme { color: true }));
+    }
+    let mut app = fixtures::app(40, 200, 80, 24);
+    app.handle(Input::Update(Update::Connection(Connection::Lost {
+        reason: "connection refused".into(),
+        retry_in: std::time::Duration::from_secs(2),
+    })));
+    insta::assert_snapshot!("connection_lost", screen(&mut app, Theme { color: true }));
+}
+
+#[test]
+fn no_color_draws_without_colours() {
+    use ratatui::style::Color;
+    let mut app = fixtures::app(40, 200, 120, 40);
+    app.prepare_frame();
+    for theme in [Theme { color: false }, Theme { color: true }] {
+        let mut terminal = Terminal::new(TestBackend::new(120, 40)).expect("test terminal");
+        terminal
+            .draw(|frame| draw(frame, &app, &theme))
+            .expect("draw");
+        let coloured = terminal
+            .backend()
+            .buffer()
+            .content()
+            .iter()
+            .filter(|cell| cell.fg != Color::Reset || cell.bg != Color::Reset)
+            .count();
+        assert_eq!(
+            coloured == 0,
+            !theme.color,
+            "theme {theme:?}: {coloured} coloured cells"
+        );
+    }
+}
