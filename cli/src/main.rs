@@ -1,17 +1,170 @@
-//! The one `drover` binary: parse the command line, then call the libraries.
+//! The one `drover` binary: parse the command line, run the command, exit with its code.
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use drover_cli::agent::AgentArgs;
+use drover_cli::allocs::AllocCommand;
+use drover_cli::console::ConsoleArgs;
+use drover_cli::dev::DevArgs;
+use drover_cli::evals::EvalCommand;
+use drover_cli::events::EventCommand;
+use drover_cli::jobs::JobCommand;
+use drover_cli::nodes::NodeCommand;
+use drover_cli::operator::OperatorCommand;
+use drover_cli::serve::ServerArgs;
+use drover_cli::{CliError, Client, ClientArgs, Exit, argv};
+use std::process::ExitCode;
 
 /// drover: a cluster scheduler with a live operator console.
-///
-/// Subcommands (dev, server, agent, console, job, node, eval, operator, bench) arrive with
-/// the issues that build them.
 #[derive(Debug, Parser)]
-#[command(name = "drover", version, about, long_about)]
-struct Cli {}
+#[command(name = "drover", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
 
-fn main() -> anyhow::Result<()> {
-    let _cli = Cli::parse();
-    println!("drover {}: see `drover --help`", env!("CARGO_PKG_VERSION"));
-    Ok(())
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// A whole cluster in one process: a server, a real agent, simulated nodes and a
+    /// sample job (add --console to watch it)
+    Dev(DevArgs),
+    /// Run a server
+    Server(ServerArgs),
+    /// Run this machine as a node (or simulated nodes with --simulate N)
+    Agent(AgentArgs),
+    /// The operator console
+    Console(ConsoleArgs),
+    /// Register, plan, inspect and stop jobs
+    Job {
+        #[command(flatten)]
+        client: ClientArgs,
+        #[command(subcommand)]
+        command: JobCommand,
+    },
+    /// List nodes and act on them (offline, online, drain, eligibility)
+    Node {
+        #[command(flatten)]
+        client: ClientArgs,
+        #[command(subcommand)]
+        command: NodeCommand,
+    },
+    /// Inspect evaluations and why their placements failed
+    Eval {
+        #[command(flatten)]
+        client: ClientArgs,
+        #[command(subcommand)]
+        command: EvalCommand,
+    },
+    /// Inspect allocations
+    Alloc {
+        #[command(flatten)]
+        client: ClientArgs,
+        #[command(subcommand)]
+        command: AllocCommand,
+    },
+    /// Cluster-wide settings: the scheduler configuration and the scheduler workers
+    Operator {
+        #[command(flatten)]
+        client: ClientArgs,
+        #[command(subcommand)]
+        command: OperatorCommand,
+    },
+    /// Follow the event stream
+    Event {
+        #[command(flatten)]
+        client: ClientArgs,
+        #[command(subcommand)]
+        command: EventCommand,
+    },
+}
+
+/// Nomad's `job plan` keeps 1 for "changes", so its errors need a code of their own.
+const PLAN_ERROR: u8 = 255;
+
+fn main() -> ExitCode {
+    let args = argv::normalize(std::env::args_os(), &Cli::command());
+    let parsed = Cli::command()
+        .try_get_matches_from(args)
+        .and_then(|matches| Cli::from_arg_matches(&matches));
+    let cli = match parsed {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Help and version go to stdout and succeed; a usage error is an error (1),
+            // not clap's 2, which `job run` uses for placement failures.
+            let _ = e.print();
+            return ExitCode::from(u8::from(e.use_stderr()));
+        }
+    };
+    let error_code = match &cli.command {
+        Command::Job {
+            command: JobCommand::Plan { .. },
+            ..
+        } => PLAN_ERROR,
+        _ => 1,
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("Error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(run(cli.command)) {
+        Ok(Exit(code)) => ExitCode::from(code),
+        Err(e) => {
+            match e.downcast_ref::<CliError>() {
+                Some(cli_error) => eprintln!("Error: {cli_error}"),
+                None => eprintln!("Error: {e:#}"),
+            }
+            ExitCode::from(error_code)
+        }
+    }
+}
+
+async fn run(command: Command) -> anyhow::Result<Exit> {
+    let mut out = std::io::stdout();
+    let out = &mut out;
+    let exit = match command {
+        Command::Dev(args) => {
+            drover_cli::dev::run(args).await?;
+            Exit::OK
+        }
+        Command::Server(args) => {
+            drover_cli::serve::run(args).await?;
+            Exit::OK
+        }
+        Command::Agent(args) => {
+            drover_cli::agent::run(args).await?;
+            Exit::OK
+        }
+        Command::Console(args) => {
+            drover_cli::console::run(args).await?;
+            Exit::OK
+        }
+        Command::Job { client, command } => {
+            drover_cli::jobs::run(&connect(&client).await?, command, out).await?
+        }
+        Command::Node { client, command } => {
+            drover_cli::nodes::run(&connect(&client).await?, command, out).await?
+        }
+        Command::Eval { client, command } => {
+            drover_cli::evals::run(&connect(&client).await?, command, out).await?
+        }
+        Command::Alloc { client, command } => {
+            drover_cli::allocs::run(&connect(&client).await?, command, out).await?
+        }
+        Command::Operator { client, command } => {
+            drover_cli::operator::run(&connect(&client).await?, command, out).await?
+        }
+        Command::Event { client, command } => {
+            drover_cli::events::run(&connect(&client).await?, command, out).await?
+        }
+    };
+    Ok(exit)
+}
+
+async fn connect(args: &ClientArgs) -> Result<Client, CliError> {
+    Client::connect(&args.address).await
 }

@@ -1,0 +1,114 @@
+//! `drover agent`: this machine as a node (running real processes), or with `-simulate N`
+//! that many virtual nodes, until Ctrl-C.
+
+use crate::client::DEFAULT_ADDRESS;
+use crate::jobs::submit::parse_meta;
+use crate::logging;
+use anyhow::Context;
+use drover_agent::sim::{SimConfig, Simulator};
+use drover_agent::{Agent, AgentConfig};
+use std::path::PathBuf;
+
+/// The agent's data dir when neither a flag nor a config file names one: beside the
+/// server's default (`drover-data`), in the working directory, so no root is needed.
+pub const DEFAULT_DATA_DIR: &str = "drover-agent-data";
+
+#[derive(Debug, clap::Args)]
+pub struct AgentArgs {
+    /// An HCL config file; flags given on the command line override it
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Server addresses, comma separated; the agent fails over among them in order
+    #[arg(long, value_delimiter = ',', value_name = "URL")]
+    servers: Vec<String>,
+    /// Where the node's identity, allocation state and task logs live
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// The node's name (default: the host name)
+    #[arg(long)]
+    name: Option<String>,
+    #[arg(long)]
+    datacenter: Option<String>,
+    #[arg(long)]
+    node_class: Option<String>,
+    /// Node meta as key=value; repeat for several
+    #[arg(long = "meta", value_name = "KEY=VALUE")]
+    meta: Vec<String>,
+    /// Run this many simulated nodes instead of this machine (tasks are not executed)
+    #[arg(long, value_name = "N")]
+    simulate: Option<usize>,
+}
+
+impl AgentArgs {
+    pub fn config(&self) -> anyhow::Result<AgentConfig> {
+        let mut config = match &self.config {
+            Some(path) => AgentConfig::from_hcl_file(path)?,
+            None => AgentConfig {
+                servers: vec![DEFAULT_ADDRESS.into()],
+                data_dir: PathBuf::from(DEFAULT_DATA_DIR),
+                ..AgentConfig::default()
+            },
+        };
+        if !self.servers.is_empty() {
+            config.servers = self.servers.clone();
+        }
+        if let Some(dir) = &self.data_dir {
+            config.data_dir = dir.clone();
+        }
+        if let Some(name) = &self.name {
+            config.name = Some(name.clone());
+        }
+        if let Some(dc) = &self.datacenter {
+            config.datacenter = dc.clone();
+        }
+        if let Some(class) = &self.node_class {
+            config.node_class = class.clone();
+        }
+        config.meta.extend(parse_meta(&self.meta)?);
+        config.validate()?;
+        Ok(config)
+    }
+}
+
+/// Runs the agent (or the simulator) until Ctrl-C. The real agent leaves its tasks running
+/// when it stops, as Nomad's does: started again, it re-attaches to them.
+pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
+    logging::to_stderr("info");
+    let config = args.config()?;
+    if let Some(nodes) = args.simulate {
+        let sim = Simulator::start(SimConfig {
+            servers: config.servers.clone(),
+            nodes,
+            datacenters: drover_agent::sim::Mix::single(config.datacenter.clone()),
+            ..SimConfig::default()
+        })
+        .await
+        .context("simulator does not start")?;
+        println!(
+            "==> simulating {nodes} nodes against {}",
+            config.servers.join(",")
+        );
+        wait_for_ctrl_c().await?;
+        sim.shutdown().await;
+        return Ok(());
+    }
+    let agent = Agent::start(config.clone())
+        .await
+        .context("agent does not start")?;
+    println!(
+        "==> drover agent running as node {} against {}",
+        agent.node_id(),
+        config.servers.join(",")
+    );
+    wait_for_ctrl_c().await?;
+    agent.shutdown().await;
+    Ok(())
+}
+
+pub async fn wait_for_ctrl_c() -> anyhow::Result<()> {
+    tokio::signal::ctrl_c()
+        .await
+        .context("cannot wait for ctrl-c")?;
+    tracing::info!("interrupted, shutting down");
+    Ok(())
+}

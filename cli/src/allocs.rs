@@ -1,0 +1,219 @@
+//! `drover alloc status`, and the allocation table the job and node views share.
+
+use crate::client::Client;
+use crate::error::{CliError, Exit, rpc_failed};
+use crate::output::{self, OutputArgs, Table, key_values};
+use drover_core::{Allocation, Timestamp};
+use drover_proto::v1 as pb;
+use std::fmt::Write as _;
+use std::io::Write;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum AllocCommand {
+    /// Show one allocation: its placement, status history and task states
+    Status {
+        /// The allocation's full id
+        alloc_id: String,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
+}
+
+pub async fn run(
+    client: &Client,
+    cmd: AllocCommand,
+    out: &mut dyn Write,
+) -> Result<Exit, CliError> {
+    let AllocCommand::Status { alloc_id, output } = cmd;
+    let answer = client
+        .operator()
+        .alloc_get(pb::AllocGetRequest {
+            query: None,
+            alloc_id: alloc_id.clone(),
+        })
+        .await
+        .map_err(rpc_failed(format_args!("querying allocation {alloc_id:?}")))?
+        .into_inner();
+    let alloc = answer
+        .allocation
+        .ok_or_else(|| CliError::IncompleteAnswer(format!("allocation for {alloc_id:?}")))?;
+    let alloc = Allocation::try_from(alloc)?;
+    if output.json {
+        output::print_json(out, &alloc)?;
+    } else {
+        write!(
+            out,
+            "{}",
+            alloc_details(&alloc, output.verbose, output::now())
+        )?;
+    }
+    Ok(Exit::OK)
+}
+
+/// Allocations as job and node views list them, in the order given.
+pub fn alloc_table(allocs: &[Allocation], verbose: bool, now: Timestamp) -> String {
+    let mut table = Table::new([
+        "ID",
+        "Node ID",
+        "Task Group",
+        "Version",
+        "Desired",
+        "Status",
+        "Created",
+        "Modified",
+    ]);
+    for a in allocs {
+        table.row([
+            output::id(a.id, verbose),
+            output::id(a.node_id, verbose),
+            a.task_group.clone(),
+            a.job_version.to_string(),
+            a.desired_status.as_str().to_string(),
+            a.client_status.as_str().to_string(),
+            output::ago(a.create_time, now),
+            output::ago(a.modify_time, now),
+        ]);
+    }
+    table.render()
+}
+
+pub fn alloc_details(a: &Allocation, verbose: bool, now: Timestamp) -> String {
+    let describe = |status: &str, why: &str| {
+        if why.is_empty() {
+            status.to_string()
+        } else {
+            format!("{status} ({why})")
+        }
+    };
+    let mut fields = vec![
+        ("ID", output::id(a.id, verbose)),
+        ("Eval ID", output::id(a.eval_id, verbose)),
+        ("Name", a.name.clone()),
+        ("Node ID", output::id(a.node_id, verbose)),
+        ("Job ID", a.job_id.to_string()),
+        ("Namespace", a.namespace.to_string()),
+        ("Job Version", a.job_version.to_string()),
+        (
+            "Client Status",
+            describe(a.client_status.as_str(), &a.client_description),
+        ),
+        (
+            "Desired Status",
+            describe(a.desired_status.as_str(), &a.desired_description),
+        ),
+        ("Created", output::ago(a.create_time, now)),
+        ("Modified", output::ago(a.modify_time, now)),
+        (
+            "Resources",
+            format!(
+                "{} MHz, {} MB memory, {} MB disk",
+                a.resources.cpu_mhz, a.resources.memory_mb, a.resources.disk_mb
+            ),
+        ),
+    ];
+    if let Some(prev) = a.previous_allocation {
+        fields.push(("Replaces", output::id(prev, verbose)));
+    }
+    if let Some(next) = a.next_allocation {
+        fields.push(("Replaced By", output::id(next, verbose)));
+    }
+    if let Some(eval) = a.follow_up_eval_id {
+        fields.push(("Follow-up Eval", output::id(eval, verbose)));
+    }
+    let mut text = key_values(&fields);
+    if !a.state_history.is_empty() {
+        text.push_str("\nStatus History\n");
+        let mut table = Table::new(["Time", "Client Status"]);
+        for entry in &a.state_history {
+            table.row([
+                output::time(entry.time),
+                entry.client_status.as_str().to_string(),
+            ]);
+        }
+        text.push_str(&table.render());
+    }
+    if let Some(tracker) = &a.reschedule_tracker
+        && !tracker.events.is_empty()
+    {
+        text.push_str("\nReschedule Attempts\n");
+        let mut table = Table::new(["Time", "Previous Alloc", "Previous Node", "Delay"]);
+        for e in &tracker.events {
+            table.row([
+                output::time(e.time),
+                output::id(e.prev_alloc_id, verbose),
+                output::id(e.prev_node_id, verbose),
+                output::duration(std::time::Duration::from_millis(e.delay_ms)),
+            ]);
+        }
+        text.push_str(&table.render());
+    }
+    for (task, state) in &a.task_states {
+        let run_state = format!("{:?}", state.state).to_lowercase();
+        let _ = writeln!(
+            text,
+            "\nTask {task:?} is {run_state:?} (restarts: {}, failed: {})",
+            state.restarts, state.failed
+        );
+        let mut table = Table::new(["Time", "Type", "Description"]);
+        for e in state.events.iter().rev() {
+            let mut description = e.message.clone();
+            if let Some(code) = e.exit_code {
+                description = format!("{description} (exit code {code})")
+                    .trim()
+                    .to_string();
+            }
+            table.row([output::time(e.time), e.kind.clone(), description]);
+        }
+        text.push_str(&table.render());
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use drover_core::{ClientStatus, NodeId, TaskEvent, TaskRunState, TaskState, mock};
+
+    #[test]
+    fn alloc_details_with_task_events() {
+        let job = mock::service_job("web", 1);
+        let mut a = mock::alloc(1, &job, NodeId::from_bytes([7; 16]), 0);
+        a.id = drover_core::AllocId::from_bytes([1; 16]);
+        a.eval_id = drover_core::EvalId::from_bytes([2; 16]);
+        a.create_time = Timestamp::from_millis(1_700_000_000_000);
+        a.modify_time = Timestamp::from_millis(1_700_000_060_000);
+        a.record_client_status(
+            ClientStatus::Running,
+            Timestamp::from_millis(1_700_000_030_000),
+        );
+        a.task_states.insert(
+            "server".into(),
+            TaskState {
+                state: TaskRunState::Running,
+                started_at: Some(Timestamp::from_millis(1_700_000_030_000)),
+                events: vec![
+                    TaskEvent {
+                        time: Timestamp::from_millis(1_700_000_010_000),
+                        kind: "Received".into(),
+                        message: String::new(),
+                        exit_code: None,
+                        infra_failure: false,
+                    },
+                    TaskEvent {
+                        time: Timestamp::from_millis(1_700_000_030_000),
+                        kind: "Started".into(),
+                        message: "task started".into(),
+                        exit_code: None,
+                        infra_failure: false,
+                    },
+                ],
+                ..TaskState::default()
+            },
+        );
+        insta::assert_snapshot!(alloc_details(
+            &a,
+            false,
+            Timestamp::from_millis(1_700_000_120_000)
+        ));
+    }
+}

@@ -1,0 +1,120 @@
+//! Which server the client commands talk to, and the connection to it.
+
+use crate::error::{CliError, root_cause};
+use drover_proto::v1::eval_service_client::EvalServiceClient;
+use drover_proto::v1::event_service_client::EventServiceClient;
+use drover_proto::v1::job_service_client::JobServiceClient;
+use drover_proto::v1::operator_service_client::OperatorServiceClient;
+use drover_proto::v1::worker_service_client::WorkerServiceClient;
+use std::time::Duration;
+use tonic::transport::{Channel, Endpoint};
+
+/// Where the client commands look for a server unless `--address` or `DROVER_ADDR` say
+/// otherwise: the server's default bind address (`ServerConfig::new`), on loopback.
+pub const DEFAULT_ADDRESS: &str = "http://127.0.0.1:4647";
+
+/// The environment variable that names the server, like Nomad's `NOMAD_ADDR`.
+pub const ADDRESS_ENV: &str = "DROVER_ADDR";
+
+/// How long connecting may take before the command gives up with a clear error.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Answers larger than tonic's 4 MiB default are normal for big clusters (a node list of
+/// ten thousand nodes).
+const MAX_ANSWER_BYTES: usize = 256 * 1024 * 1024;
+
+/// The options every client command takes.
+#[derive(Clone, Debug, clap::Args)]
+pub struct ClientArgs {
+    /// The server's gRPC address (`http://host:port`; `host:port` is read as http)
+    #[arg(long, global = true, env = ADDRESS_ENV, default_value = DEFAULT_ADDRESS)]
+    pub address: String,
+}
+
+/// A connection to one drover server, with a typed client per service.
+#[derive(Clone, Debug)]
+pub struct Client {
+    channel: Channel,
+    address: String,
+}
+
+impl Client {
+    /// Connects at once, so an unreachable or mistyped address fails here with one line
+    /// naming it, instead of as an opaque transport error from the first call.
+    pub async fn connect(address: &str) -> Result<Client, CliError> {
+        let address = normalize(address);
+        let unreachable = |reason: String| CliError::Connect {
+            address: address.clone(),
+            reason,
+        };
+        let endpoint = Endpoint::from_shared(address.clone())
+            .map_err(|e| unreachable(format!("not a valid address ({})", root_cause(&e))))?
+            .connect_timeout(CONNECT_TIMEOUT);
+        let channel = endpoint
+            .connect()
+            .await
+            .map_err(|e| unreachable(root_cause(&e).to_lowercase()))?;
+        Ok(Client { channel, address })
+    }
+
+    /// The address connected to, with its scheme.
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    pub fn jobs(&self) -> JobServiceClient<Channel> {
+        JobServiceClient::new(self.channel.clone())
+            .max_decoding_message_size(MAX_ANSWER_BYTES)
+            .max_encoding_message_size(MAX_ANSWER_BYTES)
+    }
+
+    pub fn evals(&self) -> EvalServiceClient<Channel> {
+        EvalServiceClient::new(self.channel.clone()).max_decoding_message_size(MAX_ANSWER_BYTES)
+    }
+
+    pub fn operator(&self) -> OperatorServiceClient<Channel> {
+        OperatorServiceClient::new(self.channel.clone()).max_decoding_message_size(MAX_ANSWER_BYTES)
+    }
+
+    pub fn workers(&self) -> WorkerServiceClient<Channel> {
+        WorkerServiceClient::new(self.channel.clone()).max_decoding_message_size(MAX_ANSWER_BYTES)
+    }
+
+    pub fn events(&self) -> EventServiceClient<Channel> {
+        EventServiceClient::new(self.channel.clone()).max_decoding_message_size(MAX_ANSWER_BYTES)
+    }
+}
+
+/// `host:port` without a scheme is taken as plain http, as operators type it.
+fn normalize(address: &str) -> String {
+    let address = address.trim();
+    if address.contains("://") {
+        address.to_string()
+    } else {
+        format!("http://{address}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_without_a_scheme_are_http() {
+        let cases = [
+            ("127.0.0.1:4647", "http://127.0.0.1:4647"),
+            ("http://10.0.0.1:80", "http://10.0.0.1:80"),
+            (" https://drover:4647 ", "https://drover:4647"),
+        ];
+        for (given, want) in cases {
+            assert_eq!(normalize(given), want, "{given:?}");
+        }
+    }
+
+    /// The client's default must be where a default server listens.
+    #[test]
+    fn default_address_is_the_server_default_bind() {
+        let server = drover_server::ServerConfig::new("unused");
+        assert_eq!(DEFAULT_ADDRESS, format!("http://{}", server.bind_addr));
+    }
+}

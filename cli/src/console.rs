@@ -1,0 +1,22 @@
+//! `drover console`: the operator console on a running cluster.
+
+use crate::client::ClientArgs;
+use drover_tui::ConsoleOptions;
+
+#[derive(Debug, clap::Args)]
+pub struct ConsoleArgs {
+    #[command(flatten)]
+    client: ClientArgs,
+    /// Watch only: every action (offline, pause, ...) is hidden and refused
+    #[arg(long)]
+    read_only: bool,
+}
+
+pub async fn run(args: ConsoleArgs) -> anyhow::Result<()> {
+    drover_tui::run(ConsoleOptions {
+        address: args.client.address,
+        read_only: args.read_only,
+    })
+    .await?;
+    Ok(())
+}

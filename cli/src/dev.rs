@@ -1,0 +1,184 @@
+//! `drover dev`: a whole cluster in one process for trying drover out: a server, one real
+//! agent running processes on this machine, simulated nodes, and a sample job, optionally
+//! with the console on top. Ctrl-C (or quitting the console) stops everything in reverse
+//! order of start: console, simulator, agent, server.
+
+use crate::client::Client;
+use crate::error::rpc_failed;
+use crate::logging;
+use anyhow::Context;
+use drover_agent::sim::{SimConfig, Simulator};
+use drover_agent::{Agent, AgentConfig};
+use drover_proto::v1 as pb;
+use drover_server::api::ApiOptions;
+use drover_server::{Server, ServerConfig};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The job registered on start, so the console has something to show.
+const SAMPLE_JOB: &str = include_str!("../../examples/web.nomad.hcl");
+const SAMPLE_JOB_FILE: &str = "examples/web.nomad.hcl";
+
+/// How long the single dev server may take to elect itself.
+const LEADERSHIP_DEADLINE: Duration = Duration::from_secs(10);
+
+#[derive(Debug, clap::Args)]
+pub struct DevArgs {
+    /// Simulated nodes to run besides the real agent
+    #[arg(long, default_value_t = 5)]
+    nodes: usize,
+    /// Open the console on the cluster (quit it to stop the cluster)
+    #[arg(long)]
+    console: bool,
+    /// Keep the cluster's state here instead of in a temporary directory
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// The gRPC address to serve on (port 0 picks a free port)
+    #[arg(long, default_value = "127.0.0.1:4647", value_name = "HOST:PORT")]
+    bind: String,
+    /// Do not register the sample job
+    #[arg(long)]
+    no_sample_job: bool,
+}
+
+pub async fn run(args: DevArgs) -> anyhow::Result<()> {
+    let temp;
+    let data_dir = match &args.data_dir {
+        Some(dir) => dir.clone(),
+        None => {
+            temp = tempfile::Builder::new()
+                .prefix("drover-dev-")
+                .tempdir()
+                .context("cannot create a temporary data dir")?;
+            temp.path().to_path_buf()
+        }
+    };
+    std::fs::create_dir_all(&data_dir)
+        .with_context(|| format!("cannot create data dir {}", data_dir.display()))?;
+    if args.console {
+        logging::to_file(&data_dir.join("dev.log"), "warn")
+            .context("cannot open the dev log file")?;
+    } else {
+        logging::to_stderr("warn");
+    }
+
+    let mut config = ServerConfig::new(data_dir.join("server"));
+    config.bind_addr = args.bind.clone();
+    let server = Server::start(config)
+        .await
+        .context("server does not start")?;
+    let api = server
+        .serve(ApiOptions::default())
+        .await
+        .context("gRPC API does not start")?;
+    let url = format!("http://{}", api.local_addr());
+    anyhow::ensure!(
+        server
+            .handle()
+            .wait_for_leadership(LEADERSHIP_DEADLINE)
+            .await,
+        "the dev server did not become leader within {LEADERSHIP_DEADLINE:?}"
+    );
+
+    let agent = Agent::start(AgentConfig {
+        servers: vec![url.clone()],
+        data_dir: data_dir.join("agent"),
+        name: Some("dev-agent".into()),
+        ..AgentConfig::default()
+    })
+    .await
+    .context("agent does not start")?;
+    let sim = if args.nodes > 0 {
+        Some(
+            Simulator::start(SimConfig {
+                servers: vec![url.clone()],
+                nodes: args.nodes,
+                ..SimConfig::default()
+            })
+            .await
+            .context("simulator does not start")?,
+        )
+    } else {
+        None
+    };
+
+    let sample = if args.no_sample_job {
+        None
+    } else {
+        Some(register_sample(&url).await?)
+    };
+    print_banner(
+        &url,
+        &data_dir,
+        &agent,
+        args.nodes,
+        sample.as_deref(),
+        args.console,
+    );
+
+    let waited = if args.console {
+        drover_tui::run(drover_tui::ConsoleOptions {
+            address: url.clone(),
+            read_only: false,
+        })
+        .await
+        .map_err(anyhow::Error::from)
+    } else {
+        crate::agent::wait_for_ctrl_c().await
+    };
+    if let Some(sim) = sim {
+        sim.shutdown().await;
+    }
+    agent.shutdown_and_stop_tasks().await;
+    api.shutdown().await.context("gRPC API does not stop")?;
+    server.shutdown().await.context("server does not stop")?;
+    println!("==> drover dev stopped");
+    waited
+}
+
+/// Registers the sample job; returns its id.
+async fn register_sample(url: &str) -> anyhow::Result<String> {
+    let job = drover_core::jobspec::parse_hcl(SAMPLE_JOB, SAMPLE_JOB_FILE)
+        .context("the built-in sample job does not parse")?;
+    let id = job.id.to_string();
+    let client = Client::connect(url).await?;
+    client
+        .jobs()
+        .register(pb::RegisterJobRequest {
+            job: Some((&job).into()),
+            enforce_index: None,
+        })
+        .await
+        .map_err(rpc_failed(format_args!("registering sample job {id:?}")))?;
+    Ok(id)
+}
+
+fn print_banner(
+    url: &str,
+    data_dir: &Path,
+    agent: &Agent,
+    nodes: usize,
+    sample: Option<&str>,
+    console: bool,
+) {
+    println!("==> drover dev cluster is up");
+    println!("    gRPC API:        {url}");
+    println!("    Data dir:        {}", data_dir.display());
+    println!(
+        "    Agent node:      {} (runs real processes)",
+        agent.node_id()
+    );
+    println!("    Simulated nodes: {nodes}");
+    if let Some(job) = sample {
+        println!("    Sample job:      {job} ({SAMPLE_JOB_FILE})");
+    }
+    println!();
+    println!("    export DROVER_ADDR={url}");
+    if console {
+        println!("==> Opening the console; quit it to stop the cluster");
+    } else {
+        println!("    drover console    # the operator console");
+        println!("    drover node status");
+        println!("==> Press Ctrl-C to stop");
+    }
+}

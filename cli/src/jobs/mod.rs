@@ -1,0 +1,153 @@
+//! `drover job ...`: register, plan, inspect and stop jobs.
+//!
+//! - [`submit`]: the commands that change something (`run`, `plan`, `stop`, `dispatch`).
+//! - [`show`]: the read commands (`status`, `history`, `inspect`) and their output.
+
+pub mod show;
+pub mod submit;
+
+use crate::client::Client;
+use crate::error::{CliError, Exit};
+use crate::output::OutputArgs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, clap::Subcommand)]
+pub enum JobCommand {
+    /// Register a job from a job file (HCL or JSON) and follow its evaluation
+    Run {
+        /// The job file
+        file: PathBuf,
+        /// Return once the job is registered, without following the evaluation
+        #[arg(long)]
+        detach: bool,
+        /// Register only if the job's modify index is still this (0: the job must be new),
+        /// as printed by `job plan`
+        #[arg(long)]
+        check_index: Option<u64>,
+        /// Show full ids
+        #[arg(long)]
+        verbose: bool,
+    },
+    /// Show what registering a job file would change, without registering it.
+    ///
+    /// Exits 0 when nothing would change, 1 when allocations or the spec would change,
+    /// and 255 on errors (Nomad's convention).
+    Plan {
+        /// The job file
+        file: PathBuf,
+    },
+    /// List every job, or show one job with its summary and allocations
+    Status {
+        /// The job to show; all jobs when absent
+        job_id: Option<String>,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
+    /// Stop a job's allocations (the job stays, for its history) or, with -purge, remove it
+    Stop {
+        job_id: String,
+        /// Remove the job and its history instead of only stopping it
+        #[arg(long)]
+        purge: bool,
+        /// Return at once, without following the evaluation
+        #[arg(long)]
+        detach: bool,
+        /// Show full ids
+        #[arg(long)]
+        verbose: bool,
+    },
+    /// List the stored versions of a job, newest first
+    History {
+        job_id: String,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
+    /// Print a job's specification as JSON
+    Inspect {
+        job_id: String,
+        /// A stored version instead of the current one
+        #[arg(long)]
+        version: Option<u64>,
+        /// Accepted for symmetry with the other read commands: the output is always JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Launch a child of a parameterized job
+    Dispatch {
+        /// The parameterized job
+        job_id: String,
+        /// A file whose content is the payload (`-` reads standard input)
+        payload: Option<PathBuf>,
+        /// Meta for the child, as key=value; repeat for several
+        #[arg(long = "meta", value_name = "KEY=VALUE")]
+        meta: Vec<String>,
+        /// Return once dispatched, without following the evaluation
+        #[arg(long)]
+        detach: bool,
+        /// Show full ids
+        #[arg(long)]
+        verbose: bool,
+    },
+}
+
+pub async fn run(client: &Client, cmd: JobCommand, out: &mut dyn Write) -> Result<Exit, CliError> {
+    match cmd {
+        JobCommand::Run {
+            file,
+            detach,
+            check_index,
+            verbose,
+        } => {
+            let job = load(&file)?;
+            submit::run(client, job, check_index, detach, verbose, out).await
+        }
+        JobCommand::Plan { file } => {
+            let job = load(&file)?;
+            submit::plan(client, job, &file, out).await
+        }
+        JobCommand::Status { job_id, output } => match job_id {
+            None => show::list(client, output, out).await,
+            Some(id) => show::status(client, &id, output, out).await,
+        },
+        JobCommand::Stop {
+            job_id,
+            purge,
+            detach,
+            verbose,
+        } => submit::stop(client, &job_id, purge, detach, verbose, out).await,
+        JobCommand::History { job_id, output } => show::history(client, &job_id, output, out).await,
+        JobCommand::Inspect {
+            job_id, version, ..
+        } => show::inspect(client, &job_id, version, out).await,
+        JobCommand::Dispatch {
+            job_id,
+            payload,
+            meta,
+            detach,
+            verbose,
+        } => {
+            let payload = payload.as_deref().map(read_payload).transpose()?;
+            let meta = submit::parse_meta(&meta)?;
+            submit::dispatch(client, &job_id, payload, meta, detach, verbose, out).await
+        }
+    }
+}
+
+/// Reads and checks a job file with the jobspec parser (HCL, or JSON by extension).
+pub fn load(path: &Path) -> Result<drover_core::Job, CliError> {
+    drover_core::jobspec::parse_file(path).map_err(|e| CliError::Jobspec(e.to_string()))
+}
+
+fn read_payload(path: &Path) -> Result<Vec<u8>, CliError> {
+    let read = if path == Path::new("-") {
+        let mut buf = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf).map(|_| buf)
+    } else {
+        std::fs::read(path)
+    };
+    read.map_err(|source| CliError::ReadFile {
+        path: path.display().to_string(),
+        source,
+    })
+}

@@ -1,0 +1,211 @@
+//! `drover node ...`: list and show nodes ([`show`]), and the operator's actions on one
+//! node (offline / online, drain, eligibility). Node ids may be given by their first
+//! characters, as tables print them.
+
+pub mod show;
+
+use crate::client::Client;
+use crate::error::{CliError, Exit, rpc_failed};
+use crate::output::{self, OutputArgs};
+use drover_core::{Eligibility, NodeHealth};
+use drover_proto::WireEnum;
+use drover_proto::v1 as pb;
+use std::io::Write;
+use std::time::Duration;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum NodeCommand {
+    /// List every node, or show one node with its events and allocations
+    Status {
+        /// The node to show (an id or its first characters); all nodes when absent
+        node_id: Option<String>,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
+    /// Take a node out: it gets no new placements until `node online`
+    Offline { node_id: String },
+    /// Bring an offlined node back (suspended until its readiness passes)
+    Online { node_id: String },
+    /// Start or end a drain: allocations migrate off the node
+    Drain {
+        node_id: String,
+        /// Start draining
+        #[arg(long, conflicts_with = "disable")]
+        enable: bool,
+        /// End the drain
+        #[arg(long)]
+        disable: bool,
+        /// Stop what is left after this long (e.g. 1h, 30m); no deadline when absent
+        #[arg(long, value_parser = humantime::parse_duration)]
+        deadline: Option<Duration>,
+        /// Stop everything now instead of migrating gradually
+        #[arg(long)]
+        force: bool,
+        /// Leave system job allocations in place
+        #[arg(long)]
+        ignore_system: bool,
+        /// With -disable: keep the node ineligible for new placements
+        #[arg(long)]
+        keep_ineligible: bool,
+    },
+    /// Mark a node eligible or ineligible for new placements (running work stays)
+    Eligibility {
+        node_id: String,
+        #[arg(long, conflicts_with = "disable")]
+        enable: bool,
+        #[arg(long)]
+        disable: bool,
+    },
+}
+
+pub async fn run(client: &Client, cmd: NodeCommand, out: &mut dyn Write) -> Result<Exit, CliError> {
+    match cmd {
+        NodeCommand::Status {
+            node_id: None,
+            output,
+        } => show::list(client, output, out).await,
+        NodeCommand::Status {
+            node_id: Some(id),
+            output,
+        } => show::status(client, &id, output, out).await,
+        NodeCommand::Offline { node_id } => {
+            let id = resolve(client, &node_id).await?;
+            let answer = client
+                .operator()
+                .node_offline(pb::NodeOfflineRequest {
+                    node_id: id.clone(),
+                })
+                .await
+                .map_err(rpc_failed(format_args!("offlining node {node_id:?}")))?
+                .into_inner();
+            let health = NodeHealth::from_wire("health", answer.health)?;
+            writeln!(
+                out,
+                "Node {:?} is {}",
+                output::id(&id, false),
+                health.as_str()
+            )?;
+            Ok(Exit::OK)
+        }
+        NodeCommand::Online { node_id } => {
+            let id = resolve(client, &node_id).await?;
+            let answer = client
+                .operator()
+                .node_online(pb::NodeOnlineRequest {
+                    node_id: id.clone(),
+                })
+                .await
+                .map_err(rpc_failed(format_args!("onlining node {node_id:?}")))?
+                .into_inner();
+            let health = NodeHealth::from_wire("health", answer.health)?;
+            writeln!(
+                out,
+                "Node {:?} is {}",
+                output::id(&id, false),
+                health.as_str()
+            )?;
+            Ok(Exit::OK)
+        }
+        NodeCommand::Drain {
+            node_id,
+            enable,
+            disable,
+            deadline,
+            force,
+            ignore_system,
+            keep_ineligible,
+        } => {
+            if enable == disable {
+                return Err(CliError::Usage(
+                    "node drain needs exactly one of -enable and -disable".into(),
+                ));
+            }
+            let id = resolve(client, &node_id).await?;
+            let answer = client
+                .operator()
+                .node_drain(pb::NodeDrainRequest {
+                    node_id: id.clone(),
+                    enable,
+                    deadline_ms: deadline.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+                    force,
+                    ignore_system_jobs: ignore_system,
+                    mark_eligible: disable && !keep_ineligible,
+                })
+                .await
+                .map_err(rpc_failed(format_args!("draining node {node_id:?}")))?
+                .into_inner();
+            let short = output::id(&id, false);
+            if enable {
+                writeln!(out, "Node {short:?} drain strategy set")?;
+            } else {
+                writeln!(out, "Node {short:?} drain strategy unset")?;
+            }
+            for eval in answer.eval_ids {
+                writeln!(out, "Evaluation ID: {eval}")?;
+            }
+            Ok(Exit::OK)
+        }
+        NodeCommand::Eligibility {
+            node_id,
+            enable,
+            disable,
+        } => {
+            if enable == disable {
+                return Err(CliError::Usage(
+                    "node eligibility needs exactly one of -enable and -disable".into(),
+                ));
+            }
+            let id = resolve(client, &node_id).await?;
+            let eligibility = if enable {
+                Eligibility::Eligible
+            } else {
+                Eligibility::Ineligible
+            };
+            client
+                .operator()
+                .node_eligibility(pb::NodeEligibilityRequest {
+                    node_id: id.clone(),
+                    eligibility: eligibility.to_wire(),
+                })
+                .await
+                .map_err(rpc_failed(format_args!(
+                    "changing the eligibility of node {node_id:?}"
+                )))?;
+            writeln!(
+                out,
+                "Node {:?} scheduling eligibility set: {}",
+                output::id(&id, false),
+                eligibility.as_str()
+            )?;
+            Ok(Exit::OK)
+        }
+    }
+}
+
+/// The full id of the one node whose id starts with `given`.
+pub async fn resolve(client: &Client, given: &str) -> Result<String, CliError> {
+    if given.len() == 36 {
+        return Ok(given.to_string());
+    }
+    let answer = client
+        .operator()
+        .node_list(pb::NodeListRequest {
+            id_prefix: given.to_string(),
+            ..Default::default()
+        })
+        .await
+        .map_err(rpc_failed(format_args!("looking up node {given:?}")))?
+        .into_inner();
+    let mut ids: Vec<String> = answer
+        .nodes
+        .into_iter()
+        .filter_map(|e| e.node.map(|n| n.id))
+        .collect();
+    match ids.len() {
+        1 => Ok(ids.remove(0)),
+        0 => Err(CliError::Usage(format!("no node id starts with {given:?}"))),
+        n => Err(CliError::Usage(format!(
+            "{n} nodes have ids starting with {given:?}; give more characters"
+        ))),
+    }
+}

@@ -1,0 +1,178 @@
+//! `drover server`: one server of a cluster, serving the gRPC API until Ctrl-C.
+
+use crate::logging;
+use anyhow::Context;
+use drover_server::ServerConfig;
+use drover_server::api::ApiOptions;
+use drover_server::raft::Bootstrap;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Where `drover server` serves Prometheus metrics unless told otherwise (Nomad's HTTP
+/// port).
+pub const DEFAULT_METRICS_ADDR: &str = "127.0.0.1:4646";
+
+#[derive(Debug, clap::Args)]
+pub struct ServerArgs {
+    /// An HCL config file; flags given on the command line override it
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Where the Raft log and snapshots live
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// The gRPC address to listen on (and to be reached at by the other servers)
+    #[arg(long, value_name = "HOST:PORT")]
+    bind: Option<String>,
+    /// This server's Raft id (unique in the cluster)
+    #[arg(long)]
+    server_id: Option<u64>,
+    /// The name other servers and operators see
+    #[arg(long)]
+    name: Option<String>,
+    /// Scheduler workers to run (default: one per CPU)
+    #[arg(long)]
+    workers: Option<u32>,
+    /// Where to serve Prometheus metrics over HTTP
+    #[arg(long, value_name = "HOST:PORT")]
+    metrics_addr: Option<String>,
+    /// Serve no metrics
+    #[arg(long, conflicts_with = "metrics_addr")]
+    no_metrics: bool,
+    /// A voter of the initial cluster as ID=HOST:PORT; repeat for each, this server
+    /// included. Without any, the server forms a cluster of its own
+    #[arg(long = "peer", value_name = "ID=HOST:PORT", conflicts_with = "join")]
+    peers: Vec<String>,
+    /// Wait to be added to an existing cluster by its leader
+    #[arg(long)]
+    join: bool,
+}
+
+impl ServerArgs {
+    /// The config file (or the defaults) with the flags laid over it.
+    pub fn config(&self) -> anyhow::Result<ServerConfig> {
+        let mut config = match &self.config {
+            Some(path) => ServerConfig::from_file(path)?,
+            // An empty file: the production defaults and the server's default data dir.
+            None => ServerConfig::from_hcl_str("")?,
+        };
+        if let Some(dir) = &self.data_dir {
+            config.data_dir = dir.clone();
+        }
+        if let Some(bind) = &self.bind {
+            config.bind_addr = bind.clone();
+        }
+        if let Some(id) = self.server_id {
+            config.server_id = id;
+        }
+        if let Some(name) = &self.name {
+            config.name = name.clone();
+        }
+        if let Some(count) = self.workers {
+            config.workers.count = Some(count);
+        }
+        if self.no_metrics {
+            config.metrics_addr = None;
+        } else if let Some(addr) = &self.metrics_addr {
+            config.metrics_addr = Some(addr.clone());
+        } else if config.metrics_addr.is_none() {
+            config.metrics_addr = Some(DEFAULT_METRICS_ADDR.into());
+        }
+        if self.join {
+            config.bootstrap = Bootstrap::Join;
+        } else if !self.peers.is_empty() {
+            config.bootstrap = Bootstrap::Cluster(parse_peers(&self.peers)?);
+        }
+        Ok(config)
+    }
+}
+
+fn parse_peers(peers: &[String]) -> anyhow::Result<BTreeMap<u64, String>> {
+    peers
+        .iter()
+        .map(|peer| {
+            let (id, addr) = peer
+                .split_once('=')
+                .with_context(|| format!("peer {peer:?} is not of the form ID=HOST:PORT"))?;
+            let id = id
+                .parse()
+                .with_context(|| format!("peer {peer:?}: id {id:?} is not a number"))?;
+            Ok((id, addr.to_string()))
+        })
+        .collect()
+}
+
+/// Runs the server until Ctrl-C, then stops the API and the server cleanly.
+pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
+    logging::to_stderr("info");
+    let config = args.config()?;
+    let server = drover_server::Server::start(config.clone())
+        .await
+        .context("server does not start")?;
+    let api = server
+        .serve(ApiOptions::default())
+        .await
+        .context("gRPC API does not start")?;
+    println!(
+        "==> drover server {} listening on http://{} (data dir {})",
+        config.server_id,
+        api.local_addr(),
+        config.data_dir.display()
+    );
+    if let Some(metrics) = &config.metrics_addr {
+        println!("    metrics on http://{metrics}/metrics");
+    }
+    tokio::signal::ctrl_c()
+        .await
+        .context("cannot wait for ctrl-c")?;
+    tracing::info!("interrupted, shutting down");
+    api.shutdown().await.context("gRPC API does not stop")?;
+    server.shutdown().await.context("server does not stop")?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        args: ServerArgs,
+    }
+
+    fn config(args: &[&str]) -> anyhow::Result<ServerConfig> {
+        let mut argv = vec!["server"];
+        argv.extend_from_slice(args);
+        Wrap::try_parse_from(argv)?.args.config()
+    }
+
+    #[test]
+    fn flags_override_defaults() {
+        let c = config(&[
+            "--bind",
+            "0.0.0.0:5000",
+            "--workers",
+            "1",
+            "--server-id",
+            "3",
+        ])
+        .expect("valid");
+        assert_eq!(c.bind_addr, "0.0.0.0:5000");
+        assert_eq!(c.workers.count, Some(1));
+        assert_eq!(c.server_id, 3);
+        assert_eq!(c.metrics_addr.as_deref(), Some(DEFAULT_METRICS_ADDR));
+        assert_eq!(config(&["--no-metrics"]).expect("valid").metrics_addr, None);
+    }
+
+    #[test]
+    fn peers_form_the_initial_cluster() {
+        let c = config(&["--peer", "1=a:1", "--peer", "2=b:2"]).expect("valid");
+        let Bootstrap::Cluster(peers) = c.bootstrap else {
+            panic!("not a cluster bootstrap: {:?}", c.bootstrap);
+        };
+        assert_eq!(peers.get(&2).map(String::as_str), Some("b:2"));
+        let err = config(&["--peer", "x=a:1"]).expect_err("bad id");
+        assert!(err.to_string().contains("\"x\""), "{err}");
+    }
+}

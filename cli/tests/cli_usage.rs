@@ -1,0 +1,58 @@
+//! The `drover` binary's command line with no server involved: help, Nomad-style flags,
+//! usage errors and the error line for an unreachable server.
+
+use assert_cmd::Command;
+
+fn drover(args: &[&str]) -> std::process::Output {
+    Command::cargo_bin("drover")
+        .expect("the drover binary is built")
+        .env_remove("DROVER_ADDR")
+        .args(args)
+        .output()
+        .expect("drover runs")
+}
+
+#[test]
+fn exit_codes_and_messages() {
+    // (arguments, exit code, text that must appear on stdout or stderr)
+    let cases: &[(&[&str], i32, &str)] = &[
+        (&["--help"], 0, "dev"),
+        (&["job", "--help"], 0, "dispatch"),
+        (&["operator", "workers", "--help"], 0, "pause"),
+        (&["--version"], 0, env!("CARGO_PKG_VERSION")),
+        (&["job", "frobnicate"], 1, "frobnicate"),
+        (&["node", "drain"], 1, "<NODE_ID>"),
+        // Single-dash long flags are Nomad's; an unreachable server is one line naming it.
+        (
+            &["job", "status", "-json", "-address=http://127.0.0.1:1"],
+            1,
+            "cannot reach drover at http://127.0.0.1:1",
+        ),
+        (
+            &["node", "status", "--address", "127.0.0.1:1"],
+            1,
+            "cannot reach drover at http://127.0.0.1:1",
+        ),
+    ];
+    for (args, want_code, want_text) in cases {
+        let out = drover(args);
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.status.code(), Some(*want_code), "{args:?}: {text}");
+        assert!(
+            text.contains(want_text),
+            "{args:?} should print {want_text:?}: {text}"
+        );
+    }
+}
+
+#[test]
+fn server_errors_are_a_single_line() {
+    let out = drover(&["eval", "list", "--address", "http://127.0.0.1:1"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("Error: "), "{stderr}");
+}

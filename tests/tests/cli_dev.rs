@@ -1,0 +1,92 @@
+//! `drover dev` as a person runs it: the real binary brings up a server, an agent,
+//! simulated nodes and the sample job, answers the gRPC health service, and stops cleanly
+//! on Ctrl-C (SIGINT).
+
+mod cli_support;
+
+use cli_support::{drover_at, json, spawn, wait_for_line};
+use drover_tests::{DEADLINE, eventually};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use std::time::Instant;
+use tonic_health::pb::HealthCheckRequest;
+use tonic_health::pb::health_check_response::ServingStatus;
+use tonic_health::pb::health_client::HealthClient;
+
+/// A port nothing listens on right now (the OS's pick for port 0).
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds port 0");
+    listener.local_addr().expect("has an address").port()
+}
+
+async fn healthy(url: &str) -> bool {
+    let Ok(channel) = tonic::transport::Channel::from_shared(url.to_string())
+        .expect("valid url")
+        .connect()
+        .await
+    else {
+        return false;
+    };
+    HealthClient::new(channel)
+        .check(HealthCheckRequest {
+            service: String::new(),
+        })
+        .await
+        .is_ok_and(|r| r.into_inner().status == ServingStatus::Serving as i32)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dev_serves_health_runs_the_sample_job_and_stops_on_ctrl_c() {
+    let data_dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("http://127.0.0.1:{}", free_port());
+    let started = Instant::now();
+    let bind = url.trim_start_matches("http://").to_string();
+    let dir = data_dir
+        .path()
+        .to_str()
+        .expect("utf-8 temp dir")
+        .to_string();
+    let mut dev = spawn(
+        &url,
+        &["dev", "--nodes", "3", "--bind", &bind, "--data-dir", &dir],
+    );
+
+    eventually(
+        "drover dev to answer the health service",
+        DEADLINE,
+        || async { healthy(&url).await.then_some(()) },
+    )
+    .await;
+    let to_health = started.elapsed();
+    eprintln!("drover dev answered the gRPC health service {to_health:?} after spawn");
+
+    eventually("the agent and 3 simulated nodes", DEADLINE, || async {
+        let nodes = json(&drover_at(&url, &["node", "status", "-json"]).await);
+        (nodes.as_array()?.len() == 4).then_some(())
+    })
+    .await;
+    eventually(
+        "the sample job's 3 allocations to run",
+        DEADLINE,
+        || async {
+            let job = json(&drover_at(&url, &["job", "status", "web", "-json"]).await);
+            let running = job["summary"]["groups"]["frontend"]["running"].as_u64()?;
+            (running == 3).then_some(())
+        },
+    )
+    .await;
+
+    wait_for_line(&dev, "the banner with the address", |l| l.contains(&url));
+
+    let pid = Pid::from_raw(i32::try_from(dev.child.id()).expect("pid fits"));
+    kill(pid, Signal::SIGINT).expect("SIGINT is delivered");
+    let status = eventually("drover dev to exit after Ctrl-C", DEADLINE, || {
+        let exited = dev.child.try_wait().expect("waits");
+        async move { exited }
+    })
+    .await;
+    assert!(status.success(), "drover dev exited with {status}");
+    wait_for_line(&dev, "the goodbye line", |l| {
+        l.contains("drover dev stopped")
+    });
+}

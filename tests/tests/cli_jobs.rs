@@ -1,0 +1,173 @@
+//! The `drover job ...` commands against a real server: run, plan, status, history,
+//! inspect and stop, their `-json` output, exit codes and one-line errors.
+
+mod cli_support;
+
+use cli_support::{
+    assert_code, code, drover, drover_at, join_nodes, json, stderr, stdout, write_job,
+};
+use drover_tests::TestServer;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn run_plan_status_and_stop_a_job() {
+    let server = TestServer::start().await;
+    let _nodes = join_nodes(&server, 2).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = write_job(dir.path(), "web", 3);
+    let file = file.to_str().expect("utf-8 path");
+
+    // A new job: the plan would place allocations, so it exits 1 (Nomad's convention).
+    let plan = drover(&server, &["job", "plan", file]).await;
+    assert_code(&plan, 1);
+    let text = stdout(&plan);
+    assert!(text.contains("+ Job: \"web\""), "{text}");
+    assert!(text.contains("(3 create)"), "{text}");
+    assert!(text.contains("-check-index 0"), "{text}");
+
+    // Run follows the evaluation and shows where each allocation went.
+    let run = drover(&server, &["job", "run", file]).await;
+    assert_code(&run, 0);
+    let text = stdout(&run);
+    assert_eq!(text.matches("created: node").count(), 3, "{text}");
+    assert!(text.contains("finished with status \"complete\""), "{text}");
+
+    // Nothing left to change: the same file plans to exit 0.
+    let replan = drover(&server, &["job", "plan", file]).await;
+    assert_code(&replan, 0);
+
+    // Status, as a table and as JSON that parses.
+    let status = drover(&server, &["job", "status", "web"]).await;
+    assert_code(&status, 0);
+    assert!(
+        stdout(&status).contains("Allocations"),
+        "{}",
+        stdout(&status)
+    );
+    let view = json(&drover(&server, &["job", "status", "web", "-json"]).await);
+    assert_eq!(view["job"]["id"], "web");
+    assert_eq!(view["allocations"].as_array().map(Vec::len), Some(3));
+    let list = json(&drover(&server, &["job", "status", "--json"]).await);
+    assert_eq!(list[0]["id"], "web");
+    let history = json(&drover(&server, &["job", "history", "web", "-json"]).await);
+    assert_eq!(history[0]["version"], 0);
+    let spec = json(&drover(&server, &["job", "inspect", "web"]).await);
+    assert_eq!(spec["groups"][0]["count"], 3);
+    let evals = json(&drover(&server, &["eval", "list", "-job", "web", "-json"]).await);
+    let eval_id = evals[0]["id"].as_str().expect("an eval id").to_string();
+    let eval = json(&drover(&server, &["eval", "status", &eval_id, "-json"]).await);
+    assert_eq!(eval["status"], "Complete");
+    let alloc_id = view["allocations"][0]["id"]
+        .as_str()
+        .expect("an alloc id")
+        .to_string();
+    let alloc = json(&drover(&server, &["alloc", "status", &alloc_id, "-json"]).await);
+    assert_eq!(alloc["job_id"], "web");
+
+    // Stop: the evaluation stops every allocation and the job is marked stopped.
+    let stop = drover(&server, &["job", "stop", "web"]).await;
+    assert_code(&stop, 0);
+    assert!(
+        stdout(&stop).contains("finished with status \"complete\""),
+        "{}",
+        stdout(&stop)
+    );
+    let view = json(&drover(&server, &["job", "status", "web", "-json"]).await);
+    assert_eq!(view["job"]["stop"], true);
+    let desired: Vec<&str> = view["allocations"]
+        .as_array()
+        .expect("allocations")
+        .iter()
+        .filter_map(|a| a["desired_status"].as_str())
+        .collect();
+    assert!(desired.iter().all(|d| *d == "Stop"), "{desired:?}");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unplaceable_job_reports_why_and_exits_2() {
+    let server = TestServer::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = write_job(dir.path(), "lonely", 1);
+    // No nodes at all: the evaluation completes with a blocked follow-up.
+    let run = drover(&server, &["job", "run", file.to_str().expect("utf-8")]).await;
+    assert_code(&run, 2);
+    let text = stdout(&run);
+    assert!(text.contains("failed to place all allocations"), "{text}");
+    assert!(text.contains("Task Group \"api\""), "{text}");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn errors_are_one_clear_line_and_exit_1() {
+    let server = TestServer::start().await;
+    let cases: &[(&[&str], &str)] = &[
+        (&["job", "status", "nope"], "nope"),
+        (&["job", "stop", "nope"], "nope"),
+        (&["eval", "status", "not-a-uuid"], "not-a-uuid"),
+        (&["job", "run", "/no/such/file.hcl"], "/no/such/file.hcl"),
+    ];
+    for (args, named) in cases {
+        let out = drover(&server, args).await;
+        assert_eq!(code(&out), 1, "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("Error: "), "{args:?}: {err}");
+        assert!(err.contains(named), "{args:?} should name {named:?}: {err}");
+    }
+    // A plan error exits 255, so scripts can tell it from "changes" (1).
+    let plan = drover(&server, &["job", "plan", "/no/such/file.hcl"]).await;
+    assert_code(&plan, 255);
+
+    // Nothing listens on port 1: the error names the address.
+    let out = drover_at("http://127.0.0.1:1", &["job", "status"]).await;
+    assert_code(&out, 1);
+    let err = stderr(&out);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("cannot reach drover at http://127.0.0.1:1"),
+        "{err}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dispatch_a_parameterized_job() {
+    let server = TestServer::start().await;
+    let _nodes = join_nodes(&server, 1).await;
+    let example = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/parameterized.nomad.hcl"
+    );
+    // A template: registering it schedules nothing and says how to launch it.
+    let run = drover(&server, &["job", "run", example]).await;
+    assert_code(&run, 0);
+    assert!(
+        stdout(&run).contains("drover job dispatch transcode"),
+        "{}",
+        stdout(&run)
+    );
+
+    // The parent requires meta "input": without it the server refuses, naming it.
+    let refused = drover(&server, &["job", "dispatch", "transcode"]).await;
+    assert_code(&refused, 1);
+    assert!(stderr(&refused).contains("input"), "{}", stderr(&refused));
+
+    let dispatched = drover(
+        &server,
+        &["job", "dispatch", "-meta", "input=movie.mkv", "transcode"],
+    )
+    .await;
+    assert_code(&dispatched, 0);
+    let text = stdout(&dispatched);
+    assert!(text.contains("Dispatched Job ID"), "{text}");
+    assert!(text.contains("created: node"), "{text}");
+    let jobs = json(&drover(&server, &["job", "status", "-json"]).await);
+    let children = jobs
+        .as_array()
+        .expect("a list")
+        .iter()
+        .filter(|j| j["parent_id"] == "transcode")
+        .count();
+    assert_eq!(children, 1, "{jobs}");
+    server.stop().await;
+}

@@ -1,0 +1,133 @@
+//! The operator's commands against a real server: node status, offline / online,
+//! eligibility, workers pause / resume, the scheduler configuration, the event stream.
+
+mod cli_support;
+
+use cli_support::{assert_code, drover, join_nodes, json, spawn, stdout, wait_for_line};
+use drover_tests::{DEADLINE, TestServer, eventually};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn offline_and_online_a_node() {
+    let server = TestServer::start().await;
+    let nodes = join_nodes(&server, 2).await;
+    let listed = json(&drover(&server, &["node", "status", "-json"]).await);
+    assert_eq!(listed.as_array().map(Vec::len), Some(2));
+
+    // Tables print eight characters of an id; the commands take them back.
+    let id = &nodes.ids[0];
+    let short: String = id.chars().filter(|c| *c != '-').take(8).collect();
+    let table = stdout(&drover(&server, &["node", "status"]).await);
+    assert!(table.contains(&short), "{table}");
+
+    let off = drover(&server, &["node", "offline", &short]).await;
+    assert_code(&off, 0);
+    assert!(stdout(&off).contains("offlined"), "{}", stdout(&off));
+    let node = json(&drover(&server, &["node", "status", id, "-json"]).await);
+    assert_eq!(node["node"]["health"], "Offlined");
+
+    let on = drover(&server, &["node", "online", id]).await;
+    assert_code(&on, 0);
+    eventually("the node to be healthy again", DEADLINE, || async {
+        let node = json(&drover(&server, &["node", "status", id, "-json"]).await);
+        (node["node"]["health"] == "Healthy").then_some(())
+    })
+    .await;
+
+    let inelig = drover(&server, &["node", "eligibility", id, "-disable"]).await;
+    assert_code(&inelig, 0);
+    let node = json(&drover(&server, &["node", "status", id, "-json"]).await);
+    assert_eq!(node["node"]["eligibility"], "Ineligible");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pause_and_resume_workers() {
+    let server = TestServer::start().await;
+    let workers = json(&drover(&server, &["operator", "workers", "list", "-json"]).await);
+    let count = workers.as_array().map_or(0, Vec::len);
+    assert!(count > 0, "{workers}");
+
+    assert_code(
+        &drover(&server, &["operator", "workers", "pause", "-all"]).await,
+        0,
+    );
+    eventually("every worker to be paused", DEADLINE, || async {
+        let workers = json(&drover(&server, &["operator", "workers", "list", "-json"]).await);
+        let statuses: Vec<&str> = workers
+            .as_array()?
+            .iter()
+            .filter_map(|w| w["status"].as_str())
+            .collect();
+        (statuses.len() == count && statuses.iter().all(|s| *s == "paused")).then_some(())
+    })
+    .await;
+
+    assert_code(
+        &drover(&server, &["operator", "workers", "resume", "-all"]).await,
+        0,
+    );
+    eventually("every worker to run again", DEADLINE, || async {
+        let workers = json(&drover(&server, &["operator", "workers", "list", "-json"]).await);
+        let running = workers.as_array()?.iter().all(|w| w["status"] == "started");
+        running.then_some(())
+    })
+    .await;
+
+    let config = json(&drover(&server, &["operator", "workers", "config", "-json"]).await);
+    assert_eq!(config["count"].as_u64(), Some(count as u64));
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn scheduler_configuration_round_trip() {
+    let server = TestServer::start().await;
+    let before = json(&drover(&server, &["operator", "scheduler", "get-config", "-json"]).await);
+    assert_eq!(before["algorithm"], "Binpack");
+    let set = drover(
+        &server,
+        &[
+            "operator",
+            "scheduler",
+            "set-config",
+            "-scheduler-algorithm=spread",
+            "-pause-eval-broker",
+            "true",
+        ],
+    )
+    .await;
+    assert_code(&set, 0);
+    let after = json(&drover(&server, &["operator", "scheduler", "get-config", "-json"]).await);
+    assert_eq!(after["algorithm"], "Spread");
+    assert_eq!(after["pause_eval_broker"], true);
+    assert_eq!(
+        after["preemption"], before["preemption"],
+        "untouched settings stay"
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn event_stream_prints_json_lines() {
+    let server = TestServer::start().await;
+    let nodes = join_nodes(&server, 1).await;
+    let id = &nodes.ids[0];
+    let stream = spawn(&server.url(), &["event", "stream", "-topic", "Node"]);
+    // The stream starts from "now": keep offlining and onlining until an event shows up.
+    let line = eventually("a node health event on the stream", DEADLINE, || async {
+        assert_code(&drover(&server, &["node", "offline", id]).await, 0);
+        let line = stream
+            .lines
+            .recv_timeout(std::time::Duration::from_millis(500))
+            .ok()?;
+        assert_code(&drover(&server, &["node", "online", id]).await, 0);
+        Some(line)
+    })
+    .await;
+    let event: serde_json::Value = serde_json::from_str(&line).expect("each line is JSON");
+    assert_eq!(event["topic"], "Node", "{line}");
+    assert_eq!(event["key"], id.as_str(), "{line}");
+    wait_for_line(&stream, "more node events", |l| {
+        serde_json::from_str::<serde_json::Value>(l).is_ok_and(|e| e["topic"] == "Node")
+    });
+    server.stop().await;
+}

@@ -1,0 +1,229 @@
+//! What the CLI end-to-end tests share: running the real `drover` binary against a
+//! [`TestServer`], nodes that register and keep heartbeating, and job files on disk.
+
+// Every cli_*.rs test binary compiles this module and uses a different part of it.
+#![allow(dead_code)]
+
+use drover_core::mock;
+use drover_proto::v1 as pb;
+use drover_proto::v1::node_service_client::NodeServiceClient;
+use drover_tests::{DEADLINE, TestServer, eventually};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc::Receiver;
+use std::time::Duration;
+use tokio::task::JoinHandle;
+
+/// Runs `drover ARGS` against `server` (through `DROVER_ADDR`, as an operator would) on a
+/// blocking thread, so the in-process server keeps running meanwhile.
+pub async fn drover(server: &TestServer, args: &[&str]) -> Output {
+    drover_at(&server.url(), args).await
+}
+
+/// Runs `drover ARGS` with `DROVER_ADDR` set to `address`.
+pub async fn drover_at(address: &str, args: &[&str]) -> Output {
+    let address = address.to_string();
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    tokio::task::spawn_blocking(move || {
+        let mut cmd = assert_cmd::Command::cargo_bin("drover")
+            .expect("the drover binary is built (cargo build -p drover-cli)");
+        cmd.env("DROVER_ADDR", address)
+            .args(&args)
+            .timeout(Duration::from_secs(60));
+        cmd.output().expect("drover runs")
+    })
+    .await
+    .expect("the command thread finishes")
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The process's exit code, with its output in the failure message when it has none.
+pub fn code(out: &Output) -> i32 {
+    out.status.code().unwrap_or_else(|| {
+        panic!(
+            "drover was killed by a signal\nstdout: {}\nstderr: {}",
+            stdout(out),
+            stderr(out)
+        )
+    })
+}
+
+/// Asserts the command exited `want`, showing its output when it did not.
+pub fn assert_code(out: &Output, want: i32) {
+    assert_eq!(
+        code(out),
+        want,
+        "unexpected exit code\nstdout: {}\nstderr: {}",
+        stdout(out),
+        stderr(out)
+    );
+}
+
+/// The command's standard output as JSON; it must parse.
+pub fn json(out: &Output) -> serde_json::Value {
+    assert_code(out, 0);
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("-json output does not parse: {e}\n{}", stdout(out)))
+}
+
+/// Simulated nodes registered through the node API, heartbeating ready until dropped.
+pub struct Nodes {
+    pub ids: Vec<String>,
+    heartbeats: JoinHandle<()>,
+}
+
+impl Drop for Nodes {
+    fn drop(&mut self) {
+        self.heartbeats.abort();
+    }
+}
+
+/// Registers `count` nodes, keeps them heartbeating, and waits until all are healthy.
+pub async fn join_nodes(server: &TestServer, count: u64) -> Nodes {
+    let mut client = NodeServiceClient::new(server.channel().await);
+    let mut auths = Vec::new();
+    for n in 1..=count {
+        let node = mock::node(n);
+        let answer = client
+            .register(pb::RegisterNodeRequest {
+                node: Some(pb::NodeRegistration {
+                    node_id: String::new(),
+                    secret_id: String::new(),
+                    name: node.name,
+                    datacenter: node.datacenter,
+                    node_class: String::new(),
+                    attributes: node.attributes.into_iter().collect(),
+                    meta: node.meta.into_iter().collect(),
+                    resources: Some((&node.resources).into()),
+                    reserved: Some((&node.reserved).into()),
+                }),
+            })
+            .await
+            .expect("node registers")
+            .into_inner();
+        auths.push(pb::NodeAuth {
+            node_id: answer.node_id,
+            secret_id: answer.secret_id,
+        });
+    }
+    let ids = auths.iter().map(|a| a.node_id.clone()).collect();
+    let beating = client.clone();
+    let heartbeats = tokio::spawn(async move {
+        let mut client = beating;
+        loop {
+            for auth in &auths {
+                let _ = client
+                    .update_status(pb::UpdateNodeStatusRequest {
+                        auth: Some(auth.clone()),
+                        readiness: pb::Readiness::Ready.into(),
+                        last_snapshot: None,
+                    })
+                    .await;
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    });
+    let nodes = Nodes { ids, heartbeats };
+    let handle = server.handle();
+    eventually("nodes to become healthy", DEADLINE, || {
+        let snapshot = handle.snapshot();
+        let healthy = nodes.ids.iter().all(|id| {
+            id.parse()
+                .ok()
+                .and_then(|id| snapshot.node(&id))
+                .is_some_and(|n| n.health == drover_core::NodeHealth::Healthy)
+        });
+        async move { healthy.then_some(()) }
+    })
+    .await;
+    nodes
+}
+
+/// Writes a service job `id` with one group `api` of `count` small tasks to `dir`.
+pub fn write_job(dir: &Path, id: &str, count: u32) -> PathBuf {
+    let path = dir.join(format!("{id}.nomad.hcl"));
+    let text = format!(
+        r#"job "{id}" {{
+  datacenters = ["dc1"]
+  type        = "service"
+
+  group "api" {{
+    count = {count}
+
+    task "server" {{
+      driver = "raw_exec"
+
+      config {{
+        command = "/bin/sleep"
+        args    = ["600"]
+      }}
+
+      resources {{
+        cpu    = 100
+        memory = 64
+      }}
+    }}
+  }}
+}}
+"#
+    );
+    std::fs::write(&path, text).expect("job file is written");
+    path
+}
+
+/// A `drover` process left running (`dev`, `event stream`); killed if the test ends first.
+pub struct Running {
+    pub child: Child,
+    /// Its standard output, line by line, as it prints them.
+    pub lines: Receiver<String>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `drover ARGS` in the background with `DROVER_ADDR` set to `address`.
+pub fn spawn(address: &str, args: &[&str]) -> Running {
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("drover"))
+        .env("DROVER_ADDR", address)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("drover starts");
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    Running { child, lines }
+}
+
+/// Reads lines from `running` until one satisfies `wanted`, failing after the deadline.
+pub fn wait_for_line(running: &Running, what: &str, wanted: impl Fn(&str) -> bool) -> String {
+    let until = std::time::Instant::now() + DEADLINE;
+    let mut seen = Vec::new();
+    loop {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        match running.lines.recv_timeout(left) {
+            Ok(line) if wanted(&line) => return line,
+            Ok(line) => seen.push(line),
+            Err(_) => panic!("timed out waiting for {what}; printed: {seen:?}"),
+        }
+    }
+}
