@@ -8,12 +8,10 @@ use drover_proto::v1::job_service_client::JobServiceClient;
 use drover_proto::v1::node_service_client::NodeServiceClient;
 use drover_server::api::{ApiOptions, ApiServer};
 use drover_server::{Server, ServerConfig};
-use std::future::Future;
-use std::time::Duration;
+use drover_tests::{DEADLINE, eventually};
 use tonic::Code;
 use tonic::transport::Channel;
 
-const DEADLINE: Duration = Duration::from_secs(30);
 const MAX_MESSAGE: usize = 256 * 1024;
 
 struct Harness {
@@ -63,24 +61,6 @@ impl Harness {
         drop(self.channel);
         self.api.shutdown().await.expect("API stops");
         self.server.shutdown().await.expect("server stops");
-    }
-}
-
-/// Polls `f` until it returns `Some`, or panics after the deadline.
-async fn eventually<T, Fut: Future<Output = Option<T>>>(
-    what: &str,
-    mut f: impl FnMut() -> Fut,
-) -> T {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
@@ -156,7 +136,7 @@ async fn ten_nodes_and_a_system_job_give_ten_allocations() {
     }
     let reg = register_job(&h, &mock::system_job("sys")).await;
     assert!(!reg.eval_id.is_empty());
-    let allocs = eventually("10 allocations", || async {
+    let allocs = eventually("10 allocations", DEADLINE, || async {
         let a = job_allocs(&h, "sys").await;
         (a.len() == 10).then_some(a)
     })
@@ -327,7 +307,7 @@ async fn oversized_request_is_refused_and_the_server_lives_on() {
     // The server still answers on the same channel.
     join(&h, 1).await;
     register_job(&h, &mock::service_job("small", 1)).await;
-    eventually("the small job placed", || async {
+    eventually("the small job placed", DEADLINE, || async {
         (job_allocs(&h, "small").await.len() == 1).then_some(())
     })
     .await;
@@ -340,7 +320,7 @@ async fn a_node_cannot_update_another_nodes_allocations() {
     let a = join(&h, 1).await;
     let b = join(&h, 2).await;
     register_job(&h, &mock::system_job("sys")).await;
-    let allocs = eventually("2 allocations", || async {
+    let allocs = eventually("2 allocations", DEADLINE, || async {
         let a = job_allocs(&h, "sys").await;
         (a.len() == 2).then_some(a)
     })
