@@ -33,6 +33,12 @@ pub struct GenericScheduler {
     env: Env,
 }
 
+impl util::PlannedPass for Pass {
+    fn take_plan(&mut self) -> Option<Plan> {
+        self.plan.take()
+    }
+}
+
 impl GenericScheduler {
     pub fn new(job_type: JobType, env: Env) -> Self {
         Self { job_type, env }
@@ -45,19 +51,14 @@ impl GenericScheduler {
         planner: &mut dyn Planner,
     ) -> Result<(), SchedulerError> {
         let mut rng = self.env.rng_for(eval);
-        let limit = max_attempts(self.job_type);
-        let env = self.env;
         let settled = util::submit_until_settled(
             eval,
             snapshot,
-            limit,
-            env,
+            max_attempts(self.job_type),
+            self.env,
             &mut rng,
             planner,
-            |state, rng| {
-                let mut pass = self.compute(state, eval, rng);
-                (pass.plan.take(), pass)
-            },
+            |state, rng| self.compute(state, eval, rng),
         )?;
         let Some((pass, state)) = settled else {
             return Ok(());
@@ -123,6 +124,7 @@ impl GenericScheduler {
         } else {
             CandidateLimit::Log2
         };
+        plan.reserve_nodes(place.len());
         let mut stack = Stack::new(state, job, limit);
         stack.set_nodes(nodes, rng);
         let preemption = state.scheduler_config().preemption;
@@ -189,12 +191,7 @@ fn undo_stop(plan: &mut Plan, p: &Placement) {
             | PlacementKind::Replacement(Replace::Migrate)
             | PlacementKind::Replacement(Replace::Reschedule { .. })
     );
-    if let (true, Some(prev)) = (keeps_running, &p.previous)
-        && let Some(list) = plan.node_update.get_mut(&prev.node_id)
-    {
-        list.retain(|t| t.alloc_id != prev.id);
-        if list.is_empty() {
-            plan.node_update.remove(&prev.node_id);
-        }
+    if let (true, Some(prev)) = (keeps_running, &p.previous) {
+        plan.remove_updates_of(prev.node_id, prev.id);
     }
 }

@@ -39,6 +39,12 @@ struct Pass {
     failed_nodes: BTreeSet<NodeId>,
 }
 
+impl util::PlannedPass for Pass {
+    fn take_plan(&mut self) -> Option<Plan> {
+        self.plan.take()
+    }
+}
+
 impl SystemScheduler {
     pub fn new(job_type: JobType, env: Env) -> Self {
         Self { job_type, env }
@@ -51,19 +57,14 @@ impl SystemScheduler {
         planner: &mut dyn Planner,
     ) -> Result<(), SchedulerError> {
         let mut rng = self.env.rng_for(eval);
-        let limit = max_attempts(self.job_type);
-        let env = self.env;
         let settled = util::submit_until_settled(
             eval,
             snapshot,
-            limit,
-            env,
+            max_attempts(self.job_type),
+            self.env,
             &mut rng,
             planner,
-            |state, rng| {
-                let mut pass = self.compute(state, eval, rng);
-                (pass.plan.take(), pass)
-            },
+            |state, rng| self.compute(state, eval, rng),
         )?;
         let Some((pass, state)) = settled else {
             return Ok(());
@@ -141,7 +142,9 @@ impl SystemScheduler {
             return pass;
         };
         let (nodes, by_dc) = feasible::ready_nodes_in_dcs(state, job);
-        let eligible: BTreeSet<NodeId> = nodes.iter().map(|n| n.id).collect();
+        // `nodes` comes in id order (the snapshot's), so membership is a binary search.
+        debug_assert!(nodes.is_sorted_by_key(|n| n.id));
+        let eligible = |id: &NodeId| nodes.binary_search_by_key(id, |n| n.id).is_ok();
         // Per (group, node): what is there now.
         let mut live: BTreeMap<(&str, NodeId), Vec<Arc<Allocation>>> = BTreeMap::new();
         let mut finished: BTreeSet<(&str, NodeId)> = BTreeSet::new();
@@ -190,7 +193,7 @@ impl SystemScheduler {
                     Some(n) if n.status == NodeStatus::Disconnected => {
                         disconnected(&mut plan, &a, n, group, self.env.now, d)
                     }
-                    Some(n) if !eligible.contains(node_id) && !keeps_system_alloc(n) => {
+                    Some(n) if !eligible(node_id) && !keeps_system_alloc(n) => {
                         plan.append_update(*node_id, AllocTransition::stop(a.id, NODE_LEFT));
                         d.stop += 1;
                     }
@@ -213,6 +216,7 @@ impl SystemScheduler {
             JobType::SysBatch => preemption.sysbatch,
             _ => preemption.system,
         };
+        plan.reserve_nodes(to_place.len());
         let mut stack = Stack::new(state, job, CandidateLimit::All);
         // Each select sees one node; failures report the datacenters' counts instead (set
         // here once, so the per-node `set_nodes` does not recount them).
@@ -272,10 +276,7 @@ impl SystemScheduler {
                 None => {
                     if let Some(prev) = &p.previous {
                         // Could not re-home the new version: the old one keeps running.
-                        if let Some(list) = plan.node_update.get_mut(&prev.node_id) {
-                            list.retain(|t| t.alloc_id != prev.id);
-                        }
-                        plan.node_update.retain(|_, l| !l.is_empty());
+                        plan.remove_updates_of(prev.node_id, prev.id);
                     }
                     let mut m = stack.metrics().clone();
                     m.nodes_available = by_dc.clone();

@@ -157,3 +157,41 @@ impl Planner for Harness {
         Ok(())
     }
 }
+
+/// A planner that accepts every plan in full and writes nothing: what a scheduler costs on
+/// its own, without the plan applier's checks and the FSM write (benchmarks), or what it
+/// would submit (tests). Evals it is asked to write are kept in order.
+#[derive(Debug, Default)]
+pub struct RecordingPlanner {
+    pub plans: Vec<Plan>,
+    pub evals: Vec<Evaluation>,
+}
+
+impl Planner for RecordingPlanner {
+    fn submit_plan(&mut self, plan: Plan) -> Result<Submitted, PlannerError> {
+        let result = PlanResult {
+            alloc_index: plan.snapshot_index + 1,
+            ..PlanResult::default()
+        };
+        self.plans.push(plan);
+        Ok(Submitted {
+            result,
+            refreshed: None,
+        })
+    }
+
+    fn update_eval(&mut self, eval: Evaluation) -> Result<(), PlannerError> {
+        self.evals.push(eval);
+        Ok(())
+    }
+
+    fn create_eval(&mut self, eval: Evaluation) -> Result<(), PlannerError> {
+        self.evals.push(eval);
+        Ok(())
+    }
+
+    fn reblock_eval(&mut self, eval: Evaluation) -> Result<(), PlannerError> {
+        self.evals.push(eval);
+        Ok(())
+    }
+}

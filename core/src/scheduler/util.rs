@@ -195,25 +195,30 @@ pub fn fail_after_attempts(
     Ok(())
 }
 
+/// A scheduling pass that carries the plan it computed, for [`submit_until_settled`].
+pub trait PlannedPass {
+    fn take_plan(&mut self) -> Option<Plan>;
+}
+
 /// Computes a pass, submits its plan, and recomputes against the refreshed state while part
 /// of a plan is refused. An attempt that committed anything resets the count; after `limit`
 /// refusals in a row without progress the eval is failed (with a `max-plan-attempts` blocked
 /// eval) and `None` is returned. Otherwise the last pass and the state it read.
-pub fn submit_until_settled<P>(
+pub fn submit_until_settled<P: PlannedPass>(
     eval: &Evaluation,
     snapshot: StateSnapshot,
     limit: u32,
     env: Env,
     rng: &mut ChaCha8Rng,
     planner: &mut dyn Planner,
-    mut compute: impl FnMut(&StateSnapshot, &mut ChaCha8Rng) -> (Option<Plan>, P),
+    mut compute: impl FnMut(&StateSnapshot, &mut ChaCha8Rng) -> P,
 ) -> Result<Option<(P, StateSnapshot)>, SchedulerError> {
     let mut state = snapshot;
     let mut attempts = 0;
     loop {
         attempts += 1;
-        let (plan, pass) = compute(&state, rng);
-        let Some(plan) = plan.filter(|p| !p.is_no_op()) else {
+        let mut pass = compute(&state, rng);
+        let Some(plan) = pass.take_plan().filter(|p| !p.is_no_op()) else {
             return Ok(Some((pass, state)));
         };
         let submitted = planner.submit_plan(plan)?;

@@ -5,6 +5,7 @@
 use crate::scheduler::feasible::{AllocLookup, PlanOnNode, Target};
 use crate::state::StateSnapshot;
 use crate::types::*;
+use rustc_hash::FxHashMap;
 use std::collections::HashMap;
 
 /// Whether `a` belongs to `job`.
@@ -24,9 +25,9 @@ struct NodeCount<'s> {
 pub(super) struct Footprint<'s> {
     /// Every allocation of the job, terminal ones included: an id the plan places for this
     /// job that is not here is a brand-new allocation, known without searching the store.
-    allocs: HashMap<AllocId, &'s Allocation>,
+    allocs: FxHashMap<AllocId, &'s Allocation>,
     /// Allocations that use resources, per node.
-    live: HashMap<NodeId, NodeCount<'s>>,
+    live: FxHashMap<NodeId, NodeCount<'s>>,
     /// The group names the job's allocations carry.
     groups: Vec<&'s str>,
 }
@@ -109,7 +110,7 @@ pub(super) struct PropertySet {
     group: Option<String>,
     values: HashMap<String, usize>,
     /// Plan nodes' values, so each node is resolved once per eval.
-    node_values: HashMap<NodeId, Option<usize>>,
+    node_values: FxHashMap<NodeId, Option<usize>>,
     existing: Vec<u32>,
     proposed: Vec<u32>,
     /// Reused list of the nodes a plan touches.
@@ -129,7 +130,7 @@ impl PropertySet {
             limit: limit.limit,
             group: group.map(str::to_owned),
             values: HashMap::new(),
-            node_values: HashMap::new(),
+            node_values: FxHashMap::default(),
             existing: Vec::new(),
             proposed: Vec::new(),
             plan_nodes: Vec::new(),

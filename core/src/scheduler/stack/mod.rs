@@ -16,10 +16,14 @@
 //! idle nodes that last ran it (then fresh idle nodes) are looked up first through an index,
 //! so they are found whatever the limit.
 //!
-//! Costs: per visited node, three plan lookups by node id, one `node_usage` lookup and one
-//! hash lookup into the job's footprint; class-stable constraints cost an array lookup after
-//! the first node of each computed class. Nothing is allocated per visited node (only per
-//! select when a node is filtered, for the metrics keys).
+//! Costs: per select, one lookup per change the plan had since the previous select (usually
+//! the one placement just made), to mark the nodes whose view of the plan is stale. Per
+//! visited node, nothing more while the plan leaves the node alone: its view (usage, job and
+//! group counts once the plan is applied) is kept in its entry; otherwise the plan's entries
+//! for it are replayed once. The first visit reads `node_usage` and the job's footprint;
+//! class-stable constraints cost an array lookup after the first node of each computed
+//! class. Nothing is allocated per visited node (only per select when a node is filtered,
+//! for the metrics keys).
 
 mod footprint;
 
@@ -39,6 +43,7 @@ use super::rank::{
 use crate::state::StateSnapshot;
 use crate::types::*;
 use rand::seq::SliceRandom;
+use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -130,6 +135,20 @@ struct Entry {
     computed: Option<ComputedClass>,
     /// The snapshot's `node_usage`, fetched on the first visit (the snapshot never changes).
     usage: Option<Resources>,
+    /// The node's view at the plan's last revision for it, for one group: reused while the
+    /// plan leaves the node alone, so revisiting a node costs a hash lookup.
+    plan_view: Option<PlanView>,
+    /// The plan's revision for this node as of the last select (see [`Stack::follow_plan`]).
+    plan_rev: Revision,
+}
+
+/// A [`View`] and what it was computed for.
+#[derive(Clone, Copy, Debug)]
+struct PlanView {
+    revision: u32,
+    /// Index of the group in [`Stack::groups`].
+    group: usize,
+    view: View,
 }
 
 impl Entry {
@@ -141,6 +160,8 @@ impl Entry {
             class,
             computed: None,
             usage: None,
+            plan_view: None,
+            plan_rev: Revision::Unknown,
             node,
         }
     }
@@ -242,6 +263,8 @@ struct Selection<'a> {
     /// every allocation of the job, existing or planned, is of the group, so counting the
     /// group needs no name comparison.
     only_group: bool,
+    /// Index of the group in [`Stack::groups`].
+    group_idx: usize,
 }
 
 /// A feasible node and its score.
@@ -273,7 +296,11 @@ pub struct Stack<'s> {
     /// `limit` resolved for the current node set.
     candidates: usize,
     tiers: Option<TierIndex>,
-    preferred: Option<HashMap<NodeId, usize>>,
+    /// Position of each node in `nodes`, built on first need.
+    by_id: Option<FxHashMap<NodeId, usize>>,
+    /// The plan whose changes the entries' `plan_rev` follow, and how many of its changes
+    /// they have seen; `None` until the first select after [`Stack::set_nodes`].
+    plan_sync: Option<(PlanToken, usize)>,
     /// `nodes_available` was set by [`Stack::set_nodes_available`]; `set_nodes` keeps it.
     available_set: bool,
 }
@@ -317,7 +344,8 @@ impl<'s> Stack<'s> {
             offset: 0,
             candidates: limit.resolve(0),
             tiers: None,
-            preferred: None,
+            by_id: None,
+            plan_sync: None,
             available_set: false,
         }
     }
@@ -340,7 +368,8 @@ impl<'s> Stack<'s> {
         self.offset = 0;
         self.candidates = self.limit.resolve(self.nodes.len());
         self.tiers = None;
-        self.preferred = None;
+        self.by_id = None;
+        self.plan_sync = None;
         if self.available_set {
             return;
         }
@@ -397,6 +426,7 @@ impl<'s> Stack<'s> {
     ) -> Option<RankedNode> {
         reset(&mut self.tally.metrics);
         let gi = self.group_checks(group);
+        self.follow_plan(plan);
         let mut checks = std::mem::take(&mut self.groups[gi]);
         let sel = Selection {
             group,
@@ -407,6 +437,7 @@ impl<'s> Stack<'s> {
             preempt: opts.allow_preemption && self.eval.preemption_enabled,
             only_group: matches!(&self.eval.job.groups[..], [g] if g.name == group.name)
                 && self.eval.footprint.only_group(&group.name),
+            group_idx: gi,
         };
         let best = self.pick(&mut checks, &sel);
         self.groups[gi] = checks;
@@ -452,6 +483,41 @@ impl<'s> Stack<'s> {
         self.groups.len() - 1
     }
 
+    /// Brings every entry's `plan_rev` up to date with `plan`: by reading only the changes
+    /// since the last select when it is the same plan, else by asking the plan per node.
+    fn follow_plan(&mut self, plan: &Plan) {
+        let Some((token, changes)) = plan.changed_nodes() else {
+            for e in &mut self.nodes {
+                e.plan_rev = Revision::Unknown;
+                e.plan_view = None;
+            }
+            self.plan_sync = None;
+            return;
+        };
+        match self.plan_sync {
+            Some((t, seen)) if t == token && seen <= changes.len() => {
+                if seen < changes.len() {
+                    let nodes = &mut self.nodes;
+                    let index = self.by_id.get_or_insert_with(|| index_by_id(nodes));
+                    for id in &changes[seen..] {
+                        if let Some(&i) = index.get(id) {
+                            nodes[i].plan_rev = plan.node_revision(id);
+                        }
+                    }
+                }
+            }
+            _ => {
+                // Another plan: revisions are only comparable within one, so what the
+                // entries kept is dropped.
+                for e in &mut self.nodes {
+                    e.plan_rev = plan.node_revision(&e.id);
+                    e.plan_view = None;
+                }
+            }
+        }
+        self.plan_sync = Some((token, changes.len()));
+    }
+
     fn pick(&mut self, checks: &mut GroupChecks, sel: &Selection<'_>) -> Option<Candidate<'s>> {
         let Stack {
             eval,
@@ -460,7 +526,7 @@ impl<'s> Stack<'s> {
             offset,
             candidates,
             tiers,
-            preferred,
+            by_id,
             ..
         } = self;
         if nodes.is_empty() {
@@ -478,8 +544,7 @@ impl<'s> Stack<'s> {
         }
         // Preferred nodes first: if one is feasible, the best of them wins outright.
         if !sel.opts.preferred_nodes.is_empty() {
-            let index = preferred
-                .get_or_insert_with(|| nodes.iter().enumerate().map(|(i, e)| (e.id, i)).collect());
+            let index = by_id.get_or_insert_with(|| index_by_id(nodes));
             let mut best = None;
             for id in &sel.opts.preferred_nodes {
                 if let Some(&idx) = index.get(id)
@@ -567,6 +632,10 @@ impl<'s> Stack<'s> {
     }
 }
 
+fn index_by_id(nodes: &[Entry]) -> FxHashMap<NodeId, usize> {
+    nodes.iter().enumerate().map(|(i, e)| (e.id, i)).collect()
+}
+
 impl TierIndex {
     fn new(nodes: &[Entry]) -> Self {
         let mut index = TierIndex::default();
@@ -651,6 +720,7 @@ fn stable_verdict(
 }
 
 /// A node's state once the plan so far is applied, as the checks and scores need it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 struct View {
     usage: Resources,
     /// Live allocations of the job on the node.
@@ -668,8 +738,46 @@ impl<'s> Eval<'s> {
         }
     }
 
-    /// The node as the plan so far leaves it.
+    /// The node as the plan so far leaves it: the cached view while the plan's revision for
+    /// the node has not moved, else computed from the plan's entries.
     fn view(
+        &self,
+        entry: &mut Entry,
+        sel: &Selection<'_>,
+        scratch: &mut Vec<(AllocId, u32)>,
+    ) -> View {
+        debug_assert_eq!(entry.plan_rev, sel.plan.node_revision(&entry.id));
+        let revision = match entry.plan_rev {
+            Revision::Untouched => {
+                let usage = entry.snapshot_usage(self.snapshot);
+                let (job, group) = self.footprint.counts(&entry.id, &sel.group.name);
+                let view = View { usage, job, group };
+                debug_assert_eq!(view, self.compute_view(entry, sel, scratch));
+                return view;
+            }
+            Revision::At(r) => Some(r),
+            Revision::Unknown => None,
+        };
+        if let (Some(r), Some(c)) = (revision, entry.plan_view)
+            && c.revision == r
+            && c.group == sel.group_idx
+        {
+            debug_assert_eq!(c.view, self.compute_view(entry, sel, scratch));
+            return c.view;
+        }
+        let view = self.compute_view(entry, sel, scratch);
+        if let Some(revision) = revision {
+            entry.plan_view = Some(PlanView {
+                revision,
+                group: sel.group_idx,
+                view,
+            });
+        }
+        view
+    }
+
+    /// The node as the plan so far leaves it, replaying the plan's entries for it.
+    fn compute_view(
         &self,
         entry: &mut Entry,
         sel: &Selection<'_>,

@@ -867,3 +867,75 @@ fn walk_is_deterministic_and_system_keeps_order() {
     sorted.sort_unstable();
     assert_eq!(order, sorted, "system keeps the given order");
 }
+
+/// The stack keeps each node's view of the plan between selects; these check that what it
+/// keeps never differs from reading the plan afresh, whatever plan object it is given.
+#[test]
+fn plan_views_follow_untracked_and_swapped_plans() {
+    let mut c = Cluster::new();
+    for n in 0..3 {
+        c.node(n, |_| {});
+    }
+    // Two fit per node by memory (8,192 MB each).
+    let job = job_asking("web", 6, 100, 3_000);
+    c.job(&job);
+    let opts = SelectOptions::default();
+
+    let mut tracked = new_plan();
+    let expected = place(
+        &mut stack(&c, &job, CandidateLimit::Log2),
+        &job,
+        0,
+        &mut tracked,
+        7,
+        &opts,
+    );
+    assert_eq!(expected.len(), 6, "two per node, then full: {expected:?}");
+
+    // A plan that came through serde carries no change record: every view is recomputed.
+    let mut untracked: Plan =
+        serde_json::from_str(&serde_json::to_string(&new_plan()).unwrap()).unwrap();
+    assert!(untracked.changed_nodes().is_none());
+    let got = place(
+        &mut stack(&c, &job, CandidateLimit::Log2),
+        &job,
+        0,
+        &mut untracked,
+        7,
+        &opts,
+    );
+    assert_eq!(got, expected);
+
+    // Halfway, the same stack is handed a copy of its plan (a different change record).
+    let mut s = stack(&c, &job, CandidateLimit::Log2);
+    let mut first = new_plan();
+    let mut got = place(&mut s, &job, 0, &mut first, 3, &opts);
+    let mut second = first.clone();
+    got.extend(place(&mut s, &job, 0, &mut second, 4, &opts));
+    assert_eq!(got, expected);
+}
+
+/// A stack handed a different plan whose revisions happen to equal the first's must not
+/// reuse what it kept from the first.
+#[test]
+fn plan_views_are_not_reused_across_plans_with_equal_revisions() {
+    let mut c = Cluster::new();
+    let n0 = c.node(0, |_| {});
+    let job = job_asking("web", 2, 100, 5_000);
+    c.job(&job);
+    let opts = SelectOptions::default();
+    let mut s = stack(&c, &job, CandidateLimit::All);
+
+    // Plan A: one small allocation on the node; the stack sees it (revision 1).
+    let mut a = new_plan();
+    let mut small = placement(&job, 0, 1, n0);
+    small.resources = mem(1);
+    a.append_alloc(small);
+    assert!(s.select(&job.groups[0], &a, &opts).is_some());
+
+    // Plan B: one allocation as big as the job asks (also revision 1): now nothing fits.
+    let mut b = new_plan();
+    b.append_alloc(placement(&job, 0, 2, n0));
+    assert_eq!(b.node_revision(&n0), a.node_revision(&n0));
+    assert!(s.select(&job.groups[0], &b, &opts).is_none());
+}
