@@ -787,14 +787,7 @@ impl ServerHandle {
         &self,
         target: WorkerTarget,
     ) -> Result<Vec<WorkerInfo>, ServerError> {
-        let pool = self.inner.workers.lock().await;
-        match target {
-            WorkerTarget::One { worker_id, .. } => pool
-                .pause(&worker_id)
-                .map(|w| vec![w])
-                .map_err(worker_error),
-            WorkerTarget::All { .. } => Ok(pool.pause_all()),
-        }
+        self.set_workers_paused(target, true).await
     }
 
     /// Resumes one paused worker or all paused workers.
@@ -802,12 +795,25 @@ impl ServerHandle {
         &self,
         target: WorkerTarget,
     ) -> Result<Vec<WorkerInfo>, ServerError> {
+        self.set_workers_paused(target, false).await
+    }
+
+    async fn set_workers_paused(
+        &self,
+        target: WorkerTarget,
+        paused: bool,
+    ) -> Result<Vec<WorkerInfo>, ServerError> {
         let pool = self.inner.workers.lock().await;
         match target {
-            WorkerTarget::One { worker_id, .. } => pool
-                .resume(&worker_id)
-                .map(|w| vec![w])
-                .map_err(worker_error),
+            WorkerTarget::One { worker_id, .. } => {
+                let changed = if paused {
+                    pool.pause(&worker_id)
+                } else {
+                    pool.resume(&worker_id)
+                };
+                changed.map(|w| vec![w]).map_err(worker_error)
+            }
+            WorkerTarget::All { .. } if paused => Ok(pool.pause_all()),
             WorkerTarget::All { .. } => Ok(pool.resume_all()),
         }
     }

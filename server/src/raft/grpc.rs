@@ -5,7 +5,7 @@
 //! [`RaftGrpcService`] is the server side, a thin wrapper of a [`RaftRpcHandler`] to mount on
 //! the server's tonic router with [`RaftGrpcService::into_server`].
 
-use super::network::{RaftRpcHandler, RaftTransport, RpcFuture, TransportError};
+use super::network::{RaftRpc, RaftRpcHandler, RaftTransport, RpcFuture, TransportError};
 use super::types::ServerId;
 use drover_proto::v1::raft_service_client::RaftServiceClient;
 use drover_proto::v1::raft_service_server::{RaftService, RaftServiceServer};
@@ -42,13 +42,6 @@ impl Default for GrpcTransport {
     fn default() -> Self {
         Self::new(DEFAULT_MAX_MESSAGE_BYTES, Duration::from_secs(2))
     }
-}
-
-#[derive(Clone, Copy)]
-enum Rpc {
-    AppendEntries,
-    Vote,
-    InstallSnapshot,
 }
 
 impl GrpcTransport {
@@ -89,10 +82,12 @@ impl GrpcTransport {
         clients.insert(addr.to_string(), client.clone());
         Ok(client)
     }
+}
 
+impl RaftTransport for GrpcTransport {
     fn call<'a>(
         &'a self,
-        rpc: Rpc,
+        rpc: RaftRpc,
         target: ServerId,
         addr: &'a str,
         payload: Vec<u8>,
@@ -101,9 +96,9 @@ impl GrpcTransport {
             let mut client = self.client(target, addr)?;
             let req = RaftRequest { payload };
             let res = match rpc {
-                Rpc::AppendEntries => client.append_entries(req).await,
-                Rpc::Vote => client.vote(req).await,
-                Rpc::InstallSnapshot => client.install_snapshot(req).await,
+                RaftRpc::AppendEntries => client.append_entries(req).await,
+                RaftRpc::Vote => client.vote(req).await,
+                RaftRpc::InstallSnapshot => client.install_snapshot(req).await,
             };
             match res {
                 Ok(resp) => Ok(resp.into_inner().payload),
@@ -125,30 +120,6 @@ impl GrpcTransport {
                 }
             }
         })
-    }
-}
-
-impl RaftTransport for GrpcTransport {
-    fn append_entries<'a>(
-        &'a self,
-        target: ServerId,
-        addr: &'a str,
-        payload: Vec<u8>,
-    ) -> RpcFuture<'a> {
-        self.call(Rpc::AppendEntries, target, addr, payload)
-    }
-
-    fn vote<'a>(&'a self, target: ServerId, addr: &'a str, payload: Vec<u8>) -> RpcFuture<'a> {
-        self.call(Rpc::Vote, target, addr, payload)
-    }
-
-    fn install_snapshot<'a>(
-        &'a self,
-        target: ServerId,
-        addr: &'a str,
-        payload: Vec<u8>,
-    ) -> RpcFuture<'a> {
-        self.call(Rpc::InstallSnapshot, target, addr, payload)
     }
 }
 

@@ -30,18 +30,20 @@ use std::sync::{Arc, RwLock};
 /// The future a transport call returns: the response payload, or why there is none.
 pub type RpcFuture<'a> = BoxFuture<'a, Result<Vec<u8>, TransportError>>;
 
+/// The three Raft messages a peer answers.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum RaftRpc {
+    AppendEntries,
+    Vote,
+    InstallSnapshot,
+}
+
 /// Moves encoded Raft messages to a peer and back. Implemented by the gRPC client (one
-/// `RaftService` call per method) and by [`LoopbackTransport`].
+/// `RaftService` method per [`RaftRpc`]) and by [`LoopbackTransport`].
 pub trait RaftTransport: Send + Sync + fmt::Debug + 'static {
-    fn append_entries<'a>(
+    fn call<'a>(
         &'a self,
-        target: ServerId,
-        addr: &'a str,
-        payload: Vec<u8>,
-    ) -> RpcFuture<'a>;
-    fn vote<'a>(&'a self, target: ServerId, addr: &'a str, payload: Vec<u8>) -> RpcFuture<'a>;
-    fn install_snapshot<'a>(
-        &'a self,
+        rpc: RaftRpc,
         target: ServerId,
         addr: &'a str,
         payload: Vec<u8>,
@@ -106,7 +108,7 @@ impl Connection {
         &self,
         what: &'static str,
         req: &Req,
-        rpc: Rpc,
+        rpc: RaftRpc,
     ) -> RpcResult<Resp, E>
     where
         Req: Serialize,
@@ -115,12 +117,9 @@ impl Connection {
     {
         let payload =
             codec::encode_rpc(what, req).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
-        let (t, target, addr) = (&self.transport, self.target, self.node.addr.as_str());
-        let sent = match rpc {
-            Rpc::AppendEntries => t.append_entries(target, addr, payload),
-            Rpc::Vote => t.vote(target, addr, payload),
-            Rpc::InstallSnapshot => t.install_snapshot(target, addr, payload),
-        };
+        let sent = self
+            .transport
+            .call(rpc, self.target, self.node.addr.as_str(), payload);
         let reply = sent.await.map_err(|e| match e {
             TransportError::Unreachable { .. } => RPCError::Unreachable(Unreachable::new(&e)),
             TransportError::Failed { .. } => RPCError::Network(NetworkError::new(&e)),
@@ -146,7 +145,8 @@ impl RaftNetwork<TypeConfig> for Connection {
         rpc: AppendEntriesRequest<TypeConfig>,
         _option: RPCOption,
     ) -> RpcResult<AppendEntriesResponse<ServerId>, openraft::error::Infallible> {
-        self.call("append entries", &rpc, Rpc::AppendEntries).await
+        self.call("append entries", &rpc, RaftRpc::AppendEntries)
+            .await
     }
 
     async fn install_snapshot(
@@ -154,7 +154,7 @@ impl RaftNetwork<TypeConfig> for Connection {
         rpc: InstallSnapshotRequest<TypeConfig>,
         _option: RPCOption,
     ) -> RpcResult<InstallSnapshotResponse<ServerId>, InstallSnapshotError> {
-        self.call("install snapshot", &rpc, Rpc::InstallSnapshot)
+        self.call("install snapshot", &rpc, RaftRpc::InstallSnapshot)
             .await
     }
 
@@ -163,7 +163,7 @@ impl RaftNetwork<TypeConfig> for Connection {
         rpc: VoteRequest<ServerId>,
         _option: RPCOption,
     ) -> RpcResult<VoteResponse<ServerId>, openraft::error::Infallible> {
-        self.call("vote", &rpc, Rpc::Vote).await
+        self.call("vote", &rpc, RaftRpc::Vote).await
     }
 }
 
@@ -238,13 +238,6 @@ impl fmt::Debug for LoopbackTransport {
     }
 }
 
-#[derive(Clone, Copy)]
-enum Rpc {
-    AppendEntries,
-    Vote,
-    InstallSnapshot,
-}
-
 impl LoopbackTransport {
     pub fn new() -> Self {
         Self::default()
@@ -269,10 +262,12 @@ impl LoopbackTransport {
             .unwrap_or_else(|p| p.into_inner())
             .remove(&node);
     }
+}
 
-    fn dispatch<'a>(
+impl RaftTransport for LoopbackTransport {
+    fn call<'a>(
         &'a self,
-        rpc: Rpc,
+        rpc: RaftRpc,
         target: ServerId,
         addr: &'a str,
         payload: Vec<u8>,
@@ -285,9 +280,9 @@ impl LoopbackTransport {
                 reason: "no such node in this process".to_string(),
             })?;
             let res = match rpc {
-                Rpc::AppendEntries => handler.append_entries(&payload).await,
-                Rpc::Vote => handler.vote(&payload).await,
-                Rpc::InstallSnapshot => handler.install_snapshot(&payload).await,
+                RaftRpc::AppendEntries => handler.append_entries(&payload).await,
+                RaftRpc::Vote => handler.vote(&payload).await,
+                RaftRpc::InstallSnapshot => handler.install_snapshot(&payload).await,
             };
             res.map_err(|e| TransportError::Failed {
                 target,
@@ -298,45 +293,14 @@ impl LoopbackTransport {
     }
 }
 
-impl RaftTransport for LoopbackTransport {
-    fn append_entries<'a>(
-        &'a self,
-        target: ServerId,
-        addr: &'a str,
-        payload: Vec<u8>,
-    ) -> RpcFuture<'a> {
-        self.dispatch(Rpc::AppendEntries, target, addr, payload)
-    }
-
-    fn vote<'a>(&'a self, target: ServerId, addr: &'a str, payload: Vec<u8>) -> RpcFuture<'a> {
-        self.dispatch(Rpc::Vote, target, addr, payload)
-    }
-
-    fn install_snapshot<'a>(
-        &'a self,
-        target: ServerId,
-        addr: &'a str,
-        payload: Vec<u8>,
-    ) -> RpcFuture<'a> {
-        self.dispatch(Rpc::InstallSnapshot, target, addr, payload)
-    }
-}
-
 /// The network of a node without peers (a single server): every call is unreachable.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoTransport;
 
 impl RaftTransport for NoTransport {
-    fn append_entries<'a>(&'a self, target: ServerId, addr: &'a str, _: Vec<u8>) -> RpcFuture<'a> {
-        Box::pin(async move { Err(no_peer(target, addr)) })
-    }
-
-    fn vote<'a>(&'a self, target: ServerId, addr: &'a str, _: Vec<u8>) -> RpcFuture<'a> {
-        Box::pin(async move { Err(no_peer(target, addr)) })
-    }
-
-    fn install_snapshot<'a>(
+    fn call<'a>(
         &'a self,
+        _: RaftRpc,
         target: ServerId,
         addr: &'a str,
         _: Vec<u8>,
