@@ -80,6 +80,20 @@ fn aligned(lines: impl Iterator<Item = String>) -> String {
 }
 
 /// Prints a value as pretty JSON followed by a newline.
+/// Prints `value` as JSON when `json` (the `--json` flag), else as the text `render` makes.
+pub fn print_as<T: Serialize + ?Sized>(
+    out: &mut dyn Write,
+    json: bool,
+    value: &T,
+    render: impl FnOnce(&T) -> String,
+) -> Result<(), CliError> {
+    if json {
+        return print_json(out, value);
+    }
+    write!(out, "{}", render(value))?;
+    Ok(())
+}
+
 pub fn print_json<T: Serialize + ?Sized>(out: &mut dyn Write, value: &T) -> Result<(), CliError> {
     serde_json::to_writer_pretty(&mut *out, value)?;
     writeln!(out)?;

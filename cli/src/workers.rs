@@ -113,6 +113,16 @@ impl WorkerRow {
     }
 }
 
+/// Prints the workers a pause or resume answered with, as `drover operator worker list` does.
+fn print_workers(out: &mut dyn Write, workers: Vec<pb::WorkerInfo>) -> Result<(), CliError> {
+    write!(
+        out,
+        "{}",
+        worker_table(&decode_all(workers)?, output::now())
+    )?;
+    Ok(())
+}
+
 fn decode_all(workers: Vec<pb::WorkerInfo>) -> Result<Vec<WorkerRow>, CliError> {
     workers.into_iter().map(WorkerRow::decode).collect()
 }
@@ -148,11 +158,7 @@ pub async fn run(
                 .await
                 .map_err(rpc_failed(describe("pausing", &which)))?
                 .into_inner();
-            write!(
-                out,
-                "{}",
-                worker_table(&decode_all(answer.workers)?, output::now())
-            )?;
+            print_workers(out, answer.workers)?;
         }
         WorkerCommand::Resume { which } => {
             let answer = client
@@ -163,11 +169,7 @@ pub async fn run(
                 .await
                 .map_err(rpc_failed(describe("resuming", &which)))?
                 .into_inner();
-            write!(
-                out,
-                "{}",
-                worker_table(&decode_all(answer.workers)?, output::now())
-            )?;
+            print_workers(out, answer.workers)?;
         }
         WorkerCommand::Config {
             count,

@@ -67,11 +67,7 @@ pub async fn list(
         .into_iter()
         .map(JobRow::decode)
         .collect::<Result<Vec<_>, _>>()?;
-    if output.json {
-        output::print_json(out, &rows)?;
-    } else {
-        write!(out, "{}", job_table(&rows))?;
-    }
+    output::print_as(out, output.json, &rows[..], job_table)?;
     Ok(Exit::OK)
 }
 

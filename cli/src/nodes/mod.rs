@@ -78,14 +78,7 @@ pub async fn run(client: &Client, cmd: NodeCommand, out: &mut dyn Write) -> Resu
                 .await
                 .map_err(rpc_failed(format_args!("offlining node {node_id:?}")))?
                 .into_inner();
-            let health = NodeHealth::from_wire("health", answer.health)?;
-            writeln!(
-                out,
-                "Node {:?} is {}",
-                output::id(&id, false),
-                health.as_str()
-            )?;
-            Ok(Exit::OK)
+            report_health(out, &id, answer.health)
         }
         NodeCommand::Online { node_id } => {
             let id = resolve(client, &node_id).await?;
@@ -97,14 +90,7 @@ pub async fn run(client: &Client, cmd: NodeCommand, out: &mut dyn Write) -> Resu
                 .await
                 .map_err(rpc_failed(format_args!("onlining node {node_id:?}")))?
                 .into_inner();
-            let health = NodeHealth::from_wire("health", answer.health)?;
-            writeln!(
-                out,
-                "Node {:?} is {}",
-                output::id(&id, false),
-                health.as_str()
-            )?;
-            Ok(Exit::OK)
+            report_health(out, &id, answer.health)
         }
         NodeCommand::Drain {
             node_id,
@@ -208,4 +194,16 @@ pub async fn resolve(client: &Client, given: &str) -> Result<String, CliError> {
             "{n} nodes have ids starting with {given:?}; give more characters"
         ))),
     }
+}
+
+/// Says which health an offline or online left the node in.
+fn report_health(out: &mut dyn Write, id: &str, health: i32) -> Result<Exit, CliError> {
+    let health = NodeHealth::from_wire("health", health)?;
+    writeln!(
+        out,
+        "Node {:?} is {}",
+        output::id(id, false),
+        health.as_str()
+    )?;
+    Ok(Exit::OK)
 }

@@ -52,11 +52,9 @@ pub async fn list(
         .into_iter()
         .map(NodeRow::decode)
         .collect::<Result<Vec<_>, _>>()?;
-    if output.json {
-        output::print_json(out, &rows)?;
-    } else {
-        write!(out, "{}", node_table(&rows, output.verbose))?;
-    }
+    output::print_as(out, output.json, &rows[..], |rows| {
+        node_table(rows, output.verbose)
+    })?;
     Ok(Exit::OK)
 }
 
