@@ -277,6 +277,39 @@ fn registration_builds_the_node_to_store() {
 }
 
 #[test]
+fn a_node_registers_as_itself() {
+    let mut node = mock::node(4);
+    node.node_class = "gpu".into();
+    node.meta.insert("rack".into(), "7".into());
+    let wire = pb::NodeRegistration::from(&node);
+    assert!(wire.node_id.is_empty() && wire.secret_id.is_empty());
+    let reg =
+        convert::NodeRegistration::try_from(pb::RegisterNodeRequest { node: Some(wire) }).unwrap();
+    assert_eq!(reg.previous, None, "a first registration");
+    let back = reg.into_node(node.id, node.secret_id.clone());
+    assert_eq!(
+        (
+            back.name,
+            back.datacenter,
+            back.node_class,
+            back.attributes,
+            back.meta
+        ),
+        (
+            node.name,
+            node.datacenter,
+            node.node_class,
+            node.attributes,
+            node.meta
+        )
+    );
+    assert_eq!(
+        (back.resources, back.reserved),
+        (node.resources, node.reserved)
+    );
+}
+
+#[test]
 fn heartbeat_carries_readiness_and_snapshot() {
     let hb = convert::Heartbeat::try_from(pb::UpdateNodeStatusRequest {
         auth: Some(pb::NodeAuth {

@@ -31,18 +31,7 @@ fn arg(n: usize, default: u64) -> u64 {
 }
 
 fn registration(n: u64) -> pb::NodeRegistration {
-    let node = mock::node(n);
-    pb::NodeRegistration {
-        node_id: String::new(),
-        secret_id: String::new(),
-        name: node.name,
-        datacenter: node.datacenter,
-        node_class: String::new(),
-        attributes: node.attributes.into_iter().collect(),
-        meta: node.meta.into_iter().collect(),
-        resources: Some((&node.resources).into()),
-        reserved: Some((&node.reserved).into()),
-    }
+    pb::NodeRegistration::from(&mock::node(n))
 }
 
 fn peak_rss_kib() -> Option<u64> {

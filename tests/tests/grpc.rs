@@ -6,47 +6,23 @@ use drover_proto::v1 as pb;
 use drover_proto::v1::event_service_client::EventServiceClient;
 use drover_proto::v1::job_service_client::JobServiceClient;
 use drover_proto::v1::node_service_client::NodeServiceClient;
-use drover_server::api::{ApiOptions, ApiServer};
-use drover_server::{Server, ServerConfig};
-use drover_tests::{DEADLINE, eventually};
+use drover_tests::{DEADLINE, TestServer, eventually};
 use tonic::Code;
 use tonic::transport::Channel;
 
 const MAX_MESSAGE: usize = 256 * 1024;
 
+/// A test server whose API refuses messages over [`MAX_MESSAGE`], with a connected channel.
 struct Harness {
-    server: Server,
-    api: ApiServer,
+    server: TestServer,
     channel: Channel,
-    _dir: tempfile::TempDir,
 }
 
 impl Harness {
     async fn start() -> Harness {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let mut config = ServerConfig::for_tests(dir.path());
-        config.bind_addr = "127.0.0.1:0".into();
-        config.max_message_bytes = MAX_MESSAGE;
-        let server = Server::start(config).await.expect("server starts");
-        assert!(
-            server.handle().wait_for_leadership(DEADLINE).await,
-            "server did not become leader"
-        );
-        let api = server
-            .serve(ApiOptions::default())
-            .await
-            .expect("API serves");
-        let channel = Channel::from_shared(format!("http://{}", api.local_addr()))
-            .expect("uri")
-            .connect()
-            .await
-            .expect("connects");
-        Harness {
-            server,
-            api,
-            channel,
-            _dir: dir,
-        }
+        let server = TestServer::start_with(|c| c.max_message_bytes = MAX_MESSAGE).await;
+        let channel = server.channel().await;
+        Harness { server, channel }
     }
 
     fn nodes(&self) -> NodeServiceClient<Channel> {
@@ -59,24 +35,12 @@ impl Harness {
 
     async fn stop(self) {
         drop(self.channel);
-        self.api.shutdown().await.expect("API stops");
-        self.server.shutdown().await.expect("server stops");
+        self.server.stop().await;
     }
 }
 
 fn registration(n: u64) -> pb::NodeRegistration {
-    let node = mock::node(n);
-    pb::NodeRegistration {
-        node_id: String::new(),
-        secret_id: String::new(),
-        name: node.name,
-        datacenter: node.datacenter,
-        node_class: String::new(),
-        attributes: node.attributes.into_iter().collect(),
-        meta: node.meta.into_iter().collect(),
-        resources: Some((&node.resources).into()),
-        reserved: Some((&node.reserved).into()),
-    }
+    pb::NodeRegistration::from(&mock::node(n))
 }
 
 /// Registers node `n` and heartbeats it ready; returns its credentials.

@@ -32,6 +32,24 @@ impl From<&NodeEvent> for pb::NodeEvent {
     }
 }
 
+impl From<&Node> for pb::NodeRegistration {
+    /// What an agent of this node sends to join: no id or secret (the server assigns them),
+    /// and the node's own description.
+    fn from(n: &Node) -> Self {
+        pb::NodeRegistration {
+            node_id: String::new(),
+            secret_id: String::new(),
+            name: n.name.clone(),
+            datacenter: n.datacenter.clone(),
+            node_class: n.node_class.clone(),
+            attributes: n.attributes.clone(),
+            meta: n.meta.clone(),
+            resources: Some((&n.resources).into()),
+            reserved: Some((&n.reserved).into()),
+        }
+    }
+}
+
 impl From<&Node> for pb::Node {
     /// Leaves the secret out: it is handed to the agent once, at registration, and no read
     /// may reveal it (whoever holds it can act as the node).
