@@ -6,7 +6,8 @@
 //!
 //! Invariants (checked by `check_consistency`, which the property tests run):
 //! - every secondary index holds exactly the keys of the primary table it indexes (and
-//!   `allocs_by_job` the very `Arc`s of the allocs table);
+//!   `allocs_by_job` the very `Arc`s of the allocs table, with the fields it copies out of
+//!   each equal to the allocation's);
 //! - `node_usage[n]` is the sum of resources of the allocations on `n` that still use them;
 //! - job summaries equal a recount from the alloc and eval tables;
 //! - `latest_index` is the maximum of the table indexes.
@@ -23,6 +24,7 @@ pub use rebuild::StoreParts;
 pub use summary::{GroupSummary, JobSummary, derive_job_status};
 
 use crate::types::*;
+use compact_str::CompactString;
 use imbl::{OrdMap, OrdSet};
 use std::sync::Arc;
 
@@ -96,14 +98,58 @@ impl TableIndexes {
     }
 }
 
-/// One allocation in the per-job index, with its slot number (`job.group[i]`) parsed once
-/// when it is written: the reconciler needs every slot of a job per eval, and reading each
-/// name from memory cost as much as the rest of a reconcile with nothing to do.
+/// One allocation in the per-job index, with what the reconciler reads of it copied out once
+/// when it is written.
+///
+/// The reconciler looks at every allocation of a job per eval, and almost always finds
+/// nothing to do. Each `Allocation` is a separate heap object (its group name another), so
+/// reading them was a chain of cache misses per allocation; these entries sit side by side in
+/// the index's leaves, and the allocation itself is read only for the few that need action.
+/// Invariant (checked by `check_consistency`): every field but `alloc` equals what
+/// [`JobAlloc::new`] derives from `alloc`.
 #[derive(Clone, PartialEq, Debug)]
 pub struct JobAlloc {
     pub alloc: Arc<Allocation>,
-    /// [`Allocation::name_index`] of `alloc`.
+    pub id: AllocId,
+    pub node_id: NodeId,
+    /// The task group, inline when short (most group names are), so comparing it reads no
+    /// other memory.
+    pub group: CompactString,
+    pub job_version: u64,
+    pub create_index: Index,
+    /// [`Allocation::name_index`].
     pub slot: Option<u32>,
+    pub desired_status: DesiredStatus,
+    pub client_status: ClientStatus,
+    /// [`Allocation::last_state`].
+    pub last_state: Option<ClientStatus>,
+}
+
+impl JobAlloc {
+    pub fn new(alloc: Arc<Allocation>) -> Self {
+        Self {
+            id: alloc.id,
+            node_id: alloc.node_id,
+            group: CompactString::from(alloc.task_group.as_str()),
+            job_version: alloc.job_version,
+            create_index: alloc.create_index,
+            slot: alloc.name_index(),
+            desired_status: alloc.desired_status,
+            client_status: alloc.client_status,
+            last_state: alloc.last_state(),
+            alloc,
+        }
+    }
+
+    /// Whether every copied field still equals what it was copied from.
+    pub fn is_current(&self) -> bool {
+        *self == Self::new(self.alloc.clone())
+    }
+
+    /// [`Allocation::client_terminal`].
+    pub fn client_terminal(&self) -> bool {
+        self.client_status.is_terminal()
+    }
 }
 
 /// All of drover's replicated state. See the module docs for the invariants.

@@ -75,6 +75,14 @@ impl StateStore {
         if self.allocs_by_node != rebuilt.allocs_by_node {
             return Err("allocs_by_node disagrees with the allocs table".into());
         }
+        // Checked before the comparison with a rebuild, which would also catch it, to say
+        // which entry is stale.
+        if let Some(stale) = self.allocs_by_job.values().find(|e| !e.is_current()) {
+            return Err(format!(
+                "allocs_by_job entry of alloc {} disagrees with the allocation it summarises",
+                stale.alloc.id
+            ));
+        }
         if self.allocs_by_job != rebuilt.allocs_by_job {
             return Err("allocs_by_job disagrees with the allocs table".into());
         }

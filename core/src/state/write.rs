@@ -91,11 +91,8 @@ impl StateStore {
     fn index_alloc(&mut self, index: Index, a: &Arc<Allocation>) {
         let key = old_key(a);
         self.allocs_by_node.insert((a.node_id, a.id));
-        let entry = JobAlloc {
-            alloc: a.clone(),
-            slot: a.name_index(),
-        };
-        self.allocs_by_job.insert((key.clone(), a.id), entry);
+        self.allocs_by_job
+            .insert((key.clone(), a.id), JobAlloc::new(a.clone()));
         self.allocs_by_eval.insert((a.eval_id, a.id));
         if a.uses_resources() {
             *self.node_usage.entry(a.node_id).or_default() += a.resources;

@@ -1,9 +1,10 @@
 //! Sorting one group's allocations by what must happen to them, from their own state and the
 //! state of their node.
 
+use super::nodes::NodeView;
 use super::reschedule::{self, Reschedule};
+use crate::state::JobAlloc;
 use crate::types::*;
-use std::sync::Arc;
 
 /// Why an allocation is being replaced; the replacement keeps its name.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -48,23 +49,26 @@ pub enum Class {
 pub struct Context<'a> {
     pub job: &'a Job,
     pub group: &'a TaskGroup,
-    pub node: Option<&'a Node>,
+    pub node: Option<NodeView>,
     pub now: Timestamp,
     pub eval: EvalId,
 }
 
-pub fn classify(alloc: &Arc<Allocation>, cx: &Context<'_>) -> Class {
-    if alloc.desired_status != DesiredStatus::Run || alloc.client_status == ClientStatus::Lost {
+/// Reads the index entry's copied fields first: an allocation that is wanted, live and on a
+/// settled node (the usual case) is classified without reading the allocation itself.
+pub fn classify(entry: &JobAlloc, cx: &Context<'_>) -> Class {
+    if entry.desired_status != DesiredStatus::Run || entry.client_status == ClientStatus::Lost {
         return Class::Ignore;
     }
     let batch = cx.job.job_type.runs_to_completion();
-    match alloc.client_status {
-        ClientStatus::Complete if batch && alloc.job_version == cx.job.version => {
+    match entry.client_status {
+        ClientStatus::Complete if batch && entry.job_version == cx.job.version => {
             return Class::Keep;
         }
         // A service that exited is replaced; an old version's finished batch work is history.
         ClientStatus::Complete => return Class::Ignore,
         ClientStatus::Failed => {
+            let alloc = &entry.alloc;
             return match reschedule::decide(alloc, &cx.group.reschedule, cx.now, cx.eval) {
                 Reschedule::Now { delay } => Class::Replace(Replace::Reschedule { delay }),
                 Reschedule::Later { due, .. } => Class::Later {
@@ -78,20 +82,20 @@ pub fn classify(alloc: &Arc<Allocation>, cx: &Context<'_>) -> Class {
         _ => {}
     }
     let Some(node) = cx.node else {
-        return lost_or_later(alloc, cx, cx.now);
+        return lost_or_later(&entry.alloc, cx, cx.now);
     };
     match node.status {
-        NodeStatus::Down => lost_or_later(alloc, cx, node.status_updated_at),
-        NodeStatus::Disconnected => disconnected(alloc, cx),
+        NodeStatus::Down => lost_or_later(&entry.alloc, cx, node.status_updated_at),
+        NodeStatus::Disconnected => disconnected(&entry.alloc, cx),
         NodeStatus::Ready | NodeStatus::Initializing => {
-            if alloc.last_state() == Some(ClientStatus::Unknown) {
+            if entry.last_state == Some(ClientStatus::Unknown) {
                 // Reconnected: handled once the client has reported, never before.
-                if alloc.client_status == ClientStatus::Unknown {
+                if entry.client_status == ClientStatus::Unknown {
                     Class::Unknown
                 } else {
                     Class::Reconnecting
                 }
-            } else if node.drain.is_some() {
+            } else if node.draining {
                 Class::Replace(Replace::Migrate)
             } else {
                 Class::Keep

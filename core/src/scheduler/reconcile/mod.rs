@@ -24,6 +24,7 @@ pub use classify::Replace;
 use crate::state::{JobAlloc, StateSnapshot};
 use crate::types::*;
 use classify::{Class, Context};
+use nodes::NodeView;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -115,22 +116,22 @@ pub fn reconcile(
         }
         return out;
     };
-    let entries: Vec<&JobAlloc> = snapshot.job_allocs(key).collect();
-    let refs: Vec<&Allocation> = entries.iter().map(|e| &*e.alloc).collect();
-    let nodes = nodes::nodes_of(snapshot, &refs);
+    // One pass over the index entries (see [`JobAlloc`]), never the allocations: each goes
+    // to its group's list, and its node id to the batch of node lookups.
+    let mut node_ids: Vec<NodeId> = Vec::new();
     let mut by_group: BTreeMap<&str, Vec<Existing<'_>>> = BTreeMap::new();
     // Allocations of one group mostly come in runs (most jobs have one group): the run's
     // list is reused without searching the map.
     let mut run: Option<(&str, Vec<Existing<'_>>)> = None;
-    for (e, node) in entries.into_iter().zip(nodes) {
-        let group = e.alloc.task_group.as_str();
+    for entry in snapshot.job_allocs(key) {
+        let group = entry.group.as_str();
         let existing = Existing {
-            alloc: &e.alloc,
-            node,
-            slot: e.slot,
+            entry,
+            at: node_ids.len(),
         };
+        node_ids.push(entry.node_id);
         match &mut run {
-            Some((name, list)) if *name == group => list.push(existing),
+            Some((name, list)) if same_name(name, group) => list.push(existing),
             _ => {
                 if let Some((name, list)) = run.take() {
                     by_group.insert(name, list);
@@ -144,14 +145,15 @@ pub fn reconcile(
     if let Some((name, list)) = run {
         by_group.insert(name, list);
     }
+    let nodes = nodes::nodes_of(snapshot, &node_ids);
     for (name, group_allocs) in &by_group {
         if job.group(name).is_none() {
-            for a in group_allocs
+            for e in group_allocs
                 .iter()
-                .map(|e| &e.alloc)
-                .filter(|a| a.desired_status == DesiredStatus::Run && !a.client_terminal())
+                .map(|e| e.entry)
+                .filter(|e| e.desired_status == DesiredStatus::Run && !e.client_terminal())
             {
-                out.stop(a, describe::NOT_NEEDED, None);
+                out.stop(&e.alloc, describe::NOT_NEEDED, None);
                 out.desired.entry(name.to_string()).or_default().stop += 1;
             }
         }
@@ -161,6 +163,7 @@ pub fn reconcile(
         let existing = by_group.remove(group.name.as_str()).unwrap_or_default();
         GroupReconciler {
             snapshot,
+            nodes: &nodes,
             job,
             group,
             eval,
@@ -305,6 +308,8 @@ impl EvalMaker<'_> {
 /// One group's pass.
 struct GroupReconciler<'a, 'o> {
     snapshot: &'a StateSnapshot,
+    /// The node of each allocation of the job, by [`Existing::at`].
+    nodes: &'o [Option<NodeView>],
     job: &'a Job,
     group: &'a TaskGroup,
     eval: &'a Evaluation,
@@ -313,11 +318,10 @@ struct GroupReconciler<'a, 'o> {
     later: &'o mut FollowUps,
 }
 
-/// One allocation of the group with its node (`None` when gone) and slot number.
+/// One allocation of the group, with where its node is in [`GroupReconciler::nodes`].
 struct Existing<'s> {
-    alloc: &'s Arc<Allocation>,
-    node: Option<&'s Node>,
-    slot: Option<u32>,
+    entry: &'s JobAlloc,
+    at: usize,
 }
 
 impl<'a> GroupReconciler<'a, '_> {
@@ -326,32 +330,27 @@ impl<'a> GroupReconciler<'a, '_> {
         let mut reconnecting = Vec::new();
         let mut unknown_replaceable = Vec::new();
         let replace_unknown = self.group.disconnect.as_ref().is_some_and(|d| d.replace);
-        for Existing {
-            alloc: a,
-            node,
-            slot,
-        } in existing
-        {
+        for Existing { entry: a, at } in existing {
             let cx = Context {
                 job: self.job,
                 group: self.group,
-                node,
+                node: self.nodes[at],
                 now: self.now,
                 eval: self.eval.id,
             };
             match classify::classify(a, &cx) {
                 Class::Ignore => {}
-                Class::Keep => slots.hold_in(a, slot),
+                Class::Keep => slots.hold(a),
                 Class::MarkUnknown => {
                     let window = self.group.disconnect_window().unwrap_or_default();
                     self.later
                         .unknown
-                        .push((a.clone(), self.now.saturating_add(window)));
+                        .push((a.alloc.clone(), self.now.saturating_add(window)));
                     self.desired().disconnect += 1;
                     if replace_unknown {
                         slots.replace(a, Replace::Disconnect);
                     } else {
-                        slots.hold_in(a, slot);
+                        slots.hold(a);
                     }
                 }
                 Class::Later {
@@ -369,18 +368,18 @@ impl<'a> GroupReconciler<'a, '_> {
                             .due
                             .entry((trigger, due))
                             .or_default()
-                            .push(a.clone());
+                            .push(a.alloc.clone());
                     }
                     if !lost {
                         self.desired().reschedule_later += 1;
                     }
-                    slots.hold_in(a, slot);
+                    slots.hold(a);
                 }
                 Class::Unknown => {
                     if replace_unknown {
                         unknown_replaceable.push(a);
                     } else {
-                        slots.hold_in(a, slot);
+                        slots.hold(a);
                     }
                 }
                 Class::Reconnecting => reconnecting.push(a),
@@ -397,7 +396,7 @@ impl<'a> GroupReconciler<'a, '_> {
         }
         let decided = slots.decide();
         for a in decided.excess {
-            self.out.stop(a, describe::NOT_NEEDED, None);
+            self.out.stop(&a.alloc, describe::NOT_NEEDED, None);
             self.desired().stop += 1;
         }
         for (a, why, place) in decided.replaced {
@@ -419,7 +418,8 @@ impl<'a> GroupReconciler<'a, '_> {
         self.out.desired.entry(self.group.name.clone()).or_default()
     }
 
-    fn replace(&mut self, a: &'a Arc<Allocation>, why: Replace, place: bool) {
+    fn replace(&mut self, entry: &'a JobAlloc, why: Replace, place: bool) {
+        let a = &entry.alloc;
         match why {
             Replace::Lost => {
                 self.out.stop(a, describe::LOST, Some(ClientStatus::Lost));
@@ -452,13 +452,16 @@ impl<'a> GroupReconciler<'a, '_> {
     }
 
     /// Decides between a reconnected allocation and whatever stood in for it (same name).
-    fn reconnect(&mut self, original: &'a Arc<Allocation>, slots: &mut slots::Slots<'a>) {
+    fn reconnect(&mut self, entry: &'a JobAlloc, slots: &mut slots::Slots<'a>) {
+        let original = &entry.alloc;
         let stand_ins = slots.take_holders_named(&original.name);
         let keep_original = match (&stand_ins[..], self.reconcile_strategy()) {
             ([], _) => true,
             (_, ReconcileStrategy::KeepOriginal) => true,
             (_, ReconcileStrategy::KeepReplacement) => false,
-            ([first, ..], ReconcileStrategy::LongestRunning) => started(original) <= started(first),
+            ([first, ..], ReconcileStrategy::LongestRunning) => {
+                started(original) <= started(&first.alloc)
+            }
             ([first, ..], ReconcileStrategy::BestScore) => {
                 original.job_version == self.job.version || first.job_version != self.job.version
             }
@@ -472,10 +475,10 @@ impl<'a> GroupReconciler<'a, '_> {
                 None,
             );
             for s in stand_ins {
-                self.out.stop(s, describe::RECONNECT_LOSER, None);
+                self.out.stop(&s.alloc, describe::RECONNECT_LOSER, None);
                 self.desired().stop += 1;
             }
-            slots.hold(original);
+            slots.hold(entry);
         } else {
             self.out.stop(original, describe::RECONNECT_LOSER, None);
             self.desired().stop += 1;
@@ -494,7 +497,7 @@ impl<'a> GroupReconciler<'a, '_> {
 
     /// Moves held allocations of an older job version to this one: in place when only
     /// non-destructive fields changed, else replaced `max_parallel` at a time.
-    fn update_versions(&mut self, held: Vec<&'a Arc<Allocation>>) {
+    fn update_versions(&mut self, held: Vec<&'a JobAlloc>) {
         let stale: Vec<&Arc<Allocation>> = held
             .iter()
             .filter(|a| {
@@ -502,7 +505,7 @@ impl<'a> GroupReconciler<'a, '_> {
                     && a.desired_status == DesiredStatus::Run
                     && !a.client_terminal()
             })
-            .copied()
+            .map(|a| &a.alloc)
             .collect();
         if stale.is_empty() {
             return;
@@ -561,6 +564,12 @@ impl<'a> GroupReconciler<'a, '_> {
             self.later.rolling = Some(self.later.rolling.map_or(stagger, |s| s.min(stagger)));
         }
     }
+}
+
+/// String equality without a library call: group names are short, and this runs once per
+/// allocation.
+fn same_name(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).all(|(x, y)| x == y)
 }
 
 fn started(a: &Allocation) -> Timestamp {

@@ -2,37 +2,71 @@
 //!
 //! The reconciler needs each allocation's node, and a job's allocations usually cover a
 //! large part of the cluster. One search of the node table per allocation is a chain of
-//! cache misses each; when the allocations name many nodes it is cheaper to sort their node
-//! ids and walk the (sorted) node table once alongside them.
+//! cache misses each; when the allocations name many nodes it is cheaper to walk the node
+//! table once and pick out the wanted ids through a hash set of them.
 
 use crate::state::StateSnapshot;
 use crate::types::*;
+use rustc_hash::FxHashMap;
 
 /// Below this many node ids per node in the table, searching for each is cheaper than
 /// walking the whole table.
 const WALK_RATIO: usize = 8;
 
-/// The node each of `allocs` is on (`None` when its node is gone), in the same order.
-pub(super) fn nodes_of<'s>(
-    snapshot: &'s StateSnapshot,
-    allocs: &[&Allocation],
-) -> Vec<Option<&'s Node>> {
-    let mut out = vec![None; allocs.len()];
-    if allocs.len() * WALK_RATIO < snapshot.node_count() {
-        for (slot, a) in out.iter_mut().zip(allocs) {
-            *slot = snapshot.node(&a.node_id).map(|n| &**n);
+/// What the reconciler reads of a node, copied out while the node is at hand: every
+/// allocation's node is read once in a tight loop (where the cache misses of many nodes
+/// overlap) rather than inside classification.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) struct NodeView {
+    pub status: NodeStatus,
+    pub status_updated_at: Timestamp,
+    pub draining: bool,
+}
+
+impl NodeView {
+    pub fn of(node: &Node) -> Self {
+        Self {
+            status: node.status,
+            status_updated_at: node.status_updated_at,
+            draining: node.drain.is_some(),
         }
-        return out;
     }
-    let mut wanted: Vec<(NodeId, u32)> =
-        (0u32..).zip(allocs).map(|(i, a)| (a.node_id, i)).collect();
-    wanted.sort_unstable();
-    let mut table = snapshot.nodes_by_id().peekable();
-    for (id, i) in wanted {
-        while table.next_if(|(n, _)| **n < id).is_some() {}
-        out[i as usize] = table.peek().filter(|(n, _)| **n == id).map(|(_, n)| &***n);
+}
+
+/// The node of each of `node_ids` (`None` when it is gone), in the same order.
+pub(super) fn nodes_of(snapshot: &StateSnapshot, node_ids: &[NodeId]) -> Vec<Option<NodeView>> {
+    // Find the nodes first, then read them in a loop that does nothing else, so that the
+    // processor keeps many of those reads (each a likely cache miss) in flight at once.
+    found_nodes(snapshot, node_ids)
+        .into_iter()
+        .map(|n| n.map(NodeView::of))
+        .collect()
+}
+
+fn found_nodes<'s>(snapshot: &'s StateSnapshot, node_ids: &[NodeId]) -> Vec<Option<&'s Node>> {
+    if node_ids.len() * WALK_RATIO < snapshot.node_count() {
+        return node_ids
+            .iter()
+            .map(|id| snapshot.node(id).map(|n| &**n))
+            .collect();
     }
-    out
+    // One walk of the node table fills in the wanted nodes, found through a hash table keyed
+    // by the id as one integer (a few instructions to hash). Cheaper than sorting the ids to
+    // walk alongside them: a sort of 10,000 ids was a third of a reconcile.
+    let mut wanted: FxHashMap<u128, Option<&Node>> =
+        FxHashMap::with_capacity_and_hasher(node_ids.len(), Default::default());
+    for id in node_ids {
+        wanted.insert(id.0.as_u128(), None);
+    }
+    for (id, node) in snapshot.nodes_by_id() {
+        if let Some(slot) = wanted.get_mut(&id.0.as_u128()) {
+            *slot = Some(&**node);
+        }
+    }
+    node_ids
+        .iter()
+        .map(|id| wanted.get(&id.0.as_u128()).copied().flatten())
+        .collect()
 }
 
 #[cfg(test)]
@@ -59,14 +93,11 @@ mod tests {
             let allocs: Vec<Allocation> = (0..on)
                 .map(|a| mock::alloc(a, &job, mock::node_id((a * 7) % (registered * 3 + 1)), 0))
                 .collect();
-            let refs: Vec<&Allocation> = allocs.iter().collect();
-            let got = nodes_of(&s, &refs);
-            for (a, n) in allocs.iter().zip(got) {
-                assert_eq!(
-                    n.map(|n| n.id),
-                    s.node(&a.node_id).map(|n| n.id),
-                    "{registered} nodes, {on} allocs"
-                );
+            let ids: Vec<NodeId> = allocs.iter().map(|a| a.node_id).collect();
+            let views = nodes_of(&s, &ids);
+            for (a, view) in allocs.iter().zip(views) {
+                let want = s.node(&a.node_id).map(|n| NodeView::of(n));
+                assert_eq!(view, want, "{registered} nodes, {on} allocs");
             }
         }
     }

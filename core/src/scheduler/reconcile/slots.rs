@@ -2,26 +2,42 @@
 //! replaced, which are free, and which holders are surplus.
 
 use super::classify::Replace;
+use crate::state::JobAlloc;
 use crate::types::*;
-use std::sync::Arc;
 
-/// Allocations are borrowed from the snapshot: a reconcile with nothing to do copies none
-/// of them (and touches no reference count).
+/// Allocations are borrowed from the snapshot's per-job index: a reconcile with nothing to do
+/// copies none of them (and touches no reference count), and ranks holders by the index
+/// entries' copied fields without reading the allocations.
 pub struct Slots<'s> {
     count: u32,
     job: String,
     group: String,
-    /// Holders with their slot numbers ([`Allocation::name_index`]).
-    held: Vec<(&'s Arc<Allocation>, Option<u32>)>,
-    replacing: Vec<(&'s Arc<Allocation>, Replace)>,
+    held: Vec<&'s JobAlloc>,
+    /// [`rank`] of each of `held`, taken while the entry is at hand (it was just classified)
+    /// rather than reading every entry again to decide.
+    ranks: Vec<Rank>,
+    replacing: Vec<(&'s JobAlloc, Replace)>,
+}
+
+/// Orders holders of one slot number, best first: running before starting, then the oldest.
+/// It ends in the unique id, so "best" is a total order.
+type Rank = (u32, bool, Index, AllocId);
+
+fn rank(a: &JobAlloc) -> Rank {
+    (
+        a.slot.unwrap_or(u32::MAX),
+        a.client_status != ClientStatus::Running,
+        a.create_index,
+        a.id,
+    )
 }
 
 /// The outcome: `held` keep their slots, `excess` are stopped, each replaced allocation says
 /// whether its stand-in is placed, and `free` names get new placements.
 pub struct Decided<'s> {
-    pub held: Vec<&'s Arc<Allocation>>,
-    pub excess: Vec<&'s Arc<Allocation>>,
-    pub replaced: Vec<(&'s Arc<Allocation>, Replace, bool)>,
+    pub held: Vec<&'s JobAlloc>,
+    pub excess: Vec<&'s JobAlloc>,
+    pub replaced: Vec<(&'s JobAlloc, Replace, bool)>,
     pub free: Vec<String>,
 }
 
@@ -32,57 +48,41 @@ impl<'s> Slots<'s> {
             job: job.to_string(),
             group: group.to_string(),
             held: Vec::new(),
+            ranks: Vec::new(),
             replacing: Vec::new(),
         }
     }
 
-    pub fn hold(&mut self, a: &'s Arc<Allocation>) {
-        let slot = a.name_index();
-        self.held.push((a, slot));
+    pub fn hold(&mut self, a: &'s JobAlloc) {
+        self.held.push(a);
+        self.ranks.push(rank(a));
     }
 
-    /// [`Slots::hold`] with the slot number already known (the store keeps it per job).
-    pub fn hold_in(&mut self, a: &'s Arc<Allocation>, slot: Option<u32>) {
-        debug_assert_eq!(slot, a.name_index());
-        self.held.push((a, slot));
-    }
-
-    pub fn replace(&mut self, a: &'s Arc<Allocation>, why: Replace) {
+    pub fn replace(&mut self, a: &'s JobAlloc, why: Replace) {
         self.replacing.push((a, why));
     }
 
     /// Whether another allocation already holds `a`'s name.
-    pub fn is_held(&self, a: &Allocation) -> bool {
+    pub fn is_held(&self, a: &JobAlloc) -> bool {
         self.held
             .iter()
-            .any(|(h, _)| h.id != a.id && h.name == a.name)
+            .any(|h| h.id != a.id && h.slot == a.slot && h.alloc.name == a.alloc.name)
     }
 
-    pub fn take_holders_named(&mut self, name: &str) -> Vec<&'s Arc<Allocation>> {
+    pub fn take_holders_named(&mut self, name: &str) -> Vec<&'s JobAlloc> {
         let (named, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held)
             .into_iter()
-            .partition(|(h, _)| h.name == name);
+            .partition(|h| h.alloc.name == name);
+        self.ranks = rest.iter().map(|h| rank(h)).collect();
         self.held = rest;
-        named.into_iter().map(|(h, _)| h).collect()
+        named
     }
 
     pub fn decide(self) -> Decided<'s> {
-        // Best holder of each index: running before starting, then the oldest. Holders are
-        // bucketed by index rather than sorted (a group of 10,000 has 10,000 holders, and
-        // sorting them was most of a reconcile with nothing to do). The slot numbers come
-        // with the holders; the key ends in the unique id, so "best" is a total order.
-        let keys: Vec<_> = self
-            .held
-            .iter()
-            .map(|(a, slot)| {
-                (
-                    slot.unwrap_or(u32::MAX),
-                    a.client_status != ClientStatus::Running,
-                    a.create_index,
-                    a.id,
-                )
-            })
-            .collect();
+        // Best holder of each index by [`Rank`]. Holders are bucketed by index rather than
+        // sorted (a group of 10,000 has 10,000 holders, and sorting them was most of a
+        // reconcile with nothing to do).
+        let keys = self.ranks;
         const NONE: u32 = u32::MAX;
         let mut best = vec![NONE; self.count as usize];
         let mut losers = Vec::new();
@@ -103,8 +103,7 @@ impl<'s> Slots<'s> {
         // first part), the others by their whole key.
         losers.sort_unstable_by_key(|&i| keys[i as usize]);
         let mut taken = Taken::new(self.count);
-        let mut held: Vec<Option<&Arc<Allocation>>> =
-            self.held.into_iter().map(|(a, _)| Some(a)).collect();
+        let mut held: Vec<Option<&JobAlloc>> = self.held.into_iter().map(Some).collect();
         let mut kept = Vec::new();
         for (index, &i) in (0u32..).zip(&best) {
             if i != NONE {
@@ -118,7 +117,7 @@ impl<'s> Slots<'s> {
             .collect();
         let mut replaced = Vec::new();
         for (a, why) in self.replacing {
-            let place = a.name_index().is_some_and(|i| taken.take(i));
+            let place = a.slot.is_some_and(|i| taken.take(i));
             replaced.push((a, why, place));
         }
         let free = (0..self.count)
