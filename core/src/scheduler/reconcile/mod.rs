@@ -11,6 +11,7 @@
 //! (or stops it), so it is never decided twice.
 
 mod classify;
+mod follow_ups;
 mod nodes;
 pub mod reschedule;
 mod slots;
@@ -24,6 +25,7 @@ pub use classify::Replace;
 use crate::state::{JobAlloc, StateSnapshot};
 use crate::types::*;
 use classify::{Class, Context};
+use follow_ups::FollowUps;
 use nodes::NodeView;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -200,108 +202,6 @@ impl Reconciled {
             preempted_by: None,
         };
         self.updates.push((a.node_id, t));
-    }
-}
-
-/// Follow-up evals to write, grouped so allocations due at about the same time share one.
-#[derive(Default)]
-struct FollowUps {
-    /// (trigger, due) -> allocations whose follow-up id is to be set.
-    due: BTreeMap<(TriggeredBy, Timestamp), Vec<Arc<Allocation>>>,
-    /// Marks waiting for the disconnect follow-up id.
-    unknown: Vec<(Arc<Allocation>, Timestamp)>,
-    rolling: Option<std::time::Duration>,
-}
-
-/// Follow-ups due within this of each other share one eval (Nomad batches the same way).
-const FOLLOW_UP_BATCH: std::time::Duration = std::time::Duration::from_secs(5);
-
-impl FollowUps {
-    fn write(
-        self,
-        job: &Job,
-        eval: &Evaluation,
-        now: Timestamp,
-        rng: &mut impl rand::Rng,
-        out: &mut Reconciled,
-    ) {
-        let mut maker = EvalMaker {
-            job,
-            parent: eval.id,
-            now,
-            evals: Vec::new(),
-            batches: Vec::new(),
-        };
-        for ((trigger, due), allocs) in self.due {
-            let id = maker.batched(trigger, due, rng);
-            for a in allocs {
-                let mut t = AllocTransition::stop(a.id, a.desired_description.clone());
-                t.desired_status = a.desired_status;
-                t.follow_up_eval_id = Some(id);
-                out.updates.push((a.node_id, t));
-            }
-        }
-        let mut unknown = self.unknown;
-        unknown.sort_by_key(|(a, due)| (*due, a.id));
-        for (a, due) in unknown {
-            let id = maker.batched(TriggeredBy::MaxDisconnectTimeout, due, rng);
-            out.mark(&a, describe::UNKNOWN, ClientStatus::Unknown, Some(id));
-        }
-        if let Some(stagger) = self.rolling {
-            maker.fresh(TriggeredBy::RollingUpdate, None, Some(stagger), rng);
-        }
-        out.evals.extend(maker.evals);
-    }
-}
-
-/// Builds follow-up evals of one job, sharing one eval among follow-ups of the same trigger
-/// due within [`FOLLOW_UP_BATCH`] of each other.
-struct EvalMaker<'a> {
-    job: &'a Job,
-    parent: EvalId,
-    now: Timestamp,
-    evals: Vec<Evaluation>,
-    batches: Vec<(TriggeredBy, Timestamp, EvalId)>,
-}
-
-impl EvalMaker<'_> {
-    fn fresh(
-        &mut self,
-        trigger: TriggeredBy,
-        due: Option<Timestamp>,
-        wait: Option<std::time::Duration>,
-        rng: &mut impl rand::Rng,
-    ) -> EvalId {
-        let mut e = Evaluation::new(
-            EvalId::from_bytes(rng.random()),
-            self.job,
-            trigger,
-            self.now,
-        );
-        e.previous_eval = Some(self.parent);
-        e.wait_until = due;
-        e.wait = wait;
-        let id = e.id;
-        self.evals.push(e);
-        id
-    }
-
-    fn batched(
-        &mut self,
-        trigger: TriggeredBy,
-        due: Timestamp,
-        rng: &mut impl rand::Rng,
-    ) -> EvalId {
-        let near = self
-            .batches
-            .iter()
-            .find(|(t, d, _)| *t == trigger && due.since(*d) <= FOLLOW_UP_BATCH);
-        if let Some((_, _, id)) = near {
-            return *id;
-        }
-        let id = self.fresh(trigger, Some(due), None, rng);
-        self.batches.push((trigger, due, id));
-        id
     }
 }
 
