@@ -10,6 +10,7 @@
 pub mod agent;
 pub mod allocs;
 pub mod argv;
+pub mod bench;
 pub mod client;
 pub mod console;
 pub mod dev;

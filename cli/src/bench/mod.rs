@@ -1,0 +1,273 @@
+//! `drover bench`: how fast one server places allocations, end to end through the real
+//! stack: a server with production settings (its Raft log on disk, every commit durable),
+//! simulated nodes that register, heartbeat and run their allocations as mocks over gRPC,
+//! and service jobs registered over gRPC with bounded concurrency.
+//!
+//! - [`workload`]: the run's nodes and jobs, and the check that they fit.
+//! - [`target`]: the server under test, started here or already running (`--address`).
+//! - [`nodes`]: the simulator's nodes registering until all are healthy.
+//! - [`jobs`]: submitting the jobs and waiting until every allocation is placed or running.
+//! - [`report`]: the figures, for people or as JSON.
+
+pub mod error;
+pub mod jobs;
+pub mod memory;
+pub mod nodes;
+pub mod progress;
+pub mod report;
+pub mod target;
+pub mod workload;
+
+pub use error::BenchError;
+
+use crate::client::Client;
+use crate::logging;
+use crate::output::print_json;
+use jobs::{Goal, Tally};
+use progress::Progress;
+use report::{MODE_IN_PROCESS, MODE_REMOTE, RSS_IN_PROCESS, RSS_REMOTE, Report, Settings, secs};
+use std::io::Write;
+use std::time::Duration;
+use target::Target;
+use tokio::time::Instant;
+use workload::Workload;
+
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// Simulated nodes to register (in this process)
+    #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub nodes: u32,
+    /// Service jobs to submit
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: u32,
+    /// Allocations per job
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    pub count: u32,
+    /// Job registrations in flight at once
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
+    pub in_flight: u32,
+    /// The longest the run may take, from the first node registering to the goal
+    #[arg(long, default_value = "10m", value_parser = parse_timeout)]
+    pub timeout: Duration,
+    /// Stop measuring once every allocation is placed, or once the nodes report it running
+    #[arg(long, value_enum, default_value_t = Until::Placed)]
+    pub until: Until,
+    /// Bench this running server instead of starting one (`http://host:port`)
+    #[arg(long, value_name = "URL")]
+    pub address: Option<String>,
+    /// CPU each allocation asks for, in MHz (a simulated node has 4000)
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    pub cpu: u64,
+    /// Memory each allocation asks for, in MB (a simulated node has 8192)
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..))]
+    pub memory: u64,
+    /// Print the report as JSON (also accepted as `-json`)
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Until {
+    /// Every allocation committed by the plan applier
+    Placed,
+    /// Every allocation reported running by its node
+    Running,
+}
+
+impl Until {
+    fn name(self) -> &'static str {
+        match self {
+            Until::Placed => "placed",
+            Until::Running => "running",
+        }
+    }
+}
+
+fn parse_timeout(text: &str) -> Result<Duration, String> {
+    let timeout = humantime::parse_duration(text).map_err(|e| e.to_string())?;
+    if timeout.is_zero() {
+        return Err("must be longer than zero".into());
+    }
+    Ok(timeout)
+}
+
+/// Runs the benchmark and prints its report to `out`; progress goes to standard error.
+pub async fn run(args: BenchArgs, out: &mut dyn Write) -> Result<(), BenchError> {
+    // openraft warns once per client write still waiting when the server stops (as it
+    // does after a missed deadline): noise next to the error that ended the run.
+    logging::to_stderr("warn,openraft=error");
+    let workload = Workload::new(args.nodes, args.jobs, args.count, args.cpu, args.memory)?;
+    let mut progress = Progress::new(!args.json);
+    let target = match &args.address {
+        Some(url) => Target::Remote { url: url.clone() },
+        None => {
+            progress.phase("starting a server (on-disk raft log, production settings)");
+            Target::start_in_process().await?
+        }
+    };
+    let measured = measure(&target, &workload, &args, &mut progress).await;
+    let stopped = target.stop().await;
+    let report = match (measured, stopped) {
+        (Ok(report), stopped) => {
+            stopped?;
+            report
+        }
+        (Err(e), stopped) => {
+            if let Err(stop) = stopped {
+                tracing::warn!(error = %stop, "bench server did not stop cleanly");
+            }
+            return Err(e);
+        }
+    };
+    if args.json {
+        print_json(out, &report)?;
+    } else {
+        write!(out, "{}", report.render()).map_err(crate::CliError::from)?;
+    }
+    Ok(())
+}
+
+/// Everything between a reachable server and the report: nodes, jobs, the wait, and the
+/// figures. Stops the simulator (and purges the jobs from a shared server) on every path.
+async fn measure(
+    target: &Target,
+    workload: &Workload,
+    args: &BenchArgs,
+    progress: &mut Progress,
+) -> Result<Report, BenchError> {
+    let client = Client::connect(target.url()).await?;
+    let deadline = Instant::now() + args.timeout;
+    progress.phase(&format!(
+        "registering {} simulated nodes with {}",
+        workload.nodes,
+        client.address()
+    ));
+    let started = Instant::now();
+    let sim = nodes::start(&client, workload, deadline, args.timeout, progress).await?;
+    let node_registration = started.elapsed();
+    let timed = time_jobs(&client, workload, args, deadline, progress).await;
+    if !target.is_in_process() {
+        jobs::purge(&client, workload, args.in_flight as usize).await;
+    }
+    sim.shutdown().await;
+    let timed = timed?;
+    let rss_scope = if target.is_in_process() {
+        RSS_IN_PROCESS
+    } else {
+        RSS_REMOTE
+    };
+    Ok(Report {
+        server_mode: if target.is_in_process() {
+            MODE_IN_PROCESS
+        } else {
+            MODE_REMOTE
+        },
+        server_address: client.address().to_string(),
+        scheduler_workers: timed.workers,
+        nodes: u64::from(workload.nodes),
+        jobs: u64::from(workload.jobs),
+        count_per_job: u64::from(workload.count),
+        allocations: workload.allocations(),
+        placed: timed.placed_tally.placed,
+        running: timed.running.map(|(_, tally)| tally.running),
+        node_registration_secs: secs(node_registration),
+        submit_secs: secs(timed.submit),
+        placement_secs: secs(timed.placed),
+        running_secs: timed.running.map(|(d, _)| secs(d)),
+        placements_per_sec: timed.placed_tally.placed as f64 / secs(timed.placed).max(1e-9),
+        raft_entries_applied: timed.raft_entries,
+        peak_rss_mib: memory::peak_rss_kib().map(|kib| kib as f64 / 1024.0),
+        peak_rss_scope: rss_scope,
+        settings: Settings {
+            run_id: workload.run_id.clone(),
+            in_flight: u64::from(args.in_flight),
+            timeout_secs: secs(args.timeout),
+            until: args.until.name(),
+            alloc_cpu_mhz: workload.cpu_mhz,
+            alloc_memory_mb: workload.memory_mb,
+            node_cpu_mhz: workload.node.cpu_mhz,
+            node_memory_mb: workload.node.memory_mb,
+        },
+    })
+}
+
+/// The measured phase's figures.
+#[derive(Debug)]
+struct Timed {
+    submit: Duration,
+    placed: Duration,
+    placed_tally: Tally,
+    running: Option<(Duration, Tally)>,
+    raft_entries: u64,
+    workers: u64,
+}
+
+async fn time_jobs(
+    client: &Client,
+    workload: &Workload,
+    args: &BenchArgs,
+    deadline: Instant,
+    progress: &mut Progress,
+) -> Result<Timed, BenchError> {
+    let workers = jobs::worker_count(client).await?;
+    let first_index = jobs::applied_index(client).await?;
+    progress.phase(&format!(
+        "submitting {} jobs of {} allocations ({} in flight)",
+        workload.jobs, workload.count, args.in_flight
+    ));
+    let started = Instant::now();
+    jobs::submit(
+        client,
+        workload,
+        args.in_flight as usize,
+        deadline,
+        args.timeout,
+    )
+    .await?;
+    let submit = started.elapsed();
+    progress.phase(&format!(
+        "all jobs accepted in {:.2}s; waiting for {} placements",
+        secs(submit),
+        workload.allocations()
+    ));
+    let placed_tally = jobs::wait_for(
+        client,
+        workload,
+        Goal::Placed,
+        deadline,
+        args.timeout,
+        progress,
+    )
+    .await?;
+    let placed = started.elapsed();
+    let running = match args.until {
+        Until::Placed => None,
+        Until::Running => {
+            progress.phase(&format!(
+                "all placed in {:.2}s; waiting for the nodes to run them",
+                secs(placed)
+            ));
+            let tally = jobs::wait_for(
+                client,
+                workload,
+                Goal::Running,
+                deadline,
+                args.timeout,
+                progress,
+            )
+            .await?;
+            Some((started.elapsed(), tally))
+        }
+    };
+    let raft_entries = jobs::applied_index(client)
+        .await?
+        .saturating_sub(first_index);
+    Ok(Timed {
+        submit,
+        placed,
+        placed_tally,
+        running,
+        raft_entries,
+        workers,
+    })
+}

@@ -1,0 +1,218 @@
+//! What a run measured, printed for people (`key = value` lines) or as JSON for scripts.
+//! Both show the same fields; durations are seconds as decimals in JSON.
+
+use crate::output::key_values;
+use serde::Serialize;
+use std::time::Duration;
+
+pub const MODE_IN_PROCESS: &str = "in-process";
+pub const MODE_REMOTE: &str = "remote";
+
+/// Where the peak RSS was measured, which decides what it includes.
+pub const RSS_IN_PROCESS: &str =
+    "this process: the server, the simulated nodes and the load generator together";
+pub const RSS_REMOTE: &str =
+    "this process only: the simulated nodes and the load generator; the server runs elsewhere";
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Report {
+    /// `in-process` (started by the run) or `remote` (`--address`).
+    pub server_mode: &'static str,
+    pub server_address: String,
+    /// Scheduler workers of the cluster, as the server lists them.
+    pub scheduler_workers: u64,
+    pub nodes: u64,
+    pub jobs: u64,
+    pub count_per_job: u64,
+    /// Allocations asked for: jobs times count.
+    pub allocations: u64,
+    pub placed: u64,
+    /// Reported running by the simulated nodes; only with `--until running`.
+    pub running: Option<u64>,
+    /// Simulator start to every node healthy on the server.
+    pub node_registration_secs: f64,
+    /// First job submitted to the last one accepted.
+    pub submit_secs: f64,
+    /// First job submitted to every allocation placed.
+    pub placement_secs: f64,
+    /// First job submitted to every allocation running; only with `--until running`.
+    pub running_secs: Option<f64>,
+    pub placements_per_sec: f64,
+    /// Raft entries the server applied between the first submit and the end of the wait.
+    pub raft_entries_applied: u64,
+    /// VmHWM of this process; absent where `/proc` is not there.
+    pub peak_rss_mib: Option<f64>,
+    pub peak_rss_scope: &'static str,
+    pub settings: Settings,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Settings {
+    pub run_id: String,
+    pub in_flight: u64,
+    pub timeout_secs: f64,
+    /// `placed` or `running`.
+    pub until: &'static str,
+    pub alloc_cpu_mhz: u64,
+    pub alloc_memory_mb: u64,
+    pub node_cpu_mhz: u64,
+    pub node_memory_mb: u64,
+}
+
+/// Seconds as a decimal, as the JSON report carries durations.
+pub fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+impl Report {
+    fn server(&self) -> String {
+        let what = if self.server_mode == MODE_IN_PROCESS {
+            " (started for the run: production settings, raft log on disk)"
+        } else {
+            ""
+        };
+        format!("{} at {}{what}", self.server_mode, self.server_address)
+    }
+
+    /// The report as `key = value` lines under a one-line summary.
+    pub fn render(&self) -> String {
+        let s = &self.settings;
+        let mut pairs = vec![
+            ("Server", self.server()),
+            ("Scheduler workers", self.scheduler_workers.to_string()),
+            ("Simulated nodes", self.nodes.to_string()),
+            (
+                "Jobs",
+                format!(
+                    "{} service jobs x {} allocations",
+                    self.jobs, self.count_per_job
+                ),
+            ),
+            (
+                "Allocations placed",
+                format!("{} of {}", self.placed, self.allocations),
+            ),
+        ];
+        if let Some(running) = self.running {
+            pairs.push((
+                "Allocations running",
+                format!("{running} of {}", self.allocations),
+            ));
+        }
+        pairs.extend([
+            (
+                "Node registration",
+                format!("{:.2}s (start to all healthy)", self.node_registration_secs),
+            ),
+            (
+                "Job submission",
+                format!("{:.2}s (all jobs accepted)", self.submit_secs),
+            ),
+            (
+                "Placement",
+                format!("{:.2}s (first submit to all placed)", self.placement_secs),
+            ),
+        ]);
+        if let Some(running) = self.running_secs {
+            pairs.push((
+                "Running",
+                format!("{running:.2}s (first submit to all running)"),
+            ));
+        }
+        pairs.extend([
+            (
+                "Placement rate",
+                format!("{:.0} allocations/s", self.placements_per_sec),
+            ),
+            (
+                "Raft entries applied",
+                self.raft_entries_applied.to_string(),
+            ),
+            (
+                "Peak RSS",
+                match self.peak_rss_mib {
+                    Some(mib) => format!("{mib:.1} MiB ({})", self.peak_rss_scope),
+                    None => "unknown (no /proc on this system)".into(),
+                },
+            ),
+            (
+                "Settings",
+                format!(
+                    "run {}, in-flight {}, timeout {}, until {}",
+                    s.run_id,
+                    s.in_flight,
+                    humantime::format_duration(Duration::from_secs_f64(s.timeout_secs)),
+                    s.until,
+                ),
+            ),
+            (
+                "Sizes",
+                format!(
+                    "{} MHz / {} MB per allocation, {} MHz / {} MB per node",
+                    s.alloc_cpu_mhz, s.alloc_memory_mb, s.node_cpu_mhz, s.node_memory_mb
+                ),
+            ),
+        ]);
+        let pairs: Vec<(&str, String)> = pairs;
+        format!(
+            "==> {} allocations placed on {} simulated nodes in {:.2}s\n{}",
+            self.placed,
+            self.nodes,
+            self.placement_secs,
+            key_values(&pairs)
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(running: bool) -> Report {
+        Report {
+            server_mode: MODE_IN_PROCESS,
+            server_address: "http://127.0.0.1:40123".into(),
+            scheduler_workers: 2,
+            nodes: 1_000,
+            jobs: 100,
+            count_per_job: 100,
+            allocations: 10_000,
+            placed: 10_000,
+            running: running.then_some(10_000),
+            node_registration_secs: 5.123,
+            submit_secs: 0.456,
+            placement_secs: 3.1,
+            running_secs: running.then_some(4.25),
+            placements_per_sec: 3225.8,
+            raft_entries_applied: 312,
+            peak_rss_mib: Some(245.31),
+            peak_rss_scope: RSS_IN_PROCESS,
+            settings: Settings {
+                run_id: "0a1b2c3d".into(),
+                in_flight: 64,
+                timeout_secs: 600.0,
+                until: if running { "running" } else { "placed" },
+                alloc_cpu_mhz: 10,
+                alloc_memory_mb: 16,
+                node_cpu_mhz: 4000,
+                node_memory_mb: 8192,
+            },
+        }
+    }
+
+    #[test]
+    fn human_report_until_placed() {
+        insta::assert_snapshot!(report(false).render());
+    }
+
+    #[test]
+    fn human_report_until_running() {
+        insta::assert_snapshot!(report(true).render());
+    }
+
+    #[test]
+    fn json_report() {
+        let json = serde_json::to_string_pretty(&report(false)).expect("serializes");
+        insta::assert_snapshot!(json);
+    }
+}

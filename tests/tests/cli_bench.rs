@@ -1,0 +1,118 @@
+//! `drover bench` as an operator runs it: the real binary starts its own server and
+//! simulated nodes, places every allocation and reports figures that add up; flags that
+//! cannot work are refused before anything starts, naming the flag.
+
+mod cli_support;
+
+use cli_support::{code, json, stderr};
+use std::process::Output;
+use std::time::Duration;
+
+/// Far above the few seconds a small run takes, so only a hang fails on it.
+const RUN_LIMIT: Duration = Duration::from_secs(90);
+
+/// Runs `drover bench ARGS` with no server address in the environment, so it starts its own.
+fn bench(args: &[&str]) -> Output {
+    assert_cmd::Command::cargo_bin("drover")
+        .expect("the drover binary is built (cargo build -p drover-cli)")
+        .env_remove("DROVER_ADDR")
+        .arg("bench")
+        .args(args)
+        .timeout(RUN_LIMIT)
+        .output()
+        .expect("drover runs")
+}
+
+fn positive(report: &serde_json::Value, field: &str) -> f64 {
+    let value = report[field]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{field} is a number in {report:#}"));
+    assert!(value > 0.0, "{field} is {value}, want > 0 in {report:#}");
+    value
+}
+
+#[test]
+fn a_small_run_places_every_allocation_and_reports_its_timings() {
+    let report = json(&bench(&[
+        "--nodes", "20", "--jobs", "4", "--count", "5", "--json",
+    ]));
+    for (field, want) in [
+        ("server_mode", serde_json::json!("in-process")),
+        ("nodes", 20.into()),
+        ("jobs", 4.into()),
+        ("count_per_job", 5.into()),
+        ("allocations", 20.into()),
+        ("placed", 20.into()),
+        ("running", serde_json::Value::Null),
+    ] {
+        assert_eq!(report[field], want, "{field} in {report:#}");
+    }
+    positive(&report, "node_registration_secs");
+    let submit = positive(&report, "submit_secs");
+    let placement = positive(&report, "placement_secs");
+    assert!(
+        placement >= submit,
+        "placement ({placement}s) includes submission ({submit}s)"
+    );
+    let rate = positive(&report, "placements_per_sec");
+    assert!(
+        (rate * placement - 20.0).abs() < 0.01,
+        "rate {rate}/s is the 20 placements over {placement}s"
+    );
+    // At least the 4 job registrations and one plan.
+    assert!(
+        report["raft_entries_applied"].as_u64() >= Some(5),
+        "{report:#}"
+    );
+    positive(&report, "peak_rss_mib");
+    assert!(
+        report["server_address"]
+            .as_str()
+            .is_some_and(|a| a.starts_with("http://127.0.0.1:"))
+    );
+}
+
+#[test]
+fn until_running_waits_for_the_nodes_to_report_them_running() {
+    let report = json(&bench(&[
+        "--nodes", "5", "--jobs", "2", "--count", "3", "--until", "running", "-json",
+    ]));
+    assert_eq!(report["placed"], 6, "{report:#}");
+    assert_eq!(report["running"], 6, "{report:#}");
+    let placement = positive(&report, "placement_secs");
+    let running = positive(&report, "running_secs");
+    assert!(
+        running >= placement,
+        "running ({running}s) comes after placement ({placement}s)"
+    );
+    assert_eq!(report["settings"]["until"], "running");
+}
+
+#[test]
+fn flags_that_cannot_work_are_refused_naming_the_flag() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["--nodes", "0"], "--nodes"),
+        (&["--jobs", "0"], "--jobs"),
+        (&["--count", "0"], "--count"),
+        (&["--in-flight", "0"], "--in-flight"),
+        (&["--timeout", "0s"], "--timeout"),
+        (&["--timeout", "soon"], "--timeout"),
+        (&["--until", "done"], "--until"),
+        // 10 MHz each on a 4,000 MHz node: 400 per node, so 401 cannot fit.
+        (
+            &["--nodes", "1", "--jobs", "1", "--count", "401"],
+            "--nodes",
+        ),
+        (&["--cpu", "5000"], "--cpu"),
+    ];
+    for (args, flag) in cases {
+        let out = bench(args);
+        assert_eq!(code(&out), 1, "{args:?}: {}", stderr(&out));
+        let message = stderr(&out);
+        assert!(
+            message.contains(flag),
+            "{args:?}: the error names {flag}: {message}"
+        );
+        assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout");
+    }
+}
