@@ -32,9 +32,10 @@ use tokio::sync::mpsc;
 const FRAME_INTERVAL: Duration = Duration::from_millis(33);
 /// Ages and time-left columns move on at this pace.
 const CLOCK_INTERVAL: Duration = Duration::from_secs(1);
-/// Rows are re-ordered for data changes at most this often (filter, sort and keys apply at
-/// once): under a flood of events, rebuilding the order of 10,000 rows every frame would
-/// use a core by itself, while a quarter second is still live to the eye.
+/// A view's rows are re-sorted from scratch for data changes at most this often (filter,
+/// sort and keys apply at once; a few changed rows are re-placed every frame): under a
+/// flood of events touching a large share of the rows, re-sorting 10,000 rows every frame
+/// would use a core by itself, while a quarter second is still live to the eye.
 const DATA_REFRESH: Duration = Duration::from_millis(250);
 /// Updates applied between two frames at most, so a flood of events cannot starve keys.
 const UPDATE_BATCH: usize = 512;
@@ -119,9 +120,9 @@ pub async fn run(options: ConsoleOptions) -> Result<(), ConsoleError> {
             }
             _ = clock.tick() => app.handle(Input::Tick(now())),
             _ = frames.tick() => {
-                let outdated = app.rows_outdated();
-                if app.dirty && (!outdated || last_refresh.elapsed() >= DATA_REFRESH) {
-                    if outdated {
+                let rebuild = app.needs_full_rebuild();
+                if app.dirty && (!rebuild || last_refresh.elapsed() >= DATA_REFRESH) {
+                    if rebuild {
                         last_refresh = Instant::now();
                     }
                     app.prepare_frame();

@@ -128,7 +128,7 @@ impl App {
             (ViewKind::Jobs, RowKey::Job(job)) => {
                 if self.alloc_job.as_ref() != Some(&job) {
                     self.lists[ViewKind::Allocs as usize] = Default::default();
-                    self.built[ViewKind::Allocs as usize] = None;
+                    self.invalidate(ViewKind::Allocs);
                 }
                 self.alloc_job = Some(job);
                 self.switch_to(ViewKind::Allocs);

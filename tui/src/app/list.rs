@@ -4,6 +4,7 @@
 //! cursor follows the same item; only when that item is gone does it stay at the same
 //! position (clamped), on whatever row now sits there.
 
+use super::order::RowOrder;
 use drover_core::{AllocId, EvalId, JobKey, NodeId};
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
@@ -98,9 +99,9 @@ pub struct ListState {
     pub filter: String,
     /// `None`: the view's natural order.
     pub sort: Option<Sort>,
-    /// The rows shown, filtered and sorted. Rebuilt when the data or the filter or sort
-    /// change, never while drawing.
-    pub order: Vec<RowKey>,
+    /// The rows shown, filtered and sorted. Rebuilt when the filter or sort change, kept
+    /// up to date row by row when the data changes, never touched while drawing.
+    pub order: RowOrder,
     /// Invariant: when `order` is not empty, `cursor < order.len()` and `selected` is
     /// `order[cursor]`.
     pub cursor: usize,
@@ -114,21 +115,26 @@ pub struct ListState {
 impl ListState {
     /// Installs a freshly built order, keeping the selection on the same row if it is still
     /// there, and dropping marks on rows that are gone.
-    pub fn set_order(&mut self, order: Vec<RowKey>) {
+    pub fn set_order(&mut self, order: RowOrder) {
+        self.order = order;
+        self.follow_selection();
+    }
+
+    /// Re-finds the selected row after the order changed (rebuilt or edited in place): the
+    /// cursor moves to wherever that row now is, or stays at its position (clamped) when
+    /// the row is gone. Marks on rows that are gone are dropped.
+    pub fn follow_selection(&mut self) {
         let found = self
             .selected
             .as_ref()
-            .and_then(|key| order.iter().position(|k| k == key));
-        self.order = order;
+            .and_then(|key| self.order.position(key));
         self.cursor = match found {
             Some(i) => i,
             None => self.cursor.min(self.order.len().saturating_sub(1)),
         };
         self.selected = self.order.get(self.cursor).cloned();
-        if !self.marked.is_empty() {
-            let present: BTreeSet<&RowKey> = self.order.iter().collect();
-            self.marked.retain(|k| present.contains(k));
-        }
+        let order = &self.order;
+        self.marked.retain(|k| order.contains(k));
     }
 
     /// Moves the cursor by `delta` rows, clamped to the table.
@@ -202,6 +208,7 @@ impl ListState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::app::order::Rank;
 
     #[test]
     fn natural_order_reads_numbers_as_numbers() {
@@ -222,7 +229,10 @@ mod tests {
 
     #[test]
     fn the_cursor_follows_its_row_and_clamps_when_it_goes() {
-        let keys = |ns: &[u64]| ns.iter().map(|n| RowKey::Event(*n)).collect::<Vec<_>>();
+        let keys = |ns: &[u64]| {
+            let rows = ns.iter().map(|n| (Rank::default(), RowKey::Event(*n)));
+            RowOrder::build(rows.collect(), false)
+        };
         let mut list = ListState::default();
         list.set_order(keys(&[1, 2, 3, 4]));
         list.select_index(2);
@@ -236,7 +246,7 @@ mod tests {
             (list.cursor, list.selected.clone()),
             (1, Some(RowKey::Event(1)))
         );
-        list.set_order(Vec::new());
+        list.set_order(keys(&[]));
         assert_eq!((list.cursor, list.selected.clone()), (0, None));
     }
 }

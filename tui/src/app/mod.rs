@@ -7,12 +7,16 @@ mod input;
 mod keys;
 mod list;
 mod modes;
+mod order;
 mod rate;
+mod refresh;
 
 pub use input::{Action, Command, Connection, Input, Update};
 pub use list::{ListState, RowKey, Sort, SortKey, natural_cmp, natural_key};
 pub use modes::{Confirm, Mode, Prompt, PromptKind};
+pub use order::{Rank, RowOrder};
 pub use rate::PlacementRate;
+pub use refresh::Stale;
 
 use crate::model::Cluster;
 use crate::views::{Ctx, HealthFilter, TOPICS, TableView, Tone, ViewKind};
@@ -32,10 +36,8 @@ pub struct App {
     /// One per view, indexed by `ViewKind as usize`; each keeps its filter, sort and
     /// selection while another view is shown.
     lists: [ListState; 7],
-    /// Per view: the data generation its order was built for; `None` forces a rebuild.
-    built: [Option<u64>; 7],
-    /// Bumped on every change to the data the views read.
-    generation: u64,
+    /// Per view, indexed like `lists`: what its order lacks of the latest data.
+    stale: [Stale; 7],
     pub mode: Mode,
     pub read_only: bool,
     pub address: String,
@@ -62,8 +64,7 @@ impl App {
             cluster: Cluster::default(),
             view: ViewKind::Nodes,
             lists: Default::default(),
-            built: [None; 7],
-            generation: 0,
+            stale: std::array::from_fn(|_| Stale::All),
             mode: Mode::Normal,
             read_only,
             address: address.into(),
@@ -123,19 +124,36 @@ impl App {
     /// calls it before each frame it draws, so drawing itself only reads.
     pub fn prepare_frame(&mut self) {
         let v = self.view as usize;
-        if self.built[v] != Some(self.generation) {
-            let order = self.build_order();
-            self.lists[v].set_order(order);
-            self.built[v] = Some(self.generation);
+        let stale = std::mem::replace(&mut self.stale[v], Stale::Fresh);
+        match stale {
+            Stale::Fresh => {}
+            Stale::All => {
+                let order = refresh::build(self.component(), &self.ctx(), self.list());
+                self.lists[v].set_order(order);
+            }
+            Stale::Rows(touched) => {
+                let moves = refresh::replace(self.component(), &self.ctx(), self.list(), touched);
+                let list = &mut self.lists[v];
+                for (key, rank) in moves {
+                    list.order.set(key, rank);
+                }
+                list.follow_selection();
+            }
         }
         let height = crate::ui::layout::table_rows(self);
         self.lists[v].scroll_into_view(height);
     }
 
-    /// Whether the current view's rows were built before the latest data change. Filter,
-    /// sort and view changes never leave it set: keys rebuild at once.
-    pub fn rows_outdated(&self) -> bool {
-        self.built[self.view as usize] != Some(self.generation)
+    /// What the current view must redo before its next frame. Filter, sort and view
+    /// changes never leave it stale: keys bring the order up to date at once.
+    pub fn staleness(&self) -> &Stale {
+        &self.stale[self.view as usize]
+    }
+
+    /// Whether the current view's next frame re-sorts all its rows (as opposed to
+    /// re-placing the few that changed).
+    pub fn needs_full_rebuild(&self) -> bool {
+        *self.staleness() == Stale::All
     }
 
     pub fn list(&self) -> &ListState {
@@ -150,9 +168,18 @@ impl App {
         &mut self.lists[self.view as usize]
     }
 
-    /// Forces the current view to rebuild its order (its filter or sort changed).
+    /// Forces the current view to rebuild its order (its filter, sort or scope changed).
     fn invalidate_view(&mut self) {
-        self.built[self.view as usize] = None;
+        self.stale[self.view as usize] = Stale::All;
+    }
+
+    fn invalidate(&mut self, view: ViewKind) {
+        self.stale[view as usize] = Stale::All;
+    }
+
+    fn touch(&mut self, view: ViewKind, key: RowKey) {
+        let shown = self.lists[view as usize].order.len();
+        self.stale[view as usize].touch(key, shown);
     }
 
     pub fn component(&self) -> &'static dyn TableView {
@@ -175,36 +202,6 @@ impl App {
         }
     }
 
-    fn build_order(&self) -> Vec<RowKey> {
-        let ctx = self.ctx();
-        let view = self.component();
-        let list = self.list();
-        let mut rows = view.rows(&ctx);
-        let needle = list.filter.trim().to_lowercase();
-        if !needle.is_empty() {
-            rows.retain(|key| {
-                view.cells(&ctx, key).is_some_and(|cells| {
-                    cells
-                        .iter()
-                        .any(|c| c.text.to_lowercase().contains(&needle))
-                })
-            });
-        }
-        if let Some(sort) = list.sort {
-            let mut keyed: Vec<(SortKey, RowKey)> = rows
-                .into_iter()
-                .map(|k| (view.sort_key(&ctx, &k, sort.column), k))
-                .collect();
-            // Stable: rows with equal values keep the view's natural order.
-            keyed.sort_by(|a, b| a.0.cmp(&b.0));
-            if sort.descending {
-                keyed.reverse();
-            }
-            rows = keyed.into_iter().map(|(_, k)| k).collect();
-        }
-        rows
-    }
-
     fn apply(&mut self, update: Update) {
         match update {
             Update::Connection(c) => {
@@ -212,21 +209,45 @@ impl App {
                     self.notice = None;
                 }
                 self.connection = c;
-                return;
             }
-            Update::Snapshot(snapshot) => self.cluster.load(*snapshot),
+            Update::Snapshot(snapshot) => {
+                self.cluster.load(*snapshot);
+                for view in [
+                    ViewKind::Nodes,
+                    ViewKind::Evals,
+                    ViewKind::Jobs,
+                    ViewKind::Allocs,
+                ] {
+                    self.invalidate(view);
+                }
+            }
             Update::Events(events) => {
+                let mut rows = Vec::new();
+                let mut all = Vec::new();
                 for (change, row) in events {
+                    refresh::touched_by(&self.cluster, &change, &mut rows, &mut all);
                     if self.cluster.apply(change) {
                         self.placements.record(self.now);
                     }
+                    let dropped = (self.cluster.events.len() == crate::model::EVENT_LOG_LEN)
+                        .then(|| self.cluster.events.front().map(|e| e.seq))
+                        .flatten();
                     self.cluster.log_event(row);
+                    rows.extend(dropped.map(|seq| (ViewKind::Events, RowKey::Event(seq))));
+                    if let Some(newest) = self.cluster.events.back() {
+                        rows.push((ViewKind::Events, RowKey::Event(newest.seq)));
+                    }
+                }
+                for view in all {
+                    self.invalidate(view);
+                }
+                for (view, key) in rows {
+                    self.touch(view, key);
                 }
             }
             Update::Cluster(info) => {
                 self.cluster.index = self.cluster.index.max(info.applied_index);
                 self.cluster.info = info;
-                return;
             }
             // Polled every few seconds: an unchanged answer must not rebuild the view.
             Update::Workers(workers) => {
@@ -234,16 +255,17 @@ impl App {
                     return;
                 }
                 self.cluster.workers = workers;
+                self.invalidate(ViewKind::Workers);
             }
             Update::Scheduling(stats) => {
                 self.cluster.stats = stats;
-                return;
             }
             Update::Blocked(rows) => {
                 if self.cluster.blocked == rows {
                     return;
                 }
                 self.cluster.blocked = rows;
+                self.invalidate(ViewKind::Blocked);
             }
             Update::CommandDone(result) => {
                 self.notice = Some(match result {
@@ -256,11 +278,10 @@ impl App {
                         tone: Tone::Bad,
                     },
                 });
-                return;
             }
+            // Read by the detail pane only: no row moves.
             Update::AllocDetail(alloc) => self.alloc_detail = Some(*alloc),
         }
-        self.generation += 1;
     }
 
     fn tell(&mut self, text: impl Into<String>, tone: Tone) {

@@ -121,7 +121,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
 
     let ctx = app.ctx();
     let rows = usize::from(inner.height - 1);
-    for (index, key) in list.order.iter().enumerate().skip(list.offset).take(rows) {
+    for (index, key) in list.order.rows_from(list.offset).take(rows) {
         let Some(cells) = view.cells(&ctx, key) else {
             continue;
         };

@@ -3,7 +3,7 @@
 
 use super::format::age;
 use super::{Cell, Column, Ctx, DetailLine, KeyHelp, TableView, Tone, ViewKind, col};
-use crate::app::{RowKey, SortKey, natural_key};
+use crate::app::{RowKey, SortKey};
 use crate::model::AllocRow;
 use drover_core::{ClientStatus, DesiredStatus};
 
@@ -58,14 +58,20 @@ impl TableView for AllocsView {
         let Some(job) = ctx.alloc_job else {
             return Vec::new();
         };
-        let mut rows: Vec<&AllocRow> = ctx
-            .cluster
+        ctx.cluster
             .allocs
             .values()
             .filter(|a| &a.job == job)
-            .collect();
-        rows.sort_by_cached_key(|a| (natural_key(&a.name), a.create_time, a.id));
-        rows.into_iter().map(|a| RowKey::Alloc(a.id)).collect()
+            .map(|a| RowKey::Alloc(a.id))
+            .collect()
+    }
+
+    fn natural_rank(&self, ctx: &Ctx, key: &RowKey) -> Option<Vec<SortKey>> {
+        let a = alloc(ctx, key).filter(|a| Some(&a.job) == ctx.alloc_job)?;
+        Some(vec![
+            SortKey::text(&a.name),
+            SortKey::Num(a.create_time.as_millis()),
+        ])
     }
 
     fn cells(&self, ctx: &Ctx, key: &RowKey) -> Option<Vec<Cell>> {

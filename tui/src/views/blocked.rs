@@ -48,11 +48,17 @@ impl TableView for BlockedView {
     }
 
     fn rows(&self, ctx: &Ctx) -> Vec<RowKey> {
-        let mut rows: Vec<&BlockedRow> = ctx.cluster.blocked.iter().collect();
-        rows.sort_by(|a, b| (a.blocked_since, &a.eval_id).cmp(&(b.blocked_since, &b.eval_id)));
-        rows.into_iter()
+        ctx.cluster
+            .blocked
+            .iter()
             .map(|b| RowKey::Blocked(b.eval_id.clone()))
             .collect()
+    }
+
+    /// Longest blocked first.
+    fn natural_rank(&self, ctx: &Ctx, key: &RowKey) -> Option<Vec<SortKey>> {
+        let b = blocked(ctx, key)?;
+        Some(vec![SortKey::Num(b.blocked_since.as_millis())])
     }
 
     fn cells(&self, ctx: &Ctx, key: &RowKey) -> Option<Vec<Cell>> {

@@ -102,9 +102,17 @@ impl TableView for EvalsView {
     }
 
     fn rows(&self, ctx: &Ctx) -> Vec<RowKey> {
-        let mut evals: Vec<&Evaluation> = ctx.cluster.evals.values().collect();
-        evals.sort_by_key(|e| std::cmp::Reverse((e.create_index, e.id)));
-        evals.into_iter().map(|e| RowKey::Eval(e.id)).collect()
+        ctx.cluster
+            .evals
+            .keys()
+            .map(|id| RowKey::Eval(*id))
+            .collect()
+    }
+
+    /// Newest first.
+    fn natural_rank(&self, ctx: &Ctx, key: &RowKey) -> Option<Vec<SortKey>> {
+        let e = eval(ctx, key)?;
+        Some(vec![SortKey::Num(u64::MAX - e.create_index)])
     }
 
     fn cells(&self, ctx: &Ctx, key: &RowKey) -> Option<Vec<Cell>> {

@@ -52,10 +52,14 @@ impl TableView for EventsView {
         ctx.cluster
             .events
             .iter()
-            .rev()
-            .filter(|e| ctx.topic.is_none_or(|t| e.topic == t))
             .map(|e| RowKey::Event(e.seq))
             .collect()
+    }
+
+    /// Newest first.
+    fn natural_rank(&self, ctx: &Ctx, key: &RowKey) -> Option<Vec<SortKey>> {
+        let e = event(ctx, key).filter(|e| ctx.topic.is_none_or(|t| e.topic == t))?;
+        Some(vec![SortKey::Num(u64::MAX - e.seq)])
     }
 
     fn cells(&self, ctx: &Ctx, key: &RowKey) -> Option<Vec<Cell>> {

@@ -2,7 +2,7 @@
 
 use super::format::age;
 use super::{Cell, Column, Ctx, DetailLine, KeyHelp, TableView, Tone, ViewKind, action, col, key};
-use crate::app::{RowKey, SortKey, natural_cmp};
+use crate::app::{RowKey, SortKey};
 use crate::model::JobRow;
 use drover_core::JobStatus;
 
@@ -56,12 +56,15 @@ impl TableView for JobsView {
     }
 
     fn rows(&self, ctx: &Ctx) -> Vec<RowKey> {
-        let mut keys: Vec<_> = ctx.cluster.jobs.keys().cloned().collect();
-        keys.sort_by(|a, b| {
-            natural_cmp(&a.namespace, &b.namespace)
-                .then_with(|| natural_cmp(a.id.as_str(), b.id.as_str()))
-        });
-        keys.into_iter().map(RowKey::Job).collect()
+        ctx.cluster.jobs.keys().cloned().map(RowKey::Job).collect()
+    }
+
+    fn natural_rank(&self, ctx: &Ctx, key: &RowKey) -> Option<Vec<SortKey>> {
+        let j = job(ctx, key)?;
+        Some(vec![
+            SortKey::text(&j.key.namespace),
+            SortKey::text(j.key.id.as_str()),
+        ])
     }
 
     fn cells(&self, ctx: &Ctx, key: &RowKey) -> Option<Vec<Cell>> {

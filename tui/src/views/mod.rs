@@ -214,8 +214,14 @@ pub struct Ctx<'a> {
 pub trait TableView: Sync {
     fn kind(&self) -> ViewKind;
     fn columns(&self) -> &'static [Column];
-    /// Every row the view has, before the `/` filter, in its natural order.
+    /// Every row the view may show, in any order: a superset of the rows
+    /// [`TableView::natural_rank`] places.
     fn rows(&self, ctx: &Ctx) -> Vec<RowKey>;
+    /// Where the row sits in the view's natural order (ties end by the row key), or
+    /// `None` when the view does not show it: gone, or outside the view's scope (health
+    /// group, job, topic). Depends only on the row's own object, so a change to one object
+    /// moves only its own row.
+    fn natural_rank(&self, ctx: &Ctx, key: &RowKey) -> Option<Vec<SortKey>>;
     /// The cells of one row; `None` when the row no longer exists.
     fn cells(&self, ctx: &Ctx, key: &RowKey) -> Option<Vec<Cell>>;
     /// The value column `column` orders by.

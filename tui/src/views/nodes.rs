@@ -3,7 +3,7 @@
 
 use super::format::{age, duration_short, percent};
 use super::{Cell, Column, Ctx, DetailLine, KeyHelp, TableView, Tone, ViewKind, action, col, key};
-use crate::app::{RowKey, SortKey, natural_key};
+use crate::app::{RowKey, SortKey};
 use drover_core::node_health::HealthConfig;
 use drover_core::{Eligibility, Node, NodeHealth, NodeStatus, SuspendReason, Timestamp};
 use std::time::Duration;
@@ -162,14 +162,19 @@ impl TableView for NodesView {
     }
 
     fn rows(&self, ctx: &Ctx) -> Vec<RowKey> {
-        let mut nodes: Vec<&Node> = ctx
-            .cluster
+        ctx.cluster
             .nodes
-            .values()
-            .filter(|n| ctx.health.admits(n.health))
-            .collect();
-        nodes.sort_by_cached_key(|n| (health_rank(n.health), natural_key(&n.name), n.id));
-        nodes.into_iter().map(|n| RowKey::Node(n.id)).collect()
+            .keys()
+            .map(|id| RowKey::Node(*id))
+            .collect()
+    }
+
+    fn natural_rank(&self, ctx: &Ctx, key: &RowKey) -> Option<Vec<SortKey>> {
+        let n = node(ctx, key).filter(|n| ctx.health.admits(n.health))?;
+        Some(vec![
+            SortKey::Num(health_rank(n.health)),
+            SortKey::text(&n.name),
+        ])
     }
 
     fn cells(&self, ctx: &Ctx, key: &RowKey) -> Option<Vec<Cell>> {

@@ -57,11 +57,16 @@ impl TableView for WorkersView {
     }
 
     fn rows(&self, ctx: &Ctx) -> Vec<RowKey> {
-        let mut rows: Vec<&WorkerRow> = ctx.cluster.workers.iter().collect();
-        rows.sort_by(|a, b| (&a.server_id, &a.id).cmp(&(&b.server_id, &b.id)));
-        rows.into_iter()
+        ctx.cluster
+            .workers
+            .iter()
             .map(|w| RowKey::Worker(w.server_id.clone(), w.id.clone()))
             .collect()
+    }
+
+    /// By server, then worker id: the row key's own order.
+    fn natural_rank(&self, ctx: &Ctx, key: &RowKey) -> Option<Vec<SortKey>> {
+        worker(ctx, key).map(|_| Vec::new())
     }
 
     fn cells(&self, ctx: &Ctx, key: &RowKey) -> Option<Vec<Cell>> {

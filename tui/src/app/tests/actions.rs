@@ -100,7 +100,7 @@ fn every_action_key_asks_or_runs_the_right_command() {
 #[test]
 fn marked_nodes_are_the_targets() {
     let mut app = app();
-    let keys: Vec<_> = app.list().order[..2].to_vec();
+    let keys: Vec<_> = app.list().order.iter().take(2).cloned().collect();
     let actions = press(&mut app, "  O");
     let ids: Vec<_> = keys
         .iter()
