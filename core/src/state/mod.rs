@@ -8,6 +8,9 @@
 //! - every secondary index holds exactly the keys of the primary table it indexes (and
 //!   `allocs_by_job` the very `Arc`s of the allocs table, with the fields it copies out of
 //!   each equal to the allocation's);
+//! - `tainted_nodes` holds exactly the tainted nodes of the node table
+//!   ([`Node::is_tainted`]) and, as `None`, every node id that allocations name but the node
+//!   table does not;
 //! - `node_usage[n]` is the sum of resources of the allocations on `n` that still use them;
 //! - job summaries equal a recount from the alloc and eval tables;
 //! - `latest_index` is the maximum of the table indexes.
@@ -152,6 +155,17 @@ impl JobAlloc {
     }
 }
 
+/// What a node means for the allocations that name it; see [`StateStore::node_taint`].
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub enum NodeTaint<'a> {
+    /// In the node table, ready or initializing, and not draining.
+    Settled,
+    /// Down, disconnected or draining ([`Node::is_tainted`]).
+    Tainted(&'a Arc<Node>),
+    /// Not in the node table.
+    Gone,
+}
+
 /// All of drover's replicated state. See the module docs for the invariants.
 #[derive(Clone, Debug, Default)]
 pub struct StateStore {
@@ -159,6 +173,11 @@ pub struct StateStore {
     job_versions: OrdMap<(JobKey, u64), Arc<Job>>,
     summaries: OrdMap<JobKey, Arc<JobSummary>>,
     nodes: OrdMap<NodeId, Arc<Node>>,
+    /// The nodes whose allocations the reconciler must look at because of the node: tainted
+    /// ones, and (as `None`) ones that are gone while allocations still name them. On a
+    /// healthy cluster it is empty, so a reconcile finds every allocation's node settled
+    /// without reading the node table at all.
+    tainted_nodes: OrdMap<NodeId, Option<Arc<Node>>>,
     allocs: OrdMap<AllocId, Arc<Allocation>>,
     allocs_by_node: OrdSet<(NodeId, AllocId)>,
     /// Holds the allocation itself, not only its id: the reconciler reads every allocation of

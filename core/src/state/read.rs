@@ -1,6 +1,6 @@
 //! Read access to the store, used by schedulers, the plan applier and the API.
 
-use super::{JobAlloc, JobSummary, StateStore};
+use super::{JobAlloc, JobSummary, NodeTaint, StateStore};
 use crate::types::*;
 use std::ops::Bound;
 use std::sync::Arc;
@@ -60,6 +60,22 @@ impl StateStore {
 
     pub fn node_count(&self) -> usize {
         self.nodes.len()
+    }
+
+    /// How many nodes are tainted, or gone while allocations name them: none on a healthy
+    /// cluster, which lets a reconcile skip every node lookup.
+    pub fn tainted_node_count(&self) -> usize {
+        self.tainted_nodes.len()
+    }
+
+    /// The state of a node that allocations name, from the small index of tainted nodes
+    /// rather than the node table.
+    pub fn node_taint(&self, id: &NodeId) -> NodeTaint<'_> {
+        match self.tainted_nodes.get(id) {
+            None => NodeTaint::Settled,
+            Some(Some(node)) => NodeTaint::Tainted(node),
+            Some(None) => NodeTaint::Gone,
+        }
     }
 
     /// Resources held on a node by allocations that still use them.

@@ -46,7 +46,11 @@ impl StateStore {
             s.job_versions.insert((j.key(), j.version), Arc::new(j));
         }
         for n in parts.nodes {
-            s.nodes.insert(n.id, Arc::new(n));
+            let node = Arc::new(n);
+            if node.is_tainted() {
+                s.tainted_nodes.insert(node.id, Some(node.clone()));
+            }
+            s.nodes.insert(node.id, node);
         }
         let summary_index = parts.indexes.job_summaries;
         for a in parts.allocs {
@@ -99,6 +103,22 @@ impl StateStore {
         }
         if self.evals_by_job != rebuilt.evals_by_job {
             return Err("evals_by_job disagrees with the evals table".into());
+        }
+        let same_taint = self.tainted_nodes.len() == rebuilt.tainted_nodes.len()
+            && self.tainted_nodes.iter().all(|(id, node)| {
+                rebuilt
+                    .tainted_nodes
+                    .get(id)
+                    .is_some_and(|want| match (node, want) {
+                        (Some(a), Some(b)) => {
+                            self.nodes.get(id).is_some_and(|n| Arc::ptr_eq(a, n)) && a == b
+                        }
+                        (None, None) => true,
+                        _ => false,
+                    })
+            });
+        if !same_taint {
+            return Err("tainted_nodes disagrees with the node table and the allocations".into());
         }
         if self.node_usage != rebuilt.node_usage {
             return Err("node_usage disagrees with a recount of live allocations".into());

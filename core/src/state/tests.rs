@@ -1,6 +1,7 @@
-//! The per-job index's copied fields are checked against the allocation they summarise.
+//! The per-job index's copied fields are checked against the allocation they summarise, and
+//! the tainted-node index follows the nodes and the allocations that name them.
 
-use super::{JobAlloc, StateStore};
+use super::{JobAlloc, NodeTaint, StateStore};
 use crate::mock;
 use crate::types::*;
 
@@ -84,5 +85,151 @@ fn stale_copied_fields_break_consistency() {
             "{field}"
         );
         assert_eq!(s.job_allocs(&key).count(), 2, "{field}");
+    }
+}
+
+/// What `node_taint` says of a node, without the node itself.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Taint {
+    Settled,
+    Tainted,
+    Gone,
+}
+
+fn taint(s: &StateStore, n: u64) -> Taint {
+    match s.node_taint(&mock::node_id(n)) {
+        NodeTaint::Settled => Taint::Settled,
+        NodeTaint::Tainted(node) => {
+            assert_eq!(node.id, mock::node_id(n));
+            Taint::Tainted
+        }
+        NodeTaint::Gone => Taint::Gone,
+    }
+}
+
+fn with_status(n: u64, status: NodeStatus, draining: bool) -> Node {
+    let mut node = mock::node(n);
+    node.status = status;
+    node.drain = draining.then_some(DrainStrategy {
+        deadline: None,
+        force: false,
+        ignore_system_jobs: false,
+        started_at: Timestamp::ZERO,
+    });
+    node
+}
+
+/// Each step, applied in order to one store, and the taint of nodes 0, 1 and 5 after it.
+#[test]
+fn tainted_nodes_follow_nodes_and_their_allocations() {
+    use Taint::*;
+    let job = mock::service_job("web", 1);
+    let on = |n: u64, status: ClientStatus| {
+        let mut a = mock::alloc(0, &job, mock::node_id(n), 0);
+        a.record_client_status(status, Timestamp::ZERO);
+        a
+    };
+    type Step<'a> = (&'a str, Box<dyn Fn(&mut StateStore) + 'a>, [Taint; 3]);
+    let steps: Vec<Step<'_>> = vec![
+        (
+            "ready node 0, down node 1",
+            Box::new(|s| {
+                s.put_node(1, with_status(0, NodeStatus::Ready, false));
+                s.put_node(1, with_status(1, NodeStatus::Down, false));
+            }),
+            [Settled, Tainted, Settled],
+        ),
+        (
+            "an allocation on node 5, never registered",
+            Box::new(|s| {
+                s.put_alloc(2, on(5, ClientStatus::Pending));
+            }),
+            [Settled, Tainted, Gone],
+        ),
+        (
+            "its status changes on the same node",
+            Box::new(|s| {
+                s.put_alloc(3, on(5, ClientStatus::Running));
+            }),
+            [Settled, Tainted, Gone],
+        ),
+        (
+            "it moves to node 0",
+            Box::new(|s| {
+                s.put_alloc(4, on(0, ClientStatus::Running));
+            }),
+            [Settled, Tainted, Settled],
+        ),
+        (
+            "node 0 is removed under it",
+            Box::new(|s| {
+                s.remove_node(5, &mock::node_id(0));
+            }),
+            [Gone, Tainted, Settled],
+        ),
+        (
+            "the allocation is removed",
+            Box::new(|s| {
+                s.remove_alloc(6, &mock::alloc_id(0));
+            }),
+            [Settled, Tainted, Settled],
+        ),
+        (
+            "node 1 is ready and draining",
+            Box::new(|s| {
+                s.put_node(7, with_status(1, NodeStatus::Ready, true));
+            }),
+            [Settled, Tainted, Settled],
+        ),
+        (
+            "node 1 disconnects, then is initializing and not draining",
+            Box::new(|s| {
+                s.put_node(8, with_status(1, NodeStatus::Disconnected, false));
+                assert_eq!(taint(s, 1), Tainted);
+                s.put_node(9, with_status(1, NodeStatus::Initializing, false));
+            }),
+            [Settled, Settled, Settled],
+        ),
+    ];
+    let mut s = StateStore::new();
+    for (what, step, want) in steps {
+        step(&mut s);
+        assert_eq!([taint(&s, 0), taint(&s, 1), taint(&s, 5)], want, "{what}");
+        let count = want.iter().filter(|t| **t != Settled).count();
+        assert_eq!(s.tainted_node_count(), count, "{what}");
+        s.check_consistency()
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let rebuilt = StateStore::from_parts(s.to_parts());
+        assert_eq!(rebuilt.tainted_node_count(), count, "{what}: rebuilt");
+    }
+}
+
+/// A tainted-node index that misses a node, or keeps one it should not, is reported.
+#[test]
+fn a_wrong_tainted_index_breaks_consistency() {
+    let (mut s, _) = store_with_allocs();
+    s.put_node(5, with_status(0, NodeStatus::Down, false));
+    s.put_node(5, with_status(1, NodeStatus::Ready, false));
+    s.check_consistency().expect("consistent");
+    let breaks: [(&str, fn(&mut StateStore)); 3] = [
+        ("down node missing", |s| {
+            s.tainted_nodes.remove(&mock::node_id(0));
+        }),
+        ("ready node kept", |s| {
+            let node = s.nodes.get(&mock::node_id(1)).cloned();
+            s.tainted_nodes.insert(mock::node_id(1), node);
+        }),
+        ("present node said gone", |s| {
+            s.tainted_nodes.insert(mock::node_id(0), None);
+        }),
+    ];
+    for (what, break_it) in breaks {
+        let mut broken = s.clone();
+        break_it(&mut broken);
+        assert_eq!(
+            broken.check_consistency().expect_err(what),
+            "tainted_nodes disagrees with the node table and the allocations",
+            "{what}"
+        );
     }
 }

@@ -55,14 +55,42 @@ impl StateStore {
     pub(crate) fn put_node(&mut self, index: Index, node: Node) -> Arc<Node> {
         let node = Arc::new(node);
         self.nodes.insert(node.id, node.clone());
+        self.retaint(&node.id);
         self.touch(Table::Nodes, index);
         node
     }
 
     pub(crate) fn remove_node(&mut self, index: Index, id: &NodeId) -> Option<Arc<Node>> {
         let node = self.nodes.remove(id)?;
+        self.retaint(id);
         self.touch(Table::Nodes, index);
         Some(node)
+    }
+
+    /// Brings a node's entry in `tainted_nodes` in line with the node table and the
+    /// allocations that name it.
+    pub(super) fn retaint(&mut self, id: &NodeId) {
+        let entry = match self.nodes.get(id) {
+            Some(node) if node.is_tainted() => Some(Some(node.clone())),
+            Some(_) => None,
+            None if self.has_allocs_on(id) => Some(None),
+            None => None,
+        };
+        match entry {
+            Some(e) => {
+                self.tainted_nodes.insert(*id, e);
+            }
+            None => {
+                self.tainted_nodes.remove(id);
+            }
+        }
+    }
+
+    fn has_allocs_on(&self, id: &NodeId) -> bool {
+        self.allocs_by_node
+            .range((*id, AllocId::MIN)..=(*id, AllocId::MAX))
+            .next()
+            .is_some()
     }
 
     /// Stores an allocation, replacing any earlier one with its id.
@@ -73,6 +101,17 @@ impl StateStore {
             self.unindex_alloc(index, old);
         }
         self.index_alloc(index, &alloc);
+        // Only an allocation that moves to a node can change whether a missing node is
+        // named: a status update on the same node (the usual write) leaves it as it was.
+        let moved_from = old.as_ref().map(|o| o.node_id);
+        if moved_from != Some(alloc.node_id) {
+            if !self.nodes.contains_key(&alloc.node_id) {
+                self.tainted_nodes.insert(alloc.node_id, None);
+            }
+            if let Some(from) = moved_from {
+                self.forget_if_unnamed(&from);
+            }
+        }
         if let Some(old) = &old {
             self.drop_summary_if_orphaned(index, &old_key(old));
         }
@@ -83,9 +122,17 @@ impl StateStore {
     pub(crate) fn remove_alloc(&mut self, index: Index, id: &AllocId) -> Option<Arc<Allocation>> {
         let old = self.allocs.remove(id)?;
         self.unindex_alloc(index, &old);
+        self.forget_if_unnamed(&old.node_id);
         self.touch(Table::Allocs, index);
         self.drop_summary_if_orphaned(index, &old_key(&old));
         Some(old)
+    }
+
+    /// Drops a missing node from `tainted_nodes` once no allocation names it.
+    fn forget_if_unnamed(&mut self, id: &NodeId) {
+        if matches!(self.tainted_nodes.get(id), Some(None)) && !self.has_allocs_on(id) {
+            self.tainted_nodes.remove(id);
+        }
     }
 
     fn index_alloc(&mut self, index: Index, a: &Arc<Allocation>) {

@@ -209,6 +209,13 @@ impl Node {
             && self.health == NodeHealth::Healthy
     }
 
+    /// Whether the allocations here need the reconciler's attention because of the node: it
+    /// is down, disconnected or draining (Nomad's "tainted" nodes). An untainted node's
+    /// allocations are kept as they are whatever else differs between nodes.
+    pub fn is_tainted(&self) -> bool {
+        !matches!(self.status, NodeStatus::Ready | NodeStatus::Initializing) || self.drain.is_some()
+    }
+
     /// Whether the node has left for good as far as its allocations are concerned.
     pub fn is_terminal_status(&self) -> bool {
         self.status == NodeStatus::Down

@@ -49,7 +49,7 @@ pub enum Class {
 pub struct Context<'a> {
     pub job: &'a Job,
     pub group: &'a TaskGroup,
-    pub node: Option<NodeView>,
+    pub node: NodeView,
     pub now: Timestamp,
     pub eval: EvalId,
 }
@@ -81,13 +81,11 @@ pub fn classify(entry: &JobAlloc, cx: &Context<'_>) -> Class {
         }
         _ => {}
     }
-    let Some(node) = cx.node else {
-        return lost_or_later(&entry.alloc, cx, cx.now);
-    };
-    match node.status {
-        NodeStatus::Down => lost_or_later(&entry.alloc, cx, node.status_updated_at),
-        NodeStatus::Disconnected => disconnected(&entry.alloc, cx),
-        NodeStatus::Ready | NodeStatus::Initializing => {
+    match cx.node {
+        NodeView::Gone => lost_or_later(&entry.alloc, cx, cx.now),
+        NodeView::Down(since) => lost_or_later(&entry.alloc, cx, since),
+        NodeView::Disconnected(since) => disconnected(&entry.alloc, cx, since),
+        NodeView::Settled | NodeView::Draining => {
             if entry.last_state == Some(ClientStatus::Unknown) {
                 // Reconnected: handled once the client has reported, never before.
                 if entry.client_status == ClientStatus::Unknown {
@@ -95,7 +93,7 @@ pub fn classify(entry: &JobAlloc, cx: &Context<'_>) -> Class {
                 } else {
                     Class::Reconnecting
                 }
-            } else if node.draining {
+            } else if cx.node == NodeView::Draining {
                 Class::Replace(Replace::Migrate)
             } else {
                 Class::Keep
@@ -119,10 +117,10 @@ fn lost_or_later(alloc: &Allocation, cx: &Context<'_>, since: Timestamp) -> Clas
     Class::Replace(Replace::Lost)
 }
 
-fn disconnected(alloc: &Allocation, cx: &Context<'_>) -> Class {
+/// On a node disconnected since `node_since`.
+fn disconnected(alloc: &Allocation, cx: &Context<'_>, node_since: Timestamp) -> Class {
     let Some(window) = cx.group.disconnect_window() else {
-        let since = cx.node.map_or(cx.now, |n| n.status_updated_at);
-        return lost_or_later(alloc, cx, since);
+        return lost_or_later(alloc, cx, node_since);
     };
     if alloc.client_status != ClientStatus::Unknown {
         return Class::MarkUnknown;

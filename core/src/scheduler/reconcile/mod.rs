@@ -119,19 +119,13 @@ pub fn reconcile(
         return out;
     };
     // One pass over the index entries (see [`JobAlloc`]), never the allocations: each goes
-    // to its group's list, and its node id to the batch of node lookups.
-    let mut node_ids: Vec<NodeId> = Vec::new();
-    let mut by_group: BTreeMap<&str, Vec<Existing<'_>>> = BTreeMap::new();
+    // to its group's list.
+    let mut by_group: BTreeMap<&str, Vec<&JobAlloc>> = BTreeMap::new();
     // Allocations of one group mostly come in runs (most jobs have one group): the run's
     // list is reused without searching the map.
-    let mut run: Option<(&str, Vec<Existing<'_>>)> = None;
-    for entry in snapshot.job_allocs(key) {
-        let group = entry.group.as_str();
-        let existing = Existing {
-            entry,
-            at: node_ids.len(),
-        };
-        node_ids.push(entry.node_id);
+    let mut run: Option<(&str, Vec<&JobAlloc>)> = None;
+    for existing in snapshot.job_allocs(key) {
+        let group = existing.group.as_str();
         match &mut run {
             Some((name, list)) if same_name(name, group) => list.push(existing),
             _ => {
@@ -147,12 +141,10 @@ pub fn reconcile(
     if let Some((name, list)) = run {
         by_group.insert(name, list);
     }
-    let nodes = nodes::nodes_of(snapshot, &node_ids);
     for (name, group_allocs) in &by_group {
         if job.group(name).is_none() {
             for e in group_allocs
                 .iter()
-                .map(|e| e.entry)
                 .filter(|e| e.desired_status == DesiredStatus::Run && !e.client_terminal())
             {
                 out.stop(&e.alloc, describe::NOT_NEEDED, None);
@@ -165,7 +157,6 @@ pub fn reconcile(
         let existing = by_group.remove(group.name.as_str()).unwrap_or_default();
         GroupReconciler {
             snapshot,
-            nodes: &nodes,
             job,
             group,
             eval,
@@ -208,8 +199,6 @@ impl Reconciled {
 /// One group's pass.
 struct GroupReconciler<'a, 'o> {
     snapshot: &'a StateSnapshot,
-    /// The node of each allocation of the job, by [`Existing::at`].
-    nodes: &'o [Option<NodeView>],
     job: &'a Job,
     group: &'a TaskGroup,
     eval: &'a Evaluation,
@@ -218,23 +207,17 @@ struct GroupReconciler<'a, 'o> {
     later: &'o mut FollowUps,
 }
 
-/// One allocation of the group, with where its node is in [`GroupReconciler::nodes`].
-struct Existing<'s> {
-    entry: &'s JobAlloc,
-    at: usize,
-}
-
 impl<'a> GroupReconciler<'a, '_> {
-    fn run(mut self, existing: Vec<Existing<'a>>) {
+    fn run(mut self, existing: Vec<&'a JobAlloc>) {
         let mut slots = slots::Slots::new(self.group.count, self.job.id.as_str(), &self.group.name);
         let mut reconnecting = Vec::new();
         let mut unknown_replaceable = Vec::new();
         let replace_unknown = self.group.disconnect.as_ref().is_some_and(|d| d.replace);
-        for Existing { entry: a, at } in existing {
+        for a in existing {
             let cx = Context {
                 job: self.job,
                 group: self.group,
-                node: self.nodes[at],
+                node: NodeView::lookup(self.snapshot, &a.node_id),
                 now: self.now,
                 eval: self.eval.id,
             };
