@@ -282,13 +282,14 @@ pub async fn watch(
             Ok(resp) => {
                 failures = 0;
                 let mut stream = resp.into_inner();
+                let mut held = HeldAllocs::default();
                 let mut last: Option<(Vec<Allocation>, u64)> = None;
                 let mut retry = false;
                 loop {
                     tokio::select! {
                         msg = stream.message() => match msg {
                             Ok(Some(msg)) => {
-                                let allocs = decode(msg.allocations);
+                                let allocs = held.apply(msg.allocations, &msg.removed, msg.complete);
                                 retry = supervisor.lock().await.apply(&allocs, msg.index).await;
                                 last = Some((allocs, msg.index));
                             }
@@ -318,16 +319,81 @@ pub async fn watch(
     }
 }
 
-/// Decodes the servers' allocations, skipping (and logging) any that do not decode rather
-/// than letting one bad message stop the node.
-fn decode(allocs: Vec<pb::Allocation>) -> Vec<Allocation> {
-    allocs
-        .into_iter()
-        .filter_map(|a| {
+/// The servers' allocation set for this node, kept from the watch's messages: the first is
+/// the whole set, each later one only what changed.
+#[derive(Debug, Default)]
+struct HeldAllocs {
+    by_id: BTreeMap<AllocId, Allocation>,
+}
+
+impl HeldAllocs {
+    /// Applies one message and returns the whole set as it now is. Allocations that do not
+    /// decode are skipped (and logged) rather than letting one bad message stop the node.
+    fn apply(
+        &mut self,
+        changed: Vec<pb::Allocation>,
+        removed: &[String],
+        complete: bool,
+    ) -> Vec<Allocation> {
+        if complete {
+            self.by_id.clear();
+        }
+        for id in removed {
+            match id.parse::<AllocId>() {
+                Ok(id) => {
+                    self.by_id.remove(&id);
+                }
+                Err(e) => {
+                    tracing::warn!(alloc_id = %id, error = %e, "skipping an undecodable removed id")
+                }
+            }
+        }
+        for a in changed {
             let id = a.id.clone();
-            Allocation::try_from(a)
-                .inspect_err(|e| tracing::warn!(alloc_id = %id, error = %e, "skipping undecodable allocation"))
-                .ok()
-        })
-        .collect()
+            match Allocation::try_from(a) {
+                Ok(a) => {
+                    self.by_id.insert(a.id, a);
+                }
+                Err(e) => {
+                    tracing::warn!(alloc_id = %id, error = %e, "skipping undecodable allocation")
+                }
+            }
+        }
+        self.by_id.values().cloned().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use drover_core::mock;
+
+    fn wire(n: u64, modify_index: u64) -> pb::Allocation {
+        let job = mock::service_job("web", 3);
+        let mut a = mock::alloc(n, &job, mock::node_id(0), n as u32);
+        a.modify_index = modify_index;
+        pb::Allocation::from(&a)
+    }
+
+    fn held(set: &[Allocation]) -> Vec<(AllocId, u64)> {
+        set.iter().map(|a| (a.id, a.modify_index)).collect()
+    }
+
+    /// A complete message replaces the set; a delta updates, adds and removes only what it
+    /// names; a bad id or allocation is skipped without losing the rest.
+    #[test]
+    fn held_allocations_follow_complete_sets_and_deltas() {
+        let id = mock::alloc_id;
+        let mut h = HeldAllocs::default();
+        let set = h.apply(vec![wire(1, 5), wire(2, 5)], &[], true);
+        assert_eq!(held(&set), [(id(1), 5), (id(2), 5)]);
+        let set = h.apply(vec![wire(2, 7), wire(3, 7)], &[id(1).to_string()], false);
+        assert_eq!(held(&set), [(id(2), 7), (id(3), 7)]);
+        let mut bad = wire(4, 8);
+        bad.id = "not-an-id".into();
+        let set = h.apply(vec![bad], &["also-bad".to_string()], false);
+        assert_eq!(held(&set), [(id(2), 7), (id(3), 7)]);
+        let set = h.apply(vec![wire(9, 9)], &[], true);
+        assert_eq!(held(&set), [(id(9), 9)]);
+    }
 }

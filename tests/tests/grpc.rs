@@ -379,3 +379,63 @@ async fn event_stream_sees_every_topic_in_index_order() {
         .expect("every topic seen in time");
     h.stop().await;
 }
+
+/// A node's allocation watch sends the whole set first, then only what changed: a status
+/// update of one allocation sends that allocation alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_allocation_watch_sends_the_set_then_only_changes() {
+    let h = Harness::start().await;
+    let auth = join(&h, 1).await;
+    let mut stream = h
+        .nodes()
+        .watch_allocations(pb::WatchAllocationsRequest {
+            auth: Some(auth.clone()),
+            min_index: 0,
+        })
+        .await
+        .expect("watch opens")
+        .into_inner();
+    let mut next = async || {
+        tokio::time::timeout(DEADLINE, stream.message())
+            .await
+            .expect("a message before the deadline")
+            .expect("the stream stays up")
+            .expect("the stream does not end")
+    };
+    let first = next().await;
+    assert!(first.complete, "the first message is the whole set");
+    assert!(first.allocations.is_empty() && first.removed.is_empty());
+    register_job(&h, &mock::service_job("web", 2)).await;
+    let mut placed = std::collections::BTreeMap::new();
+    let mut index = first.index;
+    while placed.len() < 2 {
+        let msg = next().await;
+        assert!(!msg.complete, "later messages carry changes only");
+        assert!(msg.index > index, "indexes increase");
+        index = msg.index;
+        for a in msg.allocations {
+            placed.insert(a.id.clone(), a);
+        }
+    }
+    let (id, _) = placed.first_key_value().expect("two placed");
+    h.nodes()
+        .update_allocations(pb::UpdateAllocationsRequest {
+            auth: Some(auth),
+            updates: vec![pb::AllocClientUpdate {
+                alloc_id: id.clone(),
+                client_status: pb::ClientStatus::Running.into(),
+                ..Default::default()
+            }],
+        })
+        .await
+        .expect("update accepted");
+    let msg = next().await;
+    let sent: Vec<(&str, i32)> = msg
+        .allocations
+        .iter()
+        .map(|a| (a.id.as_str(), a.client_status))
+        .collect();
+    assert_eq!(sent, [(id.as_str(), pb::ClientStatus::Running.into())]);
+    assert!(!msg.complete && msg.removed.is_empty());
+    h.stop().await;
+}

@@ -10,7 +10,7 @@ use drover_core::types::AllocId;
 use drover_proto::v1 as pb;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 /// How the mock's tasks behave (from [`super::SimConfig`]).
@@ -208,16 +208,19 @@ impl NodeAllocs {
         self.allocs.iter().any(|a| a.dirty)
     }
 
-    /// Brings the node in line with the servers' view of its allocations (one watch
-    /// message): starts new ones, kills those the servers stop, and forgets those the
-    /// servers hold as terminal or have collected. Allocations already terminal on the
-    /// servers are never started, so a reconnecting node does not revive what was replaced.
-    pub(crate) fn apply_server_view(
+    /// Brings the node in line with one watch message. A complete message is the servers'
+    /// whole view: start new allocations, kill those the servers stop, and forget those the
+    /// servers hold as terminal or no longer list. A later message carries only what changed
+    /// (and the ids collected): allocations it does not name are left as they are.
+    /// Allocations already terminal on the servers are never started, so a reconnecting node
+    /// does not revive what was replaced.
+    pub(crate) fn apply_server_change(
         &mut self,
-        server: &[pb::Allocation],
+        change: &pb::WatchAllocationsResponse,
         behaviour: &Behaviour,
         now_ms: u64,
     ) -> Vec<ExitTimer> {
+        let server = &change.allocations;
         let mut timers = Vec::new();
         let mut seen: HashMap<AllocId, &pb::Allocation> = HashMap::with_capacity(server.len());
         for a in server {
@@ -230,9 +233,14 @@ impl NodeAllocs {
                 }
             }
         }
+        let removed: HashSet<AllocId> = change
+            .removed
+            .iter()
+            .filter_map(|id| id.parse().ok())
+            .collect();
         self.allocs
             .retain_mut(|local| match seen.remove(&local.id) {
-                None => false,
+                None => !change.complete && !removed.contains(&local.id),
                 Some(a) if server_terminal(a) => false,
                 Some(a) => {
                     if !desired_run(a) && local.live() {

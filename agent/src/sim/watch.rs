@@ -13,7 +13,7 @@ pub(crate) enum WatchEvent {
     Allocations {
         node: u32,
         generation: u32,
-        allocations: Vec<pb::Allocation>,
+        change: pb::WatchAllocationsResponse,
     },
     /// The stream ended (the server went away, or refused the node); the engine reopens it.
     Ended {
@@ -44,7 +44,7 @@ pub(crate) async fn run(
                         let event = WatchEvent::Allocations {
                             node,
                             generation,
-                            allocations: msg.allocations,
+                            change: msg,
                         };
                         if events.send(event).is_err() {
                             return;

@@ -7,6 +7,7 @@
 //! [`drover_proto::FILE_DESCRIPTOR_SET`]) and the Raft transport. [`serve`] binds an address
 //! (port 0 allowed) and runs the router until [`ApiServer::shutdown`].
 
+mod alloc_watch;
 mod evals;
 mod events;
 mod jobs;

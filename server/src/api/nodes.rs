@@ -1,24 +1,16 @@
 //! `drover.v1.NodeService`: what node agents call.
 
 use super::Api;
-use drover_core::types::Allocation;
 use drover_proto::WireEnum;
-use drover_proto::convert::{
-    AllocUpdates, Heartbeat, NodeCredentials, NodeRegistration, WatchRequest,
-};
+use drover_proto::convert::{AllocUpdates, Heartbeat, NodeRegistration, WatchRequest};
 use drover_proto::v1 as pb;
 use drover_proto::v1::node_service_server::NodeService;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_stream::Stream;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
-
-/// How long a watch waits for the next applied index before it looks again (to notice a
-/// client that went away, or a node that was removed).
-const WATCH_POLL: Duration = Duration::from_secs(5);
 
 /// The NodeService implementation.
 #[derive(Clone, Debug)]
@@ -26,14 +18,6 @@ pub struct NodeApi(pub(crate) Api);
 
 fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// What identifies a node's allocation set at one point: a change in any of them (or a new
-/// or removed one) changes it.
-fn fingerprint(allocs: &[Arc<Allocation>]) -> Vec<(drover_core::types::AllocId, u64)> {
-    let mut f: Vec<_> = allocs.iter().map(|a| (a.id, a.modify_index)).collect();
-    f.sort_unstable();
-    f
 }
 
 type WatchStream = Pin<Box<dyn Stream<Item = Result<pb::WatchAllocationsResponse, Status>> + Send>>;
@@ -88,7 +72,7 @@ impl NodeService for NodeApi {
         }
         let (tx, rx) = mpsc::channel(4);
         let wakeups = self.0.node_wakeups.subscribe(auth.node_id);
-        tokio::spawn(watch_loop(handle, auth, wakeups, tx));
+        tokio::spawn(super::alloc_watch::watch_loop(handle, auth, wakeups, tx));
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
 
@@ -99,50 +83,5 @@ impl NodeService for NodeApi {
         let updates = AllocUpdates::try_from(req.into_inner())?;
         let index = self.0.handle.update_allocs(updates).await?;
         Ok(Response::new(pb::UpdateAllocationsResponse { index }))
-    }
-}
-
-/// Sends the node's allocation set now, then again whenever an applied entry that touched
-/// this node changes it (`wakeups`; every `WATCH_POLL` as a backstop, e.g. after a snapshot
-/// install). Ends when the client goes away, or with the error once the node is gone or its
-/// credentials stop matching.
-async fn watch_loop(
-    handle: crate::ServerHandle,
-    auth: NodeCredentials,
-    mut wakeups: tokio::sync::watch::Receiver<u64>,
-    tx: mpsc::Sender<Result<pb::WatchAllocationsResponse, Status>>,
-) {
-    let mut last: Option<Vec<_>> = None;
-    let mut sent_index = 0;
-    loop {
-        let index = handle.applied_index();
-        let allocs = match handle.node_allocs(&auth) {
-            Ok(a) => a,
-            Err(e) => {
-                let _ = tx.send(Err(e.into())).await;
-                return;
-            }
-        };
-        let fp = fingerprint(&allocs);
-        if last.is_none() || (last.as_ref() != Some(&fp) && index > sent_index) {
-            let msg = pb::WatchAllocationsResponse {
-                allocations: allocs.iter().map(|a| a.as_ref().into()).collect(),
-                index,
-            };
-            if tx.send(Ok(msg)).await.is_err() {
-                return;
-            }
-            last = Some(fp);
-            sent_index = index;
-        }
-        tokio::select! {
-            _ = tx.closed() => return,
-            changed = wakeups.changed() => {
-                if changed.is_err() {
-                    return;
-                }
-            }
-            _ = tokio::time::sleep(WATCH_POLL) => {}
-        }
     }
 }

@@ -22,6 +22,35 @@ fn alloc(n: u64, desired: pb::DesiredStatus, client: pb::ClientStatus) -> pb::Al
     }
 }
 
+/// The first message of a watch: the servers' whole view.
+fn complete(view: &[pb::Allocation]) -> pb::WatchAllocationsResponse {
+    pb::WatchAllocationsResponse {
+        allocations: view.to_vec(),
+        index: 1,
+        removed: Vec::new(),
+        complete: true,
+    }
+}
+
+/// A later message of a watch that was at `before` and is now at `after`: what is new or
+/// differs, and the ids that left.
+fn delta(before: &[pb::Allocation], after: &[pb::Allocation]) -> pb::WatchAllocationsResponse {
+    pb::WatchAllocationsResponse {
+        allocations: after
+            .iter()
+            .filter(|a| !before.contains(a))
+            .cloned()
+            .collect(),
+        index: 2,
+        removed: before
+            .iter()
+            .filter(|b| after.iter().all(|a| a.id != b.id))
+            .map(|b| b.id.clone())
+            .collect(),
+        complete: false,
+    }
+}
+
 fn run(n: u64) -> pb::Allocation {
     alloc(n, pb::DesiredStatus::Run, pb::ClientStatus::Pending)
 }
@@ -38,7 +67,7 @@ fn reports(
     node.fail_next_as_infra(infra);
     let mut out = Vec::new();
     for view in views {
-        let timers = node.apply_server_view(view, &b, NOW);
+        let timers = node.apply_server_change(&complete(view), &b, NOW);
         if exit {
             for t in timers {
                 assert!(node.task_exited(t.alloc, t.task, NOW + 1));
@@ -156,7 +185,7 @@ fn the_node_reports_what_the_mock_driver_did() {
 fn reconnect_reports_everything_again_and_refusals_are_retried() {
     let b = behaviour(None, 0.0);
     let mut node = NodeAllocs::default();
-    node.apply_server_view(&[run(1), run(2)], &b, NOW);
+    node.apply_server_change(&complete(&[run(1), run(2)]), &b, NOW);
     assert_eq!(node.take_updates().len(), 2);
     assert!(!node.has_dirty());
     node.redirty(&[mock::alloc_id(2)]);
@@ -172,7 +201,7 @@ fn reconnect_reports_everything_again_and_refusals_are_retried() {
 fn task_events_tell_the_story() {
     let b = behaviour(Some(Duration::from_millis(5)), 1.0);
     let mut node = NodeAllocs::default();
-    let timers = node.apply_server_view(&[run(1)], &b, NOW);
+    let timers = node.apply_server_change(&complete(&[run(1)]), &b, NOW);
     assert_eq!(
         timers,
         vec![ExitTimer {
@@ -195,7 +224,86 @@ fn task_events_tell_the_story() {
     assert_eq!(state.finished_at_unix_ms, Some(NOW + 5));
 }
 
+/// A view as the servers send it: each allocation once, from (number, desired, client).
+fn server_view(view: Vec<(u64, i32, i32)>) -> Vec<pb::Allocation> {
+    let view: std::collections::BTreeMap<u64, (i32, i32)> =
+        view.into_iter().map(|(n, d, c)| (n, (d, c))).collect();
+    view.into_iter()
+        .map(|(n, (d, c))| pb::Allocation {
+            desired_status: d,
+            client_status: c,
+            ..alloc(n, pb::DesiredStatus::Run, pb::ClientStatus::Pending)
+        })
+        .collect()
+}
+
+#[test]
+fn a_delta_leaves_unnamed_allocations_and_forgets_removed_ones() {
+    let b = behaviour(None, 0.0);
+    let mut node = NodeAllocs::default();
+    node.apply_server_change(&complete(&[run(1), run(2), run(3)]), &b, NOW);
+    assert_eq!(node.running(), 3);
+    let stop_2 = alloc(2, pb::DesiredStatus::Stop, pb::ClientStatus::Running);
+    let change = pb::WatchAllocationsResponse {
+        allocations: vec![stop_2, run(4)],
+        index: 2,
+        removed: vec![mock::alloc_id(3).to_string()],
+        complete: false,
+    };
+    node.take_updates();
+    node.apply_server_change(&change, &b, NOW);
+    // 1 untouched and running, 2 killed, 3 forgotten, 4 started.
+    assert_eq!(node.running(), 2);
+    let mut reported: Vec<(String, i32)> = node
+        .take_updates()
+        .into_iter()
+        .map(|u| (u.alloc_id, u.client_status))
+        .collect();
+    reported.sort();
+    let mut want = vec![
+        (
+            mock::alloc_id(2).to_string(),
+            i32::from(pb::ClientStatus::Complete),
+        ),
+        (
+            mock::alloc_id(4).to_string(),
+            i32::from(pb::ClientStatus::Running),
+        ),
+    ];
+    want.sort();
+    assert_eq!(reported, want);
+}
+
 proptest! {
+    /// Following a watch by its deltas leaves the node exactly where following the whole
+    /// view every time would: same reports, same running count.
+    #[test]
+    fn deltas_equal_whole_views(
+        views in proptest::collection::vec(
+            proptest::collection::vec((0u64..8, 1i32..4, 1i32..7), 0..8), 1..6),
+        seed in any::<u64>(),
+    ) {
+        let b = Behaviour { seed, task_duration: None, failure_rate: 0.5 };
+        let mut whole = NodeAllocs::default();
+        let mut by_delta = NodeAllocs::default();
+        let mut before: Vec<pb::Allocation> = Vec::new();
+        for (i, view) in views.into_iter().enumerate() {
+            let view = server_view(view);
+            whole.apply_server_change(&complete(&view), &b, NOW);
+            let change = if i == 0 { complete(&view) } else { delta(&before, &view) };
+            by_delta.apply_server_change(&change, &b, NOW);
+            prop_assert_eq!(whole.running(), by_delta.running());
+            let report = |n: &mut NodeAllocs| {
+                let mut u: Vec<(String, i32)> =
+                    n.take_updates().into_iter().map(|u| (u.alloc_id, u.client_status)).collect();
+                u.sort();
+                u
+            };
+            prop_assert_eq!(report(&mut whole), report(&mut by_delta));
+            before = view;
+        }
+    }
+
     /// Whatever the servers say, the node keeps only allocations the servers still hold as
     /// live, and runs at most those the servers want running.
     #[test]
@@ -209,15 +317,8 @@ proptest! {
         let mut node = NodeAllocs::default();
         node.fail_next_as_infra(infra);
         for view in views {
-            // The servers send each allocation once.
-            let view: std::collections::BTreeMap<u64, (i32, i32)> =
-                view.into_iter().map(|(n, d, c)| (n, (d, c))).collect();
-            let view: Vec<pb::Allocation> = view
-                .into_iter()
-                .map(|(n, (d, c))| (n, d, c))
-                .map(|(n, d, c)| pb::Allocation { desired_status: d, client_status: c, ..alloc(n, pb::DesiredStatus::Run, pb::ClientStatus::Pending) })
-                .collect();
-            node.apply_server_view(&view, &b, NOW);
+            let view = server_view(view);
+            node.apply_server_change(&complete(&view), &b, NOW);
             let wanted = view.iter().filter(|a| desired_run(a) && !server_terminal(a)).map(|a| a.id.clone()).collect::<std::collections::BTreeSet<_>>();
             prop_assert!(node.running() <= wanted.len());
             for u in node.take_updates() {

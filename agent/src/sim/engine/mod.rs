@@ -303,11 +303,11 @@ impl Engine {
             return;
         }
         match e {
-            WatchEvent::Allocations { allocations, .. } => {
+            WatchEvent::Allocations { change, .. } => {
                 self.stats.watch_messages += 1;
                 let exits = node
                     .allocs
-                    .apply_server_view(&allocations, &self.behaviour, now_ms());
+                    .apply_server_change(&change, &self.behaviour, now_ms());
                 if node.phase == Phase::Resyncing {
                     node.phase = Phase::Connected;
                     node.allocs.mark_all_dirty();

@@ -1,0 +1,195 @@
+//! The stream a node agent follows: its whole allocation set first, then only what changed.
+//!
+//! A busy node holds a hundred allocations; a plan that places one more used to send all of
+//! them again, and with every node touched by every large plan that was quadratic in the
+//! cluster's allocations. The stream now remembers what it sent (each allocation's modify
+//! index) and sends the difference.
+
+use drover_core::types::{AllocId, Allocation};
+use drover_proto::convert::NodeCredentials;
+use drover_proto::v1 as pb;
+use std::cmp::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tonic::Status;
+
+/// How long a watch waits for the next applied index before it looks again (to notice a
+/// client that went away, or a node that was removed).
+const WATCH_POLL: Duration = Duration::from_secs(5);
+
+/// What the stream has sent of one allocation: a different modify index means it changed.
+type Sent = (AllocId, u64);
+
+/// What to send after `sent`, given the node's allocations `now` (both sorted by id, as the
+/// store lists them): the new or changed allocations, and the ids that left the set.
+fn difference<'a>(
+    sent: &[Sent],
+    now: &'a [Arc<Allocation>],
+) -> (Vec<&'a Arc<Allocation>>, Vec<AllocId>) {
+    let mut changed = Vec::new();
+    let mut removed = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < sent.len() || j < now.len() {
+        let order = match (sent.get(i), now.get(j)) {
+            (Some(s), Some(a)) => s.0.cmp(&a.id),
+            (Some(_), None) => Ordering::Less,
+            (None, _) => Ordering::Greater,
+        };
+        match order {
+            Ordering::Less => {
+                removed.push(sent[i].0);
+                i += 1;
+            }
+            Ordering::Greater => {
+                changed.push(&now[j]);
+                j += 1;
+            }
+            Ordering::Equal => {
+                if sent[i].1 != now[j].modify_index {
+                    changed.push(&now[j]);
+                }
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    (changed, removed)
+}
+
+fn sent_of(allocs: &[Arc<Allocation>]) -> Vec<Sent> {
+    let mut sent: Vec<Sent> = allocs.iter().map(|a| (a.id, a.modify_index)).collect();
+    // The store lists a node's allocations by id already; sorting keeps the merge in
+    // `difference` correct whatever the source.
+    sent.sort_unstable();
+    sent
+}
+
+/// Sends the node's allocation set now, then what changed whenever an applied entry that
+/// touched this node changes it (`wakeups`; every `WATCH_POLL` as a backstop, e.g. after a
+/// snapshot install). Ends when the client goes away, or with the error once the node is
+/// gone or its credentials stop matching.
+pub(super) async fn watch_loop(
+    handle: crate::ServerHandle,
+    auth: NodeCredentials,
+    mut wakeups: tokio::sync::watch::Receiver<u64>,
+    tx: mpsc::Sender<Result<pb::WatchAllocationsResponse, Status>>,
+) {
+    let mut sent: Option<Vec<Sent>> = None;
+    let mut sent_index = 0;
+    loop {
+        let index = handle.applied_index();
+        let mut allocs = match handle.node_allocs(&auth) {
+            Ok(a) => a,
+            Err(e) => {
+                let _ = tx.send(Err(e.into())).await;
+                return;
+            }
+        };
+        allocs.sort_unstable_by_key(|a| a.id);
+        let msg = match &sent {
+            None => Some(pb::WatchAllocationsResponse {
+                allocations: allocs.iter().map(|a| a.as_ref().into()).collect(),
+                index,
+                removed: Vec::new(),
+                complete: true,
+            }),
+            Some(before) if index > sent_index => {
+                let (changed, removed) = difference(before, &allocs);
+                (!changed.is_empty() || !removed.is_empty()).then(|| pb::WatchAllocationsResponse {
+                    allocations: changed.into_iter().map(|a| a.as_ref().into()).collect(),
+                    index,
+                    removed: removed.iter().map(ToString::to_string).collect(),
+                    complete: false,
+                })
+            }
+            Some(_) => None,
+        };
+        if let Some(msg) = msg {
+            if tx.send(Ok(msg)).await.is_err() {
+                return;
+            }
+            sent = Some(sent_of(&allocs));
+            sent_index = index;
+        }
+        tokio::select! {
+            _ = tx.closed() => return,
+            changed = wakeups.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+            }
+            _ = tokio::time::sleep(WATCH_POLL) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use drover_core::mock;
+
+    fn alloc(n: u64, modify_index: u64) -> Arc<Allocation> {
+        let job = mock::service_job("web", 1);
+        let mut a = mock::alloc(n, &job, mock::node_id(0), 0);
+        a.modify_index = modify_index;
+        Arc::new(a)
+    }
+
+    fn sorted(mut allocs: Vec<Arc<Allocation>>) -> Vec<Arc<Allocation>> {
+        allocs.sort_unstable_by_key(|a| a.id);
+        allocs
+    }
+
+    /// Each case: what was sent (alloc number, modify index), what the node holds now, and
+    /// the alloc numbers expected as changed and as removed.
+    #[test]
+    fn difference_sends_new_and_changed_and_names_removed() {
+        type Case = (
+            &'static str,
+            &'static [(u64, u64)],
+            &'static [(u64, u64)],
+            &'static [u64],
+            &'static [u64],
+        );
+        let cases: [Case; 6] = [
+            (
+                "nothing changed",
+                &[(1, 5), (2, 6)],
+                &[(1, 5), (2, 6)],
+                &[],
+                &[],
+            ),
+            ("one placed", &[(1, 5)], &[(1, 5), (2, 7)], &[2], &[]),
+            (
+                "one updated",
+                &[(1, 5), (2, 6)],
+                &[(1, 5), (2, 8)],
+                &[2],
+                &[],
+            ),
+            ("one collected", &[(1, 5), (2, 6)], &[(2, 6)], &[], &[1]),
+            (
+                "all at once",
+                &[(1, 5), (2, 6), (3, 7)],
+                &[(2, 9), (4, 9)],
+                &[2, 4],
+                &[1, 3],
+            ),
+            ("from empty", &[], &[(1, 1), (2, 1)], &[1, 2], &[]),
+        ];
+        for (what, before, now, want_changed, want_removed) in cases {
+            let before = sent_of(&sorted(before.iter().map(|(n, m)| alloc(*n, *m)).collect()));
+            let now = sorted(now.iter().map(|(n, m)| alloc(*n, *m)).collect());
+            let (changed, removed) = difference(&before, &now);
+            let mut changed: Vec<AllocId> = changed.iter().map(|a| a.id).collect();
+            let mut want: Vec<AllocId> = want_changed.iter().map(|n| mock::alloc_id(*n)).collect();
+            changed.sort_unstable();
+            want.sort_unstable();
+            assert_eq!(changed, want, "{what}: changed");
+            let mut want: Vec<AllocId> = want_removed.iter().map(|n| mock::alloc_id(*n)).collect();
+            want.sort_unstable();
+            assert_eq!(removed, want, "{what}: removed");
+        }
+    }
+}
