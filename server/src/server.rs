@@ -649,12 +649,12 @@ impl ServerHandle {
         &self,
         snap: &StateSnapshot,
         creds: &NodeCredentials,
-    ) -> Result<Node, ServerError> {
+    ) -> Result<Arc<Node>, ServerError> {
         let node = snap
             .node(&creds.node_id)
             .ok_or_else(|| ServerError::not_found("node", creds.node_id))?;
         check_secret(node, creds)?;
-        Ok((**node).clone())
+        Ok(node.clone())
     }
 
     // ---- nodes (operator) ---------------------------------------------------------------

@@ -6,7 +6,7 @@
 //!
 //! Invariants (checked by `check_consistency`, which the property tests run):
 //! - every secondary index holds exactly the keys of the primary table it indexes (and
-//!   `allocs_by_job` the very `Arc`s of the allocs table, with the fields it copies out of
+//!   `allocs_by_job` and `allocs_by_node` the very `Arc`s of the allocs table, with the fields it copies out of
 //!   each equal to the allocation's);
 //! - `tainted_nodes` holds exactly the tainted nodes of the node table
 //!   ([`Node::is_tainted`]) and, as `None`, every node id that allocations name but the node
@@ -179,7 +179,10 @@ pub struct StateStore {
     /// without reading the node table at all.
     tainted_nodes: OrdMap<NodeId, Option<Arc<Node>>>,
     allocs: OrdMap<AllocId, Arc<Allocation>>,
-    allocs_by_node: OrdSet<(NodeId, AllocId)>,
+    /// Holds the allocation itself, as `allocs_by_job` does: a node's allocation watch and
+    /// the scheduler read all of a node's allocations, and a lookup in `allocs` for each was
+    /// most of the watch's cost on a busy cluster. Each value is the `Arc` in `allocs`.
+    allocs_by_node: OrdMap<(NodeId, AllocId), Arc<Allocation>>,
     /// Holds the allocation itself, not only its id: the reconciler reads every allocation of
     /// a job per eval, and a second lookup into `allocs` per allocation was most of its cost.
     /// Each value holds the same `Arc` as in `allocs` (`check_consistency` checks it).

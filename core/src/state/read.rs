@@ -98,7 +98,7 @@ impl StateStore {
     pub fn allocs_by_node(&self, node: &NodeId) -> impl Iterator<Item = &Arc<Allocation>> + '_ {
         self.allocs_by_node
             .range((*node, AllocId::MIN)..=(*node, AllocId::MAX))
-            .filter_map(|(_, a)| self.allocs.get(a))
+            .map(|(_, a)| a)
     }
 
     pub fn allocs_by_job(&self, key: &JobKey) -> impl Iterator<Item = &Arc<Allocation>> + '_ {

@@ -4,6 +4,7 @@
 use super::{JobAlloc, NodeTaint, StateStore};
 use crate::mock;
 use crate::types::*;
+use std::sync::Arc;
 
 /// A store with one job and two of its allocations, as the FSM's write primitives leave it.
 fn store_with_allocs() -> (StateStore, JobKey) {
@@ -232,4 +233,22 @@ fn a_wrong_tainted_index_breaks_consistency() {
             "{what}"
         );
     }
+}
+
+/// The per-node index must hold the allocs table's own `Arc`s, not equal copies.
+#[test]
+fn a_copied_allocation_in_the_node_index_breaks_consistency() {
+    let (mut s, _) = store_with_allocs();
+    let key = *s.allocs_by_node.keys().next().expect("an entry");
+    let copy = Arc::new((**s.allocs_by_node.get(&key).expect("the entry")).clone());
+    s.allocs_by_node.insert(key, copy);
+    assert_eq!(
+        s.check_consistency().expect_err("a copy"),
+        "allocs_by_node holds an allocation that is not the allocs table's"
+    );
+    s.allocs_by_node.remove(&key);
+    assert_eq!(
+        s.check_consistency().expect_err("a missing entry"),
+        "allocs_by_node disagrees with the allocs table"
+    );
 }

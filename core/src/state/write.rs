@@ -137,7 +137,7 @@ impl StateStore {
 
     fn index_alloc(&mut self, index: Index, a: &Arc<Allocation>) {
         let key = old_key(a);
-        self.allocs_by_node.insert((a.node_id, a.id));
+        self.allocs_by_node.insert((a.node_id, a.id), a.clone());
         self.allocs_by_job
             .insert((key.clone(), a.id), JobAlloc::new(a.clone()));
         self.allocs_by_eval.insert((a.eval_id, a.id));
