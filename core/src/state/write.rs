@@ -97,12 +97,20 @@ impl StateStore {
     pub(crate) fn put_alloc(&mut self, index: Index, alloc: Allocation) -> Arc<Allocation> {
         let alloc = Arc::new(alloc);
         let old = self.allocs.insert(alloc.id, alloc.clone());
-        if let Some(old) = &old {
-            self.unindex_alloc(index, old);
+        match &old {
+            // The usual write (a client status, a desired transition) keeps every index key:
+            // the entries are replaced where they are rather than removed and re-inserted.
+            Some(old) if same_keys(old, &alloc) => {
+                self.reindex_alloc(index, old, &alloc);
+                self.touch(Table::Allocs, index);
+                return alloc;
+            }
+            Some(old) => self.unindex_alloc(index, old),
+            None => {}
         }
         self.index_alloc(index, &alloc);
         // Only an allocation that moves to a node can change whether a missing node is
-        // named: a status update on the same node (the usual write) leaves it as it was.
+        // named.
         let moved_from = old.as_ref().map(|o| o.node_id);
         if moved_from != Some(alloc.node_id) {
             if !self.nodes.contains_key(&alloc.node_id) {
@@ -135,6 +143,43 @@ impl StateStore {
         }
     }
 
+    /// [`Self::unindex_alloc`] of `old` then [`Self::index_alloc`] of `new`, for two
+    /// versions with the same index keys ([`same_keys`]).
+    fn reindex_alloc(&mut self, index: Index, old: &Allocation, new: &Arc<Allocation>) {
+        let key = old_key(new);
+        self.allocs_by_node
+            .insert((new.node_id, new.id), new.clone());
+        self.allocs_by_job
+            .insert((key.clone(), new.id), JobAlloc::new(new.clone()));
+        let held = |a: &Allocation| a.uses_resources().then_some(a.resources);
+        if held(old) != held(new) {
+            let mut usage = self
+                .node_usage
+                .get(&new.node_id)
+                .copied()
+                .unwrap_or_default();
+            if let Some(r) = held(old) {
+                usage = usage - r;
+            }
+            if let Some(r) = held(new) {
+                usage += r;
+            }
+            self.set_usage(new.node_id, usage);
+        }
+        self.with_summary(index, &key, |s| {
+            s.count_alloc(old, -1);
+            s.count_alloc(new, 1);
+        });
+    }
+
+    fn set_usage(&mut self, node: NodeId, usage: Resources) {
+        if usage.is_zero() {
+            self.node_usage.remove(&node);
+        } else {
+            self.node_usage.insert(node, usage);
+        }
+    }
+
     fn index_alloc(&mut self, index: Index, a: &Arc<Allocation>) {
         let key = old_key(a);
         self.allocs_by_node.insert((a.node_id, a.id), a.clone());
@@ -154,11 +199,7 @@ impl StateStore {
         self.allocs_by_eval.remove(&(a.eval_id, a.id));
         if a.uses_resources() {
             let left = self.node_usage.get(&a.node_id).copied().unwrap_or_default() - a.resources;
-            if left.is_zero() {
-                self.node_usage.remove(&a.node_id);
-            } else {
-                self.node_usage.insert(a.node_id, left);
-            }
+            self.set_usage(a.node_id, left);
         }
         self.with_summary(index, &key, |s| s.count_alloc(a, -1));
     }
@@ -240,6 +281,15 @@ impl StateStore {
             self.touch(Table::JobSummaries, index);
         }
     }
+}
+
+/// Whether two versions of an allocation sit under the same keys in every index (node, job,
+/// eval), so that replacing one by the other changes only the indexes' values.
+fn same_keys(a: &Allocation, b: &Allocation) -> bool {
+    a.node_id == b.node_id
+        && a.eval_id == b.eval_id
+        && a.job_id == b.job_id
+        && a.namespace == b.namespace
 }
 
 fn old_key(a: &Allocation) -> JobKey {
