@@ -172,6 +172,7 @@ async fn node_list_and_cluster_status_carry_health_counts_and_time_left() {
         c.heartbeat.min_ttl = Duration::from_millis(500);
         c.heartbeat.grace = Duration::from_millis(200);
         c.health.lost_grace = Duration::from_secs(60);
+        c.health.flaky_cool_down = Duration::from_secs(7 * 60);
     })
     .await;
     let agents = join_many(&a.h, 3).await;
@@ -210,6 +211,12 @@ async fn node_list_and_cluster_status_carry_health_counts_and_time_left() {
         ),
         (1, 1, 1, 1),
         "{counts:?}"
+    );
+    let periods = list.health_periods.expect("health periods");
+    assert_eq!(
+        (periods.lost_grace_ms, periods.flaky_cool_down_ms),
+        (60_000, 420_000),
+        "the server's configured periods, not the defaults"
     );
     for entry in &list.nodes {
         let node = entry.node.as_ref().unwrap();

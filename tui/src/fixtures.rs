@@ -4,8 +4,8 @@
 
 use crate::app::{App, Connection, Input, Update};
 use crate::model::{
-    BlockedKindLabel, BlockedRow, Change, ClusterInfo, EventRow, SchedulingStats, Snapshot,
-    WorkerRow, WorkerStatusLabel, alloc_row, job_row,
+    BlockedKindLabel, BlockedRow, Change, ClusterInfo, EventRow, HealthPeriods, SchedulingStats,
+    Snapshot, WorkerRow, WorkerStatusLabel, alloc_row, job_row,
 };
 use drover_core::{
     AllocMetric, ClientStatus, Dimension, DrainStrategy, Eligibility, EvalStatus, JobKey,
@@ -139,6 +139,16 @@ pub fn snapshot(nodes: u64, allocs: u64) -> Snapshot {
         jobs: jobs.iter().map(job_row).collect(),
         evals,
         index: 1_000,
+        health_periods: Some(server_health_periods()),
+    }
+}
+
+/// What a server with the default health settings sends.
+pub fn server_health_periods() -> HealthPeriods {
+    let config = drover_core::node_health::HealthConfig::default();
+    HealthPeriods {
+        lost_grace: config.lost_grace,
+        flaky_cool_down: config.flaky_cool_down,
     }
 }
 

@@ -33,9 +33,12 @@ fn entry(
         node: Some(node.into()),
         live_allocs: u32::try_from(live).unwrap_or(u32::MAX),
         allocated: Some((&snap.node_usage(&node.id)).into()),
-        health_time_left_ms: health_time_left(node, health, now)
-            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        health_time_left_ms: health_time_left(node, health, now).map(ms),
     }
+}
+
+fn ms(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 fn node_id(text: &str) -> Result<NodeId, Status> {
@@ -68,6 +71,10 @@ impl OperatorService for OperatorApi {
             nodes: nodes.iter().map(|n| entry(&snap, n, health, now)).collect(),
             counts: Some((&health_counts(&snap)).into()),
             index: snap.latest_index(),
+            health_periods: Some(pb::HealthPeriods {
+                lost_grace_ms: ms(health.lost_grace),
+                flaky_cool_down_ms: ms(health.flaky_cool_down),
+            }),
         }))
     }
 

@@ -9,6 +9,7 @@ use drover_core::{JobStatus, JobType};
 use drover_proto::WireEnum;
 use drover_proto::v1 as pb;
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 /// A message from the servers that could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +50,25 @@ pub struct Snapshot {
     /// The lowest index the reads answered at: events from here on may already be in the
     /// snapshot, which is harmless because applying them is idempotent.
     pub index: u64,
+    /// The server's node health periods; `None` from a server that does not send them.
+    pub health_periods: Option<HealthPeriods>,
+}
+
+/// The periods a server counts lost and flaky nodes down by: with them the console shows
+/// the server's own countdown, also for nodes that change health after the list was read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HealthPeriods {
+    pub lost_grace: Duration,
+    pub flaky_cool_down: Duration,
+}
+
+impl From<&pb::HealthPeriods> for HealthPeriods {
+    fn from(p: &pb::HealthPeriods) -> Self {
+        Self {
+            lost_grace: Duration::from_millis(p.lost_grace_ms),
+            flaky_cool_down: Duration::from_millis(p.flaky_cool_down_ms),
+        }
+    }
 }
 
 /// Who leads and how far the log has come, as the server the console talks to sees it.

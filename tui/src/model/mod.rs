@@ -6,9 +6,9 @@ mod change;
 mod rows;
 
 pub use change::{
-    AllocDetail, Change, ClusterInfo, DecodeError, Snapshot, alloc_row, decode_alloc,
-    decode_blocked, decode_event, decode_job_entry, decode_worker, job_row, role_label,
-    scheduling_stats,
+    AllocDetail, Change, ClusterInfo, DecodeError, HealthPeriods, Snapshot, alloc_row,
+    decode_alloc, decode_blocked, decode_event, decode_job_entry, decode_worker, job_row,
+    role_label, scheduling_stats,
 };
 pub use rows::{
     AllocRow, BlockedKindLabel, BlockedRow, EventRow, JobCounts, JobRow, SchedulingStats, Usage,
@@ -35,6 +35,8 @@ pub struct Cluster {
     pub events: VecDeque<EventRow>,
     /// The highest Raft index seen in any answer or event.
     pub index: u64,
+    /// The server's node health periods, from the last load (`None`: not sent).
+    pub health_periods: Option<HealthPeriods>,
     /// Invariant: equals the sum over live allocations in `allocs`, per node.
     usage: HashMap<NodeId, Usage>,
     /// Invariant: equals the counts over `allocs`, per job.
@@ -70,6 +72,7 @@ impl Cluster {
             self.upsert_alloc(alloc);
         }
         self.index = self.index.max(snapshot.index);
+        self.health_periods = snapshot.health_periods;
     }
 
     /// Applies one change; returns whether it placed a new allocation (for the placement

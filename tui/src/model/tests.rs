@@ -82,11 +82,18 @@ fn stale_changes_are_ignored_so_replays_are_harmless() {
 fn loading_a_snapshot_rebuilds_the_aggregates() {
     let mut c = Cluster::default();
     c.apply(Change::Alloc(row(50, 3, ClientStatus::Running, 1)));
+    let periods = crate::fixtures::server_health_periods();
     c.load(Snapshot {
         allocs: vec![row(1, 0, ClientStatus::Running, 1)],
         index: 40,
+        health_periods: Some(periods),
         ..Default::default()
     });
+    assert_eq!(
+        c.health_periods,
+        Some(periods),
+        "the server's periods are kept"
+    );
     assert_eq!(c.usage(&mock::node_id(3)), Usage::default());
     assert_eq!(c.usage(&mock::node_id(0)).live_allocs, 1);
     assert_eq!(c.index, 40);

@@ -2,7 +2,8 @@
 
 use crate::app::Update;
 use crate::model::{
-    Snapshot, decode_alloc, decode_blocked, decode_job_entry, decode_worker, scheduling_stats,
+    HealthPeriods, Snapshot, decode_alloc, decode_blocked, decode_job_entry, decode_worker,
+    scheduling_stats,
 };
 use drover_core::{Evaluation, Node};
 use drover_proto::v1 as pb;
@@ -41,6 +42,7 @@ pub async fn snapshot(channel: &Channel) -> Result<Snapshot, tonic::Status> {
         .await?
         .into_inner();
     let mut index = nodes.index;
+    let health_periods = nodes.health_periods.as_ref().map(HealthPeriods::from);
     let nodes: Vec<Node> = nodes
         .nodes
         .into_iter()
@@ -94,6 +96,7 @@ pub async fn snapshot(channel: &Channel) -> Result<Snapshot, tonic::Status> {
         .collect();
 
     Ok(Snapshot {
+        health_periods,
         nodes,
         allocs,
         jobs,

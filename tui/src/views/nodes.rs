@@ -4,6 +4,7 @@
 use super::format::{age, duration_short, percent};
 use super::{Cell, Column, Ctx, DetailLine, KeyHelp, TableView, Tone, ViewKind, action, col, key};
 use crate::app::{RowKey, SortKey};
+use crate::model::HealthPeriods;
 use drover_core::node_health::HealthConfig;
 use drover_core::{Eligibility, Node, NodeHealth, NodeStatus, SuspendReason, Timestamp};
 use std::time::Duration;
@@ -59,20 +60,29 @@ fn health_rank(h: NodeHealth) -> u64 {
     }
 }
 
-/// How long until a lost node is deleted, or a flaky node's cool-down ends. The servers do
-/// not send their configured periods, so the defaults are assumed (the servers' own
-/// defaults, which operators rarely change).
-pub fn time_left(node: &Node, now: Timestamp) -> Option<Duration> {
-    let config = HealthConfig::default();
+/// How long until a lost node is deleted, or a flaky node's cool-down ends, counted from
+/// when it entered that set with the server's periods. Without them (a server that does not
+/// send them) the defaults are assumed and the figure is marked approximate (`true`).
+pub fn time_left(
+    node: &Node,
+    periods: Option<&HealthPeriods>,
+    now: Timestamp,
+) -> Option<(Duration, bool)> {
+    let default = HealthConfig::default();
+    let (lost_grace, flaky_cool_down) = periods
+        .map_or((default.lost_grace, default.flaky_cool_down), |p| {
+            (p.lost_grace, p.flaky_cool_down)
+        });
     let period = match node.health {
-        NodeHealth::Suspended(SuspendReason::Lost) => config.lost_grace,
-        NodeHealth::Suspended(SuspendReason::Flaky) => config.flaky_cool_down,
+        NodeHealth::Suspended(SuspendReason::Lost) => lost_grace,
+        NodeHealth::Suspended(SuspendReason::Flaky) => flaky_cool_down,
         _ => return None,
     };
-    Some(period.saturating_sub(now.since(node.health_since)))
+    let left = period.saturating_sub(now.since(node.health_since));
+    Some((left, periods.is_none()))
 }
 
-fn health_cell(node: &Node, now: Timestamp) -> Cell {
+fn health_cell(node: &Node, ctx: &Ctx) -> Cell {
     let (label, tone) = match node.health {
         NodeHealth::Healthy => ("healthy", Tone::Good),
         NodeHealth::Suspended(SuspendReason::New) => ("new", Tone::Warn),
@@ -80,8 +90,14 @@ fn health_cell(node: &Node, now: Timestamp) -> Cell {
         NodeHealth::Suspended(SuspendReason::Flaky) => ("flaky", Tone::Bad),
         NodeHealth::Offlined => ("offlined", Tone::Dim),
     };
-    match time_left(node, now) {
-        Some(left) => Cell::tone(format!("{label} {} left", duration_short(left)), tone),
+    match time_left(node, ctx.cluster.health_periods.as_ref(), ctx.now) {
+        Some((left, approximate)) => {
+            let about = if approximate { "~" } else { "" };
+            Cell::tone(
+                format!("{label} {about}{} left", duration_short(left)),
+                tone,
+            )
+        }
         None => Cell::tone(label, tone),
     }
 }
@@ -184,7 +200,7 @@ impl TableView for NodesView {
         let eligible = n.eligibility == Eligibility::Eligible;
         Some(vec![
             Cell::new(n.name.clone()),
-            health_cell(n, ctx.now),
+            health_cell(n, ctx),
             Cell::tone(n.status.as_str(), status_tone(n.status)),
             Cell::tone(
                 if eligible { "yes" } else { "no" },
@@ -238,11 +254,10 @@ impl TableView for NodesView {
         let mut lines = vec![
             DetailLine::field("id", n.id.to_string()),
             DetailLine::field("name", n.name.clone()),
-            DetailLine::toned(
-                "health",
-                health_cell(n, ctx.now).text,
-                health_cell(n, ctx.now).tone,
-            ),
+            {
+                let health = health_cell(n, ctx);
+                DetailLine::toned("health", health.text, health.tone)
+            },
             DetailLine::field("health since", age(n.health_since, ctx.now) + " ago"),
             DetailLine::field(
                 "status",
@@ -288,5 +303,57 @@ impl TableView for NodesView {
 
     fn keys(&self) -> &'static [KeyHelp] {
         KEYS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Cluster;
+    use drover_core::mock;
+
+    /// The health cell of a node that entered `health` `ago` before now, on a console that
+    /// loaded `periods` from its server.
+    fn shown(health: NodeHealth, periods: Option<HealthPeriods>, ago: Duration) -> String {
+        let now = Timestamp::from_millis(10_000_000);
+        let mut node = mock::node(1);
+        node.health = health;
+        node.health_since = Timestamp::from_millis(now.as_millis() - ago.as_millis() as u64);
+        let mut cluster = Cluster::default();
+        cluster.health_periods = periods;
+        let ctx = Ctx {
+            cluster: &cluster,
+            now,
+            alloc_job: None,
+            health: HealthFilter::All,
+            topic: None,
+            alloc_detail: None,
+        };
+        health_cell(&node, &ctx).text
+    }
+
+    /// The countdown follows the server's periods (here not the defaults of 1m and 15m); a
+    /// server that sent none gets the defaults, marked approximate.
+    #[test]
+    fn time_left_counts_down_the_servers_periods() {
+        let lost = NodeHealth::Suspended(SuspendReason::Lost);
+        let flaky = NodeHealth::Suspended(SuspendReason::Flaky);
+        let server = Some(HealthPeriods {
+            lost_grace: Duration::from_secs(5 * 60),
+            flaky_cool_down: Duration::from_secs(40 * 60),
+        });
+        let min = |m: u64| Duration::from_secs(m * 60);
+        let cases = [
+            (lost, server, min(1), "lost 4m left"),
+            (flaky, server, min(10), "flaky 30m left"),
+            (lost, server, min(9), "lost 0s left"),
+            (lost, None, Duration::from_secs(20), "lost ~40s left"),
+            (flaky, None, min(5), "flaky ~10m left"),
+            (NodeHealth::Healthy, server, min(1), "healthy"),
+            (NodeHealth::Offlined, None, min(1), "offlined"),
+        ];
+        for (health, periods, ago, want) in cases {
+            assert_eq!(shown(health, periods, ago), want, "{health:?} {periods:?}");
+        }
     }
 }
