@@ -41,6 +41,9 @@ pub struct Cluster {
     usage: HashMap<NodeId, Usage>,
     /// Invariant: equals the counts over `allocs`, per job.
     job_counts: HashMap<JobKey, JobCounts>,
+    /// Invariant: equals [`HealthCounts::of`] over `nodes`. The header shows it every frame,
+    /// and a walk of ten thousand nodes per frame was a tenth of a frame.
+    health_counts: HealthCounts,
     next_event_seq: u64,
 }
 
@@ -54,11 +57,34 @@ pub struct HealthCounts {
     pub offlined: usize,
 }
 
+impl HealthCounts {
+    /// A count of `nodes` from scratch.
+    pub fn of<'a>(nodes: impl IntoIterator<Item = &'a Node>) -> Self {
+        let mut c = HealthCounts::default();
+        for node in nodes {
+            c.add(node.health, 1);
+        }
+        c
+    }
+
+    fn add(&mut self, health: NodeHealth, delta: isize) {
+        let slot = match health {
+            NodeHealth::Healthy => &mut self.healthy,
+            NodeHealth::Suspended(SuspendReason::New) => &mut self.new,
+            NodeHealth::Suspended(SuspendReason::Lost) => &mut self.lost,
+            NodeHealth::Suspended(SuspendReason::Flaky) => &mut self.flaky,
+            NodeHealth::Offlined => &mut self.offlined,
+        };
+        *slot = slot.saturating_add_signed(delta);
+    }
+}
+
 impl Cluster {
     /// Replaces everything the read RPCs cover. Leader-only structures (workers, broker
     /// stats, blocked evaluations) and the event log are kept: they have their own feeds.
     pub fn load(&mut self, snapshot: Snapshot) {
         self.nodes = snapshot.nodes.into_iter().map(|n| (n.id, n)).collect();
+        self.health_counts = HealthCounts::of(self.nodes.values());
         self.jobs = snapshot
             .jobs
             .into_iter()
@@ -86,11 +112,16 @@ impl Cluster {
                     .get(&node.id)
                     .is_none_or(|old| old.modify_index <= node.modify_index)
                 {
-                    self.nodes.insert(node.id, *node);
+                    self.health_counts.add(node.health, 1);
+                    if let Some(old) = self.nodes.insert(node.id, *node) {
+                        self.health_counts.add(old.health, -1);
+                    }
                 }
             }
             Change::NodeRemoved(id) => {
-                self.nodes.remove(&id);
+                if let Some(old) = self.nodes.remove(&id) {
+                    self.health_counts.add(old.health, -1);
+                }
             }
             Change::Alloc(row) => {
                 let known = self.allocs.get(&row.id);
@@ -152,17 +183,7 @@ impl Cluster {
     }
 
     pub fn health_counts(&self) -> HealthCounts {
-        let mut c = HealthCounts::default();
-        for node in self.nodes.values() {
-            match node.health {
-                NodeHealth::Healthy => c.healthy += 1,
-                NodeHealth::Suspended(SuspendReason::New) => c.new += 1,
-                NodeHealth::Suspended(SuspendReason::Lost) => c.lost += 1,
-                NodeHealth::Suspended(SuspendReason::Flaky) => c.flaky += 1,
-                NodeHealth::Offlined => c.offlined += 1,
-            }
-        }
-        c
+        self.health_counts
     }
 
     fn upsert_alloc(&mut self, row: AllocRow) {

@@ -24,6 +24,7 @@ fn recount(c: &Cluster) -> (HashMap<NodeId, Usage>, HashMap<JobKey, JobCounts>) 
 }
 
 fn assert_aggregates(c: &Cluster) {
+    assert_eq!(c.health_counts(), HealthCounts::of(c.nodes.values()));
     let (usage, jobs) = recount(c);
     for node in (0..4).map(mock::node_id) {
         assert_eq!(
@@ -141,6 +142,19 @@ fn any_change() -> impl Strategy<Value = Change> {
             }
         ),
         1 => (0u64..12).prop_map(|n| Change::AllocRemoved(mock::alloc_id(n))),
+        2 => (0u64..4, 0usize..5, 0u64..50).prop_map(|(n, health, index)| {
+            let mut node = mock::node(n);
+            node.health = [
+                NodeHealth::Healthy,
+                NodeHealth::Suspended(SuspendReason::New),
+                NodeHealth::Suspended(SuspendReason::Lost),
+                NodeHealth::Suspended(SuspendReason::Flaky),
+                NodeHealth::Offlined,
+            ][health];
+            node.modify_index = index;
+            Change::Node(Box::new(node))
+        }),
+        1 => (0u64..4).prop_map(|n| Change::NodeRemoved(mock::node_id(n))),
     ]
 }
 
