@@ -46,11 +46,9 @@ impl StateStore {
             s.job_versions.insert((j.key(), j.version), Arc::new(j));
         }
         for n in parts.nodes {
-            let node = Arc::new(n);
-            if node.is_tainted() {
-                s.tainted_nodes.insert(node.id, Some(node.clone()));
-            }
-            s.nodes.insert(node.id, node);
+            let id = n.id;
+            s.nodes.insert(id, Arc::new(n));
+            s.retaint(&id);
         }
         let summary_index = parts.indexes.job_summaries;
         for a in parts.allocs {

@@ -57,12 +57,9 @@ fn difference<'a>(
     (changed, removed)
 }
 
+/// What is sent of `allocs`, which are sorted by id (so the result is too).
 fn sent_of(allocs: &[Arc<Allocation>]) -> Vec<Sent> {
-    let mut sent: Vec<Sent> = allocs.iter().map(|a| (a.id, a.modify_index)).collect();
-    // The store lists a node's allocations by id already; sorting keeps the merge in
-    // `difference` correct whatever the source.
-    sent.sort_unstable();
-    sent
+    allocs.iter().map(|a| (a.id, a.modify_index)).collect()
 }
 
 /// Sends the node's allocation set now, then what changed whenever an applied entry that
@@ -86,6 +83,8 @@ pub(super) async fn watch_loop(
                 return;
             }
         };
+        // The store lists a node's allocations by id already; sorting (a pass over sorted
+        // input) keeps the merge in `difference` correct whatever the source.
         allocs.sort_unstable_by_key(|a| a.id);
         let msg = match &sent {
             None => Some(pb::WatchAllocationsResponse {
@@ -137,6 +136,8 @@ mod tests {
     }
 
     fn sorted(mut allocs: Vec<Arc<Allocation>>) -> Vec<Arc<Allocation>> {
+        // The store lists a node's allocations by id already; sorting (a pass over sorted
+        // input) keeps the merge in `difference` correct whatever the source.
         allocs.sort_unstable_by_key(|a| a.id);
         allocs
     }
