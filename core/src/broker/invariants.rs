@@ -144,6 +144,11 @@ impl EvalBroker {
                 per_job.get(&slot).copied().unwrap_or(0),
                 "job {key} tracked count"
             );
+            assert!(
+                job.pending.len() <= 1,
+                "job {key} holds {} pending evals: they collapse as they arrive",
+                job.pending.len()
+            );
             for pending in &job.pending {
                 assert!(matches!(
                     in_state(&pending.id, Bucket::Pending).state,

@@ -12,11 +12,11 @@
 //! ```text
 //!  enqueue ─┬─ wait ──────────► delayed ──due──┐
 //!           └──────────────────────────────────┤
-//!                     job has an outstanding eval? ── yes ─► pending ──┐
-//!                                  │ no                                │ ack of the
-//!                                  ▼                                   │ outstanding
-//!          ┌──────────────────► ready ◄────────────── best pending ◄───┤ eval
-//!          │                      │ dequeue (token)      others ──► cancelable ─► reaper
+//!                     job has an outstanding eval? ── yes ─► pending ──┐ (at most one:
+//!                                  │ no                                │ on arrival the
+//!                                  ▼                                   │ lesser one goes
+//!          ┌──────────────────► ready ◄── ack of the outstanding eval ─┤ cancelable
+//!          │                      │ dequeue (token)                    └──► reaper)
 //!          │ back-off due         ▼
 //!       delayed ◄── nack ───── unacked ── ack ──► gone (next pending becomes ready)
 //!                  (or timeout)    │
@@ -99,6 +99,8 @@ pub struct EvalBroker {
     deliveries: u64,
     /// When the reaper last swept; paces [`EvalBroker::sweep_cancelable`].
     last_cancel_sweep: Option<Timestamp>,
+    /// See [`BrokerStats::peak_job_evals`]; measured once each enqueue has settled.
+    peak_job_evals: usize,
 }
 
 /// A tracked eval and its place in the broker.
@@ -209,6 +211,7 @@ impl EvalBroker {
             counters: Counters::default(),
             deliveries: 0,
             last_cancel_sweep: None,
+            peak_job_evals: 0,
         }
     }
 
@@ -235,6 +238,7 @@ impl EvalBroker {
             self.cancelable.clear();
             self.counters.clear();
             self.last_cancel_sweep = None;
+            self.peak_job_evals = 0;
         }
     }
 
@@ -310,6 +314,7 @@ impl EvalBroker {
             place(&mut self.jobs, &mut self.ready, &eval, job)
         };
         self.counters.inc(eval.scheduler, state.bucket());
+        let pending = matches!(state, State::Pending);
         slot.insert(Tracked {
             eval,
             job,
@@ -317,6 +322,11 @@ impl EvalBroker {
             state,
             timed_out: None,
         });
+        if pending {
+            self.supersede_pending(job);
+        }
+        let held = self.jobs.get(job).tracked as usize;
+        self.peak_job_evals = self.peak_job_evals.max(held);
     }
 
     /// Whether a dequeue for `types` would find an eval now. Cheap, for the runtime's
@@ -411,8 +421,13 @@ impl EvalBroker {
                 _ => {
                     let (_, id) = self.delayed.pop().expect("a due delay was peeked");
                     let tracked = self.evals.get_mut(&id).expect("delayed evals are tracked");
-                    let state = place(&mut self.jobs, &mut self.ready, &tracked.eval, tracked.job);
+                    let job = tracked.job;
+                    let state = place(&mut self.jobs, &mut self.ready, &tracked.eval, job);
+                    let pending = matches!(state, State::Pending);
                     tracked.move_to(state, &mut self.counters);
+                    if pending {
+                        self.supersede_pending(job);
+                    }
                 }
             }
         }
@@ -420,6 +435,9 @@ impl EvalBroker {
 
     /// The broker's counters, O(1).
     pub fn stats(&self) -> BrokerStats {
-        self.counters.snapshot()
+        BrokerStats {
+            peak_job_evals: self.peak_job_evals,
+            ..self.counters.snapshot()
+        }
     }
 }

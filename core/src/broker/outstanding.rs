@@ -54,27 +54,39 @@ impl EvalBroker {
     }
 
     /// Keeps the best pending eval of a job whose outstanding eval just left and makes it
-    /// ready; marks every other pending eval cancelable. The survivor is scheduled against
-    /// the state as it is when it runs, which already includes whatever the others were
-    /// made for, so running them too would only redo its work.
+    /// ready. The others were already superseded as they arrived
+    /// ([`Self::supersede_pending`]), so at most one waits here.
     fn collapse_pending(&mut self, slot: super::JobSlot) {
-        let job = self.jobs.get_mut(slot);
-        let Some(best) = job.pending.pop() else {
+        self.supersede_pending(slot);
+        let Some(best) = self.jobs.get_mut(slot).pending.pop() else {
             return;
         };
-        for PendingKey { id, .. } in job.pending.drain() {
-            let tracked = self.evals.get_mut(&id).expect("pending evals are tracked");
-            tracked.move_to(State::Cancelable, &mut self.counters);
-            self.cancelable.push_back(id);
-            // Never the job's last eval: `best` and the acked one still count.
-            job.tracked -= 1;
-        }
         let tracked = self
             .evals
             .get_mut(&best.id)
             .expect("pending evals are tracked");
         let state = place(&mut self.jobs, &mut self.ready, &tracked.eval, slot);
         tracked.move_to(state, &mut self.counters);
+    }
+
+    /// Leaves only the best pending eval of a job (highest priority, then highest modify
+    /// index) in its pending heap and marks every other one cancelable; returns the
+    /// survivor. Run whenever an eval joins the heap, so a storm of evals for one job (a
+    /// thousand nodes registering while it is scheduled) holds one pending eval, not a
+    /// thousand: the survivor is scheduled against the state as it is when it runs, which
+    /// includes whatever the others were made for.
+    pub(super) fn supersede_pending(&mut self, slot: super::JobSlot) -> Option<PendingKey> {
+        let job = self.jobs.get_mut(slot);
+        let best = job.pending.pop()?;
+        for PendingKey { id, .. } in job.pending.drain() {
+            let tracked = self.evals.get_mut(&id).expect("pending evals are tracked");
+            tracked.move_to(State::Cancelable, &mut self.counters);
+            self.cancelable.push_back(id);
+            // Never the job's last eval: `best` and the outstanding one still count.
+            job.tracked -= 1;
+        }
+        job.pending.push(best);
+        Some(best)
     }
 
     /// Negatively acknowledges a delivery: the worker could not finish it. The eval stays

@@ -17,7 +17,8 @@ pub struct QueueCounts {
     pub pending: usize,
     /// Delayed by `wait`, `wait_until` or a nack back-off.
     pub waiting: usize,
-    /// Superseded on ack, waiting for the reaper to write their cancellation.
+    /// Superseded by a newer eval of the same job, waiting for the reaper to write their
+    /// cancellation.
     pub cancelable: usize,
     /// Past the delivery limit, waiting for the leader to mark them failed.
     pub failed: usize,
@@ -56,6 +57,10 @@ pub struct BrokerStats {
     pub total: QueueCounts,
     /// Indexed by scheduler type, in [`SchedulerType::ALL`] order; see [`Self::for_type`].
     pub by_type: [QueueCounts; SchedulerType::ALL.len()],
+    /// The most evals one job held at once (any state but cancelable) since the broker
+    /// was last enabled: the storm bound (at most one outstanding and one pending per job,
+    /// plus delayed ones) as observed.
+    pub peak_job_evals: usize,
 }
 
 impl BrokerStats {
@@ -105,6 +110,7 @@ impl Counters {
         BrokerStats {
             total,
             by_type: self.by_type,
+            peak_job_evals: 0,
         }
     }
 

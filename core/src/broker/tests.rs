@@ -514,8 +514,11 @@ fn requeue_on_ack_and_dropped_on_nack() {
     }
 }
 
+/// Pending evals collapse as they arrive (Nomad 1.4's fix for registration storms): a job
+/// holds at most one ready-or-running eval and one pending one, and each newcomer either
+/// replaces the pending one or is superseded by it at once.
 #[test]
-fn collapse_on_ack() {
+fn collapse_on_arrival() {
     let mut f = Fixture::new();
     f.add("a", Service, 50);
     let mut pending = Vec::new();
@@ -524,12 +527,26 @@ fn collapse_on_ack() {
         eval.modify_index = modify_index;
         f.enqueue(&eval);
         pending.push(eval.id);
+        assert_eq!(
+            f.stats().pending,
+            1,
+            "one pending eval per job at any moment"
+        );
     }
-    assert_eq!(f.stats(), counts(1, 0, 5, 0));
-    let d = f.dequeue(&[Service]).unwrap();
-    f.ack(&d).unwrap();
     // Highest priority wins, then the highest modify index.
     let survivor = pending[2];
+    assert_eq!(
+        f.stats(),
+        QueueCounts {
+            ready: 1,
+            pending: 1,
+            cancelable: 4,
+            ..QueueCounts::default()
+        }
+    );
+    assert_eq!(f.broker.stats().peak_job_evals, 2);
+    let d = f.dequeue(&[Service]).unwrap();
+    f.ack(&d).unwrap();
     assert_eq!(
         f.stats(),
         QueueCounts {
@@ -561,7 +578,9 @@ fn cancel_batches_paced() {
     for _ in 0..11 {
         f.add("a", Service, 50);
     }
-    assert_eq!(f.broker.next_cancel_sweep(), None, "nothing to sweep");
+    // Superseded as they arrived: ten cancelable before any ack, the first sweep due now.
+    assert_eq!(f.stats().cancelable, 10);
+    assert_eq!(f.broker.next_cancel_sweep(), Some(Timestamp::ZERO));
     let d = f.dequeue(&[Service]).unwrap();
     f.ack(&d).unwrap();
     assert_eq!(f.stats().cancelable, 10);

@@ -158,3 +158,46 @@ impl Command {
         }
     }
 }
+
+impl Command {
+    /// The node-update evals a node command carries, if it is one that carries them.
+    pub fn node_evals_mut(&mut self) -> Option<&mut Vec<Evaluation>> {
+        match self {
+            Command::NodeStatus { evals, .. }
+            | Command::NodeEligibility { evals, .. }
+            | Command::NodeDrain { evals, .. }
+            | Command::NodeOffline { evals, .. }
+            | Command::NodeOnline { evals, .. }
+            | Command::NodeHealth { evals, .. } => Some(evals),
+            _ => None,
+        }
+    }
+}
+
+/// Makes the writes of one node event (a heartbeat that brings a node `ready` and
+/// `healthy` writes its status and its health) carry at most one eval per job: the evals
+/// move to the last of them, once that write has made every change the schedulers must
+/// see, and a job's later duplicates are dropped. Without it, a registration storm of N
+/// nodes made 2N evals per system job.
+pub fn one_eval_per_job(commands: &mut [Command]) {
+    let Some(last) = commands
+        .iter_mut()
+        .rposition(|c| c.node_evals_mut().is_some_and(|e| !e.is_empty()))
+    else {
+        return;
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    let mut merged = Vec::new();
+    for cmd in commands[..=last].iter_mut() {
+        if let Some(evals) = cmd.node_evals_mut() {
+            merged.extend(
+                evals
+                    .drain(..)
+                    .filter(|e| seen.insert((e.namespace.clone(), e.job_id.clone()))),
+            );
+        }
+    }
+    if let Some(evals) = commands[last].node_evals_mut() {
+        *evals = merged;
+    }
+}

@@ -755,3 +755,71 @@ fn snapshots_do_not_change_after_later_writes() {
     assert_eq!(snap.latest_index(), 1);
     assert_eq!(s.latest_index(), 3);
 }
+
+/// A heartbeat that brings a node `ready` and `healthy` writes two commands; the jobs it
+/// makes evals for get one each, on the last write, whatever each command carried.
+#[test]
+fn one_node_event_makes_one_eval_per_job() {
+    let web = mock::service_job("web", 1);
+    let sys = mock::system_job("sys");
+    let node_id = mock::node_id(1);
+    let status = |evals| Command::NodeStatus {
+        node_id,
+        status: NodeStatus::Ready,
+        description: "heartbeat received".into(),
+        now: T0,
+        evals,
+    };
+    let health = |evals| Command::NodeHealth {
+        node_id,
+        health: NodeHealth::Healthy,
+        now: T0,
+        evals,
+    };
+    let snapshot = Command::NodeSnapshot {
+        node_id,
+        snapshot: None,
+        now: T0,
+    };
+    let (s1, w2, s3, s4) = (
+        mock::eval(1, &sys),
+        mock::eval(2, &web),
+        mock::eval(3, &sys),
+        mock::eval(4, &sys),
+    );
+    // (commands in, eval ids each command carries after)
+    let cases: Vec<(Vec<Command>, Vec<Vec<EvalId>>)> = vec![
+        (
+            vec![
+                status(vec![s1.clone(), w2.clone()]),
+                health(vec![s3.clone()]),
+            ],
+            vec![vec![], vec![s1.id, w2.id]],
+        ),
+        (
+            vec![status(vec![s1.clone()]), health(vec![])],
+            vec![vec![s1.id], vec![]],
+        ),
+        (
+            vec![status(vec![]), health(vec![s3.clone(), s4])],
+            vec![vec![], vec![s3.id]],
+        ),
+        (
+            vec![status(vec![w2.clone()]), snapshot.clone()],
+            vec![vec![w2.id], vec![]],
+        ),
+        (vec![snapshot], vec![vec![]]),
+    ];
+    for (mut commands, want) in cases {
+        one_eval_per_job(&mut commands);
+        let got: Vec<Vec<EvalId>> = commands
+            .iter_mut()
+            .map(|c| {
+                c.node_evals_mut()
+                    .map(|evals| evals.iter().map(|e| e.id).collect())
+                    .unwrap_or_default()
+            })
+            .collect();
+        assert_eq!(got, want);
+    }
+}

@@ -163,6 +163,7 @@ impl From<&BrokerStats> for pb::BrokerStats {
                     counts: Some(c.into()),
                 })
                 .collect(),
+            peak_job_evals: count(s.peak_job_evals),
         }
     }
 }

@@ -124,6 +124,7 @@ impl Leadership {
             Action::Write(cmd, _) => Some(cmd),
             _ => None,
         }));
+        drover_core::fsm::one_eval_per_job(&mut commands);
         Ok(HeartbeatOutcome { ttl, commands })
     }
 
