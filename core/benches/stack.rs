@@ -6,6 +6,9 @@
 //! `plan_only_10000_allocs` measures the appending alone (cloning an allocation and adding it
 //! to the plan), the share of the loops that is the scheduler's rather than the stack's.
 
+// A benchmark times itself: the sans-IO rule (core/clippy.toml) is for the library.
+#![allow(clippy::disallowed_types, clippy::disallowed_methods)]
+
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use drover_core::fsm::{self, Command};
 use drover_core::mock;

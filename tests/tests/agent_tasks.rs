@@ -217,7 +217,9 @@ async fn the_nomad_raw_exec_example_runs_unchanged() {
     let agent = start_agent(dir.path(), vec![server.addr().to_string()]).await;
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../examples/nomad-raw-exec.nomad.hcl");
-    let job = drover_core::jobspec::parse_file(&path).expect("the Nomad example parses");
+    let src = std::fs::read_to_string(&path).expect("the Nomad example reads");
+    let job = drover_core::jobspec::parse_source(&src, &path.display().to_string())
+        .expect("the Nomad example parses");
     register(&server, &job).await;
 
     let (alloc_id, pid) = wait_alloc(&server, "hello", "the example running", |a| {

@@ -136,7 +136,10 @@ pub async fn run(client: &Client, cmd: JobCommand, out: &mut dyn Write) -> Resul
 
 /// Reads and checks a job file with the jobspec parser (HCL, or JSON by extension).
 pub fn load(path: &Path) -> Result<drover_core::Job, CliError> {
-    drover_core::jobspec::parse_file(path).map_err(|e| CliError::Jobspec(e.to_string()))
+    let src = std::fs::read_to_string(path)
+        .map_err(|e| CliError::Jobspec(format!("{}: cannot read job file: {e}", path.display())))?;
+    drover_core::jobspec::parse_source(&src, &path.display().to_string())
+        .map_err(|e| CliError::Jobspec(e.to_string()))
 }
 
 fn read_payload(path: &Path) -> Result<Vec<u8>, CliError> {

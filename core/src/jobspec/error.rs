@@ -1,7 +1,6 @@
 //! Problems found in a job file, each tied to where in the file it is.
 
 use std::fmt;
-use std::path::PathBuf;
 
 /// A place in a job file: 1-based line, and 1-based column counted in characters (a tab is
 /// one column), which is what editors jump to from `file:line:column`.
@@ -29,12 +28,6 @@ pub struct Problem {
 /// Why a job file could not be turned into a job.
 #[derive(Debug, thiserror::Error)]
 pub enum JobspecError {
-    #[error("{}: cannot read job file: {source}", .path.display())]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
     /// Every problem found, sorted by position; never empty. Displays as one line per
     /// problem, `file:line:column: message`.
     #[error("{}", ProblemLines::new(.file, .problems))]
@@ -45,10 +38,9 @@ pub enum JobspecError {
 }
 
 impl JobspecError {
-    /// The problems found in the file's content; empty when the file could not be read.
+    /// The problems found in the file's content.
     pub fn problems(&self) -> &[Problem] {
         match self {
-            JobspecError::Read { .. } => &[],
             JobspecError::Invalid { problems, .. } => problems,
         }
     }

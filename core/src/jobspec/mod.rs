@@ -62,23 +62,19 @@ pub fn parse_hcl(src: &str, file_name: &str) -> Result<Job, JobspecError> {
     }
 }
 
-/// Reads and parses a job file: JSON when its name ends in `.json` or its text starts with
-/// `{`, HCL otherwise.
-pub fn parse_file(path: &Path) -> Result<Job, JobspecError> {
-    let src = std::fs::read_to_string(path).map_err(|source| JobspecError::Read {
-        path: path.to_owned(),
-        source,
-    })?;
-    let file_name = path.display().to_string();
-    let is_json = match path.extension().and_then(|e| e.to_str()) {
+/// Parses the text of a job file named `file_name` (the caller read it; core does no IO):
+/// JSON when the name ends in `.json` or the text starts with `{`, HCL otherwise.
+pub fn parse_source(src: &str, file_name: &str) -> Result<Job, JobspecError> {
+    let ext = Path::new(file_name).extension().and_then(|e| e.to_str());
+    let is_json = match ext {
         Some(ext) if ext.eq_ignore_ascii_case("json") => true,
         Some(ext) if ext.eq_ignore_ascii_case("hcl") || ext.eq_ignore_ascii_case("nomad") => false,
         _ => src.trim_start().starts_with('{'),
     };
     if is_json {
-        parse_json(&src, &file_name)
+        parse_json(src, file_name)
     } else {
-        parse_hcl(&src, &file_name)
+        parse_hcl(src, file_name)
     }
 }
 

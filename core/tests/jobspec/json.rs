@@ -1,6 +1,7 @@
 //! JSON: drover's own format round-trips, Nomad's format decodes or is refused by name.
 
-use drover_core::jobspec::{parse_file, parse_hcl, parse_json};
+use super::parse_file;
+use drover_core::jobspec::{parse_hcl, parse_json, parse_source};
 use proptest::prelude::*;
 
 /// Every example survives JSON: serialized by serde and read back by `parse_json`, it is
@@ -124,12 +125,9 @@ proptest! {
     }
 }
 
-/// Files are read as JSON by extension, else by their first character; an unreadable file
-/// names its path.
+/// A job file is JSON by its extension, else by its first character.
 #[test]
-fn parse_file_picks_the_format() {
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("jobspec-parse-file");
-    std::fs::create_dir_all(&dir).expect("temp dir");
+fn parse_source_picks_the_format() {
     let hcl = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/batch.nomad.hcl"),
     )
@@ -142,15 +140,8 @@ fn parse_file_picks_the_format() {
         ("job.txt", hcl.as_str()),
         ("job.nomad", hcl.as_str()),
     ] {
-        let path = dir.join(name);
-        std::fs::write(&path, text).expect("write");
-        assert_eq!(parse_file(&path).expect(name), want, "{name}");
+        assert_eq!(parse_source(text, name).expect(name), want, "{name}");
     }
-    let missing = dir.join("missing.hcl");
-    let err = parse_file(&missing).expect_err("missing file");
-    assert!(
-        err.to_string()
-            .starts_with(&format!("{}: cannot read job file: ", missing.display())),
-        "{err}"
-    );
+    let err = parse_source(&json, "job.hcl").expect_err("json named .hcl is read as hcl");
+    assert!(err.to_string().starts_with("job.hcl:"), "{err}");
 }
