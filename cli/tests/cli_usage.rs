@@ -4,8 +4,7 @@
 use assert_cmd::Command;
 
 fn drover(args: &[&str]) -> std::process::Output {
-    Command::cargo_bin("drover")
-        .expect("the drover binary is built")
+    Command::new(env!("CARGO_BIN_EXE_drover"))
         .env_remove("DROVER_ADDR")
         .args(args)
         .output()

@@ -26,8 +26,7 @@ pub async fn drover_at(address: &str, args: &[&str]) -> Output {
     let address = address.to_string();
     let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
     tokio::task::spawn_blocking(move || {
-        let mut cmd = assert_cmd::Command::cargo_bin("drover")
-            .expect("the drover binary is built (cargo build -p drover-cli)");
+        let mut cmd = assert_cmd::Command::new(env!("CARGO_BIN_EXE_drover"));
         cmd.env("DROVER_ADDR", address)
             .args(&args)
             .timeout(Duration::from_secs(60));
@@ -195,7 +194,7 @@ impl Drop for Running {
 
 /// Starts `drover ARGS` in the background with `DROVER_ADDR` set to `address`.
 pub fn spawn(address: &str, args: &[&str]) -> Running {
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("drover"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_drover"))
         .env("DROVER_ADDR", address)
         .args(args)
         .stdout(Stdio::piped())

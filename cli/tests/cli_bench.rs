@@ -13,8 +13,7 @@ const RUN_LIMIT: Duration = Duration::from_secs(90);
 
 /// Runs `drover bench ARGS` with no server address in the environment, so it starts its own.
 fn bench(args: &[&str]) -> Output {
-    assert_cmd::Command::cargo_bin("drover")
-        .expect("the drover binary is built (cargo build -p drover-cli)")
+    assert_cmd::Command::new(env!("CARGO_BIN_EXE_drover"))
         .env_remove("DROVER_ADDR")
         .arg("bench")
         .args(args)
