@@ -7,6 +7,7 @@
 //! balances over all of them, so a server that is down is skipped.
 
 use super::{SimConfig, SimError};
+use backon::{ExponentialBuilder, Retryable};
 use drover_proto::v1::node_service_client::NodeServiceClient;
 use std::time::Duration;
 use tonic::transport::{Channel, Endpoint};
@@ -49,25 +50,38 @@ fn channel(endpoints: &[Endpoint]) -> Channel {
 }
 
 impl Connections {
-    /// Opens the channels (lazily), after checking that at least one server answers.
+    /// Opens the channels (lazily), after checking that at least one server answers. A
+    /// server that is not up yet (started at the same time, or restarting) is waited for
+    /// with the real agent's backoff: 10 tries, 200 ms doubling to 5 s, about half a
+    /// minute in all.
     pub(crate) async fn open(config: &SimConfig) -> Result<Connections, SimError> {
         let endpoints = endpoints(config)?;
-        let mut last_error = None;
-        for e in &endpoints {
-            match e.connect().await {
-                Ok(_) => {
-                    last_error = None;
-                    break;
+        let reach_one = || async {
+            let mut last_error = None;
+            for e in &endpoints {
+                match e.connect().await {
+                    Ok(_) => return Ok(()),
+                    Err(source) => last_error = Some(source),
                 }
-                Err(source) => last_error = Some(source),
             }
-        }
-        if let Some(source) = last_error {
-            return Err(SimError::Connect {
+            Err(last_error.expect("a simulator has at least one server"))
+        };
+        reach_one
+            .retry(
+                ExponentialBuilder::default()
+                    .with_min_delay(Duration::from_millis(200))
+                    .with_max_delay(Duration::from_secs(5))
+                    .with_max_times(10)
+                    .with_jitter(),
+            )
+            .notify(|error, wait| {
+                tracing::info!(servers = %config.servers.join(","), %error, retry_in_ms = wait.as_millis() as u64, "no server answers yet")
+            })
+            .await
+            .map_err(|source| SimError::Connect {
                 urls: config.servers.join(","),
                 source,
-            });
-        }
+            })?;
         let watch_count = config.nodes.div_ceil(config.streams_per_connection);
         Ok(Connections {
             rpc: (0..config.rpc_connections)
