@@ -20,6 +20,11 @@ pub const ADDRESS_ENV: &str = "DROVER_ADDR";
 /// How long connecting may take before the command gives up with a clear error.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How long a call may wait for its answer unless `--timeout` says otherwise: far above
+/// any answer a healthy server gives (a committed write, a list of ten thousand nodes), so
+/// only a server that accepted the call and then hung runs into it.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Answers larger than tonic's 4 MiB default are normal for big clusters (a node list of
 /// ten thousand nodes).
 const MAX_ANSWER_BYTES: usize = 256 * 1024 * 1024;
@@ -30,12 +35,20 @@ pub struct ClientArgs {
     /// The server's gRPC address (`http://host:port`; `host:port` is read as http)
     #[arg(long, global = true, env = ADDRESS_ENV, default_value = DEFAULT_ADDRESS)]
     pub address: String,
+    /// How long each call waits for the server's answer (`30s`, `2m`); streams that follow
+    /// the cluster (`event stream`) are not cut by it
+    #[arg(long, global = true, env = "DROVER_TIMEOUT", default_value = "30s",
+          value_parser = humantime::parse_duration)]
+    pub timeout: Duration,
 }
 
 /// A connection to one drover server, with a typed client per service.
 #[derive(Clone, Debug)]
 pub struct Client {
+    /// Unary calls, each with the deadline.
     channel: Channel,
+    /// Long-lived streams, without it; opened on first use.
+    streams: Channel,
     address: String,
 }
 
@@ -43,6 +56,11 @@ impl Client {
     /// Connects at once, so an unreachable or mistyped address fails here with one line
     /// naming it, instead of as an opaque transport error from the first call.
     pub async fn connect(address: &str) -> Result<Client, CliError> {
+        Self::connect_with(address, DEFAULT_TIMEOUT).await
+    }
+
+    /// [`Self::connect`] with a deadline of `timeout` on every unary call.
+    pub async fn connect_with(address: &str, timeout: Duration) -> Result<Client, CliError> {
         let address = normalize(address);
         let unreachable = |reason: String| CliError::Connect {
             address: address.clone(),
@@ -51,11 +69,17 @@ impl Client {
         let endpoint = Endpoint::from_shared(address.clone())
             .map_err(|e| unreachable(format!("not a valid address ({})", root_cause(&e))))?
             .connect_timeout(CONNECT_TIMEOUT);
+        let streams = endpoint.connect_lazy();
         let channel = endpoint
+            .timeout(timeout)
             .connect()
             .await
             .map_err(|e| unreachable(root_cause(&e).to_lowercase()))?;
-        Ok(Client { channel, address })
+        Ok(Client {
+            channel,
+            streams,
+            address,
+        })
     }
 
     /// The address connected to, with its scheme.
@@ -85,8 +109,9 @@ impl Client {
         StatusServiceClient::new(self.channel.clone()).max_decoding_message_size(MAX_ANSWER_BYTES)
     }
 
+    /// The event stream follows the cluster for as long as the operator wants: no deadline.
     pub fn events(&self) -> EventServiceClient<Channel> {
-        EventServiceClient::new(self.channel.clone()).max_decoding_message_size(MAX_ANSWER_BYTES)
+        EventServiceClient::new(self.streams.clone()).max_decoding_message_size(MAX_ANSWER_BYTES)
     }
 }
 

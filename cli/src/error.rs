@@ -58,12 +58,30 @@ pub enum CliError {
     Json(#[from] serde_json::Error),
 }
 
+impl CliError {
+    /// Whether the command failed only because its reader went away (`drover ... | head`):
+    /// that ends a command quietly and successfully, as it does for `cat` or `ls`.
+    pub fn is_broken_pipe(&self) -> bool {
+        let io = match self {
+            CliError::Output(e) => Some(e.kind()),
+            CliError::Json(e) => e.io_error_kind(),
+            _ => None,
+        };
+        io == Some(std::io::ErrorKind::BrokenPipe)
+    }
+}
+
 /// Builds the mapper for a failed call: the action the operator asked for, plus the
 /// server's reason. The address is kept to word transport failures (the server went away
 /// mid-call) as what they are.
 pub fn rpc_failed(action: impl Display) -> impl FnOnce(tonic::Status) -> CliError {
     move |status| {
-        let message = if status.message().is_empty() {
+        // The channel's deadline (`--timeout`) ends a call as cancelled, "Timeout expired".
+        let timed_out = status.code() == tonic::Code::DeadlineExceeded
+            || (status.code() == tonic::Code::Cancelled && status.message().contains("Timeout"));
+        let message = if timed_out {
+            "the server did not answer within the deadline (--timeout)".to_string()
+        } else if status.message().is_empty() {
             status.code().description().to_string()
         } else {
             status.message().to_string()

@@ -125,6 +125,9 @@ fn main() -> ExitCode {
         Err(e) => {
             // Both name their cause in their own message; `{:#}` would repeat it.
             if let Some(cli_error) = e.downcast_ref::<CliError>() {
+                if cli_error.is_broken_pipe() {
+                    return ExitCode::SUCCESS;
+                }
                 eprintln!("Error: {cli_error}");
             } else if let Some(bench_error) = e.downcast_ref::<BenchError>() {
                 eprintln!("Error: {bench_error}");
@@ -183,5 +186,5 @@ async fn run(command: Command) -> anyhow::Result<Exit> {
 }
 
 async fn connect(args: &ClientArgs) -> Result<Client, CliError> {
-    Client::connect(&args.address).await
+    Client::connect_with(&args.address, args.timeout).await
 }

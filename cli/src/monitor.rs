@@ -91,7 +91,8 @@ pub async fn monitor(
     Ok(Exit::PLACEMENT_FAILURES)
 }
 
-/// The allocations `eval_id` created for its job.
+/// The allocations `eval_id` created for its job; none once the job is gone (a purge
+/// removes it while its last evaluation still runs).
 async fn placed_by(
     client: &Client,
     namespace: &str,
@@ -105,11 +106,16 @@ async fn placed_by(
             namespace: namespace.to_string(),
             job_id: job_id.to_string(),
         })
-        .await
-        .map_err(rpc_failed(format_args!(
-            "listing allocations of job {job_id:?}"
-        )))?
-        .into_inner();
+        .await;
+    let answer = match answer {
+        Ok(answer) => answer.into_inner(),
+        Err(status) if status.code() == tonic::Code::NotFound => return Ok(Vec::new()),
+        Err(status) => {
+            return Err(rpc_failed(format_args!(
+                "listing allocations of job {job_id:?}"
+            ))(status));
+        }
+    };
     let mut placed = Vec::new();
     for alloc in answer.allocations {
         if alloc.eval_id == eval_id {

@@ -171,3 +171,76 @@ async fn dispatch_a_parameterized_job() {
     assert_eq!(children, 1, "{jobs}");
     server.stop().await;
 }
+
+/// A server that accepts connections and never answers does not hang the CLI: every call
+/// has a deadline, and the error says so in one line.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_that_never_answers_runs_into_the_deadline() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
+    let address = format!("http://{}", listener.local_addr().expect("address"));
+    // Accept and hold every connection, reading nothing, writing nothing.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in listener.incoming().flatten() {
+            held.push(conn);
+        }
+    });
+    let started = std::time::Instant::now();
+    let out = drover_at(&address, &["job", "status", "--timeout", "1s"]).await;
+    assert_code(&out, 1);
+    let err = stderr(&out);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("deadline"), "{err}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "the deadline ended the call, not the test's own limit"
+    );
+}
+
+/// `-json` output into a reader that stops early (`| head -c 10`) ends quietly with 0.
+#[tokio::test(flavor = "multi_thread")]
+async fn json_into_a_closed_pipe_ends_quietly() {
+    let server = TestServer::start().await;
+    // Enough nodes that the output outgrows the pipe's buffer, so drover writes after
+    // `head` has gone.
+    let _nodes = join_nodes(&server, 150).await;
+    let out = tokio::task::spawn_blocking({
+        let url = server.url();
+        move || {
+            std::process::Command::new("bash")
+                .arg("-c")
+                .arg(format!(
+                    "set -o pipefail; {} node status -json | head -c 10 >/dev/null",
+                    env!("CARGO_BIN_EXE_drover")
+                ))
+                .env("DROVER_ADDR", url)
+                .output()
+                .expect("bash runs")
+        }
+    })
+    .await
+    .expect("the pipeline finishes");
+    assert_code(&out, 0);
+    assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+    server.stop().await;
+}
+
+/// `job stop -purge` follows the stopping evaluation of a job that no longer exists and
+/// exits 0; the job is gone after it.
+#[tokio::test(flavor = "multi_thread")]
+async fn stop_with_purge_exits_0() {
+    let server = TestServer::start().await;
+    let _nodes = join_nodes(&server, 1).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = write_job(dir.path(), "gone", 1);
+    assert_code(
+        &drover(&server, &["job", "run", file.to_str().expect("utf-8")]).await,
+        0,
+    );
+    let purge = drover(&server, &["job", "stop", "-purge", "gone"]).await;
+    assert_code(&purge, 0);
+    assert!(stderr(&purge).is_empty(), "{}", stderr(&purge));
+    let status = drover(&server, &["job", "status", "gone"]).await;
+    assert_code(&status, 1);
+    server.stop().await;
+}
