@@ -52,6 +52,12 @@ impl StateStore {
         self.nodes.values()
     }
 
+    /// The nodes whose id starts with `prefix`, in id order: one range scan.
+    pub fn nodes_with_prefix(&self, prefix: &IdPrefix) -> impl Iterator<Item = &Arc<Node>> + '_ {
+        let (lo, hi) = prefix.bounds(NodeId::from_bytes);
+        self.nodes.range(lo..=hi).map(|(_, n)| n)
+    }
+
     /// Every node with its id, in id order; the ids are read from the table itself, so a
     /// walk that only compares ids does not touch the nodes.
     pub fn nodes_by_id(&self) -> impl Iterator<Item = (&NodeId, &Arc<Node>)> + '_ {
@@ -85,6 +91,15 @@ impl StateStore {
 
     pub fn alloc(&self, id: &AllocId) -> Option<&Arc<Allocation>> {
         self.allocs.get(id)
+    }
+
+    /// The allocations whose id starts with `prefix`, in id order: one range scan.
+    pub fn allocs_with_prefix(
+        &self,
+        prefix: &IdPrefix,
+    ) -> impl Iterator<Item = &Arc<Allocation>> + '_ {
+        let (lo, hi) = prefix.bounds(AllocId::from_bytes);
+        self.allocs.range(lo..=hi).map(|(_, a)| a)
     }
 
     pub fn allocs(&self) -> impl Iterator<Item = &Arc<Allocation>> + '_ {
@@ -128,6 +143,15 @@ impl StateStore {
 
     pub fn evals(&self) -> impl Iterator<Item = &Arc<Evaluation>> + '_ {
         self.evals.values()
+    }
+
+    /// The evals whose id starts with `prefix`, in id order: one range scan.
+    pub fn evals_with_prefix(
+        &self,
+        prefix: &IdPrefix,
+    ) -> impl Iterator<Item = &Arc<Evaluation>> + '_ {
+        let (lo, hi) = prefix.bounds(EvalId::from_bytes);
+        self.evals.range(lo..=hi).map(|(_, e)| e)
     }
 
     pub fn eval_count(&self) -> usize {

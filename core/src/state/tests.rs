@@ -252,3 +252,41 @@ fn a_copied_allocation_in_the_node_index_breaks_consistency() {
         "allocs_by_node disagrees with the allocs table"
     );
 }
+
+/// A prefix finds exactly the ids that start with it, whatever the table.
+#[test]
+fn ids_by_prefix_are_range_scans() {
+    let mut s = StateStore::new();
+    let job = mock::service_job("web", 1);
+    let ids: [&str; 4] = [
+        "a31ff64e-0000-4000-8000-000000000001",
+        "a31ff64e-0000-4000-8000-000000000002",
+        "a31ff6ff-0000-4000-8000-000000000003",
+        "06f9cab1-0000-4000-8000-000000000004",
+    ];
+    for (i, id) in ids.iter().enumerate() {
+        let mut a = mock::alloc(i as u64, &job, mock::node_id(1), i as u32);
+        a.id = id.parse().expect("uuid");
+        s.put_alloc(1 + i as u64, a);
+        let mut e = mock::eval(i as u64, &job);
+        e.id = id.parse().expect("uuid");
+        s.put_eval(10 + i as u64, e);
+    }
+    // (prefix, ids found, in order)
+    let cases: [(&str, &[usize]); 6] = [
+        ("a31ff64e", &[0, 1]),
+        ("A31FF6", &[0, 1, 2]),
+        ("a31ff64e-0000-4000-8000-000000000002", &[1]),
+        ("06f9", &[3]),
+        ("b", &[]),
+        ("0", &[3]),
+    ];
+    for (prefix, want) in cases {
+        let p = IdPrefix::parse(prefix).expect(prefix);
+        let want: Vec<String> = want.iter().map(|&i| ids[i].to_string()).collect();
+        let allocs: Vec<String> = s.allocs_with_prefix(&p).map(|a| a.id.to_string()).collect();
+        let evals: Vec<String> = s.evals_with_prefix(&p).map(|e| e.id.to_string()).collect();
+        assert_eq!(allocs, want, "allocs {prefix:?}");
+        assert_eq!(evals, want, "evals {prefix:?}");
+    }
+}
