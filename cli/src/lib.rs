@@ -24,6 +24,7 @@ pub mod nodes;
 pub mod operator;
 pub mod output;
 pub mod serve;
+pub mod servers;
 pub mod workers;
 
 pub use client::{Client, ClientArgs, DEFAULT_ADDRESS};

@@ -12,7 +12,9 @@ use drover_cli::jobs::JobCommand;
 use drover_cli::nodes::NodeCommand;
 use drover_cli::operator::OperatorCommand;
 use drover_cli::serve::ServerArgs;
+use drover_cli::servers::ServerCommand;
 use drover_cli::{CliError, Client, ClientArgs, Exit, argv};
+use std::io::Write;
 use std::process::ExitCode;
 
 /// The server's write path allocates per allocation it stores; mimalloc is several times
@@ -33,8 +35,14 @@ enum Command {
     /// A whole cluster in one process: a server, a real agent, simulated nodes and a
     /// sample job (add --console to watch it)
     Dev(DevArgs),
-    /// Run a server
-    Server(ServerArgs),
+    /// Run a server, or list the cluster's servers (`server members`)
+    #[command(args_conflicts_with_subcommands = true)]
+    Server {
+        #[command(subcommand)]
+        command: Option<ServerCommand>,
+        #[command(flatten)]
+        args: ServerArgs,
+    },
     /// Run this machine as a node (or simulated nodes with --simulate N)
     Agent(AgentArgs),
     /// The operator console
@@ -84,6 +92,13 @@ enum Command {
     /// Measure how fast a server places allocations on simulated nodes (starts its own
     /// server unless given --address)
     Bench(BenchArgs),
+    /// Print drover's version
+    Version,
+    /// Print a shell completion script (`drover completion bash > /etc/bash_completion.d/drover`)
+    Completion {
+        /// The shell to complete for
+        shell: clap_complete::Shell,
+    },
 }
 
 /// Nomad's `job plan` keeps 1 for "changes", so its errors need a code of their own.
@@ -147,7 +162,14 @@ async fn run(command: Command) -> anyhow::Result<Exit> {
             drover_cli::dev::run(args).await?;
             Exit::OK
         }
-        Command::Server(args) => {
+        Command::Server {
+            command: Some(ServerCommand::Members { client, output }),
+            ..
+        } => drover_cli::servers::members(&connect(&client).await?, output, out).await?,
+        Command::Server {
+            command: None,
+            args,
+        } => {
             drover_cli::serve::run(args).await?;
             Exit::OK
         }
@@ -159,6 +181,11 @@ async fn run(command: Command) -> anyhow::Result<Exit> {
             drover_cli::console::run(args).await?;
             Exit::OK
         }
+        // Checking a job file needs no server.
+        Command::Job {
+            command: JobCommand::Validate { file },
+            ..
+        } => drover_cli::jobs::validate(&file, out)?,
         Command::Job { client, command } => {
             drover_cli::jobs::run(&connect(&client).await?, command, out).await?
         }
@@ -179,6 +206,17 @@ async fn run(command: Command) -> anyhow::Result<Exit> {
         }
         Command::Bench(args) => {
             drover_cli::bench::run(args, out).await?;
+            Exit::OK
+        }
+        Command::Version => {
+            writeln!(out, "drover {}", env!("CARGO_PKG_VERSION")).map_err(CliError::Output)?;
+            Exit::OK
+        }
+        Command::Completion { shell } => {
+            // Into a buffer first: clap_complete panics when its writer fails (`| head`).
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "drover", &mut script);
+            out.write_all(&script).map_err(CliError::Output)?;
             Exit::OK
         }
     };

@@ -131,3 +131,19 @@ async fn event_stream_prints_json_lines() {
     });
     server.stop().await;
 }
+
+/// `server members` lists the one server of a test cluster as the leader, alive.
+#[tokio::test(flavor = "multi_thread")]
+async fn server_members_lists_the_servers() {
+    let server = TestServer::start().await;
+    let table = drover(&server, &["server", "members"]).await;
+    assert_code(&table, 0);
+    let text = stdout(&table);
+    assert!(text.starts_with("Name"), "{text}");
+    assert!(text.contains("leader") && text.contains("alive"), "{text}");
+    let members = json(&drover(&server, &["server", "members", "-json"]).await);
+    assert_eq!(members.as_array().map(Vec::len), Some(1), "{members}");
+    assert_eq!(members[0]["role"], "leader");
+    assert_eq!(members[0]["version"], env!("CARGO_PKG_VERSION"));
+    server.stop().await;
+}

@@ -19,6 +19,31 @@ fn exit_codes_and_messages() {
         (&["job", "--help"], 0, "dispatch"),
         (&["operator", "workers", "--help"], 0, "pause"),
         (&["--version"], 0, env!("CARGO_PKG_VERSION")),
+        (
+            &["version"],
+            0,
+            concat!("drover ", env!("CARGO_PKG_VERSION")),
+        ),
+        (&["completion", "bash"], 0, "complete -F _drover"),
+        (&["completion", "zsh"], 0, "#compdef drover"),
+        (&["completion", "fish"], 0, "complete -c drover"),
+        (&["completion", "tcsh-ish"], 1, "tcsh-ish"),
+        (&["server", "--help"], 0, "members"),
+        // A job file is checked without a server.
+        (
+            &[
+                "job",
+                "validate",
+                concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/batch.nomad.hcl"),
+            ],
+            0,
+            "Job validation successful",
+        ),
+        (
+            &["job", "validate", "/no/such/job.hcl"],
+            1,
+            "/no/such/job.hcl",
+        ),
         (&["job", "frobnicate"], 1, "frobnicate"),
         (&["node", "drain"], 1, "<NODE_ID>"),
         // Single-dash long flags are Nomad's; an unreachable server is one line naming it.

@@ -29,6 +29,11 @@ pub enum JobCommand {
         #[arg(long)]
         verbose: bool,
     },
+    /// Check a job file (syntax and every rule a server applies) without registering it
+    Validate {
+        /// The job file
+        file: PathBuf,
+    },
     /// Show what registering a job file would change, without registering it.
     ///
     /// Exits 0 when nothing would change, 1 when allocations or the spec would change,
@@ -102,6 +107,7 @@ pub async fn run(client: &Client, cmd: JobCommand, out: &mut dyn Write) -> Resul
             let job = load(&file)?;
             submit::run(client, job, check_index, detach, verbose, out).await
         }
+        JobCommand::Validate { file } => validate(&file, out),
         JobCommand::Plan { file } => {
             let job = load(&file)?;
             submit::plan(client, job, &file, out).await
@@ -132,6 +138,13 @@ pub async fn run(client: &Client, cmd: JobCommand, out: &mut dyn Write) -> Resul
             submit::dispatch(client, &job_id, payload, meta, detach, verbose, out).await
         }
     }
+}
+
+/// `job validate`: the job file parses and passes every rule a server applies.
+pub fn validate(file: &Path, out: &mut dyn Write) -> Result<Exit, CliError> {
+    load(file)?;
+    writeln!(out, "Job validation successful")?;
+    Ok(Exit::OK)
 }
 
 /// Reads and checks a job file with the jobspec parser (HCL, or JSON by extension).
