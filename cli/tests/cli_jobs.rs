@@ -244,3 +244,61 @@ async fn stop_with_purge_exits_0() {
     assert_code(&status, 1);
     server.stop().await;
 }
+
+/// `job scale` changes a group's count, `job revert` brings an old version back as a new
+/// one; both follow their evaluation and refuse what cannot be done, naming it.
+#[tokio::test(flavor = "multi_thread")]
+async fn scale_and_revert_a_job() {
+    let server = TestServer::start().await;
+    let _nodes = join_nodes(&server, 2).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = write_job(dir.path(), "web", 2);
+    assert_code(
+        &drover(&server, &["job", "run", file.to_str().expect("utf-8")]).await,
+        0,
+    );
+    let live = |view: &serde_json::Value| {
+        view["allocations"]
+            .as_array()
+            .expect("allocations")
+            .iter()
+            .filter(|a| a["desired_status"] == "Run")
+            .count()
+    };
+
+    let scaled = drover(&server, &["job", "scale", "web", "4"]).await;
+    assert_code(&scaled, 0);
+    assert_eq!(
+        stdout(&scaled).matches("created: node").count(),
+        2,
+        "{}",
+        stdout(&scaled)
+    );
+    let view = json(&drover(&server, &["job", "status", "web", "-json"]).await);
+    assert_eq!(view["job"]["groups"][0]["count"], 4);
+    assert_eq!(view["job"]["version"], 1);
+    assert_eq!(live(&view), 4);
+
+    // Back to version 0 (count 2), registered as version 2.
+    let reverted = drover(&server, &["job", "revert", "web", "0"]).await;
+    assert_code(&reverted, 0);
+    let view = json(&drover(&server, &["job", "status", "web", "-json"]).await);
+    assert_eq!(view["job"]["groups"][0]["count"], 2);
+    assert_eq!(view["job"]["version"], 2);
+    assert_eq!(live(&view), 2);
+
+    // (arguments, text the one-line error must contain)
+    let refused: &[(&[&str], &str)] = &[
+        (&["job", "scale", "web", "nope", "3"], "no group \"nope\""),
+        (&["job", "scale", "web", "-1"], "-1"),
+        (&["job", "revert", "web", "2"], "already at version 2"),
+        (&["job", "revert", "web", "9"], "no version 9"),
+    ];
+    for (args, want) in refused {
+        let out = drover(&server, args).await;
+        assert_code(&out, 1);
+        let err = stderr(&out);
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    server.stop().await;
+}

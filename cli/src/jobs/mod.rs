@@ -1,8 +1,10 @@
 //! `drover job ...`: register, plan, inspect and stop jobs.
 //!
 //! - [`submit`]: the commands that change something (`run`, `plan`, `stop`, `dispatch`).
+//! - [`change`]: the commands that change a registered job in place (`scale`, `revert`).
 //! - [`show`]: the read commands (`status`, `history`, `inspect`) and their output.
 
+pub mod change;
 pub mod show;
 pub mod submit;
 
@@ -55,6 +57,33 @@ pub enum JobCommand {
         /// Remove the job and its history instead of only stopping it
         #[arg(long)]
         purge: bool,
+        /// Return at once, without following the evaluation
+        #[arg(long)]
+        detach: bool,
+        /// Show full ids
+        #[arg(long)]
+        verbose: bool,
+    },
+    /// Set the count of a group of a service or batch job, and follow the evaluation
+    Scale {
+        job_id: String,
+        /// `[GROUP] COUNT`: the group may be left out when the job has only one (Nomad's
+        /// `job scale <job> [<group>] <count>`)
+        #[arg(num_args = 1..=2, value_name = "[GROUP] COUNT", required = true)]
+        group_and_count: Vec<String>,
+        /// Return at once, without following the evaluation
+        #[arg(long)]
+        detach: bool,
+        /// Show full ids
+        #[arg(long)]
+        verbose: bool,
+    },
+    /// Register a stored version of a job again (as a new version), and follow the
+    /// evaluation
+    Revert {
+        job_id: String,
+        /// The version to go back to (see `job history`)
+        version: u64,
         /// Return at once, without following the evaluation
         #[arg(long)]
         detach: bool,
@@ -122,6 +151,21 @@ pub async fn run(client: &Client, cmd: JobCommand, out: &mut dyn Write) -> Resul
             detach,
             verbose,
         } => submit::stop(client, &job_id, purge, detach, verbose, out).await,
+        JobCommand::Scale {
+            job_id,
+            group_and_count,
+            detach,
+            verbose,
+        } => {
+            let (group, count) = change::group_and_count(&group_and_count)?;
+            change::scale(client, &job_id, group, count, detach, verbose, out).await
+        }
+        JobCommand::Revert {
+            job_id,
+            version,
+            detach,
+            verbose,
+        } => change::revert(client, &job_id, version, detach, verbose, out).await,
         JobCommand::History { job_id, output } => show::history(client, &job_id, output, out).await,
         JobCommand::Inspect {
             job_id, version, ..

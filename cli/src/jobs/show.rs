@@ -256,7 +256,7 @@ pub async fn history(
     Ok(Exit::OK)
 }
 
-async fn versions(client: &Client, job_id: &str) -> Result<Vec<Job>, CliError> {
+pub(super) async fn versions(client: &Client, job_id: &str) -> Result<Vec<Job>, CliError> {
     let answer = client
         .jobs()
         .versions(pb::JobVersionsRequest {
