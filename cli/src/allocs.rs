@@ -3,6 +3,7 @@
 use crate::client::Client;
 use crate::error::{CliError, Exit, rpc_failed};
 use crate::output::{self, OutputArgs, Table, key_values};
+use crate::resolve::{self, Kind};
 use drover_core::{Allocation, Timestamp};
 use drover_proto::v1 as pb;
 use std::fmt::Write as _;
@@ -25,6 +26,7 @@ pub async fn run(
     out: &mut dyn Write,
 ) -> Result<Exit, CliError> {
     let AllocCommand::Status { alloc_id, output } = cmd;
+    let alloc_id = resolve::id(client, Kind::Alloc, &alloc_id).await?;
     let answer = client
         .operator()
         .alloc_get(pb::AllocGetRequest {

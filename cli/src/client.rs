@@ -5,6 +5,7 @@ use drover_proto::v1::eval_service_client::EvalServiceClient;
 use drover_proto::v1::event_service_client::EventServiceClient;
 use drover_proto::v1::job_service_client::JobServiceClient;
 use drover_proto::v1::operator_service_client::OperatorServiceClient;
+use drover_proto::v1::search_service_client::SearchServiceClient;
 use drover_proto::v1::status_service_client::StatusServiceClient;
 use drover_proto::v1::worker_service_client::WorkerServiceClient;
 use std::time::Duration;
@@ -103,6 +104,10 @@ impl Client {
 
     pub fn workers(&self) -> WorkerServiceClient<Channel> {
         WorkerServiceClient::new(self.channel.clone()).max_decoding_message_size(MAX_ANSWER_BYTES)
+    }
+
+    pub fn search(&self) -> SearchServiceClient<Channel> {
+        SearchServiceClient::new(self.channel.clone())
     }
 
     pub fn status(&self) -> StatusServiceClient<Channel> {

@@ -4,6 +4,7 @@
 use crate::client::Client;
 use crate::error::{CliError, Exit, rpc_failed};
 use crate::output::{self, OutputArgs, Table, key_values};
+use crate::resolve::{self, Kind};
 use drover_core::{AllocMetric, EvalStatus, Evaluation, TriggeredBy};
 use drover_proto::WireEnum;
 use drover_proto::v1 as pb;
@@ -77,6 +78,7 @@ pub async fn run(client: &Client, cmd: EvalCommand, out: &mut dyn Write) -> Resu
             }
         }
         EvalCommand::Status { eval_id, output } => {
+            let eval_id = resolve::id(client, Kind::Eval, &eval_id).await?;
             let eval = get(client, &eval_id).await?;
             if output.json {
                 output::print_json(out, &eval)?;

@@ -23,6 +23,7 @@ pub mod monitor;
 pub mod nodes;
 pub mod operator;
 pub mod output;
+pub mod resolve;
 pub mod serve;
 pub mod servers;
 pub mod workers;

@@ -302,3 +302,64 @@ async fn scale_and_revert_a_job() {
     }
     server.stop().await;
 }
+
+/// Every id argument takes a unique prefix (the eight characters tables print); an
+/// ambiguous one lists the candidates and exits 1.
+#[tokio::test(flavor = "multi_thread")]
+async fn ids_by_prefix() {
+    let server = TestServer::start().await;
+    let nodes = join_nodes(&server, 2).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    // 20 allocations: by pigeonhole two of them share their first hex digit.
+    let file = write_job(dir.path(), "many", 20);
+    assert_code(
+        &drover(&server, &["job", "run", file.to_str().expect("utf-8")]).await,
+        0,
+    );
+    let view = json(&drover(&server, &["job", "status", "many", "-json"]).await);
+    let alloc_ids: Vec<String> = view["allocations"]
+        .as_array()
+        .expect("allocations")
+        .iter()
+        .map(|a| a["id"].as_str().expect("id").to_string())
+        .collect();
+    assert_eq!(alloc_ids.len(), 20);
+
+    let alloc = &alloc_ids[0];
+    let shown = json(&drover(&server, &["alloc", "status", &alloc[..8], "-json"]).await);
+    assert_eq!(shown["id"].as_str(), Some(alloc.as_str()));
+
+    let evals = json(&drover(&server, &["eval", "list", "-json"]).await);
+    let eval_id = evals[0]["id"].as_str().expect("an eval id").to_string();
+    let shown = json(&drover(&server, &["eval", "status", &eval_id[..8], "-json"]).await);
+    assert_eq!(shown["id"].as_str(), Some(eval_id.as_str()));
+
+    let node = &nodes.ids[0];
+    assert_code(
+        &drover(&server, &["node", "eligibility", "-disable", &node[..6]]).await,
+        0,
+    );
+
+    let first = |id: &String| id[..1].to_string();
+    let shared = alloc_ids
+        .iter()
+        .map(first)
+        .find(|c| alloc_ids.iter().filter(|id| first(id) == *c).count() > 1)
+        .expect("two allocations share a first digit");
+    let ambiguous = drover(&server, &["alloc", "status", &shared]).await;
+    assert_code(&ambiguous, 1);
+    let err = stderr(&ambiguous);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("give more characters"), "{err}");
+    for id in alloc_ids.iter().filter(|id| first(id) == shared).take(10) {
+        assert!(err.contains(id.as_str()), "{id} is a candidate: {err}");
+    }
+    let none = drover(&server, &["eval", "status", "ffffffff-f"]).await;
+    assert_code(&none, 1);
+    assert!(
+        stderr(&none).contains("no evaluation id starts with"),
+        "{}",
+        stderr(&none)
+    );
+    server.stop().await;
+}

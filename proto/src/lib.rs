@@ -33,7 +33,7 @@ pub const FILE_DESCRIPTOR_SET: &[u8] =
 
 /// The fully qualified name of every service in [`FILE_DESCRIPTOR_SET`], for registering
 /// health statuses and for checks that nothing was left out.
-pub const SERVICE_NAMES: [&str; 8] = [
+pub const SERVICE_NAMES: [&str; 9] = [
     v1::job_service_server::SERVICE_NAME,
     v1::eval_service_server::SERVICE_NAME,
     v1::node_service_server::SERVICE_NAME,
@@ -41,5 +41,6 @@ pub const SERVICE_NAMES: [&str; 8] = [
     v1::worker_service_server::SERVICE_NAME,
     v1::event_service_server::SERVICE_NAME,
     v1::status_service_server::SERVICE_NAME,
+    v1::search_service_server::SERVICE_NAME,
     v1::raft_service_server::SERVICE_NAME,
 ];

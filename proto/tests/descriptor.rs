@@ -66,6 +66,7 @@ const EXPECTED: &[(&str, &[&str])] = &[
         &["Leader", "Peers", "ClusterStatus", "Members"],
     ),
     ("RaftService", &["AppendEntries", "Vote", "InstallSnapshot"]),
+    ("SearchService", &["PrefixSearch"]),
 ];
 
 fn descriptors() -> FileDescriptorSet {
@@ -110,6 +111,7 @@ fn every_proto_file_is_compiled_one_area_each() {
         .collect();
     let expected: BTreeSet<String> = [
         "types", "jobs", "evals", "nodes", "operator", "workers", "events", "status", "raft",
+        "search",
     ]
     .iter()
     .map(|a| format!("drover/v1/{a}.proto"))

@@ -439,3 +439,54 @@ async fn the_allocation_watch_sends_the_set_then_only_changes() {
     assert!(!msg.complete && msg.removed.is_empty());
     h.stop().await;
 }
+
+/// Prefix search: a node's first characters find it, a job name's first letters find the
+/// job, every context answers, and a prefix no id can have is refused naming the field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prefix_search_finds_ids_and_names() {
+    use drover_proto::v1::search_service_client::SearchServiceClient;
+    let h = Harness::start().await;
+    let auth = join(&h, 1).await;
+    register_job(&h, &mock::service_job("webapp", 1)).await;
+    let mut search = SearchServiceClient::new(h.channel.clone());
+    let ask = |prefix: &str, context: pb::SearchContext| pb::PrefixSearchRequest {
+        prefix: prefix.to_string(),
+        context: context as i32,
+        namespace: String::new(),
+        limit: 0,
+    };
+
+    let found = search
+        .prefix_search(ask(&auth.node_id[..8], pb::SearchContext::Nodes))
+        .await
+        .expect("search answers")
+        .into_inner();
+    assert_eq!(found.matches.len(), 1);
+    assert_eq!(found.matches[0].ids, vec![auth.node_id.clone()]);
+    assert!(!found.matches[0].truncated);
+
+    let all = search
+        .prefix_search(ask("web", pb::SearchContext::Unspecified))
+        .await
+        .expect("search answers")
+        .into_inner();
+    let jobs = all
+        .matches
+        .iter()
+        .find(|m| m.context == pb::SearchContext::Jobs as i32)
+        .expect("jobs searched");
+    assert_eq!(jobs.ids, vec!["webapp".to_string()]);
+    assert_eq!(all.matches.len(), 4, "every context answers");
+
+    let refused = search
+        .prefix_search(ask("web", pb::SearchContext::Evals))
+        .await
+        .expect_err("not hex");
+    assert_eq!(refused.code(), Code::InvalidArgument);
+    assert!(
+        refused.message().starts_with("prefix: "),
+        "{}",
+        refused.message()
+    );
+    h.stop().await;
+}

@@ -170,30 +170,7 @@ pub async fn run(client: &Client, cmd: NodeCommand, out: &mut dyn Write) -> Resu
 
 /// The full id of the one node whose id starts with `given`.
 pub async fn resolve(client: &Client, given: &str) -> Result<String, CliError> {
-    if given.len() == 36 {
-        return Ok(given.to_string());
-    }
-    let answer = client
-        .operator()
-        .node_list(pb::NodeListRequest {
-            id_prefix: given.to_string(),
-            ..Default::default()
-        })
-        .await
-        .map_err(rpc_failed(format_args!("looking up node {given:?}")))?
-        .into_inner();
-    let mut ids: Vec<String> = answer
-        .nodes
-        .into_iter()
-        .filter_map(|e| e.node.map(|n| n.id))
-        .collect();
-    match ids.len() {
-        1 => Ok(ids.remove(0)),
-        0 => Err(CliError::Usage(format!("no node id starts with {given:?}"))),
-        n => Err(CliError::Usage(format!(
-            "{n} nodes have ids starting with {given:?}; give more characters"
-        ))),
-    }
+    crate::resolve::id(client, crate::resolve::Kind::Node, given).await
 }
 
 /// Says which health an offline or online left the node in.

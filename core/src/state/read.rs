@@ -18,6 +18,21 @@ impl StateStore {
         self.jobs.values()
     }
 
+    /// The jobs of `namespace` whose id starts with `prefix`, in id order: a range scan
+    /// from the first such key.
+    pub fn jobs_with_prefix<'a>(
+        &'a self,
+        namespace: &str,
+        prefix: &'a str,
+    ) -> impl Iterator<Item = &'a Arc<Job>> + 'a {
+        let from = JobKey::new(namespace, prefix);
+        let namespace = from.namespace.clone();
+        self.jobs
+            .range(from..)
+            .take_while(move |(k, _)| k.namespace == namespace && k.id.as_str().starts_with(prefix))
+            .map(|(_, j)| j)
+    }
+
     pub fn job_count(&self) -> usize {
         self.jobs.len()
     }

@@ -290,3 +290,28 @@ fn ids_by_prefix_are_range_scans() {
         assert_eq!(evals, want, "evals {prefix:?}");
     }
 }
+
+#[test]
+fn jobs_by_prefix_stay_in_their_namespace() {
+    let mut s = StateStore::new();
+    for (ns, id) in [
+        ("default", "web"),
+        ("default", "web-2"),
+        ("default", "worker"),
+        ("prod", "web"),
+    ] {
+        let mut job = mock::service_job(id, 1);
+        job.namespace = ns.into();
+        s.put_job(1, job);
+    }
+    let found = |ns: &str, prefix: &str| -> Vec<String> {
+        s.jobs_with_prefix(ns, prefix)
+            .map(|j| j.id.to_string())
+            .collect()
+    };
+    assert_eq!(found("default", "web"), ["web", "web-2"]);
+    assert_eq!(found("default", "w"), ["web", "web-2", "worker"]);
+    assert_eq!(found("prod", "w"), ["web"]);
+    assert!(found("prod", "x").is_empty());
+    assert!(found("dev", "").is_empty());
+}

@@ -15,6 +15,7 @@ pub mod node_health;
 mod node_watch;
 mod nodes;
 mod operator;
+mod search;
 mod status;
 mod workers;
 
@@ -23,6 +24,7 @@ pub use events::EventApi;
 pub use jobs::JobApi;
 pub use nodes::NodeApi;
 pub use operator::OperatorApi;
+pub use search::SearchApi;
 pub use status::StatusApi;
 pub use workers::WorkerApi;
 
@@ -152,6 +154,10 @@ pub async fn router(
         .add_service(svc!(
             pb::event_service_server::EventServiceServer<EventApi>,
             EventApi(api.clone())
+        ))
+        .add_service(svc!(
+            pb::search_service_server::SearchServiceServer<SearchApi>,
+            SearchApi(api.clone())
         ))
         .add_service(svc!(
             pb::status_service_server::StatusServiceServer<StatusApi>,
