@@ -35,6 +35,9 @@ pub struct JobRegistered {
     /// `None` for periodic and parameterized parents, which get no eval.
     pub eval_id: Option<EvalId>,
     pub job_modify_index: Index,
+    /// The job's version after the write, read under the canonical key (the default
+    /// namespace applied), so an empty request namespace still answers the real version.
+    pub job_version: u64,
     /// The Raft index of the entry.
     pub index: Index,
 }
@@ -353,33 +356,32 @@ impl ServerHandle {
         validate_job(&job, &self.inner.config.limits)?;
         let key = job.key();
         let snap = self.snapshot();
-        let existing = snap.job(&key);
-        if let Some(expected) = reg.enforce_index {
-            let actual = existing.map_or(0, |j| j.job_modify_index);
-            if actual != expected {
-                return Err(ServerError::precondition(format!(
-                    "job {key} is at modify index {actual}, not {expected}"
-                )));
-            }
-        }
-        self.check_room(&snap, existing.is_none()).await?;
+        self.check_room(&snap, snap.job(&key).is_none()).await?;
         let now = now();
         let eval = (!job.is_template())
             .then(|| Evaluation::new(EvalId::random(), &job, TriggeredBy::JobRegister, now));
         let eval_id = eval.as_ref().map(|e| e.id);
-        let index = self
-            .inner
-            .writer
-            .write(Command::JobRegister { job, eval, now })
-            .await?;
-        let job_modify_index = self
+        // Check-and-set runs in the FSM, so of concurrent writers expecting one index,
+        // exactly one commits; a refusal comes back as `Refused` (FAILED_PRECONDITION).
+        let cmd = match reg.enforce_index {
+            Some(enforce_index) => Command::JobRegisterChecked {
+                job,
+                eval,
+                now,
+                enforce_index,
+            },
+            None => Command::JobRegister { job, eval, now },
+        };
+        let index = self.inner.writer.write(cmd).await?;
+        let (job_modify_index, job_version) = self
             .snapshot()
             .job(&key)
-            .map_or(index, |j| j.job_modify_index);
+            .map_or((index, 0), |j| (j.job_modify_index, j.version));
         tracing::info!(job_id = %key, eval_id = ?eval_id, index, "job registered");
         Ok(JobRegistered {
             eval_id,
             job_modify_index,
+            job_version,
             index,
         })
     }

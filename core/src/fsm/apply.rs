@@ -17,6 +17,13 @@ pub enum ApplyError {
     JobNotFound(JobKey),
     #[error("scheduler config changed: expected modify index {expected}, found {actual}")]
     CasMismatch { expected: Index, actual: Index },
+    /// A check-and-set registration found the job at another modify index (0: absent).
+    #[error("job {job} is at modify index {actual}, not the enforced index {expected}")]
+    JobIndexMismatch {
+        job: JobKey,
+        expected: Index,
+        actual: Index,
+    },
 }
 
 /// Applies `cmd` at Raft index `index` and returns the events it produced, in order.
@@ -169,6 +176,23 @@ impl Apply<'_> {
                 Ok(())
             }
             Command::JobRegister { job, eval, now } => self.job_register(job, eval.as_ref(), *now),
+            Command::JobRegisterChecked {
+                job,
+                eval,
+                now,
+                enforce_index,
+            } => {
+                let key = job.key();
+                let actual = self.store.job(&key).map_or(0, |j| j.job_modify_index);
+                if actual != *enforce_index {
+                    return Err(ApplyError::JobIndexMismatch {
+                        job: key,
+                        expected: *enforce_index,
+                        actual,
+                    });
+                }
+                self.job_register(job, eval.as_ref(), *now)
+            }
             Command::JobDeregister {
                 job,
                 purge,

@@ -755,3 +755,62 @@ fn snapshots_do_not_change_after_later_writes() {
     assert_eq!(snap.latest_index(), 1);
     assert_eq!(s.latest_index(), 3);
 }
+
+fn register_checked(job: &Job, eval_n: u64, enforce_index: Index) -> Command {
+    Command::JobRegisterChecked {
+        job: job.clone(),
+        eval: Some(mock::eval(eval_n, job)),
+        now: T0,
+        enforce_index,
+    }
+}
+
+#[test]
+fn job_register_checked_applies_only_at_the_enforced_index() {
+    let job = mock::service_job("web", 3);
+    // 0 means "must not exist": the first one wins...
+    let (s, _, idx) = check(&[], register_checked(&job, 1, 0));
+    assert_eq!(s.job(&keys(&job)).unwrap().job_modify_index, idx);
+    // ...and a second writer that also expected 0 is refused with nothing written.
+    let mut s = s;
+    let mut changed = job.clone();
+    changed.groups[0].count = 5;
+    let before = s.latest_index();
+    let err = apply(&mut s, idx + 1, &register_checked(&changed, 2, 0)).unwrap_err();
+    assert_eq!(
+        err,
+        ApplyError::JobIndexMismatch {
+            job: keys(&job),
+            expected: 0,
+            actual: idx
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        format!("job default/web is at modify index {idx}, not the enforced index 0")
+    );
+    assert_eq!(s.job(&keys(&job)).unwrap().groups[0].count, 3);
+    assert!(s.eval(&mock::eval_id(2)).is_none(), "no eval written");
+    assert_eq!(s.latest_index(), before, "nothing written");
+    // The current index is accepted.
+    let events = apply(&mut s, idx + 1, &register_checked(&changed, 2, idx)).unwrap();
+    assert!(!events.is_empty());
+    assert_eq!(s.job(&keys(&job)).unwrap().groups[0].count, 5);
+    s.check_consistency().unwrap();
+}
+
+#[test]
+fn job_register_checked_round_trips_and_keeps_older_variant_tags() {
+    let job = mock::service_job("web", 1);
+    let cmd = register_checked(&job, 1, 7);
+    assert_eq!(decode_command(&encode_command(&cmd)).unwrap(), cmd);
+    // Format-1 logs written before the variant existed still decode: the variants before it
+    // keep their position (postcard's tag is the byte after the 3-byte header).
+    let plain = encode_command(&register_job(&job, 1));
+    assert_eq!(plain[3], 9, "JobRegister keeps tag 9");
+    let cfg = encode_command(&Command::SchedulerConfig {
+        config: SchedulerConfig::default(),
+        cas_index: None,
+    });
+    assert_eq!(cfg[3], 16, "SchedulerConfig keeps tag 16");
+}
