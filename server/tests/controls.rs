@@ -6,6 +6,7 @@
 mod common;
 
 use common::api::Api;
+use common::*;
 use drover_core::mock;
 use drover_core::types::*;
 use drover_proto::v1 as pb;
@@ -65,5 +66,128 @@ async fn concurrent_check_and_set_registrations_commit_exactly_one() {
         .await
         .expect_err("stale index refused");
     assert_eq!(err.code(), Code::FailedPrecondition);
+    a.stop().await;
+}
+
+/// Registers a service job on a cluster with no nodes and waits for its blocked eval.
+async fn job_with_blocked_eval(a: &Api, id: &str) -> EvalId {
+    a.jobs()
+        .register(register_request(&mock::service_job(id, 1), None))
+        .await
+        .expect("registered");
+    let key = JobKey::default_ns(id);
+    let snap = wait_until(&a.h, "a blocked eval", |s| {
+        s.evals_by_job(&key)
+            .any(|e| e.status == EvalStatus::Blocked)
+    })
+    .await;
+    snap.evals_by_job(&key)
+        .find(|e| e.status == EvalStatus::Blocked)
+        .unwrap()
+        .id
+}
+
+async fn eval_status(a: &Api, id: EvalId) -> i32 {
+    a.evals()
+        .get(pb::GetEvalRequest {
+            query: None,
+            eval_id: id.to_string(),
+        })
+        .await
+        .expect("eval readable")
+        .into_inner()
+        .evaluation
+        .unwrap()
+        .status
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deregistering_a_job_cancels_its_blocked_eval_and_the_job_reaches_dead() {
+    let a = Api::start(|_| {}).await;
+    for (id, purge) in [("stopped", false), ("purged", true)] {
+        let blocked = job_with_blocked_eval(&a, id).await;
+        a.jobs()
+            .deregister(pb::DeregisterJobRequest {
+                namespace: String::new(),
+                job_id: id.into(),
+                purge,
+            })
+            .await
+            .expect("deregistered");
+        assert_eq!(
+            eval_status(&a, blocked).await,
+            pb::EvalStatus::Canceled as i32,
+            "{id}: the blocked eval is cancelled with the deregistration"
+        );
+        let key = JobKey::default_ns(id);
+        wait_until(&a.h, "every eval of the job done", |s| {
+            s.evals_by_job(&key).all(|e| e.is_terminal())
+        })
+        .await;
+        if !purge {
+            let job = a
+                .jobs()
+                .get(pb::GetJobRequest {
+                    namespace: String::new(),
+                    job_id: id.into(),
+                    query: None,
+                })
+                .await
+                .unwrap()
+                .into_inner()
+                .job
+                .unwrap();
+            assert_eq!(job.status, pb::JobStatus::Dead as i32, "{job:?}");
+        }
+        let blocked_list = a
+            .evals()
+            .blocked_list(pb::BlockedListRequest {})
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(
+            blocked_list
+                .evaluations
+                .iter()
+                .all(|e| e.eval_id != blocked.to_string()),
+            "{id}: the leader's tracker dropped it: {blocked_list:?}"
+        );
+        let listed = a
+            .evals()
+            .list(pb::ListEvalsRequest {
+                status: pb::EvalStatus::Blocked as i32,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(
+            listed.evaluations.iter().all(|e| e.job_id != id),
+            "{id}: EvalService.List shows no blocked eval: {listed:?}"
+        );
+    }
+    a.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn register_answers_the_job_version_when_the_namespace_is_empty() {
+    let a = Api::start(|_| {}).await;
+    let mut job = mock::service_job("versioned", 1);
+    job.namespace = "".into();
+    let first = a
+        .jobs()
+        .register(register_request(&job, None))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(first.job_version, 0);
+    job.groups[0].count = 2;
+    let second = a
+        .jobs()
+        .register(register_request(&job, None))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(second.job_version, 1, "{second:?}");
     a.stop().await;
 }

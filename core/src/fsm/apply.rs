@@ -440,12 +440,32 @@ impl Apply<'_> {
                 .push(Event::job(self.index, EventType::JobDeregistered, &j));
         }
         self.touched_jobs.insert(key.clone());
+        self.cancel_blocked_evals(key, now);
         if let Some(e) = eval {
             let mut e = e.clone();
             e.job_modify_index = self.index;
             self.put_eval(e);
         }
         Ok(())
+    }
+
+    /// Cancels every blocked eval of a job being stopped or purged, in the deregistering
+    /// entry itself: no capacity change can make them useful, the leader's blocked tracker
+    /// drops them on the same entry's job event, and an open eval would keep the job from
+    /// reaching `dead` (or outlive a purged job).
+    fn cancel_blocked_evals(&mut self, key: &JobKey, now: Timestamp) {
+        let blocked: Vec<Evaluation> = self
+            .store
+            .evals_by_job(key)
+            .filter(|e| e.status == EvalStatus::Blocked)
+            .map(|e| (**e).clone())
+            .collect();
+        for mut e in blocked {
+            e.status = EvalStatus::Canceled;
+            e.status_description = "job deregistered".into();
+            e.modify_time = now;
+            self.put_eval(e);
+        }
     }
 
     fn upsert_evals(&mut self, evals: &[Evaluation]) {

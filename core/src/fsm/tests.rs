@@ -814,3 +814,49 @@ fn job_register_checked_round_trips_and_keeps_older_variant_tags() {
     });
     assert_eq!(cfg[3], 16, "SchedulerConfig keeps tag 16");
 }
+
+#[test]
+fn job_deregister_cancels_the_jobs_blocked_evals_in_the_same_entry() {
+    for purge in [false, true] {
+        let job = mock::service_job("web", 1);
+        let mut blocked = mock::eval(3, &job);
+        blocked.status = EvalStatus::Blocked;
+        let mut done = mock::eval(1, &job);
+        done.status = EvalStatus::Complete;
+        let setup = [
+            register_job(&job, 1),
+            Command::EvalUpsert {
+                evals: vec![done, blocked],
+            },
+        ];
+        let stop = Command::JobDeregister {
+            job: keys(&job),
+            purge,
+            eval: Some(mock::eval(2, &job)),
+            now: T0,
+        };
+        let (s, ev, idx) = check(&setup, stop);
+        let e = s.eval(&mock::eval_id(3)).unwrap();
+        assert_eq!(e.status, EvalStatus::Canceled, "purge {purge}");
+        assert_eq!(e.status_description, "job deregistered");
+        assert_eq!(e.modify_index, idx, "cancelled in the deregistering entry");
+        assert!(ev.contains(&(
+            Topic::Evaluation,
+            EventType::EvaluationUpdated,
+            mock::eval_id(3).to_string()
+        )));
+        // Once the deregistration eval completes, nothing keeps the job open.
+        let mut s = s;
+        let mut dereg = (**s.eval(&mock::eval_id(2)).unwrap()).clone();
+        dereg.status = EvalStatus::Complete;
+        apply(&mut s, idx + 1, &Command::EvalUpsert { evals: vec![dereg] }).unwrap();
+        let open = s
+            .evals_by_job(&keys(&job))
+            .filter(|e| !e.is_terminal())
+            .count();
+        assert_eq!(open, 0, "purge {purge}: no eval outlives the job");
+        if !purge {
+            assert_eq!(s.job(&keys(&job)).unwrap().status, JobStatus::Dead);
+        }
+    }
+}
