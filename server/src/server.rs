@@ -356,6 +356,7 @@ impl ServerHandle {
         validate_job(&job, &self.inner.config.limits)?;
         let key = job.key();
         let snap = self.snapshot();
+        crate::admission::check_registration(snap.scheduler_config())?;
         self.check_room(&snap, snap.job(&key).is_none()).await?;
         let now = now();
         let eval = (!job.is_template())
@@ -418,6 +419,7 @@ impl ServerHandle {
         let parent = snap
             .job(&req.parent)
             .ok_or_else(|| ServerError::not_found("job", &req.parent))?;
+        crate::admission::check_registration(snap.scheduler_config())?;
         self.check_room(&snap, true).await?;
         let now = now();
         let (job, eval) = {

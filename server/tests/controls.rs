@@ -191,3 +191,94 @@ async fn register_answers_the_job_version_when_the_namespace_is_empty() {
     assert_eq!(second.job_version, 1, "{second:?}");
     a.stop().await;
 }
+
+async fn set_scheduler_config(a: &Api, change: impl FnOnce(&mut SchedulerConfig)) {
+    let mut config = SchedulerConfig::default();
+    change(&mut config);
+    a.operator()
+        .scheduler_set_config(pb::SchedulerSetConfigRequest {
+            config: Some((&config).into()),
+            cas_index: None,
+        })
+        .await
+        .expect("scheduler config set");
+}
+
+async fn broker_stats(a: &Api) -> pb::BrokerStatsResponse {
+    a.evals()
+        .broker_stats(pb::BrokerStatsRequest {})
+        .await
+        .expect("broker stats")
+        .into_inner()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_broker_takes_evals_in_and_hands_none_out_until_resumed() {
+    let a = Api::start(|_| {}).await;
+    join_many(&a.h, 1).await;
+    set_scheduler_config(&a, |c| c.pause_eval_broker = true).await;
+    eventually(&a.h, "the broker reports paused", || async {
+        broker_stats(&a).await.paused
+    })
+    .await;
+    let r = a
+        .jobs()
+        .register(register_request(&mock::batch_job("held", 1), None))
+        .await
+        .expect("a paused broker still accepts registrations")
+        .into_inner();
+    eventually(&a.h, "the eval is held ready", || async {
+        broker_stats(&a)
+            .await
+            .stats
+            .and_then(|s| s.total)
+            .unwrap_or_default()
+            .ready
+            == 1
+    })
+    .await;
+    let got =
+        a.h.eval_source()
+            .dequeue(&SchedulerType::ALL, std::time::Duration::from_millis(300))
+            .await
+            .expect("dequeue answers");
+    assert!(got.is_none(), "a paused broker hands out nothing: {got:?}");
+    let eval_id: EvalId = r.eval_id.parse().unwrap();
+    assert_eq!(
+        a.h.snapshot().eval(&eval_id).unwrap().status,
+        EvalStatus::Pending
+    );
+
+    set_scheduler_config(&a, |c| c.pause_eval_broker = false).await;
+    wait_until(&a.h, "the held eval is scheduled once resumed", |s| {
+        s.eval(&eval_id)
+            .is_some_and(|e| e.status == EvalStatus::Complete)
+    })
+    .await;
+    assert!(!broker_stats(&a).await.paused);
+    a.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rejected_registrations_fail_the_precondition_naming_the_setting() {
+    let a = Api::start(|_| {}).await;
+    set_scheduler_config(&a, |c| c.reject_job_registration = true).await;
+    let err = a
+        .jobs()
+        .register(register_request(&mock::service_job("refused", 1), None))
+        .await
+        .expect_err("registration refused");
+    assert_eq!(err.code(), Code::FailedPrecondition, "{}", err.message());
+    assert!(
+        err.message().contains("reject_job_registration"),
+        "{}",
+        err.message()
+    );
+    assert!(a.h.snapshot().job(&JobKey::default_ns("refused")).is_none());
+    set_scheduler_config(&a, |c| c.reject_job_registration = false).await;
+    a.jobs()
+        .register(register_request(&mock::service_job("refused", 1), None))
+        .await
+        .expect("accepted once the setting is cleared");
+    a.stop().await;
+}
