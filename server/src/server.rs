@@ -327,6 +327,11 @@ impl ServerHandle {
         self.inner.raft.metrics().borrow().clone()
     }
 
+    /// Raft's metrics as they change, for whatever follows leadership (the gRPC health).
+    pub fn watch_raft_metrics(&self) -> tokio::sync::watch::Receiver<crate::raft::RaftMetrics> {
+        self.inner.raft.metrics()
+    }
+
     /// The server side of the Raft transport, to mount on a gRPC router.
     pub fn raft_service(&self) -> crate::raft::RaftGrpcService {
         crate::raft::RaftGrpcService::new(self.inner.raft.rpc_handler())

@@ -282,3 +282,63 @@ async fn rejected_registrations_fail_the_precondition_naming_the_setting() {
         .expect("accepted once the setting is cleared");
     a.stop().await;
 }
+
+async fn health_of(a: &Api, service: &str) -> i32 {
+    a.health()
+        .check(tonic_health::pb::HealthCheckRequest {
+            service: service.into(),
+        })
+        .await
+        .expect("health answers")
+        .into_inner()
+        .status
+}
+
+const JOBS: &str = "drover.v1.JobService";
+const RAFT: &str = "drover.v1.RaftService";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_follows_leadership_per_service() {
+    use tonic_health::pb::health_check_response::ServingStatus;
+    let serving = ServingStatus::Serving as i32;
+    let not_serving = ServingStatus::NotServing as i32;
+
+    let a = Api::start(|_| {}).await;
+    eventually(
+        &a.h,
+        "a single server with its leader reports SERVING",
+        || async { health_of(&a, JOBS).await == serving && health_of(&a, "").await == serving },
+    )
+    .await;
+    assert_eq!(health_of(&a, RAFT).await, serving);
+    a.stop().await;
+
+    // Two voters, the other one never comes up: no quorum, so no leader, ever.
+    let a = Api::start_leaderless(|c| {
+        c.bootstrap = drover_server::raft::Bootstrap::Cluster(
+            [
+                (1, "127.0.0.1:1".to_string()),
+                (2, "127.0.0.1:9".to_string()),
+            ]
+            .into(),
+        );
+    })
+    .await;
+    eventually(&a.h, "an election was tried and failed", || async {
+        a.h.raft_metrics().current_term >= 2
+    })
+    .await;
+    assert_eq!(a.h.leader(), None);
+    assert_eq!(
+        health_of(&a, JOBS).await,
+        not_serving,
+        "no leader: NOT_SERVING"
+    );
+    assert_eq!(health_of(&a, "").await, not_serving);
+    assert_eq!(
+        health_of(&a, RAFT).await,
+        serving,
+        "the Raft transport answers so a leader can be elected"
+    );
+    a.stop().await;
+}

@@ -10,6 +10,7 @@ use drover_proto::v1::status_service_client::StatusServiceClient;
 use drover_server::api::{ApiOptions, ApiServer};
 use drover_server::{Server, ServerConfig, ServerHandle};
 use tonic::transport::{Channel, Endpoint};
+use tonic_health::pb::health_client::HealthClient;
 
 pub struct Api {
     pub server: Server,
@@ -32,6 +33,24 @@ impl Api {
 
     pub async fn start_config(config: ServerConfig) -> Api {
         let (server, h) = start_with(config).await;
+        Self::serve(server, h).await
+    }
+
+    /// Starts without waiting for leadership (a server that may never get a leader).
+    pub async fn start_leaderless(tweak: impl FnOnce(&mut ServerConfig)) -> Api {
+        super::init_tracing();
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = ServerConfig::for_tests(dir.path());
+        config.bind_addr = "127.0.0.1:0".into();
+        tweak(&mut config);
+        let server = Server::start(config).await.expect("server starts");
+        let h = server.handle();
+        let mut api = Self::serve(server, h).await;
+        api._dir = Some(dir);
+        api
+    }
+
+    async fn serve(server: Server, h: ServerHandle) -> Api {
         let api = server.serve(ApiOptions::default()).await.unwrap();
         let channel = Self::endpoint(&api).connect().await.unwrap();
         Api {
@@ -49,6 +68,10 @@ impl Api {
 
     pub fn jobs(&self) -> JobServiceClient<Channel> {
         JobServiceClient::new(self.channel.clone())
+    }
+
+    pub fn health(&self) -> HealthClient<Channel> {
+        HealthClient::new(self.channel.clone())
     }
 
     pub fn evals(&self) -> EvalServiceClient<Channel> {
