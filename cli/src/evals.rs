@@ -74,6 +74,14 @@ pub async fn run(client: &Client, cmd: EvalCommand, out: &mut dyn Write) -> Resu
             if output.json {
                 output::print_json(out, &evals)?;
             } else {
+                // A paused broker is why nothing leaves `pending`: say so above the list.
+                if crate::operator::get_config(client).await?.pause_eval_broker {
+                    writeln!(
+                        out,
+                        "eval broker paused: no evaluation is scheduled until \
+                         `drover operator scheduler set-config -pause-eval-broker false`"
+                    )?;
+                }
                 write!(out, "{}", eval_table(&evals, output.verbose))?;
             }
         }

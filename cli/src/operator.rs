@@ -96,7 +96,7 @@ pub async fn run(
     }
 }
 
-async fn get_config(client: &Client) -> Result<SchedulerConfig, CliError> {
+pub(crate) async fn get_config(client: &Client) -> Result<SchedulerConfig, CliError> {
     let answer = client
         .operator()
         .scheduler_get_config(pb::SchedulerGetConfigRequest { query: None })

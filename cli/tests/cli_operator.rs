@@ -99,6 +99,13 @@ async fn scheduler_configuration_round_trip() {
     let after = json(&drover(&server, &["operator", "scheduler", "get-config", "-json"]).await);
     assert_eq!(after["algorithm"], "Spread");
     assert_eq!(after["pause_eval_broker"], true);
+    let list = drover(&server, &["eval", "list"]).await;
+    assert_code(&list, 0);
+    assert!(
+        stdout(&list).starts_with("eval broker paused"),
+        "eval list says the broker is paused: {}",
+        stdout(&list)
+    );
     assert_eq!(
         after["preemption"], before["preemption"],
         "untouched settings stay"

@@ -78,21 +78,21 @@ fn cases() -> Vec<Case> {
             job_pb,
             |j| j.groups[0].tasks[1].resources.as_mut().unwrap().cpu_mhz = None,
             Job::try_from,
-            "job.groups[0].tasks[1].resources.cpu_mhz: missing",
+            "job.groups[web].tasks[sidecar].resources.cpu: missing",
         ),
         case(
             "missing resources of a task",
             job_pb,
             |j| j.groups[1].tasks[0].resources = None,
             Job::try_from,
-            "job.groups[1].tasks[0].resources: missing",
+            "job.groups[worker].tasks[w].resources: missing",
         ),
         case(
             "missing task config",
             job_pb,
             |j| j.groups[0].tasks[0].config = None,
             Job::try_from,
-            "job.groups[0].tasks[0].config: missing",
+            "job.groups[web].tasks[server].config: missing",
         ),
         case(
             "unknown job type",
@@ -137,46 +137,42 @@ fn cases() -> Vec<Case> {
             "job.id: missing",
         ),
         case(
-            "missing update strategy",
+            "a duplicate group name is named by index",
             job_pb,
-            |j| j.update = None,
+            |j| {
+                j.groups[1].name = j.groups[0].name.clone();
+                j.groups[1].tasks[0].config = None;
+            },
             Job::try_from,
-            "job.update: missing",
+            "job.groups[1].tasks[w].config: missing",
         ),
         case(
             "missing restart policy",
             job_pb,
             |j| j.groups[0].restart = None,
             Job::try_from,
-            "job.groups[0].restart: missing",
+            "job.groups[web].restart: missing",
         ),
         case(
             "missing reschedule policy",
             job_pb,
             |j| j.groups[1].reschedule = None,
             Job::try_from,
-            "job.groups[1].reschedule: missing",
+            "job.groups[worker].reschedule: missing",
         ),
         case(
             "unknown restart mode",
             job_pb,
             |j| j.groups[0].restart.as_mut().unwrap().mode = 9,
             Job::try_from,
-            "job.groups[0].restart.mode: unknown value 9",
-        ),
-        case(
-            "unspecified delay function",
-            job_pb,
-            |j| j.groups[0].reschedule.as_mut().unwrap().delay_function = 0,
-            Job::try_from,
-            "job.groups[0].reschedule.delay_function: unspecified",
+            "job.groups[web].restart.mode: unknown value 9",
         ),
         case(
             "unknown reconcile strategy",
             job_pb,
             |j| j.groups[0].disconnect.as_mut().unwrap().reconcile = 7,
             Job::try_from,
-            "job.groups[0].disconnect.reconcile: unknown value 7",
+            "job.groups[web].disconnect.reconcile: unknown value 7",
         ),
         case(
             "unknown job constraint operator",
@@ -190,7 +186,7 @@ fn cases() -> Vec<Case> {
             job_pb,
             |j| j.groups[0].constraints[0].operator = 0,
             Job::try_from,
-            "job.groups[0].constraints[0].operator: unspecified",
+            "job.groups[web].constraints[0].operator: unspecified",
         ),
         case(
             "unknown payload requirement",
@@ -227,7 +223,7 @@ fn cases() -> Vec<Case> {
                 t.resources.as_mut().unwrap().memory_mb = None;
             },
             convert::JobRegistration::try_from,
-            "job.groups[0].tasks[0].resources.memory_mb: missing",
+            "job.groups[web].tasks[server].resources.memory: missing",
         ),
         case(
             "dispatch without a job id",
@@ -291,7 +287,7 @@ fn cases() -> Vec<Case> {
             },
             |r| r.node.as_mut().unwrap().resources.as_mut().unwrap().disk_mb = None,
             convert::NodeRegistration::try_from,
-            "node.resources.disk_mb: missing",
+            "node.resources.disk: missing",
         ),
         case(
             "re-registration with a bad id",
@@ -673,12 +669,12 @@ fn errors_expose_path_and_problem_and_become_invalid_argument() {
     let mut j = job_pb();
     j.groups[0].tasks[1].resources.as_mut().unwrap().cpu_mhz = None;
     let e = Job::try_from(j).unwrap_err();
-    assert_eq!(e.path(), "job.groups[0].tasks[1].resources.cpu_mhz");
+    assert_eq!(e.path(), "job.groups[web].tasks[sidecar].resources.cpu");
     assert_eq!(e.problem(), &Problem::Missing);
     let status = tonic::Status::from(e);
     assert_eq!(status.code(), tonic::Code::InvalidArgument);
     assert_eq!(
         status.message(),
-        "job.groups[0].tasks[1].resources.cpu_mhz: missing"
+        "job.groups[web].tasks[sidecar].resources.cpu: missing"
     );
 }

@@ -365,3 +365,46 @@ fn scheduler_config_update_keeps_cas_index() {
         pb::SchedulerAlgorithm::Spread as i32
     );
 }
+
+/// Issue 14: an unspecified enum with a documented default is that default, and a job
+/// may leave `update` out; unknown values are still refused (see bad_input.rs).
+#[test]
+fn unspecified_enums_and_an_absent_update_mean_the_documented_defaults() {
+    for (job, delay) in [
+        (mock::service_job("s", 1), DelayFunction::Exponential),
+        (mock::batch_job("b", 1), DelayFunction::Constant),
+    ] {
+        let mut wire = pb::Job::from(&job);
+        wire.update = None;
+        let g = &mut wire.groups[0];
+        g.restart.as_mut().unwrap().mode = 0;
+        g.reschedule.as_mut().unwrap().delay_function = 0;
+        g.disconnect = Some(pb::DisconnectPolicy {
+            lost_after_ms: Some(9_000),
+            replace: false,
+            reconcile: 0,
+            stop_on_client_after_ms: None,
+        });
+        let got = convert::submitted_job(Some(wire)).expect("defaults, not refusals");
+        let g = &got.groups[0];
+        assert_eq!(g.restart.mode, RestartMode::Fail);
+        assert_eq!(g.reschedule.delay_function, delay, "{}", job.job_type);
+        assert_eq!(
+            g.disconnect.as_ref().unwrap().reconcile,
+            ReconcileStrategy::BestScore
+        );
+        assert_eq!(got.update, UpdateStrategy::default());
+    }
+}
+
+#[test]
+fn a_system_job_without_update_and_with_a_count_is_accepted() {
+    let mut job = mock::system_job("sys");
+    job.groups[0].count = 3;
+    let mut wire = pb::Job::from(&job);
+    wire.update = None;
+    let mut got = convert::submitted_job(Some(wire)).expect("decoded");
+    validate::canonicalize(&mut got);
+    validate::validate_job(&got, &validate::Limits::default())
+        .expect("count is ignored for a system job, not refused");
+}

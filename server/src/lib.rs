@@ -13,6 +13,7 @@
 
 pub use drover_core as core;
 
+mod admission;
 pub mod api;
 pub mod config;
 pub mod error;

@@ -35,6 +35,9 @@ pub struct JobRegistered {
     /// `None` for periodic and parameterized parents, which get no eval.
     pub eval_id: Option<EvalId>,
     pub job_modify_index: Index,
+    /// The job's version after the write, read under the canonical key (the default
+    /// namespace applied), so an empty request namespace still answers the real version.
+    pub job_version: u64,
     /// The Raft index of the entry.
     pub index: Index,
 }
@@ -324,6 +327,11 @@ impl ServerHandle {
         self.inner.raft.metrics().borrow().clone()
     }
 
+    /// Raft's metrics as they change, for whatever follows leadership (the gRPC health).
+    pub fn watch_raft_metrics(&self) -> tokio::sync::watch::Receiver<crate::raft::RaftMetrics> {
+        self.inner.raft.metrics()
+    }
+
     /// The server side of the Raft transport, to mount on a gRPC router.
     pub fn raft_service(&self) -> crate::raft::RaftGrpcService {
         crate::raft::RaftGrpcService::new(self.inner.raft.rpc_handler())
@@ -353,33 +361,33 @@ impl ServerHandle {
         validate_job(&job, &self.inner.config.limits)?;
         let key = job.key();
         let snap = self.snapshot();
-        let existing = snap.job(&key);
-        if let Some(expected) = reg.enforce_index {
-            let actual = existing.map_or(0, |j| j.job_modify_index);
-            if actual != expected {
-                return Err(ServerError::precondition(format!(
-                    "job {key} is at modify index {actual}, not {expected}"
-                )));
-            }
-        }
-        self.check_room(&snap, existing.is_none()).await?;
+        crate::admission::check_registration(snap.scheduler_config())?;
+        self.check_room(&snap, snap.job(&key).is_none()).await?;
         let now = now();
         let eval = (!job.is_template())
             .then(|| Evaluation::new(EvalId::random(), &job, TriggeredBy::JobRegister, now));
         let eval_id = eval.as_ref().map(|e| e.id);
-        let index = self
-            .inner
-            .writer
-            .write(Command::JobRegister { job, eval, now })
-            .await?;
-        let job_modify_index = self
+        // Check-and-set runs in the FSM, so of concurrent writers expecting one index,
+        // exactly one commits; a refusal comes back as `Refused` (FAILED_PRECONDITION).
+        let cmd = match reg.enforce_index {
+            Some(enforce_index) => Command::JobRegisterChecked {
+                job,
+                eval,
+                now,
+                enforce_index,
+            },
+            None => Command::JobRegister { job, eval, now },
+        };
+        let index = self.inner.writer.write(cmd).await?;
+        let (job_modify_index, job_version) = self
             .snapshot()
             .job(&key)
-            .map_or(index, |j| j.job_modify_index);
+            .map_or((index, 0), |j| (j.job_modify_index, j.version));
         tracing::info!(job_id = %key, eval_id = ?eval_id, index, "job registered");
         Ok(JobRegistered {
             eval_id,
             job_modify_index,
+            job_version,
             index,
         })
     }
@@ -416,6 +424,7 @@ impl ServerHandle {
         let parent = snap
             .job(&req.parent)
             .ok_or_else(|| ServerError::not_found("job", &req.parent))?;
+        crate::admission::check_registration(snap.scheduler_config())?;
         self.check_room(&snap, true).await?;
         let now = now();
         let (job, eval) = {

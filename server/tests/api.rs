@@ -4,75 +4,17 @@
 
 mod common;
 
+use common::api::Api;
 use common::*;
 use drover_core::mock;
 use drover_core::types::*;
 use drover_proto::v1 as pb;
 use drover_proto::v1::event_service_client::EventServiceClient;
-use drover_proto::v1::job_service_client::JobServiceClient;
-use drover_proto::v1::operator_service_client::OperatorServiceClient;
-use drover_proto::v1::status_service_client::StatusServiceClient;
-use drover_server::api::{ApiOptions, ApiServer};
-use drover_server::{Server, ServerConfig, ServerHandle};
+use drover_server::ServerConfig;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tonic::Code;
-use tonic::transport::{Channel, Endpoint};
-
-struct Api {
-    server: Server,
-    api: ApiServer,
-    h: ServerHandle,
-    channel: Channel,
-    _dir: Option<tempfile::TempDir>,
-}
-
-impl Api {
-    async fn start(tweak: impl FnOnce(&mut ServerConfig)) -> Api {
-        let dir = tempfile::tempdir().unwrap();
-        let mut config = ServerConfig::for_tests(dir.path());
-        config.bind_addr = "127.0.0.1:0".into();
-        tweak(&mut config);
-        let mut api = Self::start_config(config).await;
-        api._dir = Some(dir);
-        api
-    }
-
-    async fn start_config(config: ServerConfig) -> Api {
-        let (server, h) = start_with(config).await;
-        let api = server.serve(ApiOptions::default()).await.unwrap();
-        let channel = Self::endpoint(&api).connect().await.unwrap();
-        Api {
-            server,
-            api,
-            h,
-            channel,
-            _dir: None,
-        }
-    }
-
-    fn endpoint(api: &ApiServer) -> Endpoint {
-        Endpoint::from_shared(format!("http://{}", api.local_addr())).unwrap()
-    }
-
-    fn jobs(&self) -> JobServiceClient<Channel> {
-        JobServiceClient::new(self.channel.clone())
-    }
-
-    fn operator(&self) -> OperatorServiceClient<Channel> {
-        OperatorServiceClient::new(self.channel.clone())
-    }
-
-    fn status(&self) -> StatusServiceClient<Channel> {
-        StatusServiceClient::new(self.channel.clone())
-    }
-
-    async fn stop(self) {
-        drop(self.channel);
-        self.api.shutdown().await.unwrap();
-        self.server.shutdown().await.unwrap();
-    }
-}
+use tonic::transport::Channel;
 
 fn register_request(job: &Job) -> pb::RegisterJobRequest {
     pb::RegisterJobRequest {

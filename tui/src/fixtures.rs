@@ -228,6 +228,7 @@ fn stats() -> SchedulingStats {
         blocked: 2,
         failed: 0,
         broker_enabled: true,
+        broker_paused: false,
         plan_depth: 1,
         plan_peak: 9,
         plans_enqueued: 420,

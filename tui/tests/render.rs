@@ -117,3 +117,24 @@ fn no_color_draws_without_colours() {
         );
     }
 }
+
+#[test]
+fn the_header_says_when_the_eval_broker_is_paused() {
+    let mut app = fixtures::app(40, 200, 120, 40);
+    let header = |app: &mut App| {
+        screen(app, Theme { color: false })
+            .lines()
+            .next()
+            .unwrap()
+            .to_owned()
+    };
+    assert!(!header(&mut app).contains("paused"));
+    let mut stats = app.cluster.stats.clone();
+    stats.broker_paused = true;
+    app.handle(Input::Update(Update::Scheduling(stats)));
+    assert!(
+        header(&mut app).contains("eval broker paused"),
+        "{}",
+        header(&mut app)
+    );
+}

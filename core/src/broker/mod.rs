@@ -83,6 +83,9 @@ pub struct Dequeued {
 pub struct EvalBroker {
     config: BrokerConfig,
     enabled: bool,
+    /// The operator's `pause_eval_broker`: evals are still taken in (and timers still fire)
+    /// but none is handed out, as in Nomad. Independent of `enabled`, which leadership sets.
+    paused: bool,
     /// Every eval the broker tracks, wherever it is. An id in here makes enqueue a no-op.
     evals: IdMap<Tracked>,
     jobs: JobTable,
@@ -201,6 +204,7 @@ impl EvalBroker {
         Self {
             config,
             enabled: false,
+            paused: false,
             evals: IdMap::default(),
             jobs: JobTable::default(),
             ready: ReadyQueues::default(),
@@ -221,6 +225,17 @@ impl EvalBroker {
 
     pub fn is_enabled(&self) -> bool {
         self.enabled
+    }
+
+    /// Whether the operator paused dequeues (scheduler config `pause_eval_broker`).
+    pub fn is_paused(&self) -> bool {
+        self.paused
+    }
+
+    /// Pauses or resumes dequeues. A paused broker still accepts and orders evals, so
+    /// nothing is lost while paused and resuming hands them out in the usual order.
+    pub fn set_paused(&mut self, paused: bool) {
+        self.paused = paused;
     }
 
     /// Enables the broker (this server became leader) or disables it (leadership lost).
@@ -332,20 +347,21 @@ impl EvalBroker {
     /// Whether a dequeue for `types` would find an eval now. Cheap, for the runtime's
     /// blocking wait; evals whose delay is due only count after [`Self::tick`].
     pub fn has_ready(&self, types: &[SchedulerType]) -> bool {
-        self.enabled && self.ready.has_ready(types)
+        self.enabled && !self.paused && self.ready.has_ready(types)
     }
 
     /// Hands out the next eval for any of `types`, or `None` if none is ready (or the
     /// broker is disabled; see [`Self::is_enabled`]). The highest-priority head among the
     /// requested types wins; ties between types are broken at random from `rng`, which
-    /// also salts the token. The delivery's nack timer starts at `now`.
+    /// also salts the token. The delivery's nack timer starts at `now`. A paused broker
+    /// hands out nothing.
     pub fn dequeue(
         &mut self,
         types: &[SchedulerType],
         now: Timestamp,
         rng: &mut impl Rng,
     ) -> Option<Dequeued> {
-        if !self.enabled {
+        if !self.enabled || self.paused {
             return None;
         }
         self.tick(now);

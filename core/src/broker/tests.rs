@@ -771,3 +771,25 @@ fn token_round_trips_as_uuid_text() {
     assert_eq!(text.parse::<Token>().unwrap(), token);
     assert_eq!(token.as_u128() as u64, 42);
 }
+
+#[test]
+fn a_paused_broker_takes_evals_in_but_hands_none_out_until_resumed() {
+    let mut f = Fixture::new();
+    f.broker.set_paused(true);
+    assert!(f.broker.is_paused());
+    let low = f.add("low", Service, 20);
+    let high = f.add("high", Service, 80);
+    assert_eq!(f.stats(), counts(2, 0, 0, 0), "enqueues are accepted");
+    assert!(!f.broker.has_ready(&[Service]));
+    assert!(
+        f.dequeue_all_types().is_none(),
+        "a paused broker hands out nothing"
+    );
+    f.advance(SECOND);
+    assert!(f.dequeue_all_types().is_none());
+    f.broker.set_paused(false);
+    assert!(f.broker.has_ready(&[Service]));
+    let got: Vec<EvalId> =
+        std::iter::from_fn(|| f.dequeue(&[Service]).map(|d| d.eval.id)).collect();
+    assert_eq!(got, vec![high, low], "resuming keeps the usual order");
+}

@@ -17,6 +17,13 @@ pub enum ApplyError {
     JobNotFound(JobKey),
     #[error("scheduler config changed: expected modify index {expected}, found {actual}")]
     CasMismatch { expected: Index, actual: Index },
+    /// A check-and-set registration found the job at another modify index (0: absent).
+    #[error("job {job} is at modify index {actual}, not the enforced index {expected}")]
+    JobIndexMismatch {
+        job: JobKey,
+        expected: Index,
+        actual: Index,
+    },
 }
 
 /// Applies `cmd` at Raft index `index` and returns the events it produced, in order.
@@ -169,6 +176,23 @@ impl Apply<'_> {
                 Ok(())
             }
             Command::JobRegister { job, eval, now } => self.job_register(job, eval.as_ref(), *now),
+            Command::JobRegisterChecked {
+                job,
+                eval,
+                now,
+                enforce_index,
+            } => {
+                let key = job.key();
+                let actual = self.store.job(&key).map_or(0, |j| j.job_modify_index);
+                if actual != *enforce_index {
+                    return Err(ApplyError::JobIndexMismatch {
+                        job: key,
+                        expected: *enforce_index,
+                        actual,
+                    });
+                }
+                self.job_register(job, eval.as_ref(), *now)
+            }
             Command::JobDeregister {
                 job,
                 purge,
@@ -416,12 +440,32 @@ impl Apply<'_> {
                 .push(Event::job(self.index, EventType::JobDeregistered, &j));
         }
         self.touched_jobs.insert(key.clone());
+        self.cancel_blocked_evals(key, now);
         if let Some(e) = eval {
             let mut e = e.clone();
             e.job_modify_index = self.index;
             self.put_eval(e);
         }
         Ok(())
+    }
+
+    /// Cancels every blocked eval of a job being stopped or purged, in the deregistering
+    /// entry itself: no capacity change can make them useful, the leader's blocked tracker
+    /// drops them on the same entry's job event, and an open eval would keep the job from
+    /// reaching `dead` (or outlive a purged job).
+    fn cancel_blocked_evals(&mut self, key: &JobKey, now: Timestamp) {
+        let blocked: Vec<Evaluation> = self
+            .store
+            .evals_by_job(key)
+            .filter(|e| e.status == EvalStatus::Blocked)
+            .map(|e| (**e).clone())
+            .collect();
+        for mut e in blocked {
+            e.status = EvalStatus::Canceled;
+            e.status_description = "job deregistered".into();
+            e.modify_time = now;
+            self.put_eval(e);
+        }
     }
 
     fn upsert_evals(&mut self, evals: &[Evaluation]) {

@@ -132,6 +132,18 @@ pub enum Command {
         config: SchedulerConfig,
         cas_index: Option<Index>,
     },
+    /// A check-and-set registration: [`Command::JobRegister`], applied only while the job's
+    /// modify index is still `enforce_index` (0: the job must not exist). The check runs
+    /// here, in the FSM, so of concurrent writers expecting the same index exactly one wins.
+    ///
+    /// A variant of its own, appended after the format-1 variants, so logs written before it
+    /// decode unchanged (postcard tags variants by position and has no optional fields).
+    JobRegisterChecked {
+        job: Job,
+        eval: Option<Evaluation>,
+        now: Timestamp,
+        enforce_index: Index,
+    },
 }
 
 impl Command {
@@ -155,6 +167,7 @@ impl Command {
             Command::AllocClientUpdate { .. } => "alloc_client_update",
             Command::ApplyPlan { .. } => "apply_plan",
             Command::SchedulerConfig { .. } => "scheduler_config",
+            Command::JobRegisterChecked { .. } => "job_register_checked",
         }
     }
 }

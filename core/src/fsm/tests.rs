@@ -823,3 +823,108 @@ fn one_node_event_makes_one_eval_per_job() {
         assert_eq!(got, want);
     }
 }
+
+fn register_checked(job: &Job, eval_n: u64, enforce_index: Index) -> Command {
+    Command::JobRegisterChecked {
+        job: job.clone(),
+        eval: Some(mock::eval(eval_n, job)),
+        now: T0,
+        enforce_index,
+    }
+}
+
+#[test]
+fn job_register_checked_applies_only_at_the_enforced_index() {
+    let job = mock::service_job("web", 3);
+    // 0 means "must not exist": the first one wins...
+    let (s, _, idx) = check(&[], register_checked(&job, 1, 0));
+    assert_eq!(s.job(&keys(&job)).unwrap().job_modify_index, idx);
+    // ...and a second writer that also expected 0 is refused with nothing written.
+    let mut s = s;
+    let mut changed = job.clone();
+    changed.groups[0].count = 5;
+    let before = s.latest_index();
+    let err = apply(&mut s, idx + 1, &register_checked(&changed, 2, 0)).unwrap_err();
+    assert_eq!(
+        err,
+        ApplyError::JobIndexMismatch {
+            job: keys(&job),
+            expected: 0,
+            actual: idx
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        format!("job default/web is at modify index {idx}, not the enforced index 0")
+    );
+    assert_eq!(s.job(&keys(&job)).unwrap().groups[0].count, 3);
+    assert!(s.eval(&mock::eval_id(2)).is_none(), "no eval written");
+    assert_eq!(s.latest_index(), before, "nothing written");
+    // The current index is accepted.
+    let events = apply(&mut s, idx + 1, &register_checked(&changed, 2, idx)).unwrap();
+    assert!(!events.is_empty());
+    assert_eq!(s.job(&keys(&job)).unwrap().groups[0].count, 5);
+    s.check_consistency().unwrap();
+}
+
+#[test]
+fn job_register_checked_round_trips_and_keeps_older_variant_tags() {
+    let job = mock::service_job("web", 1);
+    let cmd = register_checked(&job, 1, 7);
+    assert_eq!(decode_command(&encode_command(&cmd)).unwrap(), cmd);
+    // Format-1 logs written before the variant existed still decode: the variants before it
+    // keep their position (postcard's tag is the byte after the 3-byte header).
+    let plain = encode_command(&register_job(&job, 1));
+    assert_eq!(plain[3], 9, "JobRegister keeps tag 9");
+    let cfg = encode_command(&Command::SchedulerConfig {
+        config: SchedulerConfig::default(),
+        cas_index: None,
+    });
+    assert_eq!(cfg[3], 16, "SchedulerConfig keeps tag 16");
+}
+
+#[test]
+fn job_deregister_cancels_the_jobs_blocked_evals_in_the_same_entry() {
+    for purge in [false, true] {
+        let job = mock::service_job("web", 1);
+        let mut blocked = mock::eval(3, &job);
+        blocked.status = EvalStatus::Blocked;
+        let mut done = mock::eval(1, &job);
+        done.status = EvalStatus::Complete;
+        let setup = [
+            register_job(&job, 1),
+            Command::EvalUpsert {
+                evals: vec![done, blocked],
+            },
+        ];
+        let stop = Command::JobDeregister {
+            job: keys(&job),
+            purge,
+            eval: Some(mock::eval(2, &job)),
+            now: T0,
+        };
+        let (s, ev, idx) = check(&setup, stop);
+        let e = s.eval(&mock::eval_id(3)).unwrap();
+        assert_eq!(e.status, EvalStatus::Canceled, "purge {purge}");
+        assert_eq!(e.status_description, "job deregistered");
+        assert_eq!(e.modify_index, idx, "cancelled in the deregistering entry");
+        assert!(ev.contains(&(
+            Topic::Evaluation,
+            EventType::EvaluationUpdated,
+            mock::eval_id(3).to_string()
+        )));
+        // Once the deregistration eval completes, nothing keeps the job open.
+        let mut s = s;
+        let mut dereg = (**s.eval(&mock::eval_id(2)).unwrap()).clone();
+        dereg.status = EvalStatus::Complete;
+        apply(&mut s, idx + 1, &Command::EvalUpsert { evals: vec![dereg] }).unwrap();
+        let open = s
+            .evals_by_job(&keys(&job))
+            .filter(|e| !e.is_terminal())
+            .count();
+        assert_eq!(open, 0, "purge {purge}: no eval outlives the job");
+        if !purge {
+            assert_eq!(s.job(&keys(&job)).unwrap().status, JobStatus::Dead);
+        }
+    }
+}

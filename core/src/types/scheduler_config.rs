@@ -53,9 +53,11 @@ impl Default for PreemptionConfig {
 pub struct SchedulerConfig {
     pub algorithm: SchedulerAlgorithm,
     pub preemption: PreemptionConfig,
-    /// Pause all scheduling of new evals cluster-wide (workers keep running, broker holds).
+    /// Pause all scheduling cluster-wide: the leader's broker still takes evals in but hands
+    /// none to the workers until this is cleared (Nomad's `pause_eval_broker`).
     pub pause_eval_broker: bool,
-    /// Mark a node ineligible after too many plan rejections in a window (off by default).
+    /// Refuse job registrations and dispatches with FAILED_PRECONDITION; stopping jobs still
+    /// works (Nomad's `reject_job_registration`).
     pub reject_job_registration: bool,
     pub modify_index: super::Index,
 }

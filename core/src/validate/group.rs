@@ -34,22 +34,15 @@ pub(super) fn check_groups(r: &mut Report<'_>, job: &Job) {
 
 fn check_group(r: &mut Report<'_>, job: &Job, p: &str, g: &TaskGroup) {
     let limits = r.limits;
-    if g.count > limits.max_count {
+    // System and sysbatch jobs run one allocation per node: their count is documented as
+    // ignored, so it is not checked either.
+    if !job.job_type.is_per_node() && g.count > limits.max_count {
         r.err(
             p,
             "count",
             format!(
                 "count {} is above the limit of {}",
                 g.count, limits.max_count
-            ),
-        );
-    } else if job.job_type.is_per_node() && g.count > 1 {
-        r.err(
-            p,
-            "count",
-            format!(
-                "count {} is above 1 for a {} job (it runs one allocation per node)",
-                g.count, job.job_type
             ),
         );
     }

@@ -1,8 +1,10 @@
 //! Jobs and everything inside them, job summaries, and the job service's requests.
 
+use super::enums::optional_enum;
 use super::resources::{constraints, constraints_to, required_resources};
 use super::{
-    ConvertError, Problem, Result, WireEnum, Within, each, from_ms, narrow_u8, required, to_ms,
+    ConvertError, Problem, Result, WireEnum, Within, each_named, from_ms, narrow_u8, required,
+    to_ms,
 };
 use crate::v1 as pb;
 use drover_core::scheduler::annotate::DryRun;
@@ -281,21 +283,32 @@ fn task(p: pb::Task) -> Result<Task> {
     })
 }
 
+/// An enum whose UNSPECIFIED value means a documented default; unknown values still fail.
+fn or_default<E: WireEnum>(field: &str, value: i32, default: E) -> Result<E> {
+    Ok(optional_enum(field, value)?.unwrap_or(default))
+}
+
 fn restart(p: pb::RestartPolicy) -> Result<RestartPolicy> {
     Ok(RestartPolicy {
         attempts: p.attempts,
         interval: from_ms(p.interval_ms),
         delay: from_ms(p.delay_ms),
-        mode: RestartMode::from_wire("mode", p.mode)?,
+        mode: or_default("mode", p.mode, RestartPolicy::default().mode)?,
     })
 }
 
-fn reschedule(p: pb::ReschedulePolicy) -> Result<ReschedulePolicy> {
+/// The job type's default delay function stands in for an unspecified one.
+fn reschedule(p: pb::ReschedulePolicy, job_type: JobType) -> Result<ReschedulePolicy> {
+    let default = match job_type {
+        JobType::Service => ReschedulePolicy::service_default(),
+        JobType::Batch => ReschedulePolicy::batch_default(),
+        JobType::System | JobType::SysBatch => ReschedulePolicy::disabled(),
+    };
     Ok(ReschedulePolicy {
         attempts: p.attempts,
         interval: from_ms(p.interval_ms),
         delay: from_ms(p.delay_ms),
-        delay_function: DelayFunction::from_wire("delay_function", p.delay_function)?,
+        delay_function: or_default("delay_function", p.delay_function, default.delay_function)?,
         max_delay: from_ms(p.max_delay_ms),
         unlimited: p.unlimited,
     })
@@ -305,19 +318,24 @@ fn disconnect(p: pb::DisconnectPolicy) -> Result<DisconnectPolicy> {
     Ok(DisconnectPolicy {
         lost_after: p.lost_after_ms.map(from_ms),
         replace: p.replace,
-        reconcile: ReconcileStrategy::from_wire("reconcile", p.reconcile)?,
+        reconcile: or_default(
+            "reconcile",
+            p.reconcile,
+            DisconnectPolicy::default().reconcile,
+        )?,
         stop_on_client_after: p.stop_on_client_after_ms.map(from_ms),
     })
 }
 
-fn group(p: pb::TaskGroup) -> Result<TaskGroup> {
+fn group(p: pb::TaskGroup, job_type: JobType) -> Result<TaskGroup> {
     Ok(TaskGroup {
         name: p.name,
         count: p.count,
         constraints: constraints(p.constraints)?,
-        tasks: each("tasks", p.tasks, task)?,
+        tasks: each_named("tasks", p.tasks, |t| &t.name, task)?,
         restart: restart(required("restart", p.restart)?).within("restart")?,
-        reschedule: reschedule(required("reschedule", p.reschedule)?).within("reschedule")?,
+        reschedule: reschedule(required("reschedule", p.reschedule)?, job_type)
+            .within("reschedule")?,
         disconnect: p
             .disconnect
             .map(disconnect)
@@ -346,16 +364,23 @@ fn job_with(p: pb::Job, origin: Origin) -> Result<Job> {
         // The FSM sets the status of what it stores; a submitter has nothing to say.
         Origin::Submitted => JobStatus::Pending,
     };
+    let job_type = JobType::from_wire("job_type", p.job_type)?;
     let mut job = Job {
         id: JobId::new(&p.id),
         namespace: p.namespace,
         name: p.name,
-        job_type: JobType::from_wire("job_type", p.job_type)?,
+        job_type,
         priority: narrow_u8("priority", p.priority)?,
         datacenters: p.datacenters,
         constraints: constraints(p.constraints)?,
-        groups: each("groups", p.groups, group)?,
-        update: update_strategy(required("update", p.update)?).within("update")?,
+        groups: each_named("groups", p.groups, |g| &g.name, |g| group(g, job_type))?,
+        // Absent: the defaults, so a job (a system job, typically) may leave it out.
+        update: p
+            .update
+            .map(update_strategy)
+            .transpose()
+            .within("update")?
+            .unwrap_or_default(),
         periodic: p.periodic.map(periodic),
         parameterized: p
             .parameterized

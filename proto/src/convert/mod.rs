@@ -93,6 +93,32 @@ pub(crate) fn each<P, C>(field: &str, items: Vec<P>, f: impl Fn(P) -> Result<C>)
         .collect()
 }
 
+/// Converts every item of a list of named things (groups, tasks), naming a failing one
+/// `field[name]` as validation does (`groups[web].tasks[api].resources.memory`), or
+/// `field[index]` where the name cannot identify it: empty, a duplicate, or not a plain
+/// identifier (control characters, `/`, longer than 128 bytes).
+pub(crate) fn each_named<P, C>(
+    field: &str,
+    items: Vec<P>,
+    name: impl Fn(&P) -> &str,
+    f: impl Fn(P) -> Result<C>,
+) -> Result<Vec<C>> {
+    let mut seen = std::collections::HashSet::new();
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let n = name(&item);
+            let usable = !n.is_empty()
+                && n.len() <= 128
+                && !n.chars().any(|c| c.is_control() || c == '/')
+                && seen.insert(n.to_owned());
+            let label = if usable { n.to_owned() } else { i.to_string() };
+            f(item).within(format_args!("{field}[{label}]"))
+        })
+        .collect()
+}
+
 /// Converts every value of a string-keyed map, naming a failing one `field["key"]`.
 pub(crate) fn each_value<P, C>(
     field: &str,

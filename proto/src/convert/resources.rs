@@ -15,12 +15,13 @@ impl From<&Resources> for pb::Resources {
 }
 
 /// Every dimension must be present: a forgotten `cpu_mhz` is an error, not a request for
-/// nothing (which would let a task run on a node without holding any of it).
+/// nothing (which would let a task run on a node without holding any of it). Errors name
+/// the dimension as validation and job files do (`cpu`, `memory`, `disk`).
 pub(crate) fn resources(p: pb::Resources) -> Result<Resources> {
     Ok(Resources {
-        cpu_mhz: required("cpu_mhz", p.cpu_mhz)?,
-        memory_mb: required("memory_mb", p.memory_mb)?,
-        disk_mb: required("disk_mb", p.disk_mb)?,
+        cpu_mhz: required("cpu", p.cpu_mhz)?,
+        memory_mb: required("memory", p.memory_mb)?,
+        disk_mb: required("disk", p.disk_mb)?,
     })
 }
 

@@ -72,6 +72,12 @@ impl EvalService for EvalApi {
             blocked: u64::try_from(stats.blocked.total_blocked).unwrap_or(u64::MAX),
             enabled: self.0.handle.is_leader(),
             index,
+            paused: self
+                .0
+                .handle
+                .snapshot()
+                .scheduler_config()
+                .pause_eval_broker,
         }))
     }
 

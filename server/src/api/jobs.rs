@@ -27,13 +27,11 @@ impl JobService for JobApi {
         req: Request<pb::RegisterJobRequest>,
     ) -> Result<Response<pb::RegisterJobResponse>, Status> {
         let reg = JobRegistration::try_from(req.into_inner())?;
-        let key = reg.job.key();
         let r = self.0.handle.register_job(reg).await?;
-        let job_version = self.0.handle.snapshot().job(&key).map_or(0, |j| j.version);
         Ok(Response::new(pb::RegisterJobResponse {
             eval_id: r.eval_id.map(|e| e.to_string()).unwrap_or_default(),
             job_modify_index: r.job_modify_index,
-            job_version,
+            job_version: r.job_version,
             index: r.index,
             warnings: Vec::new(),
         }))

@@ -2,14 +2,15 @@
 //! [`ServerHandle`] (decode the request, call the handle, encode the answer; errors become
 //! `tonic::Status` through `From<ServerError>` and `From<ConvertError>`).
 //!
-//! [`router`] mounts them all, plus the standard health service (every name of
-//! [`drover_proto::SERVICE_NAMES`] reported SERVING), gRPC reflection (from
+//! [`router`] mounts them all, plus the standard health service (each name of
+//! [`drover_proto::SERVICE_NAMES`] following leadership, see [`health`]), gRPC reflection (from
 //! [`drover_proto::FILE_DESCRIPTOR_SET`]) and the Raft transport. [`serve`] binds an address
 //! (port 0 allowed) and runs the router until [`ApiServer::shutdown`].
 
 mod alloc_watch;
 mod evals;
 mod events;
+mod health;
 mod jobs;
 pub mod node_health;
 mod node_watch;
@@ -111,11 +112,7 @@ pub async fn router(
         node_wakeups,
     };
     let (health_reporter, health) = tonic_health::server::health_reporter();
-    for name in drover_proto::SERVICE_NAMES {
-        health_reporter
-            .set_service_status(name, tonic_health::ServingStatus::Serving)
-            .await;
-    }
+    health::follow_raft(health_reporter, api.handle.watch_raft_metrics()).await;
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(drover_proto::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)

@@ -160,6 +160,7 @@ impl Leadership {
         let core = &mut *guard;
         let mut pending: Vec<Arc<Evaluation>> = Vec::new();
         let mut unblocked: Vec<Unblocked> = Vec::new();
+        let mut resumed = false;
         for ev in batch.iter().filter(|e| e.index > after) {
             match (&ev.event_type, &ev.payload) {
                 (EventType::EvaluationUpdated, EventPayload::Evaluation(e)) => match e.status {
@@ -205,6 +206,14 @@ impl Leadership {
                 ) if n.is_schedulable() => {
                     unblocked.extend(core.blocked.unblock_node(n.id, n.class_key(), ev.index));
                 }
+                (EventType::SchedulerConfigUpdated, EventPayload::SchedulerConfig(c)) => {
+                    let paused = c.pause_eval_broker;
+                    if core.broker.is_paused() != paused {
+                        tracing::info!(paused, "eval broker pause changed by scheduler config");
+                        core.broker.set_paused(paused);
+                        resumed |= !paused;
+                    }
+                }
                 (EventType::NodeDeregistration, EventPayload::Node(n)) => {
                     core.heartbeats.remove(&n.id);
                     core.health.remove(&n.id);
@@ -225,7 +234,7 @@ impl Leadership {
                 _ => {}
             }
         }
-        let woke = !pending.is_empty() || !unblocked.is_empty();
+        let woke = resumed || !pending.is_empty() || !unblocked.is_empty();
         core.broker
             .enqueue_all(pending.into_iter().map(|e| (e, None)), now);
         enqueue_unblocked(core, unblocked, now);

@@ -190,6 +190,8 @@ impl Leadership {
         let mut guard = self.core.lock().await;
         let core = &mut *guard;
         core.broker.restore(snap.evals().cloned(), now);
+        core.broker
+            .set_paused(snap.scheduler_config().pause_eval_broker);
         core.blocked.set_enabled(true);
         let unblocked = core.blocked.restore(snap.evals().map(|e| (**e).clone()));
         core.broker.enqueue_all(

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod api;
+
 use drover_core::mock;
 use drover_core::node_health::Readiness;
 use drover_core::state::StateSnapshot;

@@ -190,6 +190,7 @@ pub fn scheduling_stats(
         s.failed = total.failed;
         s.blocked = b.blocked;
         s.broker_enabled = b.enabled;
+        s.broker_paused = b.paused;
     }
     if let Some(p) = plans.and_then(|p| p.stats) {
         s.plan_depth = p.depth;

@@ -168,6 +168,8 @@ pub struct SchedulingStats {
     pub blocked: u64,
     pub failed: u64,
     pub broker_enabled: bool,
+    /// The operator paused the broker (`pause_eval_broker`): nothing is scheduled.
+    pub broker_paused: bool,
     pub plan_depth: u64,
     pub plan_peak: u64,
     pub plans_enqueued: u64,

@@ -1,4 +1,4 @@
-//! The header: who leads, how far the log has come, nodes per health, the placement rate;
+//! The header: who leads, how far the log has come, whether the broker is paused, nodes per health, the placement rate;
 //! and the tabs below it.
 
 use super::layout::tab_width;
@@ -36,6 +36,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     }
     spans.push(Span::styled("  index ", dim));
     spans.push(Span::raw(app.cluster.index.to_string()));
+    // Why nothing gets scheduled, where the operator looks first.
+    if app.cluster.stats.broker_paused {
+        spans.push(Span::styled("  eval broker paused", theme.tone(Tone::Warn)));
+    }
     frame.render_widget(Paragraph::new(Line::from(spans)), first);
 
     let counts = app.cluster.health_counts();
