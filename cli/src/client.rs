@@ -41,6 +41,10 @@ pub struct ClientArgs {
     #[arg(long, global = true, env = "DROVER_TIMEOUT", default_value = "30s",
           value_parser = humantime::parse_duration)]
     pub timeout: Duration,
+    /// The namespace of the jobs (and their allocations and evaluations) a command acts
+    /// on; `*` lists every namespace
+    #[arg(long, global = true, env = "DROVER_NAMESPACE", default_value = drover_core::DEFAULT_NAMESPACE)]
+    pub namespace: String,
 }
 
 /// A connection to one drover server, with a typed client per service.
@@ -51,6 +55,7 @@ pub struct Client {
     /// Long-lived streams, without it; opened on first use.
     streams: Channel,
     address: String,
+    namespace: String,
 }
 
 impl Client {
@@ -80,7 +85,30 @@ impl Client {
             channel,
             streams,
             address,
+            namespace: drover_core::DEFAULT_NAMESPACE.to_string(),
         })
+    }
+
+    /// The client for the namespace `namespace` (`*`: every namespace, for lists).
+    pub fn with_namespace(mut self, namespace: &str) -> Client {
+        self.namespace = namespace.trim().to_string();
+        self
+    }
+
+    /// The namespace single-job commands act in; `*` means the default one there.
+    pub fn namespace(&self) -> &str {
+        match self.namespace.as_str() {
+            "" | "*" => drover_core::DEFAULT_NAMESPACE,
+            ns => ns,
+        }
+    }
+
+    /// The namespace filter of list requests: empty (every namespace) for `*`.
+    pub fn namespace_filter(&self) -> String {
+        match self.namespace.as_str() {
+            "*" => String::new(),
+            _ => self.namespace().to_string(),
+        }
     }
 
     /// The address connected to, with its scheme.

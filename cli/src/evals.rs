@@ -59,6 +59,12 @@ pub async fn run(client: &Client, cmd: EvalCommand, out: &mut dyn Write) -> Resu
                 .evals()
                 .list(pb::ListEvalsRequest {
                     status,
+                    // The server reads a namespace only with a job.
+                    namespace: if job.is_some() {
+                        client.namespace().to_string()
+                    } else {
+                        String::new()
+                    },
                     job_id: job.unwrap_or_default(),
                     limit,
                     ..Default::default()

@@ -224,5 +224,7 @@ async fn run(command: Command) -> anyhow::Result<Exit> {
 }
 
 async fn connect(args: &ClientArgs) -> Result<Client, CliError> {
-    Client::connect_with(&args.address, args.timeout).await
+    Ok(Client::connect_with(&args.address, args.timeout)
+        .await?
+        .with_namespace(&args.namespace))
 }

@@ -47,7 +47,7 @@ pub async fn id(client: &Client, kind: Kind, given: &str) -> Result<String, CliE
         .prefix_search(pb::PrefixSearchRequest {
             prefix: given.to_string(),
             context: kind.context() as i32,
-            namespace: String::new(),
+            namespace: client.namespace().to_string(),
             limit: SHOWN,
         })
         .await

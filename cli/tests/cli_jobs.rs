@@ -363,3 +363,65 @@ async fn ids_by_prefix() {
     );
     server.stop().await;
 }
+
+/// A job in another namespace is found with `-namespace` (or DROVER_NAMESPACE), lists
+/// show one namespace unless asked for `*`.
+#[tokio::test(flavor = "multi_thread")]
+async fn jobs_in_a_namespace() {
+    let server = TestServer::start().await;
+    let _nodes = join_nodes(&server, 1).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let default = write_job(dir.path(), "web", 1);
+    let prod = dir.path().join("prod.nomad.hcl");
+    let text = std::fs::read_to_string(&default)
+        .expect("job file")
+        .replacen("job \"web\" {", "job \"web\" {\n  namespace = \"prod\"", 1);
+    std::fs::write(&prod, text).expect("job file is written");
+    for file in [&default, &prod] {
+        assert_code(
+            &drover(&server, &["job", "run", file.to_str().expect("utf-8")]).await,
+            0,
+        );
+    }
+    let ns_of = |list: &serde_json::Value| -> Vec<String> {
+        list.as_array()
+            .expect("a list")
+            .iter()
+            .map(|j| j["namespace"].as_str().expect("namespace").to_string())
+            .collect()
+    };
+    let list = json(&drover(&server, &["job", "status", "-json"]).await);
+    assert_eq!(ns_of(&list), ["default"]);
+    let list = json(&drover(&server, &["job", "status", "-namespace", "*", "-json"]).await);
+    assert_eq!(ns_of(&list), ["default", "prod"]);
+    let shown = json(
+        &drover(
+            &server,
+            &["job", "status", "-namespace", "prod", "web", "-json"],
+        )
+        .await,
+    );
+    assert_eq!(shown["job"]["namespace"], "prod");
+
+    // Stopping in prod leaves the default namespace's job running.
+    let stop = drover(
+        &server,
+        &["job", "stop", "-namespace=prod", "-detach", "web"],
+    )
+    .await;
+    assert_code(&stop, 0);
+    let prod_job = json(
+        &drover(
+            &server,
+            &["job", "status", "-namespace", "prod", "web", "-json"],
+        )
+        .await,
+    );
+    assert_eq!(prod_job["job"]["stop"], true);
+    let default_job = json(&drover(&server, &["job", "status", "web", "-json"]).await);
+    assert_eq!(default_job["job"]["stop"], false);
+
+    let missing = drover(&server, &["job", "status", "-namespace", "dev", "web"]).await;
+    assert_code(&missing, 1);
+    server.stop().await;
+}

@@ -58,7 +58,10 @@ pub async fn list(
 ) -> Result<Exit, CliError> {
     let answer = client
         .jobs()
-        .list(pb::ListJobsRequest::default())
+        .list(pb::ListJobsRequest {
+            namespace: client.namespace_filter(),
+            ..Default::default()
+        })
         .await
         .map_err(rpc_failed("listing jobs"))?
         .into_inner();
@@ -127,6 +130,7 @@ async fn fetch_status(client: &Client, job_id: &str) -> Result<JobStatusView, Cl
     let mut jobs = client.jobs();
     let job = jobs
         .get(pb::GetJobRequest {
+            namespace: client.namespace().to_string(),
             job_id: job_id.to_string(),
             ..Default::default()
         })
@@ -138,6 +142,7 @@ async fn fetch_status(client: &Client, job_id: &str) -> Result<JobStatusView, Cl
     let job = Job::try_from(job)?;
     let summary = jobs
         .summary(pb::JobSummaryRequest {
+            namespace: client.namespace().to_string(),
             job_id: job_id.to_string(),
             ..Default::default()
         })
@@ -149,6 +154,7 @@ async fn fetch_status(client: &Client, job_id: &str) -> Result<JobStatusView, Cl
         .transpose()?;
     let mut allocations = jobs
         .allocations(pb::JobAllocationsRequest {
+            namespace: client.namespace().to_string(),
             job_id: job_id.to_string(),
             ..Default::default()
         })
@@ -166,6 +172,7 @@ async fn fetch_status(client: &Client, job_id: &str) -> Result<JobStatusView, Cl
     });
     let latest_evaluation = jobs
         .evaluations(pb::JobEvaluationsRequest {
+            namespace: client.namespace().to_string(),
             job_id: job_id.to_string(),
             ..Default::default()
         })
@@ -260,6 +267,7 @@ pub(super) async fn versions(client: &Client, job_id: &str) -> Result<Vec<Job>, 
     let answer = client
         .jobs()
         .versions(pb::JobVersionsRequest {
+            namespace: client.namespace().to_string(),
             job_id: job_id.to_string(),
             ..Default::default()
         })

@@ -257,7 +257,7 @@ pub async fn stop(
     let answer = client
         .jobs()
         .deregister(pb::DeregisterJobRequest {
-            namespace: String::new(),
+            namespace: client.namespace().to_string(),
             job_id: job_id.to_string(),
             purge,
         })
@@ -301,7 +301,7 @@ pub async fn dispatch(
     let answer = client
         .jobs()
         .dispatch(pb::DispatchJobRequest {
-            namespace: String::new(),
+            namespace: client.namespace().to_string(),
             job_id: job_id.to_string(),
             payload: payload.unwrap_or_default(),
             meta: meta.into_iter().collect(),
