@@ -232,8 +232,8 @@ fn common_mistakes_are_reported_where_they_are() {
         ),
         // Problems found by validation point at the field that set them.
         (
-            "job \"t\" {\n  type = \"system\"\n  group \"g\" {\n    count = 3\n    task \"t\" {\n      driver = \"raw_exec\"\n      config { command = \"/bin/true\" }\n    }\n  }\n}\n".into(),
-            Expect::Err("t.hcl:4:13: groups[g].count: count 3 is above 1 for a system job (it runs one allocation per node)"),
+            "job \"t\" {\n  group \"g\" {\n    restart {\n      attempts = 3\n      interval = \"0s\"\n    }\n    task \"t\" {\n      driver = \"raw_exec\"\n      config { command = \"/bin/true\" }\n    }\n  }\n}\n".into(),
+            Expect::Err("t.hcl:5:18: groups[g].restart.interval: interval must be positive when attempts is 3"),
         ),
         (
             job("", "").replace("  group \"g\" {", "  group \"g\" {\n    task \"x\" {\n      driver = \"mock\"\n    }\n  }\n  group \"g\" {"),
