@@ -173,15 +173,15 @@ pub async fn resolve(client: &Client, given: &str) -> Result<String, CliError> {
     if given.len() == 36 {
         return Ok(given.to_string());
     }
-    let answer = client
-        .operator()
-        .node_list(pb::NodeListRequest {
+    let answer = drover_proto::paging::node_list_all(
+        &client.operator(),
+        pb::NodeListRequest {
             id_prefix: given.to_string(),
             ..Default::default()
-        })
-        .await
-        .map_err(rpc_failed(format_args!("looking up node {given:?}")))?
-        .into_inner();
+        },
+    )
+    .await
+    .map_err(rpc_failed(format_args!("looking up node {given:?}")))?;
     let mut ids: Vec<String> = answer
         .nodes
         .into_iter()

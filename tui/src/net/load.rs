@@ -30,17 +30,15 @@ fn keep<T, E: std::fmt::Display>(what: &'static str, result: Result<T, E>) -> Op
 
 /// Nodes, jobs with their allocations, and recent evaluations.
 pub async fn snapshot(channel: &Channel) -> Result<Snapshot, tonic::Status> {
-    let mut operator = OperatorServiceClient::new(channel.clone())
+    let operator = OperatorServiceClient::new(channel.clone())
         .max_decoding_message_size(super::MAX_ANSWER_BYTES);
     let mut jobs_client =
         JobServiceClient::new(channel.clone()).max_decoding_message_size(super::MAX_ANSWER_BYTES);
     let mut evals_client =
         EvalServiceClient::new(channel.clone()).max_decoding_message_size(super::MAX_ANSWER_BYTES);
 
-    let nodes = operator
-        .node_list(pb::NodeListRequest::default())
-        .await?
-        .into_inner();
+    let nodes =
+        drover_proto::paging::node_list_all(&operator, pb::NodeListRequest::default()).await?;
     let mut index = nodes.index;
     let health_periods = nodes.health_periods.as_ref().map(HealthPeriods::from);
     let nodes: Vec<Node> = nodes
