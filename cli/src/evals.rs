@@ -54,17 +54,17 @@ pub async fn run(client: &Client, cmd: EvalCommand, out: &mut dyn Write) -> Resu
                     })?
                     .to_wire(),
             };
-            let answer = client
-                .evals()
-                .list(pb::ListEvalsRequest {
+            let answer = drover_proto::paging::eval_list_all(
+                &client.evals(),
+                pb::ListEvalsRequest {
                     status,
                     job_id: job.unwrap_or_default(),
                     limit,
                     ..Default::default()
-                })
-                .await
-                .map_err(rpc_failed("listing evaluations"))?
-                .into_inner();
+                },
+            )
+            .await
+            .map_err(rpc_failed("listing evaluations"))?;
             let evals = answer
                 .evaluations
                 .into_iter()

@@ -98,18 +98,18 @@ async fn placed_by(
     job_id: &str,
     eval_id: &str,
 ) -> Result<Vec<Allocation>, CliError> {
-    let answer = client
-        .jobs()
-        .allocations(pb::JobAllocationsRequest {
-            query: None,
+    let answer = drover_proto::paging::job_allocations_all(
+        &client.jobs(),
+        pb::JobAllocationsRequest {
             namespace: namespace.to_string(),
             job_id: job_id.to_string(),
-        })
-        .await
-        .map_err(rpc_failed(format_args!(
-            "listing allocations of job {job_id:?}"
-        )))?
-        .into_inner();
+            ..Default::default()
+        },
+    )
+    .await
+    .map_err(rpc_failed(format_args!(
+        "listing allocations of job {job_id:?}"
+    )))?;
     let mut placed = Vec::new();
     for alloc in answer.allocations {
         if alloc.eval_id == eval_id {

@@ -3,60 +3,65 @@
 //! comes back empty.
 
 use crate::v1 as pb;
+use crate::v1::eval_service_client::EvalServiceClient;
+use crate::v1::job_service_client::JobServiceClient;
 use crate::v1::operator_service_client::OperatorServiceClient;
 use tonic::Status;
 use tonic::transport::Channel;
 
-/// Calls `page` with each `next_token` in turn (empty first) and gathers the items, until
-/// a page comes back with an empty token. A server that repeats a token is an error rather
-/// than an endless loop.
-pub async fn all_pages<T, F, Fut>(mut page: F) -> Result<Vec<T>, Status>
-where
-    F: FnMut(String) -> Fut,
-    Fut: Future<Output = Result<(Vec<T>, String), Status>>,
-{
-    let mut all = Vec::new();
-    let mut token = String::new();
-    loop {
-        let (items, next) = page(token.clone()).await?;
-        all.extend(items);
-        if next.is_empty() {
-            return Ok(all);
+/// Calls `$method` on a clone of `$client` with `$req`, then again with each `next_token`
+/// until it comes back empty, gathering `$items` and keeping the lowest index read at.
+macro_rules! follow {
+    ($client:expr, $method:ident, $req:expr, $items:ident) => {{
+        let mut client = $client.clone();
+        let req = $req;
+        let mut answer = client.$method(req.clone()).await?.into_inner();
+        while !answer.next_token.is_empty() {
+            let token = std::mem::take(&mut answer.next_token);
+            let mut next = req.clone();
+            next.next_token = token.clone();
+            let page = client.$method(next).await?.into_inner();
+            if page.next_token == token {
+                return Err(Status::internal(format!(
+                    "the server repeated the page token {token:?}"
+                )));
+            }
+            answer.$items.extend(page.$items);
+            answer.index = answer.index.min(page.index);
+            answer.next_token = page.next_token;
         }
-        if next == token {
-            return Err(Status::internal(format!(
-                "the server repeated the page token {next:?}"
-            )));
-        }
-        token = next;
-    }
+        Ok(answer)
+    }};
 }
 
-/// `NodeList` with every page: the nodes of all pages, with the first page's counts and
-/// periods and the lowest index any page was read at.
+/// `OperatorService.NodeList` with every page (the first page's counts and periods).
 pub async fn node_list_all(
     client: &OperatorServiceClient<Channel>,
     req: pb::NodeListRequest,
 ) -> Result<pb::NodeListResponse, Status> {
-    let mut client = client.clone();
-    let mut answer = client.node_list(req.clone()).await?.into_inner();
-    while !answer.next_token.is_empty() {
-        let token = std::mem::take(&mut answer.next_token);
-        let page = client
-            .node_list(pb::NodeListRequest {
-                next_token: token.clone(),
-                ..req.clone()
-            })
-            .await?
-            .into_inner();
-        if page.next_token == token {
-            return Err(Status::internal(format!(
-                "the server repeated the page token {token:?}"
-            )));
-        }
-        answer.nodes.extend(page.nodes);
-        answer.index = answer.index.min(page.index);
-        answer.next_token = page.next_token;
-    }
-    Ok(answer)
+    follow!(client, node_list, req, nodes)
+}
+
+/// `JobService.List` with every page.
+pub async fn job_list_all(
+    client: &JobServiceClient<Channel>,
+    req: pb::ListJobsRequest,
+) -> Result<pb::ListJobsResponse, Status> {
+    follow!(client, list, req, jobs)
+}
+
+/// `JobService.Allocations` with every page.
+pub async fn job_allocations_all(
+    client: &JobServiceClient<Channel>,
+    req: pb::JobAllocationsRequest,
+) -> Result<pb::JobAllocationsResponse, Status> {
+    follow!(client, allocations, req, allocations)
+}
+
+/// `EvalService.List` with every page (at most the request's `limit` in all).
+pub async fn eval_list_all(
+    client: &EvalServiceClient<Channel>,
+    req: pb::ListEvalsRequest,
+) -> Result<pb::ListEvalsResponse, Status> {
+    follow!(client, list, req, evaluations)
 }

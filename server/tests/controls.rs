@@ -490,3 +490,77 @@ async fn node_list_pages_return_every_node_once() {
     assert_eq!(all.nodes.len(), 11);
     a.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_eval_and_alloc_lists_page_and_the_client_helpers_follow_them() {
+    use drover_proto::paging::{eval_list_all, job_allocations_all, job_list_all};
+    let a = Api::start(|c| c.max_list_page = 2).await;
+    join_many(&a.h, 1).await;
+    for i in 0..4 {
+        a.jobs()
+            .register(register_request(
+                &mock::batch_job(&format!("b{i}"), 1),
+                None,
+            ))
+            .await
+            .unwrap();
+    }
+    a.jobs()
+        .register(register_request(&mock::batch_job("many", 5), None))
+        .await
+        .unwrap();
+    wait_until(&a.h, "the five allocations placed", |s| {
+        s.allocs_by_job(&JobKey::default_ns("many")).count() == 5
+    })
+    .await;
+
+    let first = a
+        .jobs()
+        .list(pb::ListJobsRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        first.jobs.len(),
+        2,
+        "a page holds at most limits.max_list_page"
+    );
+    assert!(!first.next_token.is_empty());
+    let jobs = job_list_all(&a.jobs(), pb::ListJobsRequest::default())
+        .await
+        .unwrap();
+    let ids: Vec<_> = jobs.jobs.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids, ["b0", "b1", "b2", "b3", "many"]);
+
+    let allocs = job_allocations_all(
+        &a.jobs(),
+        pb::JobAllocationsRequest {
+            job_id: "many".into(),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(allocs.allocations.len(), 5);
+
+    let evals = eval_list_all(&a.evals(), pb::ListEvalsRequest::default())
+        .await
+        .unwrap();
+    let mut ids: Vec<_> = evals.evaluations.iter().map(|e| e.id.clone()).collect();
+    let listed = ids.len();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), listed, "no eval listed twice");
+    assert!(listed >= 5, "{listed} evals");
+    let limited = eval_list_all(
+        &a.evals(),
+        pb::ListEvalsRequest {
+            limit: 3,
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(limited.evaluations.len(), 3, "the limit holds across pages");
+    a.stop().await;
+}

@@ -47,6 +47,60 @@ pub(crate) fn take<T, K: Ord + ToString>(
     (page, next)
 }
 
+/// The cursor of lists sorted by (namespace, id): written `<namespace length>:<namespace><id>`
+/// so any id (a `/` included) round-trips.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct NamespacedCursor {
+    pub(crate) namespace: String,
+    pub(crate) id: String,
+}
+
+impl std::fmt::Display for NamespacedCursor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}{}", self.namespace.len(), self.namespace, self.id)
+    }
+}
+
+impl std::str::FromStr for NamespacedCursor {
+    type Err = ();
+
+    fn from_str(s: &str) -> Result<Self, ()> {
+        let (len, rest) = s.split_once(':').ok_or(())?;
+        let len: usize = len.parse().map_err(|_| ())?;
+        let namespace = rest.get(..len).ok_or(())?;
+        Ok(Self {
+            namespace: namespace.to_owned(),
+            id: rest[len..].to_owned(),
+        })
+    }
+}
+
+/// The cursor of lists sorted newest first (create index descending, then id): written
+/// `<create index>:<id>`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct NewestFirstCursor<I> {
+    pub(crate) create_index: std::cmp::Reverse<u64>,
+    pub(crate) id: I,
+}
+
+impl<I: std::fmt::Display> std::fmt::Display for NewestFirstCursor<I> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.create_index.0, self.id)
+    }
+}
+
+impl<I: std::str::FromStr> std::str::FromStr for NewestFirstCursor<I> {
+    type Err = ();
+
+    fn from_str(s: &str) -> Result<Self, ()> {
+        let (index, id) = s.split_once(':').ok_or(())?;
+        Ok(Self {
+            create_index: std::cmp::Reverse(index.parse().map_err(|_| ())?),
+            id: id.parse().map_err(|_| ())?,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -71,5 +125,15 @@ mod tests {
         assert_eq!(size(10, 500), 10);
         assert_eq!(size(9999, 500), 500);
         assert!(cursor::<u32>("x").is_err());
+        let c = NamespacedCursor {
+            namespace: "default".into(),
+            id: "encode/dispatch-1".into(),
+        };
+        assert_eq!(cursor::<NamespacedCursor>(&c.to_string()).unwrap(), Some(c));
+        let e = NewestFirstCursor {
+            create_index: std::cmp::Reverse(42),
+            id: 7u32,
+        };
+        assert_eq!(cursor(&e.to_string()).unwrap(), Some(e));
     }
 }
