@@ -55,9 +55,9 @@ pub async fn run(client: &Client, cmd: EvalCommand, out: &mut dyn Write) -> Resu
                     })?
                     .to_wire(),
             };
-            let answer = client
-                .evals()
-                .list(pb::ListEvalsRequest {
+            let answer = drover_proto::paging::eval_list_all(
+                &client.evals(),
+                pb::ListEvalsRequest {
                     status,
                     // The server reads a namespace only with a job.
                     namespace: if job.is_some() {
@@ -68,10 +68,10 @@ pub async fn run(client: &Client, cmd: EvalCommand, out: &mut dyn Write) -> Resu
                     job_id: job.unwrap_or_default(),
                     limit,
                     ..Default::default()
-                })
-                .await
-                .map_err(rpc_failed("listing evaluations"))?
-                .into_inner();
+                },
+            )
+            .await
+            .map_err(rpc_failed("listing evaluations"))?;
             let evals = answer
                 .evaluations
                 .into_iter()

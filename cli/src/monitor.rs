@@ -99,16 +99,17 @@ async fn placed_by(
     job_id: &str,
     eval_id: &str,
 ) -> Result<Vec<Allocation>, CliError> {
-    let answer = client
-        .jobs()
-        .allocations(pb::JobAllocationsRequest {
-            query: None,
+    let answer = drover_proto::paging::job_allocations_all(
+        &client.jobs(),
+        pb::JobAllocationsRequest {
             namespace: namespace.to_string(),
             job_id: job_id.to_string(),
-        })
-        .await;
+            ..Default::default()
+        },
+    )
+    .await;
     let answer = match answer {
-        Ok(answer) => answer.into_inner(),
+        Ok(answer) => answer,
         Err(status) if status.code() == tonic::Code::NotFound => return Ok(Vec::new()),
         Err(status) => {
             return Err(rpc_failed(format_args!(

@@ -12,6 +12,7 @@
 //! The `.proto` files are compiled at build time by protox (pure Rust, no system `protoc`).
 
 pub mod convert;
+pub mod paging;
 
 /// The generated code of package `drover.v1`.
 ///

@@ -4,7 +4,7 @@
 use crate::raft::{RaftError, ServerId, WriteError};
 use drover_core::Index;
 use drover_core::node_health::NodeHealthError;
-use drover_core::validate::ValidationError;
+use drover_core::validate::{NodeLimitError, ValidationError};
 use std::time::Duration;
 
 /// The gRPC metadata key of a RESOURCE_EXHAUSTED answer saying how many milliseconds to
@@ -138,4 +138,14 @@ pub enum StartError {
     Raft(#[from] RaftError),
     #[error("invalid server config: {reason}")]
     Config { reason: String },
+}
+
+/// A node field beyond the server's limits is the caller's mistake: INVALID_ARGUMENT, with
+/// the field and the limit named.
+impl From<NodeLimitError> for ServerError {
+    fn from(e: NodeLimitError) -> Self {
+        ServerError::InvalidArgument {
+            reason: e.to_string(),
+        }
+    }
 }

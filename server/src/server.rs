@@ -504,6 +504,7 @@ impl ServerHandle {
             None => (NodeId::random(), uuid_secret()),
         };
         let mut node = reg.into_node(node_id, secret_id.clone());
+        drover_core::validate::check_node(&node, &self.inner.config.node_limits)?;
         node.status = NodeStatus::Initializing;
         node.status_description = "registered; waiting for a ready heartbeat".into();
         let now = now();
@@ -527,6 +528,9 @@ impl ServerHandle {
     pub async fn heartbeat(&self, hb: Heartbeat) -> Result<HeartbeatAck, ServerError> {
         let snap = self.snapshot();
         let node = self.authenticated(&snap, &hb.auth)?;
+        if let Some(s) = &hb.last_snapshot {
+            drover_core::validate::check_snapshot_id(s, &self.inner.config.node_limits)?;
+        }
         self.inner.metrics.heartbeat();
         let now = now();
         let outcome = self

@@ -342,3 +342,225 @@ async fn health_follows_leadership_per_service() {
     );
     a.stop().await;
 }
+
+fn node_registration(n: u64) -> pb::RegisterNodeRequest {
+    pb::RegisterNodeRequest {
+        node: Some((&mock::node(n)).into()),
+    }
+}
+
+async fn refused_registration(
+    a: &Api,
+    mutate: impl FnOnce(&mut pb::NodeRegistration),
+) -> tonic::Status {
+    let mut req = node_registration(1);
+    mutate(req.node.as_mut().unwrap());
+    a.nodes().register(req).await.expect_err("refused")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_fields_are_bounded_naming_the_field_and_the_limit() {
+    let a = Api::start(|_| {}).await;
+    let e = refused_registration(&a, |n| n.name = "x".repeat(1 << 20)).await;
+    assert_eq!(e.code(), Code::InvalidArgument, "{}", e.message());
+    assert!(
+        e.message().contains("name: 1048576 bytes"),
+        "{}",
+        e.message()
+    );
+    assert!(
+        e.message().contains("limits.max_node_name_bytes"),
+        "{}",
+        e.message()
+    );
+
+    let e = refused_registration(&a, |n| {
+        n.attributes = (0..100_000)
+            .map(|i| (format!("a{i}"), "v".into()))
+            .collect()
+    })
+    .await;
+    assert_eq!(e.code(), Code::InvalidArgument, "{}", e.message());
+    assert!(
+        e.message().contains("attributes: 100000 entries"),
+        "{}",
+        e.message()
+    );
+
+    let e = refused_registration(&a, |n| {
+        n.resources.as_mut().unwrap().cpu_mhz = Some(u64::MAX)
+    })
+    .await;
+    assert_eq!(e.code(), Code::InvalidArgument, "{}", e.message());
+    assert!(e.message().contains("resources.cpu"), "{}", e.message());
+
+    let e = refused_registration(&a, |n| {
+        let total = n.resources.as_ref().unwrap().memory_mb;
+        n.reserved.as_mut().unwrap().memory_mb = total.map(|m| m + 1);
+    })
+    .await;
+    assert_eq!(e.code(), Code::InvalidArgument, "{}", e.message());
+    assert!(e.message().contains("reserved.memory"), "{}", e.message());
+    assert_eq!(
+        a.h.snapshot().nodes().count(),
+        0,
+        "nothing refused was stored"
+    );
+
+    // A heartbeat's snapshot id is bounded too.
+    let reg = a
+        .nodes()
+        .register(node_registration(1))
+        .await
+        .expect("a sane node registers")
+        .into_inner();
+    let e = a
+        .nodes()
+        .update_status(pb::UpdateNodeStatusRequest {
+            auth: Some(pb::NodeAuth {
+                node_id: reg.node_id.clone(),
+                secret_id: reg.secret_id.clone(),
+            }),
+            readiness: pb::Readiness::Ready as i32,
+            last_snapshot: Some("s".repeat(10 << 20)),
+        })
+        .await
+        .expect_err("a 10 MB snapshot id is refused");
+    assert_eq!(e.code(), Code::InvalidArgument, "{}", e.message());
+    assert!(e.message().contains("last_snapshot"), "{}", e.message());
+    a.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_list_pages_return_every_node_once() {
+    let a = Api::start(|c| c.max_list_page = 4).await;
+    for n in 1..=11 {
+        a.nodes()
+            .register(node_registration(n))
+            .await
+            .expect("registered");
+    }
+    let mut seen = Vec::new();
+    let mut token = String::new();
+    let mut pages = 0;
+    loop {
+        let page = a
+            .operator()
+            .node_list(pb::NodeListRequest {
+                page_size: 3,
+                next_token: token,
+                ..Default::default()
+            })
+            .await
+            .expect("a page")
+            .into_inner();
+        assert!(
+            page.nodes.len() <= 3,
+            "{} nodes in a page of 3",
+            page.nodes.len()
+        );
+        seen.extend(page.nodes.into_iter().map(|e| e.node.unwrap().id));
+        pages += 1;
+        if page.next_token.is_empty() {
+            break;
+        }
+        token = page.next_token;
+    }
+    assert_eq!(pages, 4);
+    let mut sorted = seen.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(
+        (seen.len(), sorted.len()),
+        (11, 11),
+        "every node exactly once"
+    );
+
+    // Without a page size the server's maximum applies; the client helper follows pages.
+    let first = a
+        .operator()
+        .node_list(pb::NodeListRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(first.nodes.len(), 4);
+    let all = drover_proto::paging::node_list_all(&a.operator(), pb::NodeListRequest::default())
+        .await
+        .unwrap();
+    assert_eq!(all.nodes.len(), 11);
+    a.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_eval_and_alloc_lists_page_and_the_client_helpers_follow_them() {
+    use drover_proto::paging::{eval_list_all, job_allocations_all, job_list_all};
+    let a = Api::start(|c| c.max_list_page = 2).await;
+    join_many(&a.h, 1).await;
+    for i in 0..4 {
+        a.jobs()
+            .register(register_request(
+                &mock::batch_job(&format!("b{i}"), 1),
+                None,
+            ))
+            .await
+            .unwrap();
+    }
+    a.jobs()
+        .register(register_request(&mock::batch_job("many", 5), None))
+        .await
+        .unwrap();
+    wait_until(&a.h, "the five allocations placed", |s| {
+        s.allocs_by_job(&JobKey::default_ns("many")).count() == 5
+    })
+    .await;
+
+    let first = a
+        .jobs()
+        .list(pb::ListJobsRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        first.jobs.len(),
+        2,
+        "a page holds at most limits.max_list_page"
+    );
+    assert!(!first.next_token.is_empty());
+    let jobs = job_list_all(&a.jobs(), pb::ListJobsRequest::default())
+        .await
+        .unwrap();
+    let ids: Vec<_> = jobs.jobs.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids, ["b0", "b1", "b2", "b3", "many"]);
+
+    let allocs = job_allocations_all(
+        &a.jobs(),
+        pb::JobAllocationsRequest {
+            job_id: "many".into(),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(allocs.allocations.len(), 5);
+
+    let evals = eval_list_all(&a.evals(), pb::ListEvalsRequest::default())
+        .await
+        .unwrap();
+    let mut ids: Vec<_> = evals.evaluations.iter().map(|e| e.id.clone()).collect();
+    let listed = ids.len();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), listed, "no eval listed twice");
+    assert!(listed >= 5, "{listed} evals");
+    let limited = eval_list_all(
+        &a.evals(),
+        pb::ListEvalsRequest {
+            limit: 3,
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(limited.evaluations.len(), 3, "the limit holds across pages");
+    a.stop().await;
+}

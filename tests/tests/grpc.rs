@@ -82,9 +82,8 @@ async fn register_job(h: &Harness, job: &drover_core::types::Job) -> pb::Registe
 async fn job_allocs(h: &Harness, id: &str) -> Vec<pb::Allocation> {
     h.jobs()
         .allocations(pb::JobAllocationsRequest {
-            query: None,
-            namespace: String::new(),
             job_id: id.into(),
+            ..Default::default()
         })
         .await
         .expect("allocations")

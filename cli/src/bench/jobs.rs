@@ -157,15 +157,15 @@ pub async fn wait_for(
 
 /// The run's allocations summed over its jobs' summaries.
 pub async fn tally(client: &Client, workload: &Workload) -> Result<Tally, BenchError> {
-    let answer = client
-        .jobs()
-        .list(pb::ListJobsRequest {
+    let answer = drover_proto::paging::job_list_all(
+        &client.jobs(),
+        pb::ListJobsRequest {
             id_prefix: workload.job_prefix(),
             ..Default::default()
-        })
-        .await
-        .map_err(rpc_failed("listing the benchmark's jobs"))?
-        .into_inner();
+        },
+    )
+    .await
+    .map_err(rpc_failed("listing the benchmark's jobs"))?;
     Ok(sum(answer.jobs.iter().filter_map(|j| j.summary.as_ref())))
 }
 

@@ -65,15 +65,15 @@ async fn count(
     workload: &Workload,
     health: pb::NodeHealth,
 ) -> Result<u64, BenchError> {
-    let answer = client
-        .operator()
-        .node_list(pb::NodeListRequest {
+    let answer = drover_proto::paging::node_list_all(
+        &client.operator(),
+        pb::NodeListRequest {
             health: health.into(),
             datacenter: workload.datacenter(),
             ..Default::default()
-        })
-        .await
-        .map_err(rpc_failed("listing the benchmark's nodes"))?
-        .into_inner();
+        },
+    )
+    .await
+    .map_err(rpc_failed("listing the benchmark's nodes"))?;
     Ok(answer.nodes.len() as u64)
 }

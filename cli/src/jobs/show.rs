@@ -56,15 +56,15 @@ pub async fn list(
     output: OutputArgs,
     out: &mut dyn Write,
 ) -> Result<Exit, CliError> {
-    let answer = client
-        .jobs()
-        .list(pb::ListJobsRequest {
+    let answer = drover_proto::paging::job_list_all(
+        &client.jobs(),
+        pb::ListJobsRequest {
             namespace: client.namespace_filter(),
             ..Default::default()
-        })
-        .await
-        .map_err(rpc_failed("listing jobs"))?
-        .into_inner();
+        },
+    )
+    .await
+    .map_err(rpc_failed("listing jobs"))?;
     let rows = answer
         .jobs
         .into_iter()
@@ -152,19 +152,20 @@ async fn fetch_status(client: &Client, job_id: &str) -> Result<JobStatusView, Cl
         .summary
         .map(JobSummary::try_from)
         .transpose()?;
-    let mut allocations = jobs
-        .allocations(pb::JobAllocationsRequest {
+    let mut allocations = drover_proto::paging::job_allocations_all(
+        &jobs,
+        pb::JobAllocationsRequest {
             namespace: client.namespace().to_string(),
             job_id: job_id.to_string(),
             ..Default::default()
-        })
-        .await
-        .map_err(rpc_failed(&action))?
-        .into_inner()
-        .allocations
-        .into_iter()
-        .map(Allocation::try_from)
-        .collect::<Result<Vec<_>, _>>()?;
+        },
+    )
+    .await
+    .map_err(rpc_failed(&action))?
+    .allocations
+    .into_iter()
+    .map(Allocation::try_from)
+    .collect::<Result<Vec<_>, _>>()?;
     allocations.sort_by(|a, b| {
         b.create_index
             .cmp(&a.create_index)

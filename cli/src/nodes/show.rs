@@ -41,12 +41,10 @@ pub async fn list(
     output: OutputArgs,
     out: &mut dyn Write,
 ) -> Result<Exit, CliError> {
-    let answer = client
-        .operator()
-        .node_list(pb::NodeListRequest::default())
-        .await
-        .map_err(rpc_failed("listing nodes"))?
-        .into_inner();
+    let answer =
+        drover_proto::paging::node_list_all(&client.operator(), pb::NodeListRequest::default())
+            .await
+            .map_err(rpc_failed("listing nodes"))?;
     let rows = answer
         .nodes
         .into_iter()

@@ -25,8 +25,10 @@
 
 mod constraint;
 mod group;
+mod node;
 mod version;
 
+pub use node::{NodeLimitError, NodeLimits, check_node, check_snapshot_id};
 pub use version::{VersionConstraint, VersionError, VersionFlavor};
 
 use crate::types::{Job, ReschedulePolicy};

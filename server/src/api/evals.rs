@@ -1,6 +1,7 @@
 //! `drover.v1.EvalService`: evaluations, blocked evals and the leader's queues.
 
 use super::Api;
+use super::page::{self, NewestFirstCursor};
 use drover_core::types::EvalId;
 use drover_proto::convert::{EvalFilter, parse_id};
 use drover_proto::v1 as pb;
@@ -19,15 +20,23 @@ impl EvalService for EvalApi {
     ) -> Result<Response<pb::ListEvalsResponse>, Status> {
         let req = req.into_inner();
         let filter = EvalFilter::try_from(&req)?;
+        let after: Option<NewestFirstCursor<EvalId>> = page::cursor(&req.next_token)?;
+        let size = page::size(req.page_size, self.0.handle.config().max_list_page);
         let snap = self.0.read(req.query.as_ref()).await?;
         let mut evals: Vec<_> = snap.evals().filter(|e| filter.matches(e)).collect();
-        evals.sort_by(|a, b| b.create_index.cmp(&a.create_index).then(a.id.cmp(&b.id)));
+        let key = |e: &&std::sync::Arc<drover_core::Evaluation>| NewestFirstCursor {
+            create_index: std::cmp::Reverse(e.create_index),
+            id: e.id,
+        };
+        evals.sort_by_key(key);
         if let Some(limit) = filter.limit {
             evals.truncate(limit);
         }
+        let (evals, next_token) = page::take(evals, key, after.as_ref(), size);
         Ok(Response::new(pb::ListEvalsResponse {
             evaluations: evals.iter().map(|e| e.as_ref().into()).collect(),
             index: snap.latest_index(),
+            next_token,
         }))
     }
 

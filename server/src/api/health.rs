@@ -55,3 +55,26 @@ pub(super) async fn follow_raft(
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serving_needs_a_known_leader_and_a_voter() {
+        let mut m = RaftMetrics::new_initial(1);
+        m.state = ServerState::Follower;
+        assert_eq!(status_for(&m), ServingStatus::NotServing, "no leader");
+        m.current_leader = Some(2);
+        assert_eq!(
+            status_for(&m),
+            ServingStatus::Serving,
+            "a follower of a leader"
+        );
+        m.state = ServerState::Learner;
+        assert_eq!(status_for(&m), ServingStatus::NotServing, "a learner");
+        m.state = ServerState::Leader;
+        m.current_leader = Some(1);
+        assert_eq!(status_for(&m), ServingStatus::Serving, "the leader");
+    }
+}

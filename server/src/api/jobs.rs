@@ -1,9 +1,10 @@
 //! `drover.v1.JobService`: register, plan, stop and inspect jobs.
 
 use super::Api;
+use super::page::{self, NamespacedCursor};
 use drover_core::scheduler::Env;
 use drover_core::scheduler::annotate::dry_run;
-use drover_core::types::{EvalId, JobKey};
+use drover_core::types::{AllocId, EvalId, JobKey};
 use drover_core::validate::{canonicalize, validate_job};
 use drover_proto::convert::{
     DispatchRequest, JobRegistration, job_key, job_list_entry, plan_response, submitted_job,
@@ -90,6 +91,8 @@ impl JobService for JobApi {
         req: Request<pb::ListJobsRequest>,
     ) -> Result<Response<pb::ListJobsResponse>, Status> {
         let req = req.into_inner();
+        let after: Option<NamespacedCursor> = page::cursor(&req.next_token)?;
+        let size = page::size(req.page_size, self.0.handle.config().max_list_page);
         let snap = self.0.read(req.query.as_ref()).await?;
         let mut jobs: Vec<_> = snap
             .jobs()
@@ -98,9 +101,15 @@ impl JobService for JobApi {
             .map(|j| job_list_entry(j, snap.job_summary(&j.key()).map(|s| s.as_ref())))
             .collect();
         jobs.sort_by(|a, b| (&a.namespace, &a.id).cmp(&(&b.namespace, &b.id)));
+        let key = |e: &pb::JobListEntry| NamespacedCursor {
+            namespace: e.namespace.clone(),
+            id: e.id.clone(),
+        };
+        let (jobs, next_token) = page::take(jobs, key, after.as_ref(), size);
         Ok(Response::new(pb::ListJobsResponse {
             jobs,
             index: snap.latest_index(),
+            next_token,
         }))
     }
 
@@ -128,16 +137,19 @@ impl JobService for JobApi {
     ) -> Result<Response<pb::JobAllocationsResponse>, Status> {
         let req = req.into_inner();
         let key = job_key(&req.namespace, &req.job_id)?;
+        let after: Option<AllocId> = page::cursor(&req.next_token)?;
+        let size = page::size(req.page_size, self.0.handle.config().max_list_page);
         let snap = self.0.read(req.query.as_ref()).await?;
         if snap.job(&key).is_none() {
             return Err(not_found(&key));
         }
+        let mut allocs: Vec<_> = snap.allocs_by_job(&key).collect();
+        allocs.sort_by_key(|a| a.id);
+        let (allocs, next_token) = page::take(allocs, |a| a.id, after.as_ref(), size);
         Ok(Response::new(pb::JobAllocationsResponse {
-            allocations: snap
-                .allocs_by_job(&key)
-                .map(|a| a.as_ref().into())
-                .collect(),
+            allocations: allocs.into_iter().map(|a| a.as_ref().into()).collect(),
             index: snap.latest_index(),
+            next_token,
         }))
     }
 

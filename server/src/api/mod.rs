@@ -16,6 +16,7 @@ pub mod node_health;
 mod node_watch;
 mod nodes;
 mod operator;
+mod page;
 mod search;
 mod status;
 mod workers;

@@ -9,7 +9,11 @@
 //! workers   { count = 2  enabled = ["service", "batch"]  wait_index_limit = "5s" }
 //! heartbeat { min_ttl = "10s"  max_per_second = 50  grace = "10s"  failover_ttl = "5m" }
 //! health    { lost_grace = "1m"  flaky_threshold = 3  flaky_cool_down = "15m" }
-//! limits    { max_message_bytes = 16777216  max_jobs = 100000  max_outstanding_evals = 100000 }
+//! limits    { max_message_bytes = 16777216  max_jobs = 100000  max_outstanding_evals = 100000
+//!             max_node_name_bytes = 256  max_node_attributes = 512  max_node_meta = 256
+//!             max_node_entry_bytes = 1024  max_snapshot_id_bytes = 256  max_list_page = 500
+//!             max_node_cpu_mhz = 10000000  max_node_memory_mb = 67108864
+//!             max_node_disk_mb = 1099511627776 }
 //! ```
 //!
 //! Durations are humantime strings ("500ms", "10s", "1m 30s", "2h").
@@ -112,6 +116,15 @@ pub struct LimitsBlock {
     pub max_count: Option<u32>,
     pub max_outstanding_evals: Option<usize>,
     pub event_buffer: Option<usize>,
+    pub max_node_name_bytes: Option<usize>,
+    pub max_node_attributes: Option<usize>,
+    pub max_node_meta: Option<usize>,
+    pub max_node_entry_bytes: Option<usize>,
+    pub max_snapshot_id_bytes: Option<usize>,
+    pub max_node_cpu_mhz: Option<u64>,
+    pub max_node_memory_mb: Option<u64>,
+    pub max_node_disk_mb: Option<u64>,
+    pub max_list_page: Option<usize>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -215,6 +228,18 @@ impl ConfigFile {
             if let Some(v) = l.event_buffer {
                 config.event_buffer = positive("limits.event_buffer", v)?;
             }
+            let n = &mut config.node_limits;
+            set(&mut n.max_name_bytes, &l.max_node_name_bytes);
+            set(&mut n.max_attributes, &l.max_node_attributes);
+            set(&mut n.max_meta, &l.max_node_meta);
+            set(&mut n.max_entry_bytes, &l.max_node_entry_bytes);
+            set(&mut n.max_snapshot_id_bytes, &l.max_snapshot_id_bytes);
+            set(&mut n.max_cpu_mhz, &l.max_node_cpu_mhz);
+            set(&mut n.max_memory_mb, &l.max_node_memory_mb);
+            set(&mut n.max_disk_mb, &l.max_node_disk_mb);
+            if let Some(v) = l.max_list_page {
+                config.max_list_page = positive("limits.max_list_page", v)?;
+            }
         }
         if let Some(g) = &self.gc {
             set(&mut config.gc.interval, &g.interval);
@@ -295,6 +320,11 @@ mod tests {
               max_groups_per_job    = 4
               max_outstanding_evals = 50
               event_buffer          = 1000
+              max_node_name_bytes   = 64
+              max_node_attributes   = 32
+              max_snapshot_id_bytes = 80
+              max_node_cpu_mhz      = 500000
+              max_list_page         = 100
             }
             gc {
               threshold = "4h"
@@ -329,6 +359,11 @@ mod tests {
         assert_eq!(c.limits.max_groups, 4);
         assert_eq!(c.max_outstanding_evals, 50);
         assert_eq!(c.event_buffer, 1000);
+        assert_eq!(c.node_limits.max_name_bytes, 64);
+        assert_eq!(c.node_limits.max_attributes, 32);
+        assert_eq!(c.node_limits.max_snapshot_id_bytes, 80);
+        assert_eq!(c.node_limits.max_cpu_mhz, 500_000);
+        assert_eq!(c.max_list_page, 100);
         assert_eq!(c.gc.threshold, Duration::from_secs(4 * 3600));
         assert_eq!(c.raft.snapshot_every, 500);
         // Untouched settings keep their defaults.

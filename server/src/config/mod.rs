@@ -12,7 +12,7 @@ use drover_core::SchedulerType;
 use drover_core::blocked::BlockedConfig;
 use drover_core::broker::BrokerConfig;
 use drover_core::node_health::{HealthConfig, HeartbeatConfig};
-use drover_core::validate::Limits;
+use drover_core::validate::{Limits, NodeLimits};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -118,6 +118,12 @@ pub struct ServerConfig {
     pub gc: GcConfig,
     /// Bounds on submitted jobs.
     pub limits: Limits,
+    /// Bounds on what a node sends at registration and in heartbeats.
+    pub node_limits: NodeLimits,
+    /// Most entries one page of a list RPC holds (and what a request without `page_size`
+    /// gets). With the node and job field limits, a page stays well below
+    /// `max_message_bytes`, so no list outgrows the message limit however large the cluster.
+    pub max_list_page: usize,
     /// Most jobs the cluster holds; a register of a new job beyond it is refused.
     pub max_jobs: usize,
     /// Most evals the broker may hold before job registration answers "resource exhausted".
@@ -152,6 +158,8 @@ impl ServerConfig {
             health: HealthConfig::default(),
             gc: GcConfig::default(),
             limits: Limits::default(),
+            node_limits: NodeLimits::default(),
+            max_list_page: 500,
             max_jobs: 100_000,
             max_outstanding_evals: 100_000,
             plan_wait_limit: Duration::from_secs(5),

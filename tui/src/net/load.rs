@@ -30,17 +30,15 @@ fn keep<T, E: std::fmt::Display>(what: &'static str, result: Result<T, E>) -> Op
 
 /// Nodes, jobs with their allocations, and recent evaluations.
 pub async fn snapshot(channel: &Channel) -> Result<Snapshot, tonic::Status> {
-    let mut operator = OperatorServiceClient::new(channel.clone())
+    let operator = OperatorServiceClient::new(channel.clone())
         .max_decoding_message_size(super::MAX_ANSWER_BYTES);
-    let mut jobs_client =
+    let jobs_client =
         JobServiceClient::new(channel.clone()).max_decoding_message_size(super::MAX_ANSWER_BYTES);
-    let mut evals_client =
+    let evals_client =
         EvalServiceClient::new(channel.clone()).max_decoding_message_size(super::MAX_ANSWER_BYTES);
 
-    let nodes = operator
-        .node_list(pb::NodeListRequest::default())
-        .await?
-        .into_inner();
+    let nodes =
+        drover_proto::paging::node_list_all(&operator, pb::NodeListRequest::default()).await?;
     let mut index = nodes.index;
     let health_periods = nodes.health_periods.as_ref().map(HealthPeriods::from);
     let nodes: Vec<Node> = nodes
@@ -50,22 +48,19 @@ pub async fn snapshot(channel: &Channel) -> Result<Snapshot, tonic::Status> {
         .filter_map(|n| keep("node", Node::try_from(n)))
         .collect();
 
-    let job_list = jobs_client
-        .list(pb::ListJobsRequest::default())
-        .await?
-        .into_inner();
+    let job_list =
+        drover_proto::paging::job_list_all(&jobs_client, pb::ListJobsRequest::default()).await?;
     index = index.min(job_list.index);
     let mut allocs = Vec::new();
     let mut jobs = Vec::with_capacity(job_list.jobs.len());
     for entry in job_list.jobs {
         let request = pb::JobAllocationsRequest {
-            query: None,
             namespace: entry.namespace.clone(),
             job_id: entry.id.clone(),
+            ..Default::default()
         };
-        match jobs_client.allocations(request).await {
+        match drover_proto::paging::job_allocations_all(&jobs_client, request).await {
             Ok(answer) => {
-                let answer = answer.into_inner();
                 index = index.min(answer.index);
                 allocs.extend(
                     answer
@@ -81,13 +76,14 @@ pub async fn snapshot(channel: &Channel) -> Result<Snapshot, tonic::Status> {
         jobs.extend(keep("job", decode_job_entry(entry)));
     }
 
-    let evals = evals_client
-        .list(pb::ListEvalsRequest {
+    let evals = drover_proto::paging::eval_list_all(
+        &evals_client,
+        pb::ListEvalsRequest {
             limit: EVAL_LOAD_LIMIT,
             ..Default::default()
-        })
-        .await?
-        .into_inner();
+        },
+    )
+    .await?;
     index = index.min(evals.index);
     let evals: Vec<Evaluation> = evals
         .evaluations
