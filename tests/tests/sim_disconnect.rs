@@ -179,3 +179,34 @@ async fn silent_past_the_window_is_replaced_and_not_revived() {
     sim.shutdown().await;
     server.stop().await;
 }
+
+/// Item 3 of issue 14: a node that missed its heartbeat while it runs a disconnect-tolerant
+/// allocation goes `disconnected` and `suspended:lost`; when it heartbeats again inside the
+/// lost grace it is `ready` and healthy in state, not left lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_node_that_heartbeats_inside_the_grace_is_healthy_again() {
+    use drover_core::types::{NodeHealth, SuspendReason};
+    let server = server().await;
+    let sim = simulator(&server, 2).await;
+    let key = register_job(&server, "tolerant", Duration::from_secs(30)).await;
+    let (_, node) = running_original(&server, &key).await;
+
+    sim.silence(&[node]).await.expect("silences");
+    eventually("the node is disconnected and lost", DEADLINE, || async {
+        let n = server.handle().snapshot().node(&node).cloned()?;
+        (n.status == NodeStatus::Disconnected
+            && n.health == NodeHealth::Suspended(SuspendReason::Lost))
+        .then_some(())
+    })
+    .await;
+
+    sim.restore(&[node]).await.expect("restores");
+    eventually("the node is ready and healthy again", DEADLINE, || async {
+        let n = server.handle().snapshot().node(&node).cloned()?;
+        (n.status == NodeStatus::Ready && n.health == NodeHealth::Healthy).then_some(())
+    })
+    .await;
+
+    sim.shutdown().await;
+    server.stop().await;
+}

@@ -1252,3 +1252,29 @@ fn expiry_of_a_node_not_in_state_is_refused() {
     assert_eq!(err, NodeHealthError::NodeNotFound(n(4)));
     assert_eq!(err.to_string(), format!("node {} not found in state", n(4)));
 }
+
+/// Item 3 of issue 14: the expiry's "lost" and the heartbeat's recovery are separate
+/// writes; when they commit in the wrong order state says lost while the tracker says
+/// healthy. The next heartbeat finds the mismatch and writes the tracker's view, so a
+/// node that heartbeats inside the grace always ends healthy in state, whatever it runs.
+#[test]
+fn a_heartbeat_repairs_health_that_state_got_out_of_order() {
+    let steps = [&READY_AT_0[..], &[(10, Missed), (12, Heartbeat)]].concat();
+    let (mut t, _, _) = run(&steps);
+    assert_eq!(t.health(&n(1)), Some(HEALTHY));
+    // (health stored in state, what the next heartbeat must write)
+    let cases = [
+        (LOST, Some(set(Some(LOST), HEALTHY))),
+        (NEW, Some(set(Some(NEW), HEALTHY))),
+        (HEALTHY, None),
+    ];
+    for (stored, want) in cases {
+        assert!(t.heartbeat(n(1), at(22)).expect("tracked").is_empty());
+        assert_eq!(t.stored_mismatch(&n(1), stored), want, "stored {stored:?}");
+    }
+    assert_eq!(
+        t.stored_mismatch(&n(9), LOST),
+        None,
+        "an unknown node has no view"
+    );
+}

@@ -572,6 +572,24 @@ impl NodeHealthTracker {
         self.nodes.get(node_id).map(|st| st.health)
     }
 
+    /// The write that brings the health stored in state (`stored`) back to the tracker's
+    /// view, if they differ.
+    ///
+    /// The leader writes health decisions as separate Raft entries, each in its own task,
+    /// so two of them can commit out of order: a heartbeat's recovery (lost → healthy)
+    /// committed before the expiry's "lost" left state saying lost while the tracker, the
+    /// authority, had moved on, and nothing would ever write again (the node stayed
+    /// `suspended:lost`, heartbeating, neither recovered nor deleted). Every heartbeat asks
+    /// this, so state converges to the tracker within one heartbeat whatever the order.
+    pub fn stored_mismatch(&self, node_id: &NodeId, stored: NodeHealth) -> Option<HealthDecision> {
+        let st = self.nodes.get(node_id)?;
+        (st.health != stored).then_some(HealthDecision::SetHealth {
+            node_id: *node_id,
+            from: Some(stored),
+            to: st.health,
+        })
+    }
+
     /// When the node entered its current health.
     pub fn health_since(&self, node_id: &NodeId) -> Option<Timestamp> {
         self.nodes.get(node_id).map(|st| st.since)

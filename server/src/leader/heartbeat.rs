@@ -8,7 +8,7 @@ use super::evals::{node_evals, node_update_evals};
 use super::{LeaderCore, Leadership, health};
 use crate::error::ServerError;
 use drover_core::fsm::Command;
-use drover_core::node_health::{ExpiryStatus, Readiness, on_heartbeat_expiry};
+use drover_core::node_health::{ExpiryStatus, HealthDecision, Readiness, on_heartbeat_expiry};
 use drover_core::state::StateSnapshot;
 use drover_core::{Node, NodeHealth, NodeId, NodeStatus, Timestamp};
 use std::time::Duration;
@@ -98,6 +98,13 @@ impl Leadership {
             Err(_) => core.health.register(node.id, now),
         };
         decisions.extend(core.health.readiness(node.id, readiness, now)?);
+        if !decisions
+            .iter()
+            .any(|d| matches!(d, HealthDecision::SetHealth { .. }))
+        {
+            // Nothing changed in the tracker: make sure state says what it says.
+            decisions.extend(core.health.stored_mismatch(&node.id, node.health));
+        }
         let ttl = core.heartbeats.reset(node.id, now, &mut core.rng);
         drop(guard);
         self.wake.notify_one();
