@@ -210,3 +210,29 @@ async fn a_lost_node_that_heartbeats_inside_the_grace_is_healthy_again() {
     sim.shutdown().await;
     server.stop().await;
 }
+
+/// A service job's node that stays silent past its window goes `down`, not `disconnected`
+/// for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_job_node_silent_past_the_window_goes_down() {
+    let server = server().await;
+    let sim = simulator(&server, 3).await;
+    let key = register_job(&server, "svc-down", Duration::from_millis(800)).await;
+    let (original, node) = running_original(&server, &key).await;
+
+    sim.silence(&[node]).await.expect("silences");
+    eventually(
+        "the node is down and the original lost",
+        DEADLINE,
+        || async {
+            let snap = server.handle().snapshot();
+            let down = snap.node(&node)?.status == NodeStatus::Down;
+            let lost = snap.alloc(&original)?.client_status == ClientStatus::Lost;
+            (down && lost).then_some(())
+        },
+    )
+    .await;
+
+    sim.shutdown().await;
+    server.stop().await;
+}

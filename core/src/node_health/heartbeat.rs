@@ -93,6 +93,13 @@ impl HeartbeatTimers {
         }
     }
 
+    /// Makes `node_id` expire again at `at` unless it heartbeats first: a node that went
+    /// `disconnected` is looked at once more when its disconnect windows end, and goes
+    /// `down` then (Nomad's disconnect: the node does not stay disconnected for ever).
+    pub fn expire_at(&mut self, node_id: NodeId, at: Timestamp) {
+        self.set(node_id, at);
+    }
+
     /// Removes and returns the nodes whose deadline is at or before `now`, earliest first.
     /// Each is reported once: its timer is gone until the next heartbeat resets it.
     pub fn expired(&mut self, now: Timestamp) -> Vec<NodeId> {

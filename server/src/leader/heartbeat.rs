@@ -38,10 +38,14 @@ pub(super) fn on_expired(
                 }
             };
             tracing::info!(%node_id, status = status.as_str(), jobs = decision.jobs.len(), "node heartbeat expired");
-            let already = snap
-                .node(&node_id)
-                .is_some_and(|n| n.status == status && n.status_description == description);
-            if !already {
+            let current = snap.node(&node_id).map(|n| n.status);
+            if let ExpiryStatus::Disconnected { until } = decision.status {
+                // Looked at again when the windows end: down then, unless it is back.
+                core.heartbeats.expire_at(node_id, until);
+            }
+            // A node already disconnected stays so until its windows end (no new write,
+            // no new evals); one already down is not written again.
+            if current != Some(status) {
                 let evals = node_update_evals(snap, node_id, decision.jobs, now);
                 actions.push(Action::Write(
                     Command::NodeStatus {
