@@ -211,6 +211,172 @@ async fn a_lost_node_that_heartbeats_inside_the_grace_is_healthy_again() {
     server.stop().await;
 }
 
+/// Registers a system job whose group tolerates `window` of disconnect.
+async fn register_system_job(server: &TestServer, id: &str, window: Duration) -> JobKey {
+    let mut job = mock::system_job(id);
+    job.groups[0].disconnect = Some(DisconnectPolicy {
+        lost_after: Some(window),
+        ..DisconnectPolicy::default()
+    });
+    let key = job.key();
+    server
+        .handle()
+        .register_job(JobRegistration {
+            job,
+            enforce_index: None,
+        })
+        .await
+        .expect("job registers");
+    key
+}
+
+/// Waits for the system job to run on every one of `nodes` nodes; returns the allocation on
+/// each node.
+async fn running_everywhere(
+    server: &TestServer,
+    key: &JobKey,
+    nodes: usize,
+) -> Vec<(NodeId, AllocId)> {
+    eventually("the system job runs on every node", DEADLINE, || async {
+        let snap = server.handle().snapshot();
+        let live = live(&snap, key);
+        let running: Vec<(NodeId, AllocId)> = live
+            .iter()
+            .filter(|a| a.client_status == ClientStatus::Running)
+            .map(|a| (a.node_id, a.id))
+            .collect();
+        (live.len() == nodes && running.len() == nodes).then_some(running)
+    })
+    .await
+}
+
+/// At most one live allocation of the job on each node.
+fn assert_once_per_node(snap: &StateSnapshot, key: &JobKey) {
+    let mut seen = std::collections::BTreeSet::new();
+    for a in live(snap, key) {
+        assert!(
+            seen.insert(a.node_id),
+            "two live allocations on {}",
+            a.node_id
+        );
+    }
+}
+
+/// Nomad's reconnect fix for system jobs: inside the window the node's allocation goes
+/// `unknown` (still wanted), a follow-up eval waits for the window's end, and when the node
+/// comes back the same allocation continues: no stop, no second placement on the node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn system_job_silent_inside_the_window_keeps_its_allocation() {
+    let server = server().await;
+    let sim = simulator(&server, 3).await;
+    let key = register_system_job(&server, "sys-keep", Duration::from_secs(30)).await;
+    let placed = running_everywhere(&server, &key, 3).await;
+    let (node, original) = placed[0];
+
+    sim.silence(&[node]).await.expect("silences");
+    eventually(
+        "the node is disconnected, its allocation unknown and still wanted, a follow-up waits",
+        DEADLINE,
+        || async {
+            let snap = server.handle().snapshot();
+            let disconnected = snap.node(&node)?.status == NodeStatus::Disconnected;
+            let a = snap.alloc(&original)?;
+            let unknown =
+                a.client_status == ClientStatus::Unknown && a.desired_status == DesiredStatus::Run;
+            let follow_up = snap
+                .evals_by_job(&key)
+                .any(|e| !e.is_terminal() && e.wait_until.is_some());
+            (disconnected && unknown && follow_up).then_some(())
+        },
+    )
+    .await;
+    assert_once_per_node(&server.handle().snapshot(), &key);
+
+    sim.restore(&[node]).await.expect("restores");
+    eventually(
+        "the same allocation runs again on the node",
+        DEADLINE,
+        || async {
+            let snap = server.handle().snapshot();
+            let ready = snap.node(&node)?.status == NodeStatus::Ready;
+            let a = snap.alloc(&original)?;
+            let running = a.client_status == ClientStatus::Running;
+            (ready && running && live(&snap, &key).len() == 3).then_some(())
+        },
+    )
+    .await;
+    let snap = server.handle().snapshot();
+    assert_once_per_node(&snap, &key);
+    let on_node: Vec<AllocId> = allocs(&snap, &key)
+        .iter()
+        .filter(|a| a.node_id == node)
+        .map(|a| a.id)
+        .collect();
+    assert_eq!(
+        on_node,
+        vec![original],
+        "no other allocation was ever placed there"
+    );
+    assert_eq!(
+        alloc_status(&server, original).await,
+        Some((DesiredStatus::Run, ClientStatus::Running))
+    );
+
+    sim.shutdown().await;
+    server.stop().await;
+}
+
+/// Past the window the system allocation is lost and the node is down; nothing runs twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn system_job_silent_past_the_window_is_lost_and_the_node_down() {
+    let server = server().await;
+    let sim = simulator(&server, 3).await;
+    let key = register_system_job(&server, "sys-lose", Duration::from_millis(800)).await;
+    let placed = running_everywhere(&server, &key, 3).await;
+    let (node, original) = placed[0];
+
+    sim.silence(&[node]).await.expect("silences");
+    eventually(
+        "the allocation is lost and the node down",
+        DEADLINE,
+        || async {
+            let snap = server.handle().snapshot();
+            let down = snap.node(&node)?.status == NodeStatus::Down;
+            let lost = snap.alloc(&original)?.client_status == ClientStatus::Lost;
+            (down && lost).then_some(())
+        },
+    )
+    .await;
+    let snap = server.handle().snapshot();
+    assert_once_per_node(&snap, &key);
+    assert!(
+        live(&snap, &key).iter().all(|a| a.node_id != node),
+        "nothing is placed on a down node"
+    );
+
+    sim.restore(&[node]).await.expect("restores");
+    eventually(
+        "the node is back with one allocation of the job",
+        DEADLINE,
+        || async {
+            let snap = server.handle().snapshot();
+            let ready = snap.node(&node)?.status == NodeStatus::Ready;
+            let stats = sim.stats().await.ok()?;
+            (ready && live(&snap, &key).len() == 3 && stats.running_allocs == 3).then_some(())
+        },
+    )
+    .await;
+    let snap = server.handle().snapshot();
+    assert_once_per_node(&snap, &key);
+    assert!(
+        snap.alloc(&original).is_none_or(|a| a.is_terminal()),
+        "the lost original stays terminal"
+    );
+
+    sim.shutdown().await;
+    server.stop().await;
+}
+
 /// A service job's node that stays silent past its window goes `down`, not `disconnected`
 /// for ever.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,6 +12,7 @@ pub mod generic;
 pub mod preempt;
 pub mod rank;
 pub mod reconcile;
+mod reconcile_node;
 pub mod stack;
 pub mod system;
 pub mod testing;

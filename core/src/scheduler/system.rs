@@ -1,12 +1,17 @@
 //! The system and sysbatch scheduler: one allocation of each group on every eligible node.
 //!
-//! Per node the diff is simple: no live allocation → place one there; one of an old version →
-//! update it (in place, or replaced on the same node `max_parallel` at a time); the node left
-//! (down, draining, offlined, outside the datacenters) → stop it. A sysbatch allocation that
-//! finished on a node is never run there again for the same job version.
+//! The per-node diff of each live allocation is the node reconciler's
+//! ([`super::reconcile_node`]): keep, update (in place, or replaced on the same node
+//! `max_parallel` at a time), stop, lost, or unknown while the node is disconnected inside
+//! the group's window (with a follow-up eval at its end) and continued when it is back.
+//! Eligible nodes that match the job and hold no live allocation of a group get one; nodes
+//! filtered out by the job's constraints are simply not this job's, never placement
+//! failures. A sysbatch allocation that finished on a node is never run there again for
+//! the same job version.
 
 use super::generic::max_attempts;
-use super::reconcile::{Placement, PlacementKind, update};
+use super::reconcile::{Placement, PlacementKind, describe, disconnect_follow_ups, update};
+use super::reconcile_node::{self, NodeBucket, NodeFacts};
 use super::stack::{CandidateLimit, SelectOptions, Stack};
 use super::{Env, Planner, SchedulerError, feasible, util};
 use crate::state::StateSnapshot;
@@ -19,10 +24,9 @@ use std::sync::Arc;
 /// per-node ones, so a full cluster cannot flood the blocked set.
 pub const MAX_PER_NODE_BLOCKED: usize = 16;
 
-const NODE_LEFT: &str = "alloc not needed as node is no longer eligible";
-const STOPPED: &str = "alloc not needed as job is stopped";
-const LOST: &str = "alloc is lost since its node is down";
-const UPDATING: &str = "alloc is being updated due to job update";
+const NODE_LEFT: &str = "alloc not needed as node no longer matches the job";
+const GROUP_LEFT: &str = "alloc not needed as its group left the job";
+const DRAINING: &str = "alloc stopped as its node is draining";
 const DUPLICATE: &str = "alloc not needed: another runs on this node";
 
 #[derive(Debug)]
@@ -132,7 +136,7 @@ impl SystemScheduler {
         let job = state.job(&key).filter(|j| !j.stop);
         let Some(job) = job else {
             for a in allocs.iter().filter(|a| is_live(a)) {
-                plan.append_update(a.node_id, AllocTransition::stop(a.id, STOPPED));
+                plan.append_update(a.node_id, AllocTransition::stop(a.id, describe::STOPPED));
                 desired.entry(a.task_group.clone()).or_default().stop += 1;
             }
             plan.annotations = Some(PlanAnnotations {
@@ -142,16 +146,14 @@ impl SystemScheduler {
             return pass;
         };
         let (nodes, by_dc) = feasible::ready_nodes_in_dcs(state, job);
-        // `nodes` comes in id order (the snapshot's), so membership is a binary search.
-        debug_assert!(nodes.is_sorted_by_key(|n| n.id));
-        let eligible = |id: &NodeId| nodes.binary_search_by_key(id, |n| n.id).is_ok();
+        let node_match = feasible::NodeMatch::new(job);
         // Per (group, node): what is there now.
         let mut live: BTreeMap<(&str, NodeId), Vec<Arc<Allocation>>> = BTreeMap::new();
         let mut finished: BTreeSet<(&str, NodeId)> = BTreeSet::new();
         for a in &allocs {
             if job.group(&a.task_group).is_none() {
                 if is_live(a) {
-                    plan.append_update(a.node_id, AllocTransition::stop(a.id, NODE_LEFT));
+                    plan.append_update(a.node_id, AllocTransition::stop(a.id, GROUP_LEFT));
                     desired.entry(a.task_group.clone()).or_default().stop += 1;
                 }
                 continue;
@@ -172,6 +174,8 @@ impl SystemScheduler {
             }
         }
         let mut to_place: Vec<(Arc<Node>, &TaskGroup, Option<Arc<Allocation>>)> = Vec::new();
+        // Allocations to mark unknown, with the end of their disconnect window.
+        let mut unknown: Vec<(Arc<Allocation>, Timestamp)> = Vec::new();
         for group in &job.groups {
             let d = desired.entry(group.name.clone()).or_default();
             let mut stale = Vec::new();
@@ -187,30 +191,66 @@ impl SystemScheduler {
                     d.stop += 1;
                 }
                 let Some(a) = list.pop() else { continue };
-                match state.node(node_id) {
-                    None => lost(&mut plan, &a, d),
-                    Some(n) if n.status == NodeStatus::Down => lost(&mut plan, &a, d),
-                    Some(n) if n.status == NodeStatus::Disconnected => {
-                        disconnected(&mut plan, &a, n, group, self.env.now, d)
+                let node = state.node(node_id).map(|n| &**n);
+                let facts = NodeFacts {
+                    node,
+                    matches_job: node.is_some_and(|n| node_match.matches(n, &group.name)),
+                    job_version: job.version,
+                    now: self.env.now,
+                    eval: eval.id,
+                };
+                match reconcile_node::bucket(&a, group, facts) {
+                    NodeBucket::Ignore => d.ignore += 1,
+                    NodeBucket::Update => stale.push(a),
+                    NodeBucket::Migrate => {
+                        plan.append_update(*node_id, AllocTransition::stop(a.id, DRAINING));
+                        d.migrate += 1;
                     }
-                    Some(n) if !eligible(node_id) && !keeps_system_alloc(n) => {
+                    NodeBucket::Stop => {
                         plan.append_update(*node_id, AllocTransition::stop(a.id, NODE_LEFT));
                         d.stop += 1;
                     }
-                    Some(_) if a.job_version != job.version => stale.push(a),
-                    Some(_) => d.ignore += 1,
+                    NodeBucket::Lost => {
+                        let mut t = AllocTransition::stop(a.id, describe::LOST);
+                        t.client_status = Some(ClientStatus::Lost);
+                        plan.append_update(*node_id, t);
+                        d.stop += 1;
+                    }
+                    NodeBucket::Disconnecting { due } => {
+                        unknown.push((a, due));
+                        d.disconnect += 1;
+                    }
+                    NodeBucket::Reconnecting => {
+                        plan.append_update(
+                            *node_id,
+                            mark(&a, describe::RECONNECTED, a.client_status, None),
+                        );
+                        d.reconnect += 1;
+                    }
                 }
             }
             self.update_stale(state, job, group, stale, &mut plan, &mut to_place, d, rng);
-            // Eligible nodes with nothing of this group: place.
+            // Eligible nodes that suit the group and hold nothing of it: place. A node its
+            // constraints filter out is not this group's, so it is no placement failure.
             for node in &nodes {
                 let key = (group.name.as_str(), node.id);
-                if live.contains_key(&key) || finished.contains(&key) {
+                if live.contains_key(&key)
+                    || finished.contains(&key)
+                    || !node_match.matches(node, &group.name)
+                {
                     continue;
                 }
                 to_place.push((node.clone(), group, None));
             }
         }
+        let (marked, follow_ups) = disconnect_follow_ups(job, eval, self.env.now, unknown, rng);
+        for (a, id) in marked {
+            plan.append_update(
+                a.node_id,
+                mark(&a, describe::UNKNOWN, ClientStatus::Unknown, Some(id)),
+            );
+        }
+        plan.evals.extend(follow_ups);
         let preemption = state.scheduler_config().preemption;
         let allow_preemption = match self.job_type {
             JobType::SysBatch => preemption.sysbatch,
@@ -281,7 +321,7 @@ impl SystemScheduler {
                     let mut m = stack.metrics().clone();
                     m.nodes_available = by_dc.clone();
                     let entry = pass.failures.entry(group.name.clone()).or_insert(m);
-                    entry.coalesced_failures += u32::from(pass.failed_nodes.contains(&node_id));
+                    entry.coalesced_failures += 1;
                     *pass.queued.entry(group.name.clone()).or_default() += 1;
                     pass.failed_nodes.insert(node_id);
                 }
@@ -290,6 +330,7 @@ impl SystemScheduler {
         plan.annotations = Some(PlanAnnotations {
             desired_tg_updates: desired,
         });
+        util::add_preemption_evals(&mut plan, state, self.env.now, rng);
         pass.plan = Some(plan);
         pass
     }
@@ -333,7 +374,7 @@ impl SystemScheduler {
             let Some(node) = state.node(&a.node_id) else {
                 continue;
             };
-            plan.append_update(a.node_id, AllocTransition::stop(a.id, UPDATING));
+            plan.append_update(a.node_id, AllocTransition::stop(a.id, describe::UPDATING));
             d.destructive_update += 1;
             to_place.push((node.clone(), group, Some(a)));
         }
@@ -358,44 +399,20 @@ fn is_live(a: &Allocation) -> bool {
     a.desired_status == DesiredStatus::Run && !a.client_terminal()
 }
 
-/// A draining node that ignores system jobs keeps its system allocations.
-fn keeps_system_alloc(n: &Node) -> bool {
-    n.status == NodeStatus::Ready
-        && n.health != NodeHealth::Offlined
-        && n.drain.as_ref().is_some_and(|d| d.ignore_system_jobs)
-}
-
-fn lost(plan: &mut Plan, a: &Allocation, d: &mut DesiredUpdates) {
-    let mut t = AllocTransition::stop(a.id, LOST);
-    t.client_status = Some(ClientStatus::Lost);
-    plan.append_update(a.node_id, t);
-    d.stop += 1;
-}
-
-/// Disconnected inside the group's window: unknown (once); past it, or without one: lost.
-fn disconnected(
-    plan: &mut Plan,
+/// A transition that keeps the allocation wanted and records `client_status` in its state
+/// history (unknown on a disconnect, the status it reported on a reconnect).
+fn mark(
     a: &Allocation,
-    n: &Node,
-    group: &TaskGroup,
-    now: Timestamp,
-    d: &mut DesiredUpdates,
-) {
-    match group.disconnect_window() {
-        Some(w) if now < n.status_updated_at.saturating_add(w) => {
-            if a.client_status != ClientStatus::Unknown {
-                let t = AllocTransition {
-                    alloc_id: a.id,
-                    desired_status: DesiredStatus::Run,
-                    desired_description: "alloc is unknown since its node is disconnected".into(),
-                    client_status: Some(ClientStatus::Unknown),
-                    follow_up_eval_id: None,
-                    preempted_by: None,
-                };
-                plan.append_update(a.node_id, t);
-                d.disconnect += 1;
-            }
-        }
-        _ => lost(plan, a, d),
+    why: &str,
+    client_status: ClientStatus,
+    follow_up: Option<EvalId>,
+) -> AllocTransition {
+    AllocTransition {
+        alloc_id: a.id,
+        desired_status: DesiredStatus::Run,
+        desired_description: why.to_string(),
+        client_status: Some(client_status),
+        follow_up_eval_id: follow_up,
+        preempted_by: None,
     }
 }

@@ -81,6 +81,41 @@ pub fn ready_nodes_in_dcs(
     (nodes, per_dc)
 }
 
+/// Whether a node still suits a job's group, whatever its capacity and readiness: its
+/// datacenter and the job's and the group's constraints. (`distinct_hosts` and
+/// `distinct_property` are about where placements go together, not about the node.) A
+/// system allocation on a node that no longer suits its job is stopped; on one that only
+/// takes no new work it stays.
+#[derive(Debug)]
+pub(crate) struct NodeMatch {
+    datacenters: DatacenterGlobs,
+    job: Compiled,
+    groups: BTreeMap<String, Compiled>,
+}
+
+impl NodeMatch {
+    pub(crate) fn new(job: &Job) -> NodeMatch {
+        NodeMatch {
+            datacenters: DatacenterGlobs::new(&job.datacenters),
+            job: Compiled::new(&job.constraints),
+            groups: job
+                .groups
+                .iter()
+                .map(|g| (g.name.clone(), Compiled::new(&g.constraints)))
+                .collect(),
+        }
+    }
+
+    pub(crate) fn matches(&self, node: &Node, group: &str) -> bool {
+        let holds = |c: &Compiled| {
+            c.first_stable_failure(node).is_none() && c.first_per_node_failure(node).is_none()
+        };
+        self.datacenters.matches(&node.datacenter)
+            && holds(&self.job)
+            && self.groups.get(group).is_none_or(holds)
+    }
+}
+
 /// A job's datacenter patterns. A pattern that is not a valid glob matches only itself
 /// literally (validation refuses such patterns; this keeps a bad one from matching more).
 #[derive(Debug)]

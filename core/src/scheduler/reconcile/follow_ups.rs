@@ -45,10 +45,7 @@ impl FollowUps {
                 out.updates.push((a.node_id, t));
             }
         }
-        let mut unknown = self.unknown;
-        unknown.sort_by_key(|(a, due)| (*due, a.id));
-        for (a, due) in unknown {
-            let id = maker.batched(TriggeredBy::MaxDisconnectTimeout, due, rng);
+        for (a, id) in maker.disconnect_window_ends(self.unknown, rng) {
             out.mark(&a, describe::UNKNOWN, ClientStatus::Unknown, Some(id));
         }
         if let Some(stagger) = self.rolling {
@@ -56,6 +53,28 @@ impl FollowUps {
         }
         out.evals.extend(maker.evals);
     }
+}
+
+/// The follow-up evals for allocations marked `unknown` until the end of their disconnect
+/// window (`due`): each allocation with the id of the eval that settles it then, and the
+/// evals to write (windows ending close together share one). Service and system
+/// schedulers alike.
+pub(crate) fn disconnect_follow_ups(
+    job: &Job,
+    eval: &Evaluation,
+    now: Timestamp,
+    unknown: Vec<(Arc<Allocation>, Timestamp)>,
+    rng: &mut impl rand::Rng,
+) -> (Vec<(Arc<Allocation>, EvalId)>, Vec<Evaluation>) {
+    let mut maker = EvalMaker {
+        job,
+        parent: eval.id,
+        now,
+        evals: Vec::new(),
+        batches: Vec::new(),
+    };
+    let marked = maker.disconnect_window_ends(unknown, rng);
+    (marked, maker.evals)
 }
 
 /// Builds follow-up evals of one job, sharing one eval among follow-ups of the same trigger
@@ -69,6 +88,22 @@ struct EvalMaker<'a> {
 }
 
 impl EvalMaker<'_> {
+    /// A `max-disconnect-timeout` follow-up for each allocation, due at its window's end.
+    fn disconnect_window_ends(
+        &mut self,
+        mut unknown: Vec<(Arc<Allocation>, Timestamp)>,
+        rng: &mut impl rand::Rng,
+    ) -> Vec<(Arc<Allocation>, EvalId)> {
+        unknown.sort_by_key(|(a, due)| (*due, a.id));
+        unknown
+            .into_iter()
+            .map(|(a, due)| {
+                let id = self.batched(TriggeredBy::MaxDisconnectTimeout, due, rng);
+                (a, id)
+            })
+            .collect()
+    }
+
     fn fresh(
         &mut self,
         trigger: TriggeredBy,

@@ -21,6 +21,7 @@ pub mod update;
 mod tests;
 
 pub use classify::Replace;
+pub(crate) use follow_ups::disconnect_follow_ups;
 
 use crate::state::{JobAlloc, StateSnapshot};
 use crate::types::*;

@@ -226,3 +226,123 @@ fn stop_after_client_disconnect_waits_then_replaces_through_a_follow_up() {
     let c = w.counts();
     assert_eq!((c.lost, c.placed), (1, 1));
 }
+
+/// A system or sysbatch job on three nodes whose group tolerates [`WINDOW`], running, with
+/// node 0 then disconnected and its node-update eval processed. Returns the allocation on
+/// node 0.
+fn per_node_disconnected(job_type: JobType) -> (World, Job, std::sync::Arc<Allocation>) {
+    let mut job = mock::job_of("everywhere", job_type, 1);
+    job.groups[0].disconnect = Some(DisconnectPolicy {
+        lost_after: Some(WINDOW),
+        ..DisconnectPolicy::default()
+    });
+    let mut w = World::with_nodes(3);
+    w.run_job(&job);
+    w.set_client_status(&job, ClientStatus::Running);
+    let original = w
+        .live(&job)
+        .into_values()
+        .flatten()
+        .find(|a| a.node_id == mock::node_id(0))
+        .unwrap();
+    w.set_node_status(mock::node_id(0), NodeStatus::Disconnected);
+    let eval = w.node_eval(&job, TriggeredBy::NodeUpdate);
+    w.run(&eval);
+    (w, job, original)
+}
+
+/// Issue 14, item 1 (Nomad's reconnect fix for system jobs), for both per-node types:
+/// unknown with a follow-up at the window's end, then either the same allocation continues
+/// (back inside the window) or it is lost (the window passed), never a second allocation
+/// on the node.
+#[test]
+fn per_node_jobs_keep_their_allocation_through_a_disconnect() {
+    for job_type in [JobType::System, JobType::SysBatch] {
+        // Inside the window: unknown, still wanted, one follow-up due at the window's end.
+        let (mut w, job, original) = per_node_disconnected(job_type);
+        let c = w.counts();
+        assert_eq!(
+            (c.unknown, c.placed, c.lost, c.stopped),
+            (1, 0, 0, 0),
+            "{job_type:?}"
+        );
+        let plan = w.h.last_plan().unwrap();
+        assert_eq!(plan.evals.len(), 1, "{job_type:?}");
+        let follow = plan.evals[0].clone();
+        assert_eq!(
+            (follow.triggered_by, follow.wait_until),
+            (
+                TriggeredBy::MaxDisconnectTimeout,
+                Some(NOW.saturating_add(WINDOW))
+            ),
+            "{job_type:?}"
+        );
+        let a = w.h.state.alloc(&original.id).unwrap().clone();
+        assert_eq!(
+            (a.desired_status, a.client_status, a.follow_up_eval_id),
+            (DesiredStatus::Run, ClientStatus::Unknown, Some(follow.id)),
+            "{job_type:?}"
+        );
+
+        // Back before the window ends: the node's eval waits for the client; its report
+        // settles the reconnect on the same allocation.
+        let (mut back, _, _) = per_node_disconnected(job_type);
+        back.set_node_status(mock::node_id(0), NodeStatus::Ready);
+        let eval = back.node_eval(&job, TriggeredBy::NodeUpdate);
+        back.run(&eval);
+        assert_eq!(
+            back.counts(),
+            Counts::default(),
+            "{job_type:?}: waits for the client"
+        );
+        reconnect(&mut back, &original);
+        let eval = back.node_eval(&job, TriggeredBy::Reconnect);
+        back.run(&eval);
+        let c = back.counts();
+        assert_eq!(
+            (c.placed, c.stopped, c.lost, c.unknown),
+            (0, 0, 0, 0),
+            "{job_type:?}"
+        );
+        let a = back.h.state.alloc(&original.id).unwrap();
+        assert_eq!(
+            (a.desired_status, a.client_status, a.last_state()),
+            (
+                DesiredStatus::Run,
+                ClientStatus::Running,
+                Some(ClientStatus::Running)
+            ),
+            "{job_type:?}: the same allocation continues, its reconnect recorded"
+        );
+        let on_node_0 = back
+            .live(&job)
+            .values()
+            .flatten()
+            .filter(|a| a.node_id == mock::node_id(0))
+            .count();
+        assert_eq!(on_node_0, 1, "{job_type:?}: never two on the node");
+
+        // The window passes first: the follow-up marks it lost; nothing new goes there.
+        w.advance(WINDOW);
+        w.run(&follow);
+        let c = w.counts();
+        assert_eq!((c.lost, c.placed), (1, 0), "{job_type:?}");
+        let a = w.h.state.alloc(&original.id).unwrap();
+        assert_eq!(a.client_status, ClientStatus::Lost, "{job_type:?}");
+    }
+}
+
+/// A per-node job without a disconnect block loses the allocation of a disconnected node
+/// at once.
+#[test]
+fn per_node_jobs_without_a_window_lose_the_allocation() {
+    let mut w = World::with_nodes(2);
+    let job = mock::system_job("sys");
+    w.run_job(&job);
+    w.set_client_status(&job, ClientStatus::Running);
+    w.set_node_status(mock::node_id(0), NodeStatus::Disconnected);
+    let eval = w.node_eval(&job, TriggeredBy::NodeUpdate);
+    w.run(&eval);
+    let c = w.counts();
+    assert_eq!((c.lost, c.unknown, c.placed), (1, 0, 0));
+}

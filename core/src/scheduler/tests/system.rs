@@ -106,19 +106,73 @@ fn system_node_down_or_drained_loses_its_allocation_and_gets_nothing() {
     }
 }
 
+/// Issue 14, item 2: "no new work here" (offlined, ineligible, suspended) keeps what runs;
+/// only a node that no longer matches the job loses its system allocation.
 #[test]
-fn system_offlined_node_loses_its_allocation() {
-    let mut w = World::with_nodes(3);
-    let job = mock::system_job("sys");
-    w.run_job(&job);
-    w.h.apply(Command::NodeOffline {
-        node_id: mock::node_id(2),
-        now: NOW,
-        evals: vec![],
-    });
-    let eval = w.node_eval(&job, TriggeredBy::NodeUpdate);
-    w.run(&eval);
-    assert_eq!(w.counts(), counts(0, 1));
+fn system_node_changes_keep_or_stop_by_one_rule() {
+    // (what happens to node 2, stopped after the node-update eval)
+    let cases: Vec<(&str, fn(&mut World), usize)> = vec![
+        (
+            "offlined",
+            |w| {
+                w.h.apply(Command::NodeOffline {
+                    node_id: mock::node_id(2),
+                    now: NOW,
+                    evals: vec![],
+                })
+            },
+            0,
+        ),
+        (
+            "ineligible",
+            |w| {
+                w.h.apply(Command::NodeEligibility {
+                    node_id: mock::node_id(2),
+                    eligibility: Eligibility::Ineligible,
+                    now: NOW,
+                    evals: vec![],
+                })
+            },
+            0,
+        ),
+        (
+            "suspended lost",
+            |w| {
+                w.h.apply(Command::NodeHealth {
+                    node_id: mock::node_id(2),
+                    health: NodeHealth::Suspended(SuspendReason::Lost),
+                    now: NOW,
+                    evals: vec![],
+                })
+            },
+            0,
+        ),
+        (
+            "moved to another datacenter",
+            |w| {
+                let mut n = mock::node(2);
+                n.datacenter = "dc9".into();
+                w.node(n);
+            },
+            1,
+        ),
+    ];
+    for (what, change, stopped) in cases {
+        let mut w = World::with_nodes(3);
+        let job = mock::system_job("sys");
+        w.run_job(&job);
+        change(&mut w);
+        let eval = w.node_eval(&job, TriggeredBy::NodeUpdate);
+        w.run(&eval);
+        assert_eq!(w.counts(), counts(0, stopped), "{what}");
+        let on_node_2 = w
+            .live(&job)
+            .values()
+            .flatten()
+            .filter(|a| a.node_id == mock::node_id(2))
+            .count();
+        assert_eq!(on_node_2, 1 - stopped, "{what}");
+    }
 }
 
 #[test]
@@ -191,6 +245,30 @@ fn system_preempts_lower_priority_allocations_when_a_node_is_full() {
     assert_eq!(
         (victim.desired_status, victim.preempted_by),
         (DesiredStatus::Evict, Some(placed.id))
+    );
+    // Issue 14, item 13: the preempted job is re-evaluated, in the same commit.
+    let plan = w.h.last_plan().unwrap();
+    let again: Vec<_> = plan
+        .evals
+        .iter()
+        .filter(|e| e.triggered_by == TriggeredBy::Preemption)
+        .map(|e| e.job_id.to_string())
+        .collect();
+    assert_eq!(again, ["low"]);
+    let stored: Vec<_> =
+        w.h.state
+            .evals_by_job(&low.key())
+            .filter(|e| e.triggered_by == TriggeredBy::Preemption)
+            .collect();
+    assert_eq!(stored.len(), 1, "committed with the plan");
+    // Run it: the node is full of higher-priority work, so the low job waits blocked.
+    let eval = (**stored[0]).clone();
+    w.run(&eval);
+    assert!(
+        w.h.created
+            .iter()
+            .any(|e| e.job_id.as_str() == "low" && e.status == EvalStatus::Blocked),
+        "the preempted job waits for capacity in a blocked eval"
     );
 }
 
@@ -286,4 +364,36 @@ fn system_disconnected_node_marks_allocation_unknown_inside_window() {
             ..Counts::default()
         }
     );
+}
+
+/// Issue 14, item 10: nodes a system job's constraints filter out are not its nodes, so
+/// an eval that placed on every matching node reports no placement failure; nodes without
+/// room are counted once each (the count is every failed placement).
+#[test]
+fn system_failures_count_only_nodes_that_match() {
+    let mut w = World::new();
+    for i in 0..4 {
+        let mut n = mock::node(i);
+        n.node_class = if i < 2 { "gpu".into() } else { "cpu".into() };
+        w.node(n);
+    }
+    let mut job = mock::system_job("sys");
+    job.constraints = vec![Constraint::new("${node.class}", Operator::Equal, "gpu")];
+    let eval = w.run_job(&job);
+    assert_eq!(w.counts(), counts(2, 0));
+    let stored = w.stored_eval(eval.id);
+    assert!(
+        stored.failed_tg_allocs.is_empty(),
+        "filtered nodes are no failures: {:?}",
+        stored.failed_tg_allocs
+    );
+
+    // A group too big for any node: both matching nodes fail, and the count says two.
+    let mut big = mock::system_job("big");
+    big.constraints = job.constraints.clone();
+    big.groups[0].tasks[0].resources.cpu_mhz = 1_000_000;
+    let eval = w.run_job(&big);
+    let stored = w.stored_eval(eval.id);
+    let m = &stored.failed_tg_allocs[&big.groups[0].name];
+    assert_eq!(m.coalesced_failures, 2, "{m:?}");
 }
