@@ -215,6 +215,7 @@ fn or_none(text: &str) -> String {
 pub fn placement_failures(failures: &BTreeMap<String, AllocMetric>) -> String {
     let mut text = String::new();
     for (group, m) in failures {
+        // Every recorded group had at least one failure, whatever an older server sent.
         let n = m.coalesced_failures.max(1);
         let plural = if n == 1 { "allocation" } else { "allocations" };
         let _ = writeln!(text, "Task Group {group:?} (failed to place {n} {plural}):");

@@ -489,3 +489,58 @@ async fn prefix_search_finds_ids_and_names() {
     );
     h.stop().await;
 }
+
+/// Issue 14, item 13: a job that loses its allocations to preemption is evaluated again in
+/// the same commit; with no room left it waits in a blocked eval and never reads `dead`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preempted_jobs_are_evaluated_again_and_wait_blocked() {
+    use drover_core::types::{JobStatus, Resources};
+    let h = Harness::start().await;
+    for n in 1..=3 {
+        join(&h, n).await;
+    }
+    let mut low = mock::service_job("low", 3);
+    low.priority = 20;
+    low.groups[0].tasks[0].resources = Resources::new(3500, 256, 0);
+    register_job(&h, &low).await;
+    eventually("the low job fills the three nodes", DEADLINE, || async {
+        (job_allocs(&h, "low").await.len() == 3).then_some(())
+    })
+    .await;
+
+    let mut sys = mock::system_job("sys");
+    sys.priority = 90;
+    sys.groups[0].tasks[0].resources = Resources::new(1000, 256, 0);
+    register_job(&h, &sys).await;
+    eventually("the system job runs everywhere", DEADLINE, || async {
+        (job_allocs(&h, "sys").await.len() == 3).then_some(())
+    })
+    .await;
+
+    let snap = h.server.handle().snapshot();
+    let key = low.key();
+    let evicted = snap
+        .allocs_by_job(&key)
+        .filter(|a| a.preempted_by.is_some())
+        .count();
+    assert_eq!(evicted, 3, "every low allocation was preempted");
+    assert!(
+        snap.evals_by_job(&key)
+            .any(|e| e.triggered_by == drover_core::types::TriggeredBy::Preemption),
+        "the preempted job got an eval"
+    );
+    eventually(
+        "the preempted job waits blocked, not dead",
+        DEADLINE,
+        || async {
+            let snap = h.server.handle().snapshot();
+            let blocked = snap
+                .evals_by_job(&key)
+                .any(|e| e.status == drover_core::types::EvalStatus::Blocked);
+            let status = snap.job(&key)?.status;
+            (blocked && status != JobStatus::Dead).then_some(())
+        },
+    )
+    .await;
+    h.stop().await;
+}

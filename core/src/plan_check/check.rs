@@ -15,7 +15,7 @@
 use crate::fsm::PlanApply;
 use crate::state::StateSnapshot;
 use crate::types::*;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// What the plan applier decided about one plan.
@@ -157,7 +157,7 @@ pub fn check_plan(state: &StateSnapshot, plan: &Plan) -> PlanOutcome {
             .map(|p| (p.node, p.preemptions.to_vec()))
             .collect(),
     );
-    result.evals = plan.evals.clone();
+    result.evals = committed_evals(state, plan, &result.node_preemptions);
     let apply = PlanApply {
         eval_id: plan.eval_id,
         job: plan.job.clone(),
@@ -170,6 +170,37 @@ pub fn check_plan(state: &StateSnapshot, plan: &Plan) -> PlanOutcome {
         result,
         apply: Some(apply),
     }
+}
+
+/// The plan's evals that commit with what was accepted: all of them, except a preemption
+/// eval whose job lost nothing to this plan (every node that would have preempted it was
+/// refused), which would only run the job again for nothing.
+fn committed_evals(
+    state: &StateSnapshot,
+    plan: &Plan,
+    preempted: &CommittedByNode<AllocTransition>,
+) -> Vec<Evaluation> {
+    if !plan
+        .evals
+        .iter()
+        .any(|e| e.triggered_by == TriggeredBy::Preemption)
+    {
+        return plan.evals.clone();
+    }
+    let losers: BTreeSet<JobKey> = preempted
+        .values()
+        .flatten()
+        .filter_map(|t| state.alloc(&t.alloc_id))
+        .map(|a| JobKey {
+            namespace: a.namespace.clone(),
+            id: a.job_id.clone(),
+        })
+        .collect();
+    plan.evals
+        .iter()
+        .filter(|e| e.triggered_by != TriggeredBy::Preemption || losers.contains(&e.job_key()))
+        .cloned()
+        .collect()
 }
 
 /// One node's share of a plan.

@@ -102,6 +102,7 @@ impl GenericScheduler {
         if let Some(job) = state.job(&key).filter(|_| !place.is_empty()) {
             self.place(state, job, &key, eval, place, &mut plan, &mut pass, rng);
         }
+        util::add_preemption_evals(&mut plan, state, now, rng);
         pass.plan = Some(plan);
         pass
     }
@@ -139,7 +140,7 @@ impl GenericScheduler {
             };
             util::group_entry(&mut pass.queued, &p.group);
             if failed.contains(&p.group) {
-                // One failure per group is enough to know; the rest are coalesced.
+                // One failure per group is enough to know why; the rest are only counted.
                 if let Some(m) = pass.failures.get_mut(&p.group) {
                     m.coalesced_failures += 1;
                 }
@@ -170,6 +171,7 @@ impl GenericScheduler {
                 None => {
                     let mut m = stack.metrics().clone();
                     m.nodes_available = by_dc.clone();
+                    m.coalesced_failures = 1;
                     pass.failures.insert(p.group.clone(), m);
                     *pass.queued.entry(p.group.clone()).or_default() += 1;
                     failed.insert(p.group.clone());

@@ -92,6 +92,45 @@ pub fn append_with_preemptions(plan: &mut Plan, alloc: Allocation, ranked: &Rank
     plan.append_alloc(alloc);
 }
 
+/// One `preemption` eval for every other job that loses allocations to `plan`, so that
+/// each is re-evaluated in the same commit that evicts its work (as Nomad's plan applier
+/// does): its allocations are replaced where capacity allows or wait in a blocked eval,
+/// and the job never reads `dead` while its count is unmet. The plan applier drops the
+/// eval of a job whose preemptions it refused.
+pub fn add_preemption_evals(
+    plan: &mut Plan,
+    state: &StateSnapshot,
+    now: Timestamp,
+    rng: &mut impl rand::Rng,
+) {
+    let mut losers: Vec<JobKey> = plan
+        .node_preemptions
+        .values()
+        .flatten()
+        .filter_map(|t| state.alloc(&t.alloc_id))
+        .map(|a| JobKey {
+            namespace: a.namespace.clone(),
+            id: a.job_id.clone(),
+        })
+        .filter(|k| plan.job.as_ref() != Some(k))
+        .collect();
+    losers.sort();
+    losers.dedup();
+    for key in losers {
+        let Some(job) = state.job(&key) else { continue };
+        if plan
+            .evals
+            .iter()
+            .any(|e| e.triggered_by == TriggeredBy::Preemption && e.job_key() == key)
+        {
+            continue;
+        }
+        let id = EvalId::from_bytes(rng.random());
+        plan.evals
+            .push(Evaluation::new(id, job, TriggeredBy::Preemption, now));
+    }
+}
+
 /// A blocked eval standing in for the placements of `eval` that did not fit.
 fn blocked_eval(
     eval: &Evaluation,

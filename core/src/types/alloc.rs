@@ -142,7 +142,9 @@ pub struct AllocMetric {
     pub nodes_exhausted: u32,
     pub class_exhausted: BTreeMap<String, u32>,
     pub dimension_exhausted: BTreeMap<Dimension, u32>,
-    /// Placements that could not be made for this group in this eval.
+    /// Placements of this group that could not be made in this eval: all of them, the one
+    /// whose metrics these are included (Nomad counts only the others). The CLI and the
+    /// console print this number as it is.
     pub coalesced_failures: u32,
     /// The winning node's final score, for placements.
     pub score: f64,

@@ -28,7 +28,7 @@ pub(super) fn status_tone(status: EvalStatus) -> Tone {
 pub(super) fn failure_lines(group: &str, m: &AllocMetric) -> Vec<DetailLine> {
     let mut lines = vec![DetailLine::heading(format!(
         "group {group}: {} placement(s) failed",
-        m.coalesced_failures + 1
+        m.coalesced_failures
     ))];
     lines.push(DetailLine::field(
         "nodes",

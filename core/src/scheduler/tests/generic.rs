@@ -51,7 +51,8 @@ fn service_with_no_nodes_makes_no_plan_and_one_blocked_eval_with_coalesced_failu
     let e = w.stored_eval(eval.id);
     assert_eq!(e.blocked_eval, Some(blocked.id));
     assert_eq!(e.queued_allocations["web"], 10);
-    assert_eq!(e.failed_tg_allocs["web"].coalesced_failures, 9);
+    // Every one of the ten placements failed (issue 14: the count is all of them).
+    assert_eq!(e.failed_tg_allocs["web"].coalesced_failures, 10);
 }
 
 #[test]
