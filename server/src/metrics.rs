@@ -13,10 +13,10 @@
 //! workers per status, nodes per health), so they cost nothing between scrapes.
 
 use crate::ServerHandle;
-use crate::api::node_health::health_counts;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
+use drover_core::node_health::gauges_of;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -165,7 +165,7 @@ impl Metrics {
         self.applied_index
             .set(i64::try_from(snap.latest_index()).unwrap_or(i64::MAX));
         self.leader.set(i64::from(handle.is_leader()));
-        let counts = health_counts(&snap);
+        let counts = gauges_of(&snap);
         for (health, n) in [
             ("healthy_free", counts.free),
             ("healthy_running", counts.running),

@@ -145,11 +145,7 @@ pub fn snapshot(nodes: u64, allocs: u64) -> Snapshot {
 
 /// What a server with the default health settings sends.
 pub fn server_health_periods() -> HealthPeriods {
-    let config = drover_core::node_health::HealthConfig::default();
-    HealthPeriods {
-        lost_grace: config.lost_grace,
-        flaky_cool_down: config.flaky_cool_down,
-    }
+    HealthPeriods::default()
 }
 
 fn placement_failure() -> AllocMetric {

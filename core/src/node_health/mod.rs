@@ -28,6 +28,7 @@ mod error;
 mod expiry;
 mod heartbeat;
 mod tracker;
+mod view;
 
 #[cfg(test)]
 mod proptests;
@@ -39,3 +40,4 @@ pub use error::NodeHealthError;
 pub use expiry::{ExpiryDecision, ExpiryStatus, on_heartbeat_expiry};
 pub use heartbeat::HeartbeatTimers;
 pub use tracker::{HealthDecision, HealthGauges, HealthTick, NodeHealthTracker, Readiness};
+pub use view::{HealthCounts, HealthPeriods, gauges_of, time_left};

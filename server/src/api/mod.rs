@@ -12,7 +12,6 @@ mod evals;
 mod events;
 mod health;
 mod jobs;
-pub mod node_health;
 mod node_watch;
 mod nodes;
 mod operator;

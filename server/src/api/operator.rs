@@ -1,10 +1,10 @@
 //! `drover.v1.OperatorService`: node operations and the scheduler configuration.
 
 use super::Api;
-use super::node_health::{health_counts, health_time_left};
 use crate::write::now;
 use drover_core::Timestamp;
 use drover_core::node_health::HealthConfig;
+use drover_core::node_health::{HealthPeriods, gauges_of, time_left};
 use drover_core::state::StateSnapshot;
 use drover_core::types::{AllocId, Node, NodeId};
 use drover_proto::WireEnum;
@@ -33,7 +33,7 @@ fn entry(
         node: Some(node.into()),
         live_allocs: u32::try_from(live).unwrap_or(u32::MAX),
         allocated: Some((&snap.node_usage(&node.id)).into()),
-        health_time_left_ms: health_time_left(node, health, now).map(ms),
+        health_time_left_ms: time_left(node, &HealthPeriods::from(health), now).map(ms),
     }
 }
 
@@ -73,7 +73,7 @@ impl OperatorService for OperatorApi {
         Ok(Response::new(pb::NodeListResponse {
             next_token,
             nodes: nodes.iter().map(|n| entry(&snap, n, health, now)).collect(),
-            counts: Some((&health_counts(&snap)).into()),
+            counts: Some((&gauges_of(&snap)).into()),
             index: snap.latest_index(),
             health_periods: Some(pb::HealthPeriods {
                 lost_grace_ms: ms(health.lost_grace),

@@ -1,8 +1,8 @@
 //! `drover.v1.StatusService`: the leader and this server's Raft status.
 
 use super::Api;
-use super::node_health::health_counts;
 use crate::raft::RaftMetrics;
+use drover_core::node_health::gauges_of;
 use drover_proto::v1 as pb;
 use drover_proto::v1::status_service_server::StatusService;
 use openraft::ServerState;
@@ -85,7 +85,7 @@ impl StatusService for StatusApi {
             committed_index: m.last_applied.map_or(0, |l| l.index),
             applied_index: applied,
             snapshot_index: m.snapshot.map_or(0, |l| l.index),
-            nodes: Some((&health_counts(&self.0.handle.snapshot())).into()),
+            nodes: Some((&gauges_of(&self.0.handle.snapshot())).into()),
             index: applied,
         }))
     }

@@ -56,18 +56,13 @@ pub struct Snapshot {
 
 /// The periods a server counts lost and flaky nodes down by: with them the console shows
 /// the server's own countdown, also for nodes that change health after the list was read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HealthPeriods {
-    pub lost_grace: Duration,
-    pub flaky_cool_down: Duration,
-}
+pub use drover_core::node_health::HealthPeriods;
 
-impl From<&pb::HealthPeriods> for HealthPeriods {
-    fn from(p: &pb::HealthPeriods) -> Self {
-        Self {
-            lost_grace: Duration::from_millis(p.lost_grace_ms),
-            flaky_cool_down: Duration::from_millis(p.flaky_cool_down_ms),
-        }
+/// The server's periods as the node list sends them.
+pub fn health_periods(p: &pb::HealthPeriods) -> HealthPeriods {
+    HealthPeriods {
+        lost_grace: Duration::from_millis(p.lost_grace_ms),
+        flaky_cool_down: Duration::from_millis(p.flaky_cool_down_ms),
     }
 }
 

@@ -7,15 +7,15 @@ mod rows;
 
 pub use change::{
     AllocDetail, Change, ClusterInfo, DecodeError, HealthPeriods, Snapshot, alloc_row,
-    decode_alloc, decode_blocked, decode_event, decode_job_entry, decode_worker, job_row,
-    role_label, scheduling_stats,
+    decode_alloc, decode_blocked, decode_event, decode_job_entry, decode_worker, health_periods,
+    job_row, role_label, scheduling_stats,
 };
 pub use rows::{
     AllocRow, BlockedKindLabel, BlockedRow, EventRow, JobCounts, JobRow, SchedulingStats, Usage,
     WorkerRow, WorkerStatusLabel, workload_label,
 };
 
-use drover_core::{AllocId, EvalId, Evaluation, JobKey, Node, NodeHealth, NodeId, SuspendReason};
+use drover_core::{AllocId, EvalId, Evaluation, JobKey, Node, NodeId};
 use std::collections::{HashMap, VecDeque};
 
 /// How many lines of the live event stream are kept.
@@ -47,37 +47,8 @@ pub struct Cluster {
     next_event_seq: u64,
 }
 
-/// Node counts per health set, as the header shows them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct HealthCounts {
-    pub healthy: usize,
-    pub new: usize,
-    pub lost: usize,
-    pub flaky: usize,
-    pub offlined: usize,
-}
-
-impl HealthCounts {
-    /// A count of `nodes` from scratch.
-    pub fn of<'a>(nodes: impl IntoIterator<Item = &'a Node>) -> Self {
-        let mut c = HealthCounts::default();
-        for node in nodes {
-            c.add(node.health, 1);
-        }
-        c
-    }
-
-    fn add(&mut self, health: NodeHealth, delta: isize) {
-        let slot = match health {
-            NodeHealth::Healthy => &mut self.healthy,
-            NodeHealth::Suspended(SuspendReason::New) => &mut self.new,
-            NodeHealth::Suspended(SuspendReason::Lost) => &mut self.lost,
-            NodeHealth::Suspended(SuspendReason::Flaky) => &mut self.flaky,
-            NodeHealth::Offlined => &mut self.offlined,
-        };
-        *slot = slot.saturating_add_signed(delta);
-    }
-}
+/// Nodes per health set; the console keeps it incrementally as nodes change.
+pub use drover_core::node_health::HealthCounts;
 
 impl Cluster {
     /// Replaces everything the read RPCs cover. Leader-only structures (workers, broker

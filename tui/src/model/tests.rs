@@ -1,5 +1,5 @@
 use super::*;
-use drover_core::{ClientStatus, DesiredStatus, Resources, mock};
+use drover_core::{ClientStatus, DesiredStatus, NodeHealth, Resources, SuspendReason, mock};
 use proptest::prelude::*;
 
 fn row(n: u64, node: u64, client: ClientStatus, modify_index: u64) -> AllocRow {

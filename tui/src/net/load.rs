@@ -2,7 +2,7 @@
 
 use crate::app::Update;
 use crate::model::{
-    HealthPeriods, Snapshot, decode_alloc, decode_blocked, decode_job_entry, decode_worker,
+    Snapshot, decode_alloc, decode_blocked, decode_job_entry, decode_worker, health_periods,
     scheduling_stats,
 };
 use drover_core::{Evaluation, Node};
@@ -40,7 +40,7 @@ pub async fn snapshot(channel: &Channel) -> Result<Snapshot, tonic::Status> {
     let nodes =
         drover_proto::paging::node_list_all(&operator, pb::NodeListRequest::default()).await?;
     let mut index = nodes.index;
-    let health_periods = nodes.health_periods.as_ref().map(HealthPeriods::from);
+    let health_periods = nodes.health_periods.as_ref().map(health_periods);
     let nodes: Vec<Node> = nodes
         .nodes
         .into_iter()

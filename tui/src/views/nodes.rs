@@ -5,7 +5,7 @@ use super::format::{age, duration_short, percent};
 use super::{Cell, Column, Ctx, DetailLine, KeyHelp, TableView, Tone, ViewKind, action, col, key};
 use crate::app::{RowKey, SortKey};
 use crate::model::HealthPeriods;
-use drover_core::node_health::HealthConfig;
+use drover_core::node_health;
 use drover_core::{Eligibility, Node, NodeHealth, NodeStatus, SuspendReason, Timestamp};
 use std::time::Duration;
 
@@ -68,17 +68,7 @@ pub fn time_left(
     periods: Option<&HealthPeriods>,
     now: Timestamp,
 ) -> Option<(Duration, bool)> {
-    let default = HealthConfig::default();
-    let (lost_grace, flaky_cool_down) = periods
-        .map_or((default.lost_grace, default.flaky_cool_down), |p| {
-            (p.lost_grace, p.flaky_cool_down)
-        });
-    let period = match node.health {
-        NodeHealth::Suspended(SuspendReason::Lost) => lost_grace,
-        NodeHealth::Suspended(SuspendReason::Flaky) => flaky_cool_down,
-        _ => return None,
-    };
-    let left = period.saturating_sub(now.since(node.health_since));
+    let left = node_health::time_left(node, periods.unwrap_or(&HealthPeriods::default()), now)?;
     Some((left, periods.is_none()))
 }
 
