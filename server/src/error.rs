@@ -3,6 +3,7 @@
 
 use crate::raft::{RaftError, ServerId, WriteError};
 use drover_core::Index;
+use drover_core::fsm::ApplyError;
 use drover_core::node_health::NodeHealthError;
 use drover_core::validate::{NodeLimitError, ValidationError};
 use std::time::Duration;
@@ -47,8 +48,8 @@ pub enum ServerError {
         leader_addr: Option<String>,
     },
     /// The FSM refused a committed entry (the state is unchanged).
-    #[error("write at index {index} refused: {reason}")]
-    Refused { index: Index, reason: String },
+    #[error("write at index {index} refused: {error}")]
+    Refused { index: Index, error: ApplyError },
     /// Raft could not take the write, or the server is going away.
     #[error("unavailable: {reason}")]
     Unavailable { reason: String },
@@ -112,6 +113,10 @@ impl From<ServerError> for tonic::Status {
             ServerError::NotFound { .. } => tonic::Status::not_found(msg),
             ServerError::PermissionDenied { .. } => tonic::Status::permission_denied(msg),
             ServerError::Unauthenticated { .. } => tonic::Status::unauthenticated(msg),
+            ServerError::Refused {
+                error: ApplyError::NodeNotFound(_) | ApplyError::JobNotFound(_),
+                ..
+            } => tonic::Status::not_found(msg),
             ServerError::FailedPrecondition { .. } | ServerError::Refused { .. } => {
                 tonic::Status::failed_precondition(msg)
             }
@@ -146,6 +151,49 @@ impl From<NodeLimitError> for ServerError {
     fn from(e: NodeLimitError) -> Self {
         ServerError::InvalidArgument {
             reason: e.to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use drover_core::{JobKey, mock};
+
+    /// An FSM refusal keeps its kind all the way to the gRPC code.
+    #[test]
+    fn fsm_refusals_map_to_the_code_that_fits() {
+        let refused = |error| ServerError::Refused { index: 7, error };
+        let cases = [
+            (
+                refused(ApplyError::NodeNotFound(mock::node_id(1))),
+                tonic::Code::NotFound,
+            ),
+            (
+                refused(ApplyError::JobNotFound(JobKey::default_ns("web"))),
+                tonic::Code::NotFound,
+            ),
+            (
+                refused(ApplyError::JobIndexMismatch {
+                    job: JobKey::default_ns("web"),
+                    expected: 3,
+                    actual: 5,
+                }),
+                tonic::Code::FailedPrecondition,
+            ),
+            (
+                refused(ApplyError::CasMismatch {
+                    expected: 1,
+                    actual: 2,
+                }),
+                tonic::Code::FailedPrecondition,
+            ),
+        ];
+        for (error, code) in cases {
+            let text = error.to_string();
+            let status = tonic::Status::from(error);
+            assert_eq!(status.code(), code, "{text}");
+            assert!(text.starts_with("write at index 7 refused: "), "{text}");
         }
     }
 }

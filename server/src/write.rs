@@ -51,9 +51,9 @@ impl Writer {
         }
         match written {
             Ok((index, Ok(()))) => Ok(index),
-            Ok((index, Err(reason))) => {
-                tracing::debug!(index, kind, %reason, "write refused by the fsm");
-                Err(ServerError::Refused { index, reason })
+            Ok((index, Err(error))) => {
+                tracing::debug!(index, kind, %error, "write refused by the fsm");
+                Err(ServerError::Refused { index, error })
             }
             Err(e) => {
                 tracing::debug!(kind, error = %e, "write not accepted");

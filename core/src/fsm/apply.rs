@@ -8,8 +8,9 @@ use crate::types::*;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-/// Why a command was refused. The store is unchanged when this is returned.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Why a command was refused. The store is unchanged when this is returned. Serializable,
+/// because the Raft layer hands it back to the writer as the entry's answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum ApplyError {
     #[error("node {0} not found")]
     NodeNotFound(NodeId),

@@ -97,7 +97,7 @@ pub fn dry_run(
     // Registration of a valid job cannot be refused by the FSM.
     fsm::apply(&mut state, index, &cmd).map_err(|e| PlannerError::PlanNotApplied {
         eval_id,
-        reason: e.to_string(),
+        cause: e.into(),
     })?;
     let eval = state.eval(&eval_id).map(|e| (**e).clone()).unwrap_or(eval);
     let job_version = state.job(&job.key()).map_or(0, |j| j.version);

@@ -37,10 +37,27 @@ pub struct Submitted {
 /// Why the planner could not do what was asked (the eval is then nacked and retried).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlannerError {
-    #[error("plan for eval {eval_id} was not applied: {reason}")]
-    PlanNotApplied { eval_id: EvalId, reason: String },
-    #[error("eval {eval_id} could not be written: {reason}")]
-    EvalWrite { eval_id: EvalId, reason: String },
+    #[error("plan for eval {eval_id} was not applied: {cause}")]
+    PlanNotApplied { eval_id: EvalId, cause: PlanError },
+    #[error("eval {eval_id} could not be written: {cause}")]
+    EvalWrite { eval_id: EvalId, cause: PlanError },
+}
+
+/// What went wrong with a write a planner made, by kind, so that callers can match on it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    /// The FSM refused the entry (it is committed, the state unchanged).
+    #[error(transparent)]
+    Refused(#[from] crate::fsm::ApplyError),
+    /// The planner's server does not lead (any more).
+    #[error("not the leader: {reason}")]
+    NotLeader { reason: String },
+    /// The state did not reach the index the write needs in time.
+    #[error("state did not reach index {index} in time")]
+    StateBehind { index: Index },
+    /// The write could not be made (Raft unavailable, the server stopping).
+    #[error("unavailable: {reason}")]
+    Unavailable { reason: String },
 }
 
 /// The only way a scheduler affects the world.

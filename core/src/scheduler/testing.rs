@@ -128,7 +128,7 @@ impl Planner for Harness {
                 self.plans.push(plan);
                 return Err(PlannerError::PlanNotApplied {
                     eval_id,
-                    reason: e.to_string(),
+                    cause: e.into(),
                 });
             }
             result.alloc_index = self.index;

@@ -7,6 +7,7 @@
 //! on top (the overlay); its own write starts once the previous one has committed.
 
 use super::Leadership;
+use crate::worker::PlanApplyError;
 use crate::write::now;
 use drover_core::broker::Token;
 use drover_core::plan_check::{ApplierError, PlanApplier, Prioritized};
@@ -20,7 +21,7 @@ use tokio::task::JoinHandle;
 pub(crate) struct PendingPlan {
     pub plan: Plan,
     pub token: Token,
-    pub reply: oneshot::Sender<Result<PlanResult, String>>,
+    pub reply: oneshot::Sender<Result<PlanResult, PlanApplyError>>,
 }
 
 impl fmt::Debug for PendingPlan {
@@ -40,11 +41,11 @@ impl Prioritized for PendingPlan {
 
 /// A plan whose `ApplyPlan` write is in flight.
 struct InFlight {
-    write: JoinHandle<Result<Index, String>>,
+    write: JoinHandle<Result<Index, PlanApplyError>>,
     result: PlanResult,
     eval_id: EvalId,
     token: Token,
-    reply: oneshot::Sender<Result<PlanResult, String>>,
+    reply: oneshot::Sender<Result<PlanResult, PlanApplyError>>,
 }
 
 pub(super) async fn run(
@@ -118,12 +119,12 @@ async fn apply_one(
                         continue;
                     }
                     if let Err(e) = shared.state.wait_for_index(required, limit).await {
-                        answer(shared, eval_id, token, reply, Err(e.to_string())).await;
+                        answer(shared, eval_id, token, reply, Err(e.into())).await;
                         return;
                     }
                 }
                 Err(e) => {
-                    answer(shared, eval_id, token, reply, Err(e.to_string())).await;
+                    answer(shared, eval_id, token, reply, Err(e.into())).await;
                     return;
                 }
             }
@@ -142,10 +143,9 @@ async fn apply_one(
             Ok(command) => {
                 let command = command.clone();
                 let writer = shared.writer.clone();
-                let write =
-                    tokio::spawn(
-                        async move { writer.write(command).await.map_err(|e| e.to_string()) },
-                    );
+                let write = tokio::spawn(async move {
+                    writer.write(command).await.map_err(PlanApplyError::from)
+                });
                 *in_flight = Some(InFlight {
                     write,
                     result: outcome.result,
@@ -158,7 +158,7 @@ async fn apply_one(
             // The check relied on a write that failed: check again.
             Err(ApplierError::NotChecked(_)) => continue,
             Err(e) => {
-                answer(shared, eval_id, token, reply, Err(e.to_string())).await;
+                answer(shared, eval_id, token, reply, Err(e.into())).await;
                 return;
             }
         }
@@ -176,7 +176,9 @@ async fn finish(shared: &Leadership, applier: &mut PlanApplier, f: InFlight) {
     } = f;
     let outcome = match write.await {
         Ok(r) => r,
-        Err(e) => Err(format!("plan write task failed: {e}")),
+        Err(e) => Err(PlanApplyError::WriteTask {
+            reason: e.to_string(),
+        }),
     };
     let answer_with = match outcome {
         Ok(index) => {
@@ -185,10 +187,10 @@ async fn finish(shared: &Leadership, applier: &mut PlanApplier, f: InFlight) {
             tracing::debug!(%eval_id, index, "plan committed");
             Ok(result)
         }
-        Err(reason) => {
+        Err(error) => {
             let _ = applier.commit_failed();
-            tracing::warn!(%eval_id, %reason, "plan commit failed");
-            Err(reason)
+            tracing::warn!(%eval_id, %error, "plan commit failed");
+            Err(error)
         }
     };
     answer(shared, eval_id, token, reply, answer_with).await;
@@ -198,8 +200,8 @@ async fn answer(
     shared: &Leadership,
     eval_id: EvalId,
     token: Token,
-    reply: oneshot::Sender<Result<PlanResult, String>>,
-    result: Result<PlanResult, String>,
+    reply: oneshot::Sender<Result<PlanResult, PlanApplyError>>,
+    result: Result<PlanResult, PlanApplyError>,
 ) {
     {
         let mut core = shared.core.lock().await;

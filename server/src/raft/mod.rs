@@ -37,7 +37,7 @@ pub use state_machine::{EventSink, StateHandle, StateMachine, WaitTimeout};
 pub use types::{ApplyResponse, Raft, RaftMetrics, ServerId, TypeConfig};
 
 use drover_core::Index;
-use drover_core::fsm::Command;
+use drover_core::fsm::{ApplyError, Command};
 use openraft::error::{ClientWriteError, InitializeError};
 use openraft::{BasicNode, SnapshotPolicy};
 use std::collections::BTreeMap;
@@ -366,11 +366,11 @@ impl RaftNode {
     }
 
     /// Appends `cmd` and returns once it is committed and applied: its index and the FSM's
-    /// verdict (`Err` carries the apply error's text; the entry is committed either way).
+    /// verdict (the entry is committed either way).
     pub async fn client_write(
         &self,
         cmd: Command,
-    ) -> Result<(Index, Result<(), String>), WriteError> {
+    ) -> Result<(Index, Result<(), ApplyError>), WriteError> {
         let kind = cmd.kind();
         match self.raft.client_write(cmd).await {
             Ok(resp) => {

@@ -317,7 +317,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                     }
                     Err(e) => {
                         tracing::debug!(index, kind = cmd.kind(), error = %e, "command refused");
-                        Err(e.to_string())
+                        Err(e)
                     }
                 },
                 EntryPayload::Membership(m) => {

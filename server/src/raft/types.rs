@@ -1,7 +1,7 @@
 //! The Raft type configuration: what drover's log carries and what applying it returns.
 
 use drover_core::Index;
-use drover_core::fsm::Command;
+use drover_core::fsm::{ApplyError, Command};
 use serde::{Deserialize, Serialize};
 // `declare_raft_types!` names the snapshot data type without a path.
 use std::io::Cursor;
@@ -12,12 +12,12 @@ pub type ServerId = u64;
 
 /// What applying one log entry produced: the index it was applied at and the FSM's verdict.
 ///
-/// A refused command (`Err` with the [`drover_core::fsm::ApplyError`] text) is still a
-/// committed entry: the store is unchanged and every server refuses it the same way.
+/// A refused command (`Err`, typed so callers can match on why) is still a committed
+/// entry: the store is unchanged and every server refuses it the same way.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub struct ApplyResponse {
     pub index: Index,
-    pub result: Result<(), String>,
+    pub result: Result<(), ApplyError>,
 }
 
 openraft::declare_raft_types!(

@@ -18,7 +18,7 @@ mod pool;
 mod source;
 
 pub use pool::{WorkerConfigError, WorkerPool, WorkerPoolConfig, enabled_types};
-pub use source::{BoxFuture, EvalSource, SourceError};
+pub use source::{BoxFuture, EvalSource, PlanApplyError, SourceError};
 
 use crate::raft::StateHandle;
 use crate::write::{Writer, now};

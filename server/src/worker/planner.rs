@@ -4,13 +4,14 @@
 //! Schedulers are synchronous, so the worker runs them on a blocking thread and this
 //! planner drives its async calls with the runtime handle (`Handle::block_on`).
 
-use super::source::EvalSource;
+use super::source::{EvalSource, PlanApplyError, SourceError};
 use super::{StatusCell, WorkloadStatus};
+use crate::error::ServerError;
 use crate::raft::StateHandle;
 use crate::write::Writer;
 use drover_core::broker::Token;
 use drover_core::fsm::Command;
-use drover_core::scheduler::{Planner, PlannerError, Submitted};
+use drover_core::scheduler::{PlanError, Planner, PlannerError, Submitted};
 use drover_core::{EvalId, Evaluation, Index, Plan};
 use std::fmt;
 use std::sync::Arc;
@@ -39,6 +40,37 @@ impl fmt::Debug for WorkerPlanner {
     }
 }
 
+/// A failed write of the worker's, by kind.
+fn plan_error(e: ServerError) -> PlanError {
+    match e {
+        ServerError::Refused { error, .. } => PlanError::Refused(error),
+        e @ ServerError::NotLeader { .. } => PlanError::NotLeader {
+            reason: e.to_string(),
+        },
+        e => PlanError::Unavailable {
+            reason: e.to_string(),
+        },
+    }
+}
+
+/// A plan the leader's applier could not commit, by kind.
+fn source_plan_error(e: SourceError) -> PlanError {
+    match e {
+        SourceError::Plan(PlanApplyError::Refused { error, .. }) => PlanError::Refused(error),
+        SourceError::Plan(PlanApplyError::StateBehind(t)) => {
+            PlanError::StateBehind { index: t.wanted }
+        }
+        e @ (SourceError::NotLeader | SourceError::Plan(PlanApplyError::NotLeader { .. })) => {
+            PlanError::NotLeader {
+                reason: e.to_string(),
+            }
+        }
+        e => PlanError::Unavailable {
+            reason: e.to_string(),
+        },
+    }
+}
+
 impl WorkerPlanner {
     fn write_eval(&mut self, eval: Evaluation, what: &'static str) -> Result<(), PlannerError> {
         let eval_id = eval.id;
@@ -49,7 +81,7 @@ impl WorkerPlanner {
         if let Err(e) = written {
             return Err(PlannerError::EvalWrite {
                 eval_id,
-                reason: e.to_string(),
+                cause: plan_error(e),
             });
         }
         tracing::debug!(%eval_id, what, "eval written");
@@ -72,7 +104,7 @@ impl Planner for WorkerPlanner {
         self.status.set_workload(WorkloadStatus::Scheduling);
         let result = submitted.map_err(|e| PlannerError::PlanNotApplied {
             eval_id,
-            reason: e.to_string(),
+            cause: source_plan_error(e),
         })?;
         if result.alloc_index > 0 {
             self.last_plan_index
@@ -88,7 +120,7 @@ impl Planner for WorkerPlanner {
             self.status.set_workload(WorkloadStatus::Scheduling);
             Some(snap.map_err(|e| PlannerError::PlanNotApplied {
                 eval_id,
-                reason: e.to_string(),
+                cause: PlanError::StateBehind { index: e.wanted },
             })?)
         } else {
             None

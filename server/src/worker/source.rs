@@ -5,7 +5,12 @@
 //! leader; nothing in the worker depends on which one it has. Futures are boxed so the trait
 //! can be used as `Arc<dyn EvalSource>`.
 
+use crate::error::ServerError;
+use crate::raft::WaitTimeout;
+use drover_core::Index;
 use drover_core::broker::{BrokerError, Dequeued, Token};
+use drover_core::fsm::ApplyError;
+use drover_core::plan_check::ApplierError;
 use drover_core::{EvalId, Plan, PlanResult, SchedulerType};
 use std::fmt;
 use std::future::Future;
@@ -25,10 +30,47 @@ pub enum SourceError {
     Broker(#[from] BrokerError),
     /// The plan applier could not commit the plan.
     #[error("plan not applied: {0}")]
-    Plan(String),
+    Plan(#[from] PlanApplyError),
     /// The plan's token does not parse.
     #[error("invalid eval token {0:?}")]
     BadToken(String),
+}
+
+/// Why the plan applier could not commit a plan; the worker retries or nacks by kind.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PlanApplyError {
+    /// The state did not reach the index the plan must be checked at, in time.
+    #[error(transparent)]
+    StateBehind(#[from] WaitTimeout),
+    /// The applier refused the call (a check it cannot honour).
+    #[error(transparent)]
+    Applier(#[from] ApplierError),
+    /// This server stopped leading before the plan committed.
+    #[error("not the leader: {reason}")]
+    NotLeader { reason: String },
+    /// The FSM refused the plan's entry.
+    #[error("plan refused at index {index}: {error}")]
+    Refused { index: Index, error: ApplyError },
+    /// Raft could not take the write.
+    #[error("plan write failed: {reason}")]
+    Write { reason: String },
+    /// The task writing the plan panicked or was cancelled.
+    #[error("plan write task failed: {reason}")]
+    WriteTask { reason: String },
+}
+
+impl From<ServerError> for PlanApplyError {
+    fn from(e: ServerError) -> Self {
+        match e {
+            ServerError::Refused { index, error } => PlanApplyError::Refused { index, error },
+            e @ ServerError::NotLeader { .. } => PlanApplyError::NotLeader {
+                reason: e.to_string(),
+            },
+            e => PlanApplyError::Write {
+                reason: e.to_string(),
+            },
+        }
+    }
 }
 
 /// The leader's side of a worker's loop.

@@ -56,8 +56,11 @@ async fn writes_commit_apply_and_show_in_snapshots() {
         .await
         .unwrap();
     assert!(i3 > i2);
-    let err = result.unwrap_err();
-    assert!(err.contains(&unknown.to_string()), "names the node: {err}");
+    assert_eq!(
+        result.unwrap_err(),
+        drover_core::fsm::ApplyError::NodeNotFound(unknown),
+        "a typed refusal naming the node"
+    );
     assert_eq!(state_bytes(&state.snapshot()), state_bytes(&snap));
     assert!(state.applied_index() >= i3);
 

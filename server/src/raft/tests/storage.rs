@@ -246,12 +246,11 @@ async fn the_state_machine_applies_batches_and_snapshots_round_trip() {
         "one reply per entry, in order"
     );
     assert!(replies[..4].iter().all(|r| r.result.is_ok()));
-    assert!(
-        replies[4]
-            .result
-            .as_ref()
-            .unwrap_err()
-            .contains("not found")
+    assert_eq!(
+        replies[4].result,
+        Err(drover_core::fsm::ApplyError::NodeNotFound(mock::node_id(
+            42
+        )))
     );
     assert_eq!(handle.applied_index(), 5);
     assert_eq!(handle.snapshot().node_count(), 3);
