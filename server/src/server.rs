@@ -579,7 +579,9 @@ impl ServerHandle {
             )));
         }
         let mut updates: Vec<AllocClientUpdate> = Vec::with_capacity(req.updates.len());
-        let mut infra = 0;
+        // The reason of each infrastructure failure the agent reported: its task's last
+        // event marked as one (the agent never marks a job's own mistakes).
+        let mut infra: Vec<String> = Vec::new();
         // Jobs that need an eval for this batch, and why: a failure to reschedule, or an
         // allocation the server holds as unknown reporting in again (the reconnect, which the
         // scheduler must settle now rather than at the end of the disconnect window).
@@ -597,7 +599,18 @@ impl ServerHandle {
                 });
             }
             if u.infra_failure {
-                infra += 1;
+                let reason = u
+                    .update
+                    .task_states
+                    .values()
+                    .flat_map(|t| t.events.iter())
+                    .filter(|e| e.infra_failure)
+                    .max_by_key(|e| e.time)
+                    .map_or_else(
+                        || "infrastructure failure".to_string(),
+                        |e| e.message.clone(),
+                    );
+                infra.push(reason);
             }
             let trigger = if u.update.client_status == ClientStatus::Failed
                 && alloc.desired_status == DesiredStatus::Run
@@ -635,11 +648,11 @@ impl ServerHandle {
                 now,
             })
             .await?;
-        if infra > 0 {
+        if !infra.is_empty() {
             let cmds = self
                 .inner
                 .leadership
-                .infra_failures(&snap, node.id, infra, now)
+                .infra_failures(&snap, node.id, &infra, now)
                 .await;
             for cmd in cmds {
                 self.inner.writer.write(cmd).await?;

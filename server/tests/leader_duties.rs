@@ -387,6 +387,89 @@ async fn a_flaky_node_sits_out_its_cool_down_then_rejoins() {
     server.shutdown().await.unwrap();
 }
 
+/// Issue 14, item 4: the health event of a node made flaky names the failures' reasons,
+/// and `node online` on it is the operator's override: healthy at once, with an event that
+/// says so, long before the cool-down ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flaky_node_says_why_and_online_overrides_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = ServerConfig::for_tests(dir.path());
+    config.health.flaky_threshold = 2;
+    config.health.flaky_cool_down = Duration::from_secs(3600);
+    let (server, h) = start_with(config).await;
+    let agents = join_many(&h, 1).await;
+    let agent = agents[0].clone();
+    let alive = keep_alive(&h, agents);
+    register(&h, mock::batch_job("breaks", 2)).await;
+    let snap = wait_until(&h, "2 placed", |s| live_allocs(s, "breaks").len() == 2).await;
+    let updates = live_allocs(&snap, "breaks")
+        .iter()
+        .map(|a| {
+            let mut u = client_update(a, ClientStatus::Failed, true);
+            u.update.task_states.insert(
+                "t".into(),
+                TaskState {
+                    events: vec![TaskEvent {
+                        time: Timestamp::from_millis(1),
+                        kind: "Setup Failure".into(),
+                        message: "cannot create alloc dir: No space left on device".into(),
+                        exit_code: None,
+                        infra_failure: true,
+                    }],
+                    ..TaskState::default()
+                },
+            );
+            u
+        })
+        .collect();
+    h.update_allocs(AllocUpdates {
+        auth: agent.creds.clone(),
+        updates,
+    })
+    .await
+    .expect("failures accepted");
+    let node = agent.creds.node_id;
+    let flaky = NodeHealth::Suspended(SuspendReason::Flaky);
+    let snap = wait_until(&h, "the node flaky", |s| {
+        s.node(&node).is_some_and(|n| n.health == flaky)
+    })
+    .await;
+    let events: Vec<String> = snap
+        .node(&node)
+        .unwrap()
+        .events
+        .iter()
+        .map(|e| e.message.clone())
+        .collect();
+    assert!(
+        events
+            .iter()
+            .any(|m| m.contains("2 infrastructure failures")
+                && m.contains("No space left on device")),
+        "the health event gives the reasons: {events:?}"
+    );
+
+    h.node_online(node).await.expect("online");
+    let snap = wait_until(&h, "healthy at once, not after the cool-down", |s| {
+        s.node(&node)
+            .is_some_and(|n| n.health == NodeHealth::Healthy)
+    })
+    .await;
+    let events: Vec<String> = snap
+        .node(&node)
+        .unwrap()
+        .events
+        .iter()
+        .map(|e| e.message.clone())
+        .collect();
+    assert!(
+        events.iter().any(|m| m.contains("operator override")),
+        "the event names the operator's action: {events:?}"
+    );
+    alive.abort();
+    server.shutdown().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_node_is_deleted_after_the_grace_unless_offlined() {
     let dir = tempfile::tempdir().unwrap();

@@ -273,8 +273,10 @@ mod tests {
         assert!(matches!(out, ExitOutcome::Unknown(_)), "{out:?}");
     }
 
+    /// Issue 14, item 4: a job's missing or non-executable command is the job's mistake,
+    /// never counted against the node (this test asserted the opposite before).
     #[test]
-    fn missing_and_non_executable_commands_are_infra_failures() {
+    fn missing_and_non_executable_commands_are_the_jobs_fault() {
         let dir = tempfile::tempdir().expect("temp dir");
         std::fs::write(dir.path().join("data.txt"), "x").expect("write");
         let cases = [
@@ -284,7 +286,7 @@ mod tests {
         ];
         for (command, needle) in cases {
             let err = resolve_executable(command, dir.path(), None).expect_err(command);
-            assert!(err.is_infra(), "{command}");
+            assert!(!err.is_infra(), "{command}");
             assert!(err.to_string().contains(needle), "{command}: {err}");
         }
         assert!(
@@ -293,5 +295,48 @@ mod tests {
                 .is_infra()
         );
         assert!(resolve_executable("sh", dir.path(), None).is_ok());
+    }
+
+    /// Failures of the node count, failures of the job do not.
+    #[test]
+    fn whose_fault_a_driver_error_is() {
+        use std::io::{Error, ErrorKind};
+        let spawn = |kind| DriverError::Spawn {
+            command: "/bin/app".into(),
+            source: Error::from(kind),
+        };
+        let disk_full = || Error::other("No space left on device");
+        // (error, the node's fault)
+        let cases = [
+            (spawn(ErrorKind::NotFound), false),
+            (spawn(ErrorKind::PermissionDenied), false),
+            (spawn(ErrorKind::InvalidInput), false),
+            (spawn(ErrorKind::OutOfMemory), true),
+            (spawn(ErrorKind::WouldBlock), true),
+            (
+                DriverError::TaskDir {
+                    path: "/data/alloc".into(),
+                    source: disk_full(),
+                },
+                true,
+            ),
+            (
+                DriverError::Logs {
+                    path: "/data/alloc/logs".into(),
+                    source: disk_full(),
+                },
+                true,
+            ),
+            (DriverError::NoCommand, false),
+            (
+                DriverError::UnknownDriver {
+                    driver: "docker".into(),
+                },
+                false,
+            ),
+        ];
+        for (error, infra) in cases {
+            assert_eq!(error.is_infra(), infra, "{error}");
+        }
     }
 }

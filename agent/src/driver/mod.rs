@@ -2,8 +2,9 @@
 //! as a plain host process in its own process group, with its logs in files.
 //!
 //! Errors say whose fault a failure is: [`DriverError::is_infra`] marks the ones caused by
-//! the node (a missing executable, a full disk, an alloc dir it cannot create), which the
-//! servers count towards marking the node flaky; the task's own exit is never one.
+//! the node (a full disk, an alloc dir it cannot create, a fork that fails), which the
+//! servers count towards marking the node flaky. The job's own mistakes never count: a
+//! command that does not exist or is not executable, bad arguments, its exit code.
 
 mod exec;
 pub mod logs;
@@ -48,10 +49,25 @@ pub enum DriverError {
 impl DriverError {
     /// Whether the failure is the node's fault rather than the job's.
     pub fn is_infra(&self) -> bool {
-        !matches!(
-            self,
-            DriverError::UnknownDriver { .. } | DriverError::NoCommand
-        )
+        match self {
+            // What the job asked for: a driver, a command, an executable that is not there.
+            DriverError::UnknownDriver { .. }
+            | DriverError::NoCommand
+            | DriverError::ExecutableNotFound { .. }
+            | DriverError::NotExecutable { .. } => false,
+            // The node could not give the task its directory or logs (disk full, ...).
+            DriverError::TaskDir { .. } | DriverError::Logs { .. } => true,
+            // exec of the job's own file failing (an interpreter it names is missing, its
+            // arguments are refused) is the job's; fork failing (no memory, too many
+            // processes) is the node's.
+            DriverError::Spawn { source, .. } => !matches!(
+                source.kind(),
+                std::io::ErrorKind::NotFound
+                    | std::io::ErrorKind::PermissionDenied
+                    | std::io::ErrorKind::InvalidInput
+                    | std::io::ErrorKind::ExecutableFileBusy
+            ),
+        }
     }
 }
 

@@ -140,19 +140,14 @@ impl Apply<'_> {
                 health,
                 now,
                 evals,
-            } => {
-                self.node_change(*node_id, EventType::NodeHealth, *now, evals, |n| {
-                    (n.health != *health).then(|| {
-                        n.health = *health;
-                        n.health_since = *now;
-                        if *health == NodeHealth::Suspended(SuspendReason::Flaky) {
-                            // A flaky node's warm snapshot is not trusted when it comes back.
-                            n.last_snapshot = None;
-                        }
-                        format!("node health is now {}", health.as_str())
-                    })
-                })
-            }
+            } => self.node_health(*node_id, *health, None, *now, evals),
+            Command::NodeHealthExplained {
+                node_id,
+                health,
+                reason,
+                now,
+                evals,
+            } => self.node_health(*node_id, *health, Some(reason), *now, evals),
             Command::NodeSnapshot {
                 node_id,
                 snapshot,
@@ -333,6 +328,31 @@ impl Apply<'_> {
         self.events
             .push(Event::node(self.index, EventType::NodeRegistration, &n));
         Ok(())
+    }
+
+    /// A health change decided by the leader, with the reason the node's event gives.
+    fn node_health(
+        &mut self,
+        node_id: NodeId,
+        health: NodeHealth,
+        reason: Option<&String>,
+        now: Timestamp,
+        evals: &[Evaluation],
+    ) -> Result<(), ApplyError> {
+        self.node_change(node_id, EventType::NodeHealth, now, evals, |n| {
+            (n.health != health).then(|| {
+                n.health = health;
+                n.health_since = now;
+                if health == NodeHealth::Suspended(SuspendReason::Flaky) {
+                    // A flaky node's warm snapshot is not trusted when it comes back.
+                    n.last_snapshot = None;
+                }
+                match reason {
+                    Some(why) => format!("node health is now {}: {why}", health.as_str()),
+                    None => format!("node health is now {}", health.as_str()),
+                }
+            })
+        })
     }
 
     /// Changes one node with `f`, which returns the node event message, or `None` for no

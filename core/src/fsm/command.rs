@@ -144,6 +144,16 @@ pub enum Command {
         now: Timestamp,
         enforce_index: Index,
     },
+    /// [`Command::NodeHealth`] with the reason operators read in the node's events: the
+    /// infrastructure failures that made it flaky, or the operator's override. Appended
+    /// like `JobRegisterChecked`, so older logs decode unchanged.
+    NodeHealthExplained {
+        node_id: NodeId,
+        health: NodeHealth,
+        reason: String,
+        now: Timestamp,
+        evals: Vec<Evaluation>,
+    },
 }
 
 impl Command {
@@ -168,6 +178,7 @@ impl Command {
             Command::ApplyPlan { .. } => "apply_plan",
             Command::SchedulerConfig { .. } => "scheduler_config",
             Command::JobRegisterChecked { .. } => "job_register_checked",
+            Command::NodeHealthExplained { .. } => "node_health_explained",
         }
     }
 }
@@ -181,7 +192,8 @@ impl Command {
             | Command::NodeDrain { evals, .. }
             | Command::NodeOffline { evals, .. }
             | Command::NodeOnline { evals, .. }
-            | Command::NodeHealth { evals, .. } => Some(evals),
+            | Command::NodeHealth { evals, .. }
+            | Command::NodeHealthExplained { evals, .. } => Some(evals),
             _ => None,
         }
     }

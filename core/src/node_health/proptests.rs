@@ -182,7 +182,7 @@ proptest! {
                 Op::Readiness(i, r) => event(t.readiness(id(i), r, now), i, &model)?,
                 Op::Heartbeat(i) => event(t.heartbeat(id(i), now), i, &model)?,
                 Op::Missed(i) => event(t.heartbeat_missed(id(i), now), i, &model)?,
-                Op::Failure(i) => event(t.infra_failure(id(i), now), i, &model)?,
+                Op::Failure(i) => event(t.infra_failure(id(i), now, "fork failed"), i, &model)?,
                 Op::Offline(i) => event(t.offline(id(i), now), i, &model)?,
                 Op::Online(i) => event(t.online(id(i), now), i, &model)?,
                 Op::Remove(i) => {

@@ -86,7 +86,7 @@ fn run(steps: &[(u64, Ev)]) -> (NodeHealthTracker, Vec<HealthDecision>, Vec<Node
             Ready(r) => (t.readiness(id, r, now).unwrap(), Vec::new()),
             Heartbeat => (t.heartbeat(id, now).unwrap(), Vec::new()),
             Missed => (t.heartbeat_missed(id, now).unwrap(), Vec::new()),
-            Failure => (t.infra_failure(id, now).unwrap(), Vec::new()),
+            Failure => (t.infra_failure(id, now, "disk full").unwrap(), Vec::new()),
             Offline => (t.offline(id, now).unwrap(), Vec::new()),
             Online => (t.online(id, now).unwrap(), Vec::new()),
             Tick => {
@@ -311,6 +311,29 @@ fn every_transition_of_the_health_table() {
             with(&READY_AT_0, &[(5, Online)]),
             Some(HEALTHY),
             vec![],
+            vec![],
+        ),
+        // The operator's override (issue 14, item 4): online of a suspended node that is
+        // not offlined makes it healthy at once.
+        (
+            "online of a flaky node -> healthy at once",
+            with(&FLAKY_AT_30, &[(40, Online)]),
+            Some(HEALTHY),
+            vec![set(Some(FLAKY), HEALTHY)],
+            vec![],
+        ),
+        (
+            "online of a lost node -> healthy at once",
+            with(&READY_AT_0, &[(10, Missed), (20, Online)]),
+            Some(HEALTHY),
+            vec![set(Some(LOST), HEALTHY)],
+            vec![],
+        ),
+        (
+            "online of a new node -> healthy at once",
+            vec![(0, Register), (1, Online)],
+            Some(HEALTHY),
+            vec![set(Some(NEW), HEALTHY)],
             vec![],
         ),
         (
@@ -554,7 +577,7 @@ fn drive_to(t: &mut NodeHealthTracker, i: u64, health: NodeHealth) {
         }
         FLAKY => {
             for _ in 0..t.config().flaky_threshold {
-                t.infra_failure(id, T0).unwrap();
+                t.infra_failure(id, T0, "disk full").unwrap();
             }
         }
         OFFLINED => {
@@ -726,7 +749,7 @@ fn calls_on_unknown_nodes_are_refused() {
         ("readiness", t.readiness(id, Readiness::Ready, T0)),
         ("heartbeat", t.heartbeat(id, T0)),
         ("heartbeat_missed", t.heartbeat_missed(id, T0)),
-        ("infra_failure", t.infra_failure(id, T0)),
+        ("infra_failure", t.infra_failure(id, T0, "disk full")),
         ("offline", t.offline(id, T0)),
         ("online", t.online(id, T0)),
     ];
@@ -1277,4 +1300,23 @@ fn a_heartbeat_repairs_health_that_state_got_out_of_order() {
         None,
         "an unknown node has no view"
     );
+}
+
+/// A node made flaky keeps the reasons of the failures that did it, for its health event.
+#[test]
+fn flaky_keeps_the_reasons_of_its_failures() {
+    let mut t = NodeHealthTracker::default();
+    t.register(n(1), at(0));
+    t.readiness(n(1), Readiness::Ready, at(0)).expect("tracked");
+    for (s, why) in [(10, "disk full"), (20, "fork failed"), (30, "disk full")] {
+        t.infra_failure(n(1), at(s), why).expect("tracked");
+    }
+    assert_eq!(t.health(&n(1)), Some(FLAKY));
+    assert_eq!(
+        t.flaky_reason(&n(1)),
+        Some("3 infrastructure failures in 10m: disk full; fork failed; disk full")
+    );
+    t.online(n(1), at(40)).expect("tracked");
+    assert_eq!(t.health(&n(1)), Some(HEALTHY));
+    assert_eq!(t.flaky_reason(&n(1)), None);
 }

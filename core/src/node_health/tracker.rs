@@ -139,11 +139,13 @@ enum ReadinessState {
     Passed,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, PartialEq, Eq, Debug)]
 struct Flaky {
     since: Timestamp,
     /// The cool-down is over; the node waits for a readiness check to pass.
     cooled: bool,
+    /// Why: the failures that made it flaky, as operators read it.
+    reason: String,
 }
 
 #[derive(Clone, Debug)]
@@ -155,8 +157,9 @@ struct NodeState {
     lost_since: Option<Timestamp>,
     flaky: Option<Flaky>,
     readiness: ReadinessState,
-    /// Infrastructure failures in the window, oldest first; empty while flaky.
-    failures: VecDeque<Timestamp>,
+    /// Infrastructure failures in the window with their reasons, oldest first; empty while
+    /// flaky.
+    failures: VecDeque<(Timestamp, String)>,
     /// The entries this node has in the tracker's timer set.
     timers: Vec<(Timestamp, TimerKind)>,
 }
@@ -201,6 +204,7 @@ impl NodeState {
             Some(Flaky {
                 since,
                 cooled: false,
+                ..
             }) => Some(since.saturating_add(config.flaky_cool_down)),
             _ => None,
         }
@@ -320,7 +324,7 @@ impl NodeHealthTracker {
         match result {
             Readiness::Ready => {
                 st.readiness = ReadinessState::Passed;
-                if st.flaky.is_some_and(|f| f.cooled) {
+                if st.flaky.as_ref().is_some_and(|f| f.cooled) {
                     st.flaky = None;
                     out.push(HealthDecision::ResetSnapshot { node_id });
                 }
@@ -376,32 +380,52 @@ impl NodeHealthTracker {
         Ok(out)
     }
 
-    /// An infrastructure failure (missing executable, full disk, ...) was attributed to the
-    /// node. Failures are counted over the sliding window; reaching the threshold makes the
-    /// node flaky for the cool-down and clears the count, so it comes back with a clean
-    /// slate. Failures while already flaky are not counted.
+    /// An infrastructure failure was attributed to the node: the agent could not start a
+    /// process it should have (fork failed, disk full, driver unhealthy), never a job's own
+    /// mistake (the agent does not report those as infrastructure). Failures are counted
+    /// with their `reason` over the sliding window; reaching the threshold makes the node
+    /// flaky for the cool-down, with the reasons kept for operators, and clears the count
+    /// so it comes back with a clean slate. Failures while already flaky are not counted.
     pub fn infra_failure(
         &mut self,
         node_id: NodeId,
         now: Timestamp,
+        reason: &str,
     ) -> Result<Vec<HealthDecision>, NodeHealthError> {
         let (threshold, window) = (self.config.flaky_threshold, self.config.flaky_window);
         let st = self.state_mut(node_id)?;
         if st.flaky.is_some() {
             return Ok(Vec::new());
         }
-        st.failures.push_back(now);
+        st.failures.push_back((now, reason.to_string()));
         prune_failures(&mut st.failures, window, now);
         let mut out = Vec::new();
         if st.failures.len() >= threshold as usize {
+            let reasons: Vec<&str> = st.failures.iter().map(|(_, r)| r.as_str()).collect();
+            let reason = format!(
+                "{} infrastructure failures in {}: {}",
+                st.failures.len(),
+                crate::validate::fmt_duration(window),
+                reasons.join("; ")
+            );
             st.failures.clear();
             st.flaky = Some(Flaky {
                 since: now,
                 cooled: false,
+                reason,
             });
             self.settle(node_id, now, &mut out);
         }
         Ok(out)
+    }
+
+    /// Why the node is flaky, while it is.
+    pub fn flaky_reason(&self, node_id: &NodeId) -> Option<&str> {
+        self.nodes
+            .get(node_id)?
+            .flaky
+            .as_ref()
+            .map(|f| f.reason.as_str())
     }
 
     /// Operator offline: no new placements, and the lost sweep spares the node. Idempotent.
@@ -442,6 +466,14 @@ impl NodeHealthTracker {
             if st.readiness == ReadinessState::GaveUp {
                 st.readiness = ReadinessState::Checking { due: now };
             }
+            self.settle(node_id, now, &mut out);
+        } else if st.health != NodeHealth::Healthy {
+            // The operator's override of a suspension (Scoot's): healthy at once, whatever
+            // the grace, the cool-down or the readiness check would have said.
+            st.lost_since = None;
+            st.flaky = None;
+            st.failures.clear();
+            st.readiness = ReadinessState::Passed;
             self.settle(node_id, now, &mut out);
         }
         Ok(out)
@@ -485,9 +517,11 @@ impl NodeHealthTracker {
                 }
                 NodeHealth::Suspended(SuspendReason::Flaky) => {
                     st.readiness = ReadinessState::Passed;
+                    // The reasons were written with the health; a new leader does not know them.
                     st.flaky = Some(Flaky {
                         since: node.health_since,
                         cooled: false,
+                        reason: "infrastructure failures (recorded before this leader)".into(),
                     });
                 }
                 NodeHealth::Offlined => st.offlined = true,
@@ -602,7 +636,7 @@ impl NodeHealthTracker {
         Some(
             st.failures
                 .iter()
-                .filter(|t| t.saturating_add(window) > now)
+                .filter(|(t, _)| t.saturating_add(window) > now)
                 .count(),
         )
     }
@@ -733,10 +767,10 @@ impl NodeHealthTracker {
 }
 
 /// Drops failures that fell out of the window ending at `now`.
-fn prune_failures(failures: &mut VecDeque<Timestamp>, window: Duration, now: Timestamp) {
+fn prune_failures(failures: &mut VecDeque<(Timestamp, String)>, window: Duration, now: Timestamp) {
     while failures
         .front()
-        .is_some_and(|t| t.saturating_add(window) <= now)
+        .is_some_and(|(t, _)| t.saturating_add(window) <= now)
     {
         failures.pop_front();
     }

@@ -111,7 +111,9 @@ pub struct TaskEvent {
     pub kind: String,
     pub message: String,
     pub exit_code: Option<i32>,
-    /// The failure was the node's fault (missing executable, disk full); feeds flakiness.
+    /// The failure was the node's fault (disk full, fork failed), never the job's (missing
+    /// command, bad arguments, exit code); feeds flakiness, and its message is the reason
+    /// the node's health event gives.
     pub infra_failure: bool,
 }
 

@@ -609,7 +609,7 @@ fn truncate_at_char(s: &mut String, max: usize) {
 }
 
 /// A duration the way operators write them in job files: `1h30m`, `45s`, `250ms`.
-fn fmt_duration(d: Duration) -> String {
+pub(crate) fn fmt_duration(d: Duration) -> String {
     if d.is_zero() {
         return "0s".to_owned();
     }

@@ -18,7 +18,20 @@ pub(super) fn push_decisions(
     now: Timestamp,
     actions: &mut Vec<Action>,
 ) {
+    push_explained(snap, decisions, now, actions, |_| None);
+}
+
+/// [`push_decisions`], with `explain` giving the reason a health change is written with
+/// (it shows in the node's events), where there is one.
+pub(super) fn push_explained(
+    snap: &StateSnapshot,
+    decisions: Vec<HealthDecision>,
+    now: Timestamp,
+    actions: &mut Vec<Action>,
+    explain: impl Fn(&HealthDecision) -> Option<String>,
+) {
     for d in decisions {
+        let reason = explain(&d);
         let node_id = d.node_id();
         match d {
             HealthDecision::SetHealth { from: None, .. } => {}
@@ -34,15 +47,22 @@ pub(super) fn push_decisions(
                 } else {
                     Vec::new()
                 };
-                actions.push(Action::Write(
-                    Command::NodeHealth {
+                let command = match reason {
+                    Some(reason) => Command::NodeHealthExplained {
+                        node_id,
+                        health: to,
+                        reason,
+                        now,
+                        evals,
+                    },
+                    None => Command::NodeHealth {
                         node_id,
                         health: to,
                         now,
                         evals,
                     },
-                    "node health",
-                ));
+                };
+                actions.push(Action::Write(command, "node health"));
             }
             HealthDecision::ResetSnapshot { .. } => {
                 actions.push(Action::Write(d.command(now), "node snapshot reset"));

@@ -170,43 +170,61 @@ impl Leadership {
             }
         }];
         // The FSM's own view of online (healthy if ready) may differ from the tracker's
-        // (lost, flaky): the tracker's decision is written after it.
+        // (lost, flaky): the tracker's decision is written after it. Onlining a node that
+        // was suspended, not offlined, is the operator's override, and its event says so.
         for d in decisions {
-            if let drover_core::node_health::HealthDecision::SetHealth { to, .. } = d
+            if let HealthDecision::SetHealth { from, to, .. } = d
                 && to != NodeHealth::Offlined
             {
-                commands.push(Command::NodeHealth {
-                    node_id,
-                    health: to,
-                    now,
-                    evals: Vec::new(),
+                commands.push(match from {
+                    Some(from) if from != NodeHealth::Offlined => Command::NodeHealthExplained {
+                        node_id,
+                        health: to,
+                        reason: format!("operator override of {}: node online", from.as_str()),
+                        now,
+                        evals: node_evals(snap, node_id, now),
+                    },
+                    _ => Command::NodeHealth {
+                        node_id,
+                        health: to,
+                        now,
+                        evals: Vec::new(),
+                    },
                 });
             }
         }
         Ok(commands)
     }
 
-    /// Infrastructure failures a node's agent reported: they count towards flaky.
+    /// Infrastructure failures a node's agent reported, each with its reason: they count
+    /// towards flaky, and a node made flaky has the reasons in its health event.
     pub(crate) async fn infra_failures(
         &self,
         snap: &StateSnapshot,
         node_id: NodeId,
-        count: usize,
+        reasons: &[String],
         now: Timestamp,
     ) -> Vec<Command> {
         let Ok(mut core) = self.lock_enabled().await else {
             return Vec::new();
         };
         let mut decisions = Vec::new();
-        for _ in 0..count {
-            match core.health.infra_failure(node_id, now) {
+        for reason in reasons {
+            match core.health.infra_failure(node_id, now, reason) {
                 Ok(d) => decisions.extend(d),
                 Err(_) => break,
             }
         }
+        let flaky_reason = core.health.flaky_reason(&node_id).map(str::to_string);
         drop(core);
         let mut actions = Vec::new();
-        health::push_decisions(snap, decisions, now, &mut actions);
+        health::push_explained(snap, decisions, now, &mut actions, |d| match d {
+            HealthDecision::SetHealth {
+                to: NodeHealth::Suspended(drover_core::SuspendReason::Flaky),
+                ..
+            } => flaky_reason.clone(),
+            _ => None,
+        });
         actions
             .into_iter()
             .filter_map(|a| match a {

@@ -3,7 +3,7 @@
 
 use super::{Action, App, Command, Confirm, Mode, Prompt, PromptKind, RowKey};
 use crate::views::{Tone, ViewKind};
-use drover_core::{Eligibility, NodeId};
+use drover_core::{Eligibility, NodeHealth, NodeId};
 
 impl App {
     /// The keys that act on the cluster. In read-only mode every one is refused.
@@ -57,7 +57,23 @@ impl App {
                     Command::Offline(nodes),
                 ))
             }
-            'O' => return self.run(Command::Online(nodes)),
+            'O' => {
+                // Onlining a suspended node overrides the health machine (lost grace, flaky
+                // cool-down, readiness): ask first. Onlining an offlined node does not.
+                let overrides = nodes.iter().any(|id| {
+                    self.cluster
+                        .nodes
+                        .get(id)
+                        .is_some_and(|n| matches!(n.health, NodeHealth::Suspended(_)))
+                });
+                if !overrides {
+                    return self.run(Command::Online(nodes));
+                }
+                self.mode = Mode::Confirm(Confirm::new(
+                    format!("override the suspension of {what}? it becomes healthy at once"),
+                    Command::Online(nodes),
+                ))
+            }
             'd' => {
                 self.mode = Mode::Prompt(Prompt {
                     kind: PromptKind::DrainDeadline(nodes),

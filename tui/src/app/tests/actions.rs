@@ -167,3 +167,43 @@ fn invalid_prompt_answers_are_refused_with_a_reason() {
         assert!(notice.text.contains(reason), "{}", notice.text);
     }
 }
+
+/// Onlining a suspended node overrides the health machine: the console asks first; an
+/// offlined or healthy node is onlined at once.
+#[test]
+fn online_of_a_suspended_node_asks_first() {
+    use drover_core::{NodeHealth, SuspendReason};
+    // (health of the selected node, keys, runs online)
+    let cases = [
+        (NodeHealth::Offlined, "O", true),
+        (NodeHealth::Healthy, "O", true),
+        (NodeHealth::Suspended(SuspendReason::Flaky), "O", false),
+        (
+            NodeHealth::Suspended(SuspendReason::Flaky),
+            "O<right><enter>",
+            true,
+        ),
+        (
+            NodeHealth::Suspended(SuspendReason::Lost),
+            "O<enter>",
+            false,
+        ),
+    ];
+    for (health, keys, runs) in cases {
+        let mut app = app();
+        let id = selected_node(&app).expect("selected");
+        let mut node = app.cluster.nodes[&id].clone();
+        node.health = health;
+        app.cluster.nodes.insert(id, node);
+        let actions = press(&mut app, keys);
+        if runs {
+            assert_eq!(
+                actions,
+                vec![Action::Run(Command::Online(vec![id]))],
+                "{health:?} {keys}"
+            );
+        } else {
+            assert!(actions.is_empty(), "{health:?} {keys}: {actions:?}");
+        }
+    }
+}
