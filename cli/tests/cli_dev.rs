@@ -69,7 +69,12 @@ async fn dev_serves_health_runs_the_sample_job_and_stops_on_ctrl_c() {
         "the sample job's 3 allocations to run",
         DEADLINE,
         || async {
-            let job = json(&drover_at(&url, &["job", "status", "web", "-json"]).await);
+            // The sample job is registered once the nodes are up: "not found" until then.
+            let out = drover_at(&url, &["job", "status", "web", "-json"]).await;
+            if out.status.code() != Some(0) {
+                return None;
+            }
+            let job = json(&out);
             let running = job["summary"]["groups"]["frontend"]["running"].as_u64()?;
             (running == 3).then_some(())
         },
