@@ -120,14 +120,14 @@ async fn event_stream_prints_json_lines() {
     let id = &nodes.ids[0];
     let stream = spawn(&server.url(), &["event", "stream", "-topic", "Node"]);
     // The stream starts from "now": keep offlining and onlining until an event shows up.
+    // Each round leaves the node online, so the next round's offline is a real change.
     let line = eventually("a node health event on the stream", DEADLINE, || async {
         assert_code(&drover(&server, &["node", "offline", id]).await, 0);
-        let line = stream
+        assert_code(&drover(&server, &["node", "online", id]).await, 0);
+        stream
             .lines
             .recv_timeout(std::time::Duration::from_millis(500))
-            .ok()?;
-        assert_code(&drover(&server, &["node", "online", id]).await, 0);
-        Some(line)
+            .ok()
     })
     .await;
     let event: serde_json::Value = serde_json::from_str(&line).expect("each line is JSON");
