@@ -8,6 +8,7 @@ pub mod blocked;
 pub mod broker;
 pub mod fsm;
 pub mod jobspec;
+pub mod leader;
 pub mod mock;
 pub mod node_health;
 pub mod periodic;

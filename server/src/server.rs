@@ -652,7 +652,7 @@ impl ServerHandle {
             let cmds = self
                 .inner
                 .leadership
-                .infra_failures(&snap, node.id, &infra, now)
+                .node_failures(&snap, node.id, &infra, now)
                 .await;
             for cmd in cmds {
                 self.inner.writer.write(cmd).await?;
@@ -721,7 +721,7 @@ impl ServerHandle {
             return Err(ServerError::not_found("node", req.node_id));
         }
         let now = now();
-        let evals = leader::node_evals(&snap, req.node_id, now);
+        let evals = drover_core::leader::node_evals(&snap, req.node_id, now, &mut rand::rng());
         let mut index = self
             .inner
             .writer
@@ -755,7 +755,7 @@ impl ServerHandle {
             return Err(ServerError::not_found("node", req.node_id));
         }
         let now = now();
-        let evals = leader::node_evals(&snap, req.node_id, now);
+        let evals = drover_core::leader::node_evals(&snap, req.node_id, now, &mut rand::rng());
         self.inner
             .writer
             .write(Command::NodeEligibility {

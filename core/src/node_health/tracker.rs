@@ -155,6 +155,9 @@ struct NodeState {
     since: Timestamp,
     offlined: bool,
     lost_since: Option<Timestamp>,
+    /// While lost: the grace starts no earlier than this (the end of the node's disconnect
+    /// windows, during which its allocations may still reconnect).
+    lost_held_until: Option<Timestamp>,
     flaky: Option<Flaky>,
     readiness: ReadinessState,
     /// Infrastructure failures in the window with their reasons, oldest first; empty while
@@ -171,6 +174,7 @@ impl NodeState {
             since: now,
             offlined: false,
             lost_since: None,
+            lost_held_until: None,
             flaky: None,
             readiness: ReadinessState::Checking { due: now },
             failures: VecDeque::new(),
@@ -194,7 +198,10 @@ impl NodeState {
 
     fn lost_deadline(&self, config: &HealthConfig) -> Option<Timestamp> {
         match (self.offlined, self.lost_since) {
-            (false, Some(t)) => Some(t.saturating_add(config.lost_grace)),
+            (false, Some(t)) => Some(
+                t.max(self.lost_held_until.unwrap_or(t))
+                    .saturating_add(config.lost_grace),
+            ),
             _ => None,
         }
     }
@@ -348,12 +355,12 @@ impl NodeHealthTracker {
         node_id: NodeId,
         now: Timestamp,
     ) -> Result<Vec<HealthDecision>, NodeHealthError> {
-        let grace = self.config.lost_grace;
+        let config = self.config.clone();
         let st = self.state_mut(node_id)?;
-        let Some(lost_since) = st.lost_since else {
+        if st.lost_since.is_none() {
             return Ok(Vec::new());
-        };
-        if !st.offlined && lost_since.saturating_add(grace) <= now {
+        }
+        if st.lost_deadline(&config).is_some_and(|end| end <= now) {
             return Ok(Vec::new());
         }
         st.lost_since = None;
@@ -375,9 +382,31 @@ impl NodeHealthTracker {
             return Ok(Vec::new());
         }
         st.lost_since = Some(now);
+        st.lost_held_until = None;
         let mut out = Vec::new();
         self.settle(node_id, now, &mut out);
         Ok(out)
+    }
+
+    /// A lost node that went `disconnected`: its allocations may reconnect until `until`
+    /// (the end of its disconnect windows), so its lost grace starts then, not now.
+    /// Deleting it earlier would lose the allocations the windows promise to keep. No-op
+    /// for a node that is not lost.
+    pub fn hold_lost_until(
+        &mut self,
+        node_id: NodeId,
+        until: Timestamp,
+        now: Timestamp,
+    ) -> Result<(), NodeHealthError> {
+        let st = self.state_mut(node_id)?;
+        if st.lost_since.is_none() {
+            return Ok(());
+        }
+        st.lost_held_until = Some(until);
+        let mut out = Vec::new();
+        self.settle(node_id, now, &mut out);
+        debug_assert!(out.is_empty(), "a hold changes no health");
+        Ok(())
     }
 
     /// An infrastructure failure was attributed to the node: the agent could not start a

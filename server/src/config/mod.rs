@@ -76,26 +76,7 @@ impl Default for WorkerSettings {
     }
 }
 
-/// Garbage collection of terminal evals and allocations.
-#[derive(Clone, Debug)]
-pub struct GcConfig {
-    /// How often the leader looks for garbage.
-    pub interval: Duration,
-    /// Terminal evals and allocations untouched for longer than this are deleted.
-    pub threshold: Duration,
-    /// At most this many ids per delete entry.
-    pub batch: usize,
-}
-
-impl Default for GcConfig {
-    fn default() -> Self {
-        Self {
-            interval: Duration::from_secs(5 * 60),
-            threshold: Duration::from_secs(60 * 60),
-            batch: 1_000,
-        }
-    }
-}
+pub use drover_core::leader::GcConfig;
 
 /// Everything a server needs to start.
 #[derive(Clone, Debug)]

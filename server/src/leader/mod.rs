@@ -1,5 +1,6 @@
-//! The leader's duties: started when this server becomes the Raft leader, stopped when it
-//! stops being it.
+//! The leader's duties at runtime: started when this server becomes the Raft leader,
+//! stopped when it stops being it. Every decision is core's [`LeaderEngine`]; this module
+//! holds the lock around it, the wake-ups, the spawned tasks and the Raft writes.
 //!
 //! ```text
 //!  raft metrics ──► monitor ── leader? ──► establish: barrier, restore broker / blocked /
@@ -7,7 +8,7 @@
 //!                                  │
 //!                 ┌────────────────┴──────────────────┐
 //!                 ▼                                   ▼
-//!   leader loop (broker_loop.rs)             plan applier (plan_applier.rs)
+//!   leader loop (leader_loop.rs)             plan applier (plan_applier.rs)
 //!   select! over: applied-entry events,      pops plans by priority, checks them with
 //!   the earliest due time of broker /        PlanApplier (overlay while the previous
 //!   heartbeats / health / periodic /         write is in flight), commits ApplyPlan
@@ -15,8 +16,8 @@
 //! ```
 //!
 //! **Concurrency choice.** The pure core structures (broker, blocked evals, plan queue,
-//! heartbeat timers, health tracker, periodic launcher) live together in one [`LeaderCore`]
-//! behind one `tokio::sync::Mutex`. Every critical section is short and synchronous (a few
+//! heartbeat timers, health tracker, periodic launcher) live together in one
+//! [`LeaderEngine`] behind one `tokio::sync::Mutex`. Every critical section is short and synchronous (a few
 //! core calls; Raft writes happen after the lock is released), and the callers are many and
 //! of different kinds: workers dequeue / ack / nack / submit plans, the handle resets
 //! heartbeat timers and registers nodes, the leader loop applies events and fires timers,
@@ -26,70 +27,31 @@
 //! straight-line. Dequeue waits on `evals_ready` outside the lock, so a worker waiting for
 //! work never holds it.
 
-mod broker_loop;
-mod evals;
-mod gc;
-mod health;
 mod heartbeat;
+mod leader_loop;
 mod plan_applier;
 mod reaper;
 mod source;
 
-pub(crate) use evals::node_evals;
+pub use drover_core::leader::LeaderStats;
 
 use crate::config::ServerConfig;
 use crate::error::ServerError;
 use crate::raft::{RaftNode, StateHandle};
 use crate::write::{Writer, now};
 use drover_core::Index;
-use drover_core::blocked::{BlockedEvals, BlockedStats};
-use drover_core::broker::{BrokerStats, EvalBroker};
 use drover_core::fsm::Event;
-use drover_core::node_health::{HeartbeatTimers, NodeHealthTracker};
-use drover_core::periodic::PeriodicLauncher;
-use drover_core::plan_check::{PlanQueue, PlanQueueStats};
-use drover_core::types::NodeStatus;
+use drover_core::leader::{LeaderConfig, LeaderEngine};
 use openraft::ServerState;
 use plan_applier::PendingPlan;
-use rand::SeedableRng;
-use rand::rngs::StdRng;
 use std::fmt;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 use tokio::sync::{Mutex, MutexGuard, Notify, broadcast, watch};
 use tokio::task::JoinHandle;
 
-/// The leader's core structures; see the module docs for why they share one lock.
-pub(crate) struct LeaderCore {
-    /// True between establishing leadership and revoking it.
-    pub enabled: bool,
-    pub broker: EvalBroker,
-    pub blocked: BlockedEvals,
-    pub plans: PlanQueue<PendingPlan>,
-    pub heartbeats: HeartbeatTimers,
-    pub health: NodeHealthTracker,
-    pub periodic: PeriodicLauncher,
-    pub rng: StdRng,
-}
-
-impl fmt::Debug for LeaderCore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LeaderCore")
-            .field("enabled", &self.enabled)
-            .field("broker", &self.broker.stats().total)
-            .field("plans", &self.plans.len())
-            .field("heartbeats", &self.heartbeats.len())
-            .finish_non_exhaustive()
-    }
-}
-
-/// The broker, blocked-eval and plan-queue counters, read together.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LeaderStats {
-    pub broker: BrokerStats,
-    pub blocked: BlockedStats,
-    pub plan_queue: PlanQueueStats,
-}
+/// The leader's engine as this runtime holds it: plans carry their worker's reply channel.
+pub(crate) type LeaderCore = LeaderEngine<PendingPlan>;
 
 /// Shared by the handle, the workers (as their [`crate::worker::EvalSource`]) and the
 /// leader's tasks. Lives as long as the server; its core is enabled only while leading.
@@ -125,18 +87,16 @@ impl Leadership {
         writer: Writer,
         events: broadcast::Sender<Arc<Vec<Event>>>,
     ) -> Result<Arc<Self>, ServerError> {
-        let heartbeats = HeartbeatTimers::new(config.heartbeat.clone())?;
-        let health = NodeHealthTracker::new(config.health.clone())?;
-        let core = LeaderCore {
-            enabled: false,
-            broker: EvalBroker::new(config.broker.clone()),
-            blocked: BlockedEvals::new(config.blocked),
-            plans: PlanQueue::new(),
-            heartbeats,
-            health,
-            periodic: PeriodicLauncher::new(&config.limits),
-            rng: StdRng::from_os_rng(),
+        let engine_config = LeaderConfig {
+            broker: config.broker.clone(),
+            blocked: config.blocked,
+            heartbeat: config.heartbeat.clone(),
+            health: config.health.clone(),
+            gc: config.gc.clone(),
+            limits: config.limits.clone(),
         };
+        // The engine is deterministic given its seed; the runtime seeds it afresh each start.
+        let core = LeaderCore::new(engine_config, rand::random())?;
         Ok(Arc::new_cyclic(|me| Self {
             core: Mutex::new(core),
             evals_ready: Notify::new(),
@@ -164,7 +124,7 @@ impl Leadership {
     /// The core, if this server leads; `NotLeader` otherwise.
     pub(crate) async fn lock_enabled(&self) -> Result<MutexGuard<'_, LeaderCore>, ServerError> {
         let core = self.core.lock().await;
-        if core.enabled {
+        if core.is_enabled() {
             Ok(core)
         } else {
             Err(ServerError::NotLeader {
@@ -175,55 +135,22 @@ impl Leadership {
     }
 
     pub(crate) async fn stats(&self) -> Result<LeaderStats, ServerError> {
-        let core = self.lock_enabled().await?;
-        Ok(LeaderStats {
-            broker: core.broker.stats(),
-            blocked: core.blocked.stats(),
-            plan_queue: core.plans.stats(),
-        })
+        Ok(self.lock_enabled().await?.stats())
     }
 
     /// Rebuilds every core structure from state as of `index` and enables them.
     async fn establish(&self) -> Index {
         let (index, snap) = self.state.indexed_snapshot();
-        let now = now();
-        let mut guard = self.core.lock().await;
-        let core = &mut *guard;
-        core.broker.restore(snap.evals().cloned(), now);
-        core.broker
-            .set_paused(snap.scheduler_config().pause_eval_broker);
-        core.blocked.set_enabled(true);
-        let unblocked = core.blocked.restore(snap.evals().map(|e| (**e).clone()));
-        core.broker.enqueue_all(
-            unblocked
-                .into_iter()
-                .map(|u| (u.eval, u.token.and_then(|t| t.parse().ok()))),
-            now,
-        );
-        core.heartbeats.clear();
-        core.heartbeats.initialize_failover(
-            snap.nodes()
-                .filter(|n| n.status != NodeStatus::Down)
-                .map(|n| n.id),
-            now,
-        );
-        core.health.restore(snap.nodes().map(|n| &**n), now);
-        for e in core.periodic.restore(&snap, now) {
-            tracing::warn!(job_id = %e.job, error = %e, "periodic job not tracked");
-        }
-        core.plans = PlanQueue::new();
-        core.enabled = true;
-        let stats = core.broker.stats();
+        let restored = self.core.lock().await.establish(&snap, now());
         tracing::info!(
             index,
-            ready = stats.total.ready,
-            pending = stats.total.pending,
-            blocked = core.blocked.stats().total_blocked,
-            nodes = core.heartbeats.len(),
-            periodic = core.periodic.len(),
+            ready = restored.ready,
+            pending = restored.pending,
+            blocked = restored.blocked,
+            nodes = restored.nodes,
+            periodic = restored.periodic,
             "leader duties established"
         );
-        drop(guard);
         self.leading.send_replace(true);
         self.evals_ready.notify_waiters();
         index
@@ -231,15 +158,8 @@ impl Leadership {
 
     /// Disables and empties every core structure; waiting workers get errors.
     async fn revoke(&self) {
-        let mut core = self.core.lock().await;
-        core.enabled = false;
-        core.broker.set_enabled(false);
-        core.blocked.set_enabled(false);
-        core.heartbeats.clear();
-        core.periodic.clear();
         // Dropping the reply senders answers every waiting worker with an error.
-        let dropped = core.plans.drain().len();
-        drop(core);
+        let dropped = self.core.lock().await.revoke().len();
         self.leading.send_replace(false);
         self.evals_ready.notify_waiters();
         tracing::info!(plans_dropped = dropped, "leader duties revoked");
@@ -274,7 +194,7 @@ impl Duties {
         let index = shared.establish().await;
         let (cancel, cancel_rx) = watch::channel(false);
         let tasks = vec![
-            tokio::spawn(broker_loop::run(
+            tokio::spawn(leader_loop::run(
                 shared.clone(),
                 events,
                 index,

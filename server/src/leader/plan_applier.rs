@@ -205,7 +205,7 @@ async fn answer(
 ) {
     {
         let mut core = shared.core.lock().await;
-        if core.enabled {
+        if core.is_enabled() {
             // The plan left the applier: the worker's nack timer runs again.
             let _ = core.broker.resume_nack_timeout(eval_id, token, now());
         }

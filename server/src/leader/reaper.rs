@@ -3,7 +3,6 @@
 //! periodic sweep).
 
 use super::Leadership;
-use super::broker_loop::{Action, SUPERSEDED_REASON, cancel_command};
 use crate::write::now;
 use drover_core::EvalId;
 use drover_core::broker::Token;
@@ -31,14 +30,9 @@ pub(super) fn spawn_fail_eval(
         if let Err(e) = core.broker.ack(eval_id, token, now()) {
             tracing::warn!(%eval_id, error = %e, "ack of a failed eval refused");
         }
-        let batch = core.broker.cancel_batch_after_ack();
+        let cancel = core.cancel_superseded_after_ack(now());
         drop(core);
         shared.evals_ready.notify_waiters();
-        if !batch.is_empty() {
-            shared.run_actions(vec![Action::Write(
-                cancel_command(batch, SUPERSEDED_REASON, now()),
-                "cancel superseded evals",
-            )]);
-        }
+        shared.run_actions(cancel.into_iter().collect());
     });
 }

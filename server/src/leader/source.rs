@@ -1,7 +1,6 @@
 //! The leader as an in-process [`EvalSource`] for this server's workers.
 
 use super::Leadership;
-use super::broker_loop::{Action, SUPERSEDED_REASON, cancel_command};
 use super::plan_applier::PendingPlan;
 use crate::worker::{BoxFuture, EvalSource, SourceError};
 use crate::write::now;
@@ -26,7 +25,7 @@ impl Leadership {
             {
                 let mut guard = self.core.lock().await;
                 let core = &mut *guard;
-                if core.enabled
+                if core.is_enabled()
                     && let Some(d) = core.broker.dequeue(types, now(), &mut core.rng)
                 {
                     return Ok(Some(d));
@@ -40,26 +39,21 @@ impl Leadership {
 
     async fn ack_inner(&self, eval_id: EvalId, token: Token) -> Result<(), SourceError> {
         let mut core = self.core.lock().await;
-        if !core.enabled {
+        if !core.is_enabled() {
             return Err(SourceError::NotLeader);
         }
         core.broker.ack(eval_id, token, now())?;
         // The reaper's batch after each ack: cancellations paced by scheduler progress.
-        let batch = core.broker.cancel_batch_after_ack();
+        let cancel = core.cancel_superseded_after_ack(now());
         drop(core);
         self.evals_ready.notify_waiters();
-        if !batch.is_empty() {
-            self.run_actions(vec![Action::Write(
-                cancel_command(batch, SUPERSEDED_REASON, now()),
-                "cancel superseded evals",
-            )]);
-        }
+        self.run_actions(cancel.into_iter().collect());
         Ok(())
     }
 
     async fn nack_inner(&self, eval_id: EvalId, token: Token) -> Result<(), SourceError> {
         let mut core = self.core.lock().await;
-        if !core.enabled {
+        if !core.is_enabled() {
             return Err(SourceError::NotLeader);
         }
         core.broker.nack(eval_id, token, now())?;
@@ -72,7 +66,7 @@ impl Leadership {
 
     async fn touch_inner(&self, eval_id: EvalId, token: Token) -> Result<(), SourceError> {
         let mut core = self.core.lock().await;
-        if !core.enabled {
+        if !core.is_enabled() {
             return Err(SourceError::NotLeader);
         }
         core.broker.outstanding_reset(eval_id, token, now())?;
@@ -87,7 +81,7 @@ impl Leadership {
         let (reply, rx) = oneshot::channel();
         {
             let mut core = self.core.lock().await;
-            if !core.enabled {
+            if !core.is_enabled() {
                 return Err(SourceError::NotLeader);
             }
             // Its wait at the applier is not the worker's fault: pause the nack timer.

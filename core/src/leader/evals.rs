@@ -2,17 +2,19 @@
 //! node-update eval for every job with work on the node, and one for every system and
 //! sysbatch job (a node joining or leaving changes where they run).
 
-use drover_core::state::StateSnapshot;
-use drover_core::{EvalId, Evaluation, JobKey, NodeId, Timestamp, TriggeredBy};
+use crate::state::StateSnapshot;
+use crate::types::{EvalId, Evaluation, JobKey, NodeId, Timestamp, TriggeredBy};
+use rand::Rng;
 use std::collections::BTreeSet;
 
 /// A node-update eval for each job in `jobs` that exists, plus every live system and
-/// sysbatch job.
-pub(crate) fn node_update_evals(
+/// sysbatch job; ids drawn from `rng`.
+pub fn node_update_evals(
     snap: &StateSnapshot,
     node_id: NodeId,
     jobs: impl IntoIterator<Item = JobKey>,
     now: Timestamp,
+    rng: &mut impl Rng,
 ) -> Vec<Evaluation> {
     let mut keys: BTreeSet<JobKey> = jobs.into_iter().collect();
     keys.extend(
@@ -24,7 +26,8 @@ pub(crate) fn node_update_evals(
         .filter_map(|key| snap.job(&key))
         .filter(|job| !job.is_template())
         .map(|job| {
-            let mut e = Evaluation::new(EvalId::random(), job, TriggeredBy::NodeUpdate, now);
+            let id = EvalId::from_bytes(rng.random());
+            let mut e = Evaluation::new(id, job, TriggeredBy::NodeUpdate, now);
             e.node_id = Some(node_id);
             e
         })
@@ -32,7 +35,12 @@ pub(crate) fn node_update_evals(
 }
 
 /// [`node_update_evals`] for the jobs with allocations still running on the node.
-pub(crate) fn node_evals(snap: &StateSnapshot, node_id: NodeId, now: Timestamp) -> Vec<Evaluation> {
+pub fn node_evals(
+    snap: &StateSnapshot,
+    node_id: NodeId,
+    now: Timestamp,
+    rng: &mut impl Rng,
+) -> Vec<Evaluation> {
     let jobs: Vec<JobKey> = snap
         .allocs_by_node(&node_id)
         .filter(|a| !a.client_terminal())
@@ -41,5 +49,5 @@ pub(crate) fn node_evals(snap: &StateSnapshot, node_id: NodeId, now: Timestamp) 
             id: a.job_id.clone(),
         })
         .collect();
-    node_update_evals(snap, node_id, jobs, now)
+    node_update_evals(snap, node_id, jobs, now, rng)
 }

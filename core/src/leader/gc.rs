@@ -6,17 +6,38 @@
 //! is terminal and every allocation it created is garbage too, so an allocation never
 //! outlives the eval it points at.
 
-use crate::config::GcConfig;
-use drover_core::fsm::Command;
-use drover_core::state::StateSnapshot;
-use drover_core::{AllocId, Allocation, EvalId, Timestamp};
+use crate::fsm::Command;
+use crate::state::StateSnapshot;
+use crate::types::{AllocId, Allocation, EvalId, Timestamp};
+use std::time::Duration;
+
+/// Garbage collection of terminal evals and allocations.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GcConfig {
+    /// How often the leader looks for garbage.
+    pub interval: Duration,
+    /// Terminal evals and allocations untouched for longer than this are deleted.
+    pub threshold: Duration,
+    /// At most this many ids per delete entry.
+    pub batch: usize,
+}
+
+impl Default for GcConfig {
+    fn default() -> Self {
+        Self {
+            interval: Duration::from_secs(5 * 60),
+            threshold: Duration::from_secs(60 * 60),
+            batch: 1_000,
+        }
+    }
+}
 
 fn alloc_is_garbage(a: &Allocation, cutoff: Timestamp) -> bool {
     a.is_terminal() && a.client_terminal() && a.modify_time <= cutoff
 }
 
 /// The delete commands for everything past the threshold at `now`.
-pub(super) fn collect(snap: &StateSnapshot, now: Timestamp, config: &GcConfig) -> Vec<Command> {
+pub fn collect_garbage(snap: &StateSnapshot, now: Timestamp, config: &GcConfig) -> Vec<Command> {
     let cutoff = now.saturating_sub(config.threshold);
     let allocs: Vec<AllocId> = snap
         .allocs()

@@ -1,0 +1,263 @@
+//! The leader's decisions as a synchronous engine: events, heartbeats and time in, Raft
+//! writes out.
+//!
+//! While a server leads it keeps the eval broker, the blocked evals, the plan queue, the
+//! heartbeat timers, the node-health tracker and the periodic launcher, and it decides what
+//! to write when something happens: an applied entry, a heartbeat, a timer that fell due.
+//! [`LeaderEngine`] holds those structures and makes those decisions; the runtime
+//! (`server/src/leader/`) holds the lock around it, polls [`LeaderEngine::next_deadline`],
+//! runs the returned [`Action`]s through Raft and wakes whoever waits. This is openraft's
+//! `Engine` / runtime split one level up, and it is what lets the tests in this module play
+//! a whole leadership (failover included) with time passed in.
+//!
+//! Invariants:
+//! - Every method is deterministic given its inputs and the seed the engine was made with:
+//!   eval ids and heartbeat jitter come from the engine's seeded generator.
+//! - While not [`LeaderEngine::is_enabled`] (before establishing leadership, after revoking
+//!   it) the engine decides nothing: every method returns no actions.
+//! - A node gets at most one eval per job from one decision ([`crate::fsm::one_eval_per_job`]
+//!   on every batch of commands a heartbeat produces).
+
+mod due;
+mod evals;
+mod events;
+mod gc;
+mod health;
+mod nodes;
+#[cfg(test)]
+mod tests;
+
+pub use evals::{node_evals, node_update_evals};
+pub use gc::{GcConfig, collect_garbage};
+pub use nodes::HeartbeatOutcome;
+
+use crate::blocked::{BlockedConfig, BlockedEvals, BlockedStats};
+use crate::broker::{BrokerConfig, BrokerStats, EvalBroker, Token};
+use crate::fsm::Command;
+use crate::node_health::{
+    HealthConfig, HeartbeatConfig, HeartbeatTimers, NodeHealthError, NodeHealthTracker,
+};
+use crate::periodic::PeriodicLauncher;
+use crate::plan_check::{PlanQueue, PlanQueueStats, Prioritized};
+use crate::state::StateSnapshot;
+use crate::types::{EvalId, Evaluation, NodeStatus, Timestamp};
+use crate::validate::Limits;
+use due::Sweeps;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::fmt;
+
+/// The reason written on evals the broker superseded.
+pub const SUPERSEDED_REASON: &str = "superseded by a newer evaluation of the job";
+
+/// Everything the leader's structures are configured with.
+#[derive(Clone, Debug, Default)]
+pub struct LeaderConfig {
+    pub broker: BrokerConfig,
+    pub blocked: BlockedConfig,
+    pub heartbeat: HeartbeatConfig,
+    pub health: HealthConfig,
+    pub gc: GcConfig,
+    pub limits: Limits,
+}
+
+/// A Raft write the engine decided on; the runtime runs it after releasing its lock.
+#[derive(Debug, PartialEq)]
+pub enum Action {
+    Write(Command, &'static str),
+    /// Writes a failed eval and its follow-up, then acks the failed delivery.
+    FailEval {
+        command: Command,
+        eval_id: EvalId,
+        token: Token,
+    },
+    /// Commands committed one after the other, in order (periodic launches).
+    Sequence(Vec<Command>, &'static str),
+}
+
+impl Action {
+    /// The commands this action writes, in order.
+    pub fn commands(&self) -> Vec<&Command> {
+        match self {
+            Action::Write(c, _) | Action::FailEval { command: c, .. } => vec![c],
+            Action::Sequence(cs, _) => cs.iter().collect(),
+        }
+    }
+}
+
+/// What one engine call decided: the writes, and whether evals became ready (waiting
+/// dequeues should look again).
+#[derive(Debug, Default, PartialEq)]
+pub struct Step {
+    pub actions: Vec<Action>,
+    pub evals_ready: bool,
+}
+
+/// The broker, blocked-eval and plan-queue counters, read together.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaderStats {
+    pub broker: BrokerStats,
+    pub blocked: BlockedStats,
+    pub plan_queue: PlanQueueStats,
+}
+
+/// What establishing leadership restored, for the runtime's log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Established {
+    pub ready: usize,
+    pub pending: usize,
+    pub blocked: usize,
+    pub nodes: usize,
+    pub periodic: usize,
+}
+
+/// The leader's structures and the decisions over them. `P` is what the plan queue holds
+/// (the runtime's plan with its reply channel).
+pub struct LeaderEngine<P: Prioritized> {
+    enabled: bool,
+    pub broker: EvalBroker,
+    pub blocked: BlockedEvals,
+    pub plans: PlanQueue<P>,
+    pub heartbeats: HeartbeatTimers,
+    pub health: NodeHealthTracker,
+    pub periodic: PeriodicLauncher,
+    pub rng: ChaCha8Rng,
+    sweeps: Sweeps,
+    config: LeaderConfig,
+}
+
+impl<P: Prioritized> fmt::Debug for LeaderEngine<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LeaderEngine")
+            .field("enabled", &self.enabled)
+            .field("broker", &self.broker.stats().total)
+            .field("plans", &self.plans.len())
+            .field("heartbeats", &self.heartbeats.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<P: Prioritized> LeaderEngine<P> {
+    /// A disabled engine; `seed` drives every id and jitter it draws.
+    pub fn new(config: LeaderConfig, seed: u64) -> Result<Self, NodeHealthError> {
+        Ok(Self {
+            enabled: false,
+            broker: EvalBroker::new(config.broker.clone()),
+            blocked: BlockedEvals::new(config.blocked),
+            plans: PlanQueue::new(),
+            heartbeats: HeartbeatTimers::new(config.heartbeat.clone())?,
+            health: NodeHealthTracker::new(config.health.clone())?,
+            periodic: PeriodicLauncher::new(&config.limits),
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            sweeps: Sweeps::new(&config, Timestamp(0)),
+            config,
+        })
+    }
+
+    /// True between [`Self::establish`] and [`Self::revoke`].
+    pub fn is_enabled(&self) -> bool {
+        self.enabled
+    }
+
+    pub fn config(&self) -> &LeaderConfig {
+        &self.config
+    }
+
+    pub fn stats(&self) -> LeaderStats {
+        LeaderStats {
+            broker: self.broker.stats(),
+            blocked: self.blocked.stats(),
+            plan_queue: self.plans.stats(),
+        }
+    }
+
+    /// Rebuilds every structure from `snap` and enables them: pending evals to the broker,
+    /// blocked ones to the blocked evals (those already unblockable go to the broker), every
+    /// node not down a heartbeat timer with the failover TTL (so no node is marked missing
+    /// because leadership moved), node health, and the periodic launches.
+    pub fn establish(&mut self, snap: &StateSnapshot, now: Timestamp) -> Established {
+        self.broker.restore(snap.evals().cloned(), now);
+        self.broker
+            .set_paused(snap.scheduler_config().pause_eval_broker);
+        self.blocked.set_enabled(true);
+        let unblocked = self.blocked.restore(snap.evals().map(|e| (**e).clone()));
+        self.broker.enqueue_all(
+            unblocked
+                .into_iter()
+                .map(|u| (u.eval, u.token.and_then(|t| t.parse().ok()))),
+            now,
+        );
+        self.heartbeats.clear();
+        self.heartbeats.initialize_failover(
+            snap.nodes()
+                .filter(|n| n.status != NodeStatus::Down)
+                .map(|n| n.id),
+            now,
+        );
+        self.health.restore(snap.nodes().map(|n| &**n), now);
+        for e in self.periodic.restore(snap, now) {
+            tracing::warn!(job_id = %e.job, error = %e, "periodic job not tracked");
+        }
+        self.plans = PlanQueue::new();
+        self.sweeps = Sweeps::new(&self.config, now);
+        self.enabled = true;
+        let stats = self.broker.stats();
+        Established {
+            ready: stats.total.ready,
+            pending: stats.total.pending,
+            blocked: self.blocked.stats().total_blocked,
+            nodes: self.heartbeats.len(),
+            periodic: self.periodic.len(),
+        }
+    }
+
+    /// Disables and empties every structure; returns the plans that were waiting, whose
+    /// workers the runtime answers (dropping them answers with an error).
+    pub fn revoke(&mut self) -> Vec<P> {
+        self.enabled = false;
+        self.broker.set_enabled(false);
+        self.blocked.set_enabled(false);
+        self.heartbeats.clear();
+        self.periodic.clear();
+        self.plans.drain()
+    }
+
+    /// The earliest time anything in the engine is due; the runtime calls
+    /// [`Self::run_due`] then (or sooner, when something else happens).
+    pub fn next_deadline(&self) -> Option<Timestamp> {
+        if !self.enabled {
+            return None;
+        }
+        [
+            self.broker.next_deadline(),
+            self.broker.next_cancel_sweep(),
+            self.heartbeats.next_deadline(),
+            self.health.next_deadline(),
+            self.periodic.next_deadline(),
+            Some(self.sweeps.next()),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// After an ack: the evals the broker superseded, as one cancel write.
+    pub fn cancel_superseded_after_ack(&mut self, now: Timestamp) -> Option<Action> {
+        let batch = self.broker.cancel_batch_after_ack();
+        (!batch.is_empty()).then(|| {
+            Action::Write(
+                cancel_command(batch, SUPERSEDED_REASON, now),
+                "cancel superseded evals",
+            )
+        })
+    }
+}
+
+/// The write that cancels `evals` with `reason`.
+pub fn cancel_command(evals: Vec<Evaluation>, reason: &str, now: Timestamp) -> Command {
+    Command::EvalCancel {
+        eval_ids: evals.into_iter().map(|e| e.id).collect(),
+        reason: reason.to_string(),
+        now,
+    }
+}
