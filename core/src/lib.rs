@@ -6,6 +6,7 @@
 
 pub mod blocked;
 pub mod broker;
+pub mod client_report;
 pub mod fsm;
 pub mod jobspec;
 pub mod leader;

@@ -42,7 +42,7 @@ pub enum ServerError {
         retry_after: Duration,
     },
     /// This server is not the leader (forwarding comes with the multi-server work).
-    #[error("{}", crate::write::not_leader_text(*leader_id, leader_addr.as_deref()))]
+    #[error("{}", not_leader_text(*leader_id, leader_addr.as_deref()))]
     NotLeader {
         leader_id: Option<ServerId>,
         leader_addr: Option<String>,
@@ -152,6 +152,14 @@ impl From<NodeLimitError> for ServerError {
         ServerError::InvalidArgument {
             reason: e.to_string(),
         }
+    }
+}
+
+fn not_leader_text(leader_id: Option<ServerId>, leader_addr: Option<&str>) -> String {
+    match (leader_id, leader_addr) {
+        (Some(id), Some(addr)) => format!("not the leader: forward to server {id} at {addr}"),
+        (Some(id), None) => format!("not the leader: forward to server {id} (address unknown)"),
+        _ => "not the leader, and no leader is known yet".to_string(),
     }
 }
 

@@ -6,28 +6,32 @@
 //!   applier, heartbeat timers, node health, reapers, periodic launches, GC.
 //! - [`worker`]: the scheduler workers every server runs.
 //! - [`api`]: the gRPC services over [`ServerHandle`], and [`Server::serve`]'s listener.
-//! - [`server`]: [`Server::start`] and the [`ServerHandle`] the gRPC services call.
+//! - [`server`]: the lifecycle, [`Server::start`], [`Server::serve`], [`Server::shutdown`].
+//! - [`handle`]: the [`ServerHandle`] the gRPC services call, one module per API area.
 //! - [`events`]: the retained event buffer the event stream replays from.
-//! - [`metrics`]: Prometheus metrics and the `/metrics` listener.
+//! - [`metrics`]: the Prometheus registry; [`scrape`]: the `/metrics` listener over it.
+//! - [`clock`]: the one clock the runtime reads.
 //! - [`write`]: the write path through Raft; [`config`] and [`error`]: settings and errors.
 
 pub use drover_core as core;
 
 mod admission;
 pub mod api;
+pub mod clock;
 pub mod config;
 pub mod error;
 pub mod events;
+pub mod handle;
 pub mod leader;
 pub mod metrics;
 pub mod raft;
+pub mod scrape;
 pub mod server;
 pub mod worker;
 pub mod write;
 
 pub use config::ServerConfig;
 pub use error::{ServerError, StartError};
-pub use server::{
-    HeartbeatAck, JobDeregistered, JobDispatched, JobRegistered, NodeRegistered, Server,
-    ServerHandle,
-};
+pub use handle::ServerHandle;
+pub use handle::{HeartbeatAck, JobDeregistered, JobDispatched, JobRegistered, NodeRegistered};
+pub use server::Server;

@@ -5,28 +5,10 @@
 
 use crate::error::ServerError;
 use crate::metrics::Metrics;
-use crate::raft::{RaftNode, ServerId};
+use crate::raft::RaftNode;
+use drover_core::Index;
 use drover_core::fsm::Command;
-use drover_core::{Index, Timestamp};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
-
-/// Wall-clock now, the only clock the server reads; core gets it passed in.
-pub fn now() -> Timestamp {
-    let ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0);
-    Timestamp::from_millis(ms)
-}
-
-pub(crate) fn not_leader_text(leader_id: Option<ServerId>, leader_addr: Option<&str>) -> String {
-    match (leader_id, leader_addr) {
-        (Some(id), Some(addr)) => format!("not the leader: forward to server {id} at {addr}"),
-        (Some(id), None) => format!("not the leader: forward to server {id} (address unknown)"),
-        _ => "not the leader, and no leader is known yet".to_string(),
-    }
-}
 
 /// Cheap to clone; shared by the handle, the leader's duties and the workers.
 #[derive(Clone, Debug)]

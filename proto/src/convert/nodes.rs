@@ -267,13 +267,7 @@ impl TryFrom<pb::WatchAllocationsRequest> for WatchRequest {
     }
 }
 
-/// One allocation's client-side change, with the agent's verdict on whose fault a failure
-/// was (core's update does not carry it: it feeds the node-health tracker, not the FSM).
-#[derive(Clone, Debug, PartialEq)]
-pub struct ClientAllocUpdate {
-    pub update: AllocClientUpdate,
-    pub infra_failure: bool,
-}
+pub use drover_core::client_report::ClientAllocUpdate;
 
 fn client_update(p: pb::AllocClientUpdate) -> Result<ClientAllocUpdate> {
     Ok(ClientAllocUpdate {

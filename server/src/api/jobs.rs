@@ -49,7 +49,7 @@ impl JobService for JobApi {
         let snap = self.0.handle.snapshot();
         let index = snap.latest_index();
         let env = Env {
-            now: crate::write::now(),
+            now: crate::clock::now(),
             seed: rand::random(),
         };
         let dry = tokio::task::spawn_blocking(move || dry_run(&snap, &job, env, EvalId::random()))

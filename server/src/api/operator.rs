@@ -1,7 +1,7 @@
 //! `drover.v1.OperatorService`: node operations and the scheduler configuration.
 
 use super::Api;
-use crate::write::now;
+use crate::clock::now;
 use drover_core::Timestamp;
 use drover_core::node_health::HealthConfig;
 use drover_core::node_health::{HealthPeriods, gauges_of, time_left};

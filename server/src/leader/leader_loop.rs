@@ -7,7 +7,7 @@
 //! lock is released, each in its own task, so a slow write never stalls the loop.
 
 use super::{LeaderCore, Leadership};
-use crate::write::now;
+use crate::clock::now;
 use drover_core::Index;
 use drover_core::fsm::Event;
 use drover_core::leader::{Action, Step};

@@ -35,10 +35,11 @@ mod source;
 
 pub use drover_core::leader::LeaderStats;
 
+use crate::clock::now;
 use crate::config::ServerConfig;
 use crate::error::ServerError;
 use crate::raft::{RaftNode, StateHandle};
-use crate::write::{Writer, now};
+use crate::write::Writer;
 use drover_core::Index;
 use drover_core::fsm::Event;
 use drover_core::leader::{LeaderConfig, LeaderEngine};

@@ -7,8 +7,8 @@
 //! on top (the overlay); its own write starts once the previous one has committed.
 
 use super::Leadership;
+use crate::clock::now;
 use crate::worker::PlanApplyError;
-use crate::write::now;
 use drover_core::broker::Token;
 use drover_core::plan_check::{ApplierError, PlanApplier, Prioritized};
 use drover_core::{EvalId, Index, Plan, PlanResult};

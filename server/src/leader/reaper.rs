@@ -3,7 +3,7 @@
 //! periodic sweep).
 
 use super::Leadership;
-use crate::write::now;
+use crate::clock::now;
 use drover_core::EvalId;
 use drover_core::broker::Token;
 use drover_core::fsm::Command;

@@ -2,8 +2,8 @@
 
 use super::Leadership;
 use super::plan_applier::PendingPlan;
+use crate::clock::now;
 use crate::worker::{BoxFuture, EvalSource, SourceError};
-use crate::write::now;
 use drover_core::broker::{Dequeued, Token};
 use drover_core::{EvalId, Plan, PlanResult, SchedulerType};
 use std::time::Duration;

@@ -20,8 +20,9 @@ mod source;
 pub use pool::{WorkerConfigError, WorkerPool, WorkerPoolConfig, enabled_types};
 pub use source::{BoxFuture, EvalSource, PlanApplyError, SourceError};
 
+use crate::clock::now;
 use crate::raft::StateHandle;
-use crate::write::{Writer, now};
+use crate::write::Writer;
 use drover_core::broker::Dequeued;
 use drover_core::scheduler::{Env, Scheduler};
 use drover_core::{SchedulerType, Timestamp};

@@ -1,8 +1,8 @@
 //! A server's pool of workers: start, stop, pause, resume, resize and list.
 
 use super::{Desired, StatusCell, Worker, WorkerDeps, WorkerInfo, WorkerStatus};
+use crate::clock::now;
 use crate::config::cpu_count;
-use crate::write::now;
 use drover_core::{SchedulerType, Timestamp};
 use std::collections::BTreeSet;
 use std::sync::Arc;

@@ -11,23 +11,21 @@
 //! the plan applier's commit latency), and gauges read from the server's structures when
 //! scraped (broker depth per scheduler and state, blocked evals, plan queue depth,
 //! workers per status, nodes per health), so they cost nothing between scrapes.
+//!
+//! This module is the registry and knows nothing of the server: what it renders from comes
+//! in as [`Readings`]. The listener that gathers them from a [`crate::ServerHandle`] on
+//! each scrape is [`crate::scrape`], above it.
 
-use crate::ServerHandle;
-use axum::extract::State;
-use axum::http::header;
-use axum::response::IntoResponse;
+use drover_core::leader::LeaderStats;
 use drover_core::node_health::gauges_of;
+use drover_core::state::StateSnapshot;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
-use std::net::SocketAddr;
 use std::time::Duration;
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 
 type Labels = Vec<(&'static str, String)>;
 
@@ -149,10 +147,10 @@ impl Metrics {
             .set(i64::try_from(value).unwrap_or(i64::MAX));
     }
 
-    /// Reads the gauges from the server, then encodes everything as Prometheus text.
-    pub async fn render(&self, handle: &ServerHandle) -> String {
+    /// Sets the gauges from `readings`, then encodes everything as Prometheus text.
+    pub async fn render(&self, readings: &Readings) -> String {
         let _scrape = self.scrape.lock().await;
-        self.refresh(handle).await;
+        self.refresh(readings);
         let mut out = String::new();
         if let Err(e) = encode(&mut out, &self.registry) {
             tracing::warn!(error = %e, "metrics encoding failed");
@@ -160,12 +158,12 @@ impl Metrics {
         out
     }
 
-    async fn refresh(&self, handle: &ServerHandle) {
-        let snap = handle.snapshot();
+    fn refresh(&self, readings: &Readings) {
+        let snap = &readings.state;
         self.applied_index
             .set(i64::try_from(snap.latest_index()).unwrap_or(i64::MAX));
-        self.leader.set(i64::from(handle.is_leader()));
-        let counts = gauges_of(&snap);
+        self.leader.set(i64::from(readings.leader.is_some()));
+        let counts = gauges_of(snap);
         for (health, n) in [
             ("healthy_free", counts.free),
             ("healthy_running", counts.running),
@@ -177,7 +175,7 @@ impl Metrics {
             Self::set(&self.nodes, vec![("health", health.into())], n);
         }
         self.broker_evals.clear();
-        if let Ok(stats) = handle.broker_stats().await {
+        if let Some(stats) = &readings.leader {
             for (t, q) in stats.broker.iter() {
                 for (state, n) in [
                     ("ready", q.ready),
@@ -202,88 +200,20 @@ impl Metrics {
             self.plan_queue_depth.set(0);
         }
         self.workers.clear();
-        let mut per_status = std::collections::BTreeMap::new();
-        for w in handle.workers().await {
-            *per_status
-                .entry((w.status.as_str(), w.workload.as_str()))
-                .or_insert(0usize) += 1;
-        }
-        for ((status, workload), n) in per_status {
+        for (&(status, workload), &n) in &readings.workers {
             let labels = vec![("status", status.into()), ("workload", workload.into())];
             Self::set(&self.workers, labels, n);
         }
     }
 }
 
-async fn scrape(State(handle): State<ServerHandle>) -> impl IntoResponse {
-    let body = handle.metrics().render(&handle).await;
-    (
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        body,
-    )
-}
-
-/// The running `/metrics` listener; stops when shut down or dropped.
+/// What the gauges are read from at a scrape.
 #[derive(Debug)]
-pub struct MetricsServer {
-    addr: SocketAddr,
-    stop: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<()>>,
-}
-
-impl MetricsServer {
-    /// The address actually bound (the real port when the config asked for port 0).
-    pub fn local_addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    pub(crate) async fn shutdown(mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(mut task) = self.task.take()
-            && tokio::time::timeout(Duration::from_secs(2), &mut task)
-                .await
-                .is_err()
-        {
-            task.abort();
-        }
-    }
-}
-
-impl Drop for MetricsServer {
-    fn drop(&mut self) {
-        if let Some(task) = self.task.take() {
-            task.abort();
-        }
-    }
-}
-
-/// Binds `addr` and serves `GET /metrics` for `handle`.
-pub(crate) async fn serve(handle: ServerHandle, addr: &str) -> std::io::Result<MetricsServer> {
-    let listener = TcpListener::bind(addr).await?;
-    let local = listener.local_addr()?;
-    let app = axum::Router::new()
-        .route("/metrics", axum::routing::get(scrape))
-        .with_state(handle);
-    let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
-        let served = axum::serve(listener, app)
-            .with_graceful_shutdown(async {
-                let _ = stopped.await;
-            })
-            .await;
-        if let Err(e) = served {
-            tracing::warn!(error = %e, "metrics listener failed");
-        }
-    });
-    tracing::info!(addr = %local, "metrics listening");
-    Ok(MetricsServer {
-        addr: local,
-        stop: Some(stop),
-        task: Some(task),
-    })
+pub struct Readings {
+    /// The applied state.
+    pub state: StateSnapshot,
+    /// The leader's counters, while this server leads.
+    pub leader: Option<LeaderStats>,
+    /// This server's workers, counted per (status, workload).
+    pub workers: std::collections::BTreeMap<(&'static str, &'static str), usize>,
 }

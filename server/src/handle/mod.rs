@@ -1,0 +1,142 @@
+//! The [`ServerHandle`]'s RPC bodies, one module per API area (mirroring `crate::api`):
+//! each method decodes nothing and encodes nothing; it takes `drover_proto::convert`'s
+//! request types, checks what needs state, and writes through Raft.
+
+mod jobs;
+mod nodes;
+mod operator;
+mod workers;
+
+pub use jobs::{JobDeregistered, JobDispatched, JobRegistered};
+pub use nodes::{HeartbeatAck, NodeRegistered};
+
+use crate::config::ServerConfig;
+use crate::events::EventRing;
+use crate::leader::Leadership;
+use crate::metrics::Metrics;
+use crate::raft::{RaftNode, ServerId, StateHandle, WaitTimeout};
+use crate::worker::{EvalSource, WorkerPool};
+use crate::write::Writer;
+use drover_core::Index;
+use drover_core::fsm::Event;
+use drover_core::state::StateSnapshot;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{Mutex, broadcast, watch};
+
+/// What every handle shares: the server's parts, for the RPC bodies in [`crate::handle`].
+pub(crate) struct Inner {
+    pub(crate) config: ServerConfig,
+    pub(crate) raft: Arc<RaftNode>,
+    pub(crate) writer: Writer,
+    pub(crate) state: StateHandle,
+    pub(crate) leadership: Arc<Leadership>,
+    pub(crate) workers: Mutex<WorkerPool>,
+    pub(crate) events: broadcast::Sender<Arc<Vec<Event>>>,
+    pub(crate) ring: Arc<EventRing>,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) shutdown: watch::Sender<bool>,
+}
+
+/// The server's API, cheap to clone; what the gRPC services call.
+#[derive(Clone)]
+pub struct ServerHandle {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for ServerHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerHandle")
+            .field("server_id", &self.inner.config.server_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServerHandle {
+    pub fn server_id(&self) -> ServerId {
+        self.inner.config.server_id
+    }
+
+    pub fn config(&self) -> &ServerConfig {
+        &self.inner.config
+    }
+
+    /// Read access to the applied state.
+    pub fn state(&self) -> StateHandle {
+        self.inner.state.clone()
+    }
+
+    /// An O(1) snapshot of the applied state.
+    pub fn snapshot(&self) -> StateSnapshot {
+        self.inner.state.snapshot()
+    }
+
+    pub fn applied_index(&self) -> Index {
+        self.inner.state.applied_index()
+    }
+
+    /// Waits until state has applied `index` (for reads that must see a write).
+    pub async fn wait_for_index(
+        &self,
+        index: Index,
+        timeout: Duration,
+    ) -> Result<StateSnapshot, WaitTimeout> {
+        self.inner.state.wait_for_index(index, timeout).await
+    }
+
+    /// The events of every applied entry, from now on, as a live broadcast (what the
+    /// leader loop follows).
+    pub fn subscribe_events(&self) -> broadcast::Receiver<Arc<Vec<Event>>> {
+        self.inner.events.subscribe()
+    }
+
+    /// The retained recent events, which `EventService/Subscribe` replays and follows.
+    pub fn event_ring(&self) -> Arc<EventRing> {
+        self.inner.ring.clone()
+    }
+
+    /// The leader's broker and plan queue as a scheduler worker sees them: for schedulers
+    /// running outside this server's pool (and tests that act as one).
+    pub fn eval_source(&self) -> Arc<dyn EvalSource> {
+        self.inner.leadership.clone()
+    }
+
+    /// This server's metrics.
+    pub fn metrics(&self) -> Arc<Metrics> {
+        self.inner.metrics.clone()
+    }
+
+    /// Whether this server runs the leader duties.
+    pub fn is_leader(&self) -> bool {
+        self.inner.leadership.is_leading()
+    }
+
+    /// Raft's current metrics (term, role, log indexes, membership).
+    pub fn raft_metrics(&self) -> crate::raft::RaftMetrics {
+        self.inner.raft.metrics().borrow().clone()
+    }
+
+    /// Raft's metrics as they change, for whatever follows leadership (the gRPC health).
+    pub fn watch_raft_metrics(&self) -> tokio::sync::watch::Receiver<crate::raft::RaftMetrics> {
+        self.inner.raft.metrics()
+    }
+
+    /// The server side of the Raft transport, to mount on a gRPC router.
+    pub fn raft_service(&self) -> crate::raft::RaftGrpcService {
+        crate::raft::RaftGrpcService::new(self.inner.raft.rpc_handler())
+    }
+
+    /// The leader as Raft knows it.
+    pub fn leader(&self) -> Option<ServerId> {
+        self.inner.raft.current_leader()
+    }
+
+    /// Waits until this server's leader duties run, up to `timeout`.
+    pub async fn wait_for_leadership(&self, timeout: Duration) -> bool {
+        let mut rx = self.inner.leadership.watch_leading();
+        matches!(
+            tokio::time::timeout(timeout, rx.wait_for(|l| *l)).await,
+            Ok(Ok(_))
+        )
+    }
+}

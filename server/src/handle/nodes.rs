@@ -1,0 +1,276 @@
+//! Nodes: what agents call (register, heartbeat, allocation updates, their allocations)
+//! and what operators call (offline / online, drain, eligibility).
+
+use crate::clock::now;
+use crate::error::ServerError;
+use crate::handle::ServerHandle;
+use drover_core::client_report::{self, ClientReportError};
+use drover_core::fsm::Command;
+use drover_core::state::StateSnapshot;
+use drover_core::types::*;
+use drover_proto::convert::{
+    AllocUpdates, DrainRequest, EligibilityChange, Heartbeat, NodeCredentials, NodeRegistration,
+};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What a node registration returned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeRegistered {
+    pub node_id: NodeId,
+    pub secret_id: String,
+    pub heartbeat_ttl: Duration,
+    pub index: Index,
+}
+
+/// What a heartbeat returned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HeartbeatAck {
+    pub heartbeat_ttl: Duration,
+    pub status: NodeStatus,
+    pub health: NodeHealth,
+    /// The index of the last write it caused, or the state index it was handled at.
+    pub index: Index,
+}
+
+fn check_secret(node: &Node, creds: &NodeCredentials) -> Result<(), ServerError> {
+    if node.secret_id != creds.secret_id {
+        return Err(ServerError::Unauthenticated {
+            reason: format!("wrong secret for node {}", creds.node_id),
+        });
+    }
+    Ok(())
+}
+
+impl ServerHandle {
+    /// Registers a node (or re-registers it with its id and secret). It starts
+    /// `initializing` and suspended until a heartbeat reports it ready.
+    pub async fn register_node(
+        &self,
+        reg: NodeRegistration,
+    ) -> Result<NodeRegistered, ServerError> {
+        let snap = self.snapshot();
+        let (node_id, secret_id) = match &reg.previous {
+            Some(creds) => {
+                if let Some(existing) = snap.node(&creds.node_id) {
+                    check_secret(existing, creds)?;
+                }
+                (creds.node_id, creds.secret_id.clone())
+            }
+            None => (NodeId::random(), uuid_secret()),
+        };
+        let mut node = reg.into_node(node_id, secret_id.clone());
+        drover_core::validate::check_node(&node, &self.inner.config.node_limits)?;
+        node.status = NodeStatus::Initializing;
+        node.status_description = "registered; waiting for a ready heartbeat".into();
+        let now = now();
+        let (node, ttl) = self.inner.leadership.node_registered(node, now).await?;
+        let index = self
+            .inner
+            .writer
+            .write(Command::NodeRegister { node, now })
+            .await?;
+        tracing::info!(%node_id, index, ttl_ms = ttl.as_millis() as u64, "node registered");
+        Ok(NodeRegistered {
+            node_id,
+            secret_id,
+            heartbeat_ttl: ttl,
+            index,
+        })
+    }
+
+    /// The heartbeat: resets the node's timer, brings a down or disconnected node back,
+    /// and reports its readiness.
+    pub async fn heartbeat(&self, hb: Heartbeat) -> Result<HeartbeatAck, ServerError> {
+        let snap = self.snapshot();
+        let node = self.authenticated(&snap, &hb.auth)?;
+        if let Some(s) = &hb.last_snapshot {
+            drover_core::validate::check_snapshot_id(s, &self.inner.config.node_limits)?;
+        }
+        self.inner.metrics.heartbeat();
+        let now = now();
+        let outcome = self
+            .inner
+            .leadership
+            .node_heartbeat(&snap, &node, hb.readiness, now)
+            .await?;
+        let mut index = snap.latest_index();
+        let mut commands = outcome.commands;
+        if let Some(s) = hb.last_snapshot
+            && node.last_snapshot.as_deref() != Some(s.as_str())
+        {
+            commands.push(Command::NodeSnapshot {
+                node_id: node.id,
+                snapshot: Some(s),
+                now,
+            });
+        }
+        for cmd in commands {
+            index = self.inner.writer.write(cmd).await?;
+        }
+        let after = self.snapshot();
+        let (status, health) = after
+            .node(&node.id)
+            .map_or((node.status, node.health), |n| (n.status, n.health));
+        Ok(HeartbeatAck {
+            heartbeat_ttl: outcome.ttl,
+            status,
+            health,
+            index,
+        })
+    }
+
+    /// Client-side allocation updates from a node. Refused while the node is not ready
+    /// (it must heartbeat first after a disconnect); a node can only update its own
+    /// allocations. What the updates mean (which jobs need an eval, which failures count
+    /// against the node) is core's [`client_report`].
+    pub async fn update_allocs(&self, req: AllocUpdates) -> Result<Index, ServerError> {
+        let snap = self.snapshot();
+        let node = self.authenticated(&snap, &req.auth)?;
+        if node.status != NodeStatus::Ready {
+            return Err(ServerError::precondition(format!(
+                "node {} is {}: heartbeat first, then send allocation updates again",
+                node.id,
+                node.status.as_str()
+            )));
+        }
+        let report = client_report::assess(&snap, &node, req.updates).map_err(|e| match e {
+            ClientReportError::UnknownAlloc(id) => ServerError::not_found("allocation", id),
+            ClientReportError::NotOnNode { .. } => ServerError::PermissionDenied {
+                reason: e.to_string(),
+            },
+        })?;
+        let now = now();
+        let evals = report.evals(&snap, now, &mut rand::rng());
+        let index = self
+            .inner
+            .writer
+            .write(Command::AllocClientUpdate {
+                node_id: node.id,
+                updates: report.updates,
+                evals,
+                now,
+            })
+            .await?;
+        if !report.node_failures.is_empty() {
+            tracing::info!(node_id = %node.id, failures = report.node_failures.len(), "failures counted against the node");
+            let cmds = self
+                .inner
+                .leadership
+                .node_failures(&snap, node.id, &report.node_failures, now)
+                .await;
+            for cmd in cmds {
+                self.inner.writer.write(cmd).await?;
+            }
+        }
+        Ok(index)
+    }
+
+    /// This node's allocations as of now, for an authenticated node.
+    pub fn node_allocs(
+        &self,
+        creds: &NodeCredentials,
+    ) -> Result<Vec<Arc<Allocation>>, ServerError> {
+        let snap = self.snapshot();
+        let node = self.authenticated(&snap, creds)?;
+        Ok(snap.allocs_by_node(&node.id).cloned().collect())
+    }
+
+    fn authenticated(
+        &self,
+        snap: &StateSnapshot,
+        creds: &NodeCredentials,
+    ) -> Result<Arc<Node>, ServerError> {
+        let node = snap
+            .node(&creds.node_id)
+            .ok_or_else(|| ServerError::not_found("node", creds.node_id))?;
+        check_secret(node, creds)?;
+        Ok(node.clone())
+    }
+
+    /// Takes a node out of scheduling (no new placements; spared by the lost sweep).
+    /// Idempotent.
+    pub async fn node_offline(&self, node_id: NodeId) -> Result<Index, ServerError> {
+        self.offline_online(node_id, true).await
+    }
+
+    /// Puts an offlined node back. Idempotent.
+    pub async fn node_online(&self, node_id: NodeId) -> Result<Index, ServerError> {
+        self.offline_online(node_id, false).await
+    }
+
+    async fn offline_online(&self, node_id: NodeId, offline: bool) -> Result<Index, ServerError> {
+        let snap = self.snapshot();
+        if snap.node(&node_id).is_none() {
+            return Err(ServerError::not_found("node", node_id));
+        }
+        let cmds = self
+            .inner
+            .leadership
+            .node_offline(&snap, node_id, offline, now())
+            .await?;
+        let mut index = snap.latest_index();
+        for cmd in cmds {
+            index = self.inner.writer.write(cmd).await?;
+        }
+        tracing::info!(%node_id, offline, index, "node offline state set");
+        Ok(index)
+    }
+
+    /// Starts (or replaces) or ends a node's drain.
+    pub async fn node_drain(&self, req: DrainRequest) -> Result<Index, ServerError> {
+        let snap = self.snapshot();
+        if snap.node(&req.node_id).is_none() {
+            return Err(ServerError::not_found("node", req.node_id));
+        }
+        let now = now();
+        let evals = drover_core::leader::node_evals(&snap, req.node_id, now, &mut rand::rng());
+        let mut index = self
+            .inner
+            .writer
+            .write(Command::NodeDrain {
+                node_id: req.node_id,
+                drain: req.drain.as_ref().map(|d| d.start(now)),
+                now,
+                evals,
+            })
+            .await?;
+        if req.drain.is_none() && !req.mark_eligible {
+            // Ending a drain makes the node eligible in the FSM; keep it ineligible.
+            index = self
+                .inner
+                .writer
+                .write(Command::NodeEligibility {
+                    node_id: req.node_id,
+                    eligibility: Eligibility::Ineligible,
+                    now,
+                    evals: Vec::new(),
+                })
+                .await?;
+        }
+        Ok(index)
+    }
+
+    /// Marks a node eligible or ineligible for new placements.
+    pub async fn node_eligibility(&self, req: EligibilityChange) -> Result<Index, ServerError> {
+        let snap = self.snapshot();
+        if snap.node(&req.node_id).is_none() {
+            return Err(ServerError::not_found("node", req.node_id));
+        }
+        let now = now();
+        let evals = drover_core::leader::node_evals(&snap, req.node_id, now, &mut rand::rng());
+        self.inner
+            .writer
+            .write(Command::NodeEligibility {
+                node_id: req.node_id,
+                eligibility: req.eligibility,
+                now,
+                evals,
+            })
+            .await
+    }
+}
+
+fn uuid_secret() -> String {
+    EvalId::random().to_string()
+}

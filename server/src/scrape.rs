@@ -1,0 +1,97 @@
+//! The `/metrics` listener: on each scrape it gathers the [`Readings`] from the server
+//! and has the registry render them.
+
+use crate::ServerHandle;
+use crate::metrics::Readings;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::IntoResponse;
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+async fn scrape(State(handle): State<ServerHandle>) -> impl IntoResponse {
+    let mut workers = std::collections::BTreeMap::new();
+    for w in handle.workers().await {
+        *workers
+            .entry((w.status.as_str(), w.workload.as_str()))
+            .or_insert(0) += 1;
+    }
+    let readings = Readings {
+        state: handle.snapshot(),
+        leader: handle.broker_stats().await.ok(),
+        workers,
+    };
+    let body = handle.metrics().render(&readings).await;
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        body,
+    )
+}
+
+/// The running `/metrics` listener; stops when shut down or dropped.
+#[derive(Debug)]
+pub struct MetricsServer {
+    addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl MetricsServer {
+    /// The address actually bound (the real port when the config asked for port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub(crate) async fn shutdown(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(mut task) = self.task.take()
+            && tokio::time::timeout(Duration::from_secs(2), &mut task)
+                .await
+                .is_err()
+        {
+            task.abort();
+        }
+    }
+}
+
+impl Drop for MetricsServer {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
+
+/// Binds `addr` and serves `GET /metrics` for `handle`.
+pub(crate) async fn serve(handle: ServerHandle, addr: &str) -> std::io::Result<MetricsServer> {
+    let listener = TcpListener::bind(addr).await?;
+    let local = listener.local_addr()?;
+    let app = axum::Router::new()
+        .route("/metrics", axum::routing::get(scrape))
+        .with_state(handle);
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let served = axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                let _ = stopped.await;
+            })
+            .await;
+        if let Err(e) = served {
+            tracing::warn!(error = %e, "metrics listener failed");
+        }
+    });
+    tracing::info!(addr = %local, "metrics listening");
+    Ok(MetricsServer {
+        addr: local,
+        stop: Some(stop),
+        task: Some(task),
+    })
+}
