@@ -64,6 +64,9 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
 
     let mut config = ServerConfig::new(data_dir.join("server"));
     config.bind_addr = args.bind.clone();
+    // A dev cluster is one server: its Raft listener (unused, locked by a random secret)
+    // takes any free loopback port rather than one next to the API.
+    config.raft_addr = Some("127.0.0.1:0".into());
     let server = Server::start(config)
         .await
         .context("server does not start")?;

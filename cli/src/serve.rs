@@ -20,9 +20,17 @@ pub struct ServerArgs {
     /// Where the Raft log and snapshots live
     #[arg(long)]
     data_dir: Option<PathBuf>,
-    /// The gRPC address to listen on (and to be reached at by the other servers)
+    /// The client API's gRPC address
     #[arg(long, value_name = "HOST:PORT")]
     bind: Option<String>,
+    /// The server-to-server (Raft) address, reached by the other servers (default: the
+    /// API's host, the next port)
+    #[arg(long, value_name = "HOST:PORT")]
+    raft_addr: Option<String>,
+    /// The key every server of the cluster shares (at least 16 characters); required with
+    /// --peer or --join
+    #[arg(long, env = "DROVER_CLUSTER_SECRET", hide_env_values = true)]
+    cluster_secret: Option<String>,
     /// This server's Raft id (unique in the cluster)
     #[arg(long)]
     server_id: Option<u64>,
@@ -38,8 +46,9 @@ pub struct ServerArgs {
     /// Serve no metrics
     #[arg(long, conflicts_with = "metrics_addr")]
     no_metrics: bool,
-    /// A voter of the initial cluster as ID=HOST:PORT; repeat for each, this server
-    /// included. Without any, the server forms a cluster of its own
+    /// A voter of the initial cluster as ID=HOST:PORT, where HOST:PORT is its Raft
+    /// address; repeat for each, this server included. Without any, the server forms a
+    /// cluster of its own
     #[arg(long = "peer", value_name = "ID=HOST:PORT", conflicts_with = "join")]
     peers: Vec<String>,
     /// Wait to be added to an existing cluster by its leader
@@ -60,6 +69,12 @@ impl ServerArgs {
         }
         if let Some(bind) = &self.bind {
             config.bind_addr = bind.clone();
+        }
+        if let Some(addr) = &self.raft_addr {
+            config.raft_addr = Some(addr.clone());
+        }
+        if let Some(secret) = &self.cluster_secret {
+            config.cluster_secret = Some(secret.clone());
         }
         if let Some(id) = self.server_id {
             config.server_id = id;

@@ -9,11 +9,13 @@ use crate::events::{EventRing, Fanout};
 use crate::handle::{Inner, ServerHandle};
 use crate::leader::{self, Leadership};
 use crate::metrics::Metrics;
-use crate::raft::RaftNode;
+use crate::raft::{GrpcTransport, RaftGrpcService, RaftListener, RaftNode};
 use crate::scrape::MetricsServer;
 use crate::worker::{EvalSource, WorkerPool};
 use crate::write::Writer;
 use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
 use tokio::sync::{Mutex, broadcast, watch};
 use tokio::task::JoinHandle;
 
@@ -21,12 +23,17 @@ use tokio::task::JoinHandle;
 /// loop resynchronizes from state if it ever falls this far behind.
 const LIVE_EVENT_BATCHES: usize = 16 * 1024;
 
+/// How long a connection to a peer's Raft listener may take before the call fails (and
+/// openraft retries it).
+const PEER_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// A running server. Stop it with [`Server::shutdown`] (the data dir can then be opened
 /// again); dropping it without that leaves its tasks running until the runtime ends.
 pub struct Server {
     handle: ServerHandle,
     monitor: Option<JoinHandle<()>>,
     metrics_server: Option<MetricsServer>,
+    raft_listener: Option<RaftListener>,
 }
 
 impl std::fmt::Debug for Server {
@@ -50,8 +57,36 @@ impl Server {
             live: events.clone(),
             ring: ring.clone(),
         };
-        let raft_config = config.raft_config().with_events(Arc::new(sink));
+        // The Raft listener binds first: with port 0 the membership must record the real
+        // port. Its service starts once the node exists.
+        let config_error = |reason: String| StartError::Config { reason };
+        let secret = config.cluster_secret().map_err(config_error)?;
+        let raft_bind = config.raft_bind_addr();
+        let raft_socket = TcpListener::bind(&raft_bind)
+            .await
+            .map_err(|e| config_error(format!("cannot bind the raft address {raft_bind}: {e}")))?;
+        let raft_local = raft_socket
+            .local_addr()
+            .map_err(|e| config_error(format!("raft address {raft_bind}: {e}")))?;
+        let advertise = if raft_bind.ends_with(":0") {
+            raft_local.to_string()
+        } else {
+            raft_bind.clone()
+        };
+        let transport = GrpcTransport::new(config.max_message_bytes, PEER_CONNECT_TIMEOUT)
+            .with_secret(secret.clone());
+        let raft_config = config
+            .raft_config(&advertise)
+            .with_events(Arc::new(sink))
+            .with_transport(Arc::new(transport));
         let raft = Arc::new(RaftNode::start(raft_config).await?);
+        let raft_listener = RaftListener::serve(
+            raft_socket,
+            RaftGrpcService::new(raft.rpc_handler()),
+            secret,
+            config.max_message_bytes,
+        )
+        .map_err(|e| config_error(format!("cannot serve raft on {raft_bind}: {e}")))?;
         let state = raft.state();
         ring.start_at(state.applied_index());
         let metrics = Arc::new(Metrics::new());
@@ -119,6 +154,7 @@ impl Server {
             handle,
             monitor: Some(monitor),
             metrics_server,
+            raft_listener: Some(raft_listener),
         })
     }
 
@@ -137,17 +173,22 @@ impl Server {
         self.metrics_server.as_ref().map(MetricsServer::local_addr)
     }
 
-    /// Serves the gRPC API (every drover service, health, reflection and the Raft
-    /// transport) on the config's `bind_addr` (port 0 picks a free port; see
-    /// [`crate::api::ApiServer::local_addr`]) until the returned server is shut down.
+    /// Where the server-to-server (Raft) listener is bound, which [`Server::start`]
+    /// started; the real port when the config asked for port 0.
+    pub fn raft_addr(&self) -> Option<std::net::SocketAddr> {
+        self.raft_listener.as_ref().map(RaftListener::local_addr)
+    }
+
+    /// Serves the client API (every drover service, health and reflection; never Raft,
+    /// which has its own listener) on the config's `bind_addr` (port 0 picks a free port;
+    /// see [`crate::api::ApiServer::local_addr`]) until the returned server is shut down.
     pub async fn serve(
         &self,
         opts: crate::api::ApiOptions,
     ) -> Result<crate::api::ApiServer, crate::api::ServeError> {
         let handle = self.handle.clone();
-        let raft = handle.raft_service();
         let addr = handle.inner.config.bind_addr.clone();
-        let router = crate::api::router(handle, raft, opts).await?;
+        let router = crate::api::router(handle, opts).await?;
         crate::api::serve(router, &addr).await
     }
 
@@ -164,6 +205,9 @@ impl Server {
             let _ = m.await;
         }
         inner.raft.shutdown().await?;
+        if let Some(l) = self.raft_listener.take() {
+            l.shutdown().await;
+        }
         tracing::info!(server_id = inner.config.server_id, "server stopped");
         Ok(())
     }

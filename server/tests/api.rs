@@ -455,3 +455,69 @@ limits {{
     assert_eq!(err.code(), Code::ResourceExhausted);
     a.stop().await;
 }
+
+/// A `min_index` past everything written can never be reached: OUT_OF_RANGE at once. One
+/// already applied answers at once too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unwritten_min_index_is_out_of_range_at_once() {
+    let api = Api::start(|_| {}).await;
+    let applied = api.h.applied_index();
+    let list = |min_index: u64| {
+        let mut evals = api.evals();
+        async move {
+            evals
+                .list(pb::ListEvalsRequest {
+                    query: Some(pb::QueryOptions {
+                        min_index,
+                        max_wait_ms: 0,
+                    }),
+                    ..Default::default()
+                })
+                .await
+        }
+    };
+    let started = std::time::Instant::now();
+    let err = list(applied + 1_000_000).await.expect_err("refused");
+    assert_eq!(err.code(), Code::OutOfRange, "{err:?}");
+    assert!(err.message().contains("query.min_index"), "{err:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "answered without waiting out the query limit"
+    );
+    list(applied).await.expect("an applied index answers");
+}
+
+/// Event subscribers are capped: one more is refused with RESOURCE_EXHAUSTED, and a slot
+/// comes back when a subscriber goes away.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn event_subscribers_beyond_the_cap_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = ServerConfig::for_tests(dir.path());
+    config.bind_addr = "127.0.0.1:0".into();
+    let (server, h) = start_with(config).await;
+    let api = server
+        .serve(drover_server::api::ApiOptions {
+            max_subscribers: 2,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let channel = Api::endpoint(&api).connect().await.unwrap();
+    let first = subscribe(channel.clone(), 0).await.expect("first");
+    let _second = subscribe(channel.clone(), 0).await.expect("second");
+    let err = subscribe(channel.clone(), 0).await.expect_err("third");
+    assert_eq!(err.code(), Code::ResourceExhausted, "{err:?}");
+    assert!(err.message().contains("maximum of 2"), "{err:?}");
+    drop(first);
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while subscribe(channel.clone(), 0).await.is_err() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the slot never came back"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop(h);
+    api.shutdown().await.unwrap();
+    server.shutdown().await.unwrap();
+}

@@ -315,6 +315,7 @@ async fn health_follows_leadership_per_service() {
 
     // Two voters, the other one never comes up: no quorum, so no leader, ever.
     let a = Api::start_leaderless(|c| {
+        c.cluster_secret = Some("a-secret-for-two-servers".into());
         c.bootstrap = drover_server::raft::Bootstrap::Cluster(
             [
                 (1, "127.0.0.1:1".to_string()),

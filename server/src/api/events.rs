@@ -54,6 +54,17 @@ impl EventService for EventApi {
         req: Request<pb::SubscribeRequest>,
     ) -> Result<Response<Self::SubscribeStream>, Status> {
         let filter = EventFilter::try_from(req.into_inner())?;
+        let permit = self
+            .0
+            .subscribers
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| {
+                Status::resource_exhausted(format!(
+                    "the server already serves its maximum of {} event subscribers: retry later",
+                    self.0.opts.max_subscribers
+                ))
+            })?;
         let handle = self.0.handle.clone();
         let ring = handle.event_ring();
         let applied = handle.applied_index();
@@ -66,7 +77,10 @@ impl EventService for EventApi {
             return Err(behind_status(b, applied));
         }
         let (tx, out) = mpsc::channel(PER_SUBSCRIBER);
-        tokio::spawn(forward(handle, ring, filter, cursor, tx));
+        tokio::spawn(async move {
+            forward(handle, ring, filter, cursor, tx).await;
+            drop(permit);
+        });
         Ok(Response::new(Box::pin(ReceiverStream::new(out))))
     }
 }

@@ -4,7 +4,8 @@
 //!
 //! [`router`] mounts them all, plus the standard health service (each name of
 //! [`drover_proto::SERVICE_NAMES`] following leadership, see [`health`]), gRPC reflection (from
-//! [`drover_proto::FILE_DESCRIPTOR_SET`]) and the Raft transport. [`serve`] binds an address
+//! [`drover_proto::FILE_DESCRIPTOR_SET`]); never the Raft transport, which has its own
+//! authenticated listener. [`serve`] binds an address
 //! (port 0 allowed) and runs the router until [`ApiServer::shutdown`].
 
 mod alloc_watch;
@@ -30,7 +31,6 @@ pub use status::StatusApi;
 pub use workers::WorkerApi;
 
 use crate::ServerHandle;
-use crate::raft::RaftGrpcService;
 use drover_core::state::StateSnapshot;
 use drover_proto::v1 as pb;
 use std::net::SocketAddr;
@@ -50,6 +50,12 @@ pub struct ApiOptions {
     pub max_message_bytes: Option<usize>,
     /// The longest a read may wait for its `QueryOptions.min_index`.
     pub max_query_wait: Duration,
+    /// Event-stream subscribers served at once; one more is refused with
+    /// RESOURCE_EXHAUSTED (each costs a task and a cursor on every applied entry).
+    pub max_subscribers: usize,
+    /// Requests in flight on one connection; more wait for a slot (HTTP/2 flow control
+    /// holds their bytes on the client).
+    pub max_concurrent_per_connection: usize,
 }
 
 impl Default for ApiOptions {
@@ -57,6 +63,8 @@ impl Default for ApiOptions {
         Self {
             max_message_bytes: None,
             max_query_wait: Duration::from_secs(10),
+            max_subscribers: 256,
+            max_concurrent_per_connection: 32,
         }
     }
 }
@@ -67,9 +75,23 @@ pub(crate) struct Api {
     pub(crate) handle: ServerHandle,
     pub(crate) opts: ApiOptions,
     pub(crate) node_wakeups: std::sync::Arc<node_watch::NodeWakeups>,
+    /// One permit per event-stream subscriber being served.
+    pub(crate) subscribers: std::sync::Arc<tokio::sync::Semaphore>,
 }
 
 impl Api {
+    /// A `min_index` no write was ever given can never be reached: OUT_OF_RANGE at once
+    /// rather than UNAVAILABLE after the whole wait.
+    pub(crate) fn check_min_index(&self, min_index: u64) -> Result<(), Status> {
+        if self.handle.is_unwritten_index(min_index) {
+            return Err(Status::out_of_range(format!(
+                "query.min_index {min_index} is past the last index written ({}): no write has it",
+                self.handle.applied_index()
+            )));
+        }
+        Ok(())
+    }
+
     /// The state to answer a read from: at once, or once `min_index` is applied (waiting
     /// at most the request's `max_wait_ms`, capped by the server's limit).
     pub(crate) async fn read(
@@ -79,6 +101,7 @@ impl Api {
         let Some(q) = query.filter(|q| q.min_index > 0) else {
             return Ok(self.handle.snapshot());
         };
+        self.check_min_index(q.min_index)?;
         let wait = match q.max_wait_ms {
             0 => self.opts.max_query_wait,
             ms => Duration::from_millis(ms).min(self.opts.max_query_wait),
@@ -96,20 +119,23 @@ impl Api {
     }
 }
 
-/// Every drover service (and health, reflection and Raft) on one tonic router.
+/// Every drover service (and health and reflection) on one tonic router. Raft is not
+/// here: it has its own authenticated listener (`crate::raft::listener`).
 pub async fn router(
     handle: ServerHandle,
-    raft: RaftGrpcService,
     opts: ApiOptions,
 ) -> Result<Router, tonic_reflection::server::Error> {
     let max = opts
         .max_message_bytes
         .unwrap_or(handle.config().max_message_bytes);
     let node_wakeups = node_watch::NodeWakeups::start(&handle);
+    let per_connection = opts.max_concurrent_per_connection.max(1);
+    let subscribers = std::sync::Arc::new(tokio::sync::Semaphore::new(opts.max_subscribers));
     let api = Api {
         handle,
         opts,
         node_wakeups,
+        subscribers,
     };
     let (health_reporter, health) = tonic_health::server::health_reporter();
     health::follow_raft(health_reporter, api.handle.watch_raft_metrics()).await;
@@ -125,9 +151,9 @@ pub async fn router(
         };
     }
     Ok(tonic::transport::Server::builder()
+        .concurrency_limit_per_connection(per_connection)
         .add_service(health)
         .add_service(reflection)
-        .add_service(raft.into_server(max))
         .add_service(svc!(
             pb::job_service_server::JobServiceServer<JobApi>,
             JobApi(api.clone())

@@ -63,6 +63,7 @@ impl NodeService for NodeApi {
         // Authenticate before the stream starts, so a wrong secret is the call's status.
         handle.node_allocs(&auth)?;
         if min_index > 0 {
+            self.0.check_min_index(min_index)?;
             handle
                 .wait_for_index(min_index, self.0.opts.max_query_wait)
                 .await

@@ -5,6 +5,8 @@
 //! ```hcl
 //! data_dir     = "/var/lib/drover"
 //! bind_addr    = "0.0.0.0:4647"
+//! raft_addr    = "10.0.0.5:4648"          # server-to-server; default: the next port
+//! cluster_secret = "..."                  # shared by every server; required with peers
 //! metrics_addr = "127.0.0.1:9464"
 //! workers   { count = 2  enabled = ["service", "batch"]  wait_index_limit = "5s" }
 //! heartbeat { min_ttl = "10s"  max_per_second = 50  grace = "10s"  failover_ttl = "5m" }
@@ -60,6 +62,8 @@ pub struct ConfigFile {
     pub name: Option<String>,
     pub data_dir: Option<PathBuf>,
     pub bind_addr: Option<String>,
+    pub raft_addr: Option<String>,
+    pub cluster_secret: Option<String>,
     pub metrics_addr: Option<String>,
     pub workers: Option<WorkersBlock>,
     pub heartbeat: Option<HeartbeatBlock>,
@@ -173,6 +177,12 @@ impl ConfigFile {
         set(&mut config.name, &self.name);
         set(&mut config.data_dir, &self.data_dir);
         set(&mut config.bind_addr, &self.bind_addr);
+        if let Some(addr) = &self.raft_addr {
+            config.raft_addr = Some(addr.clone());
+        }
+        if let Some(secret) = &self.cluster_secret {
+            config.cluster_secret = Some(secret.clone());
+        }
         if let Some(addr) = &self.metrics_addr {
             config.metrics_addr = Some(addr.clone());
         }

@@ -87,8 +87,15 @@ pub struct ServerConfig {
     pub name: String,
     /// Holds the Raft log and snapshots; created if missing.
     pub data_dir: PathBuf,
-    /// The address this server is reached at (recorded in the Raft membership).
+    /// Where the client API (every drover gRPC service) listens.
     pub bind_addr: String,
+    /// Where the server-to-server listener (Raft) binds, and the address peers reach it
+    /// at (recorded in the Raft membership); `None`: the API's host, the next port (port
+    /// 0 stays 0). See [`ServerConfig::raft_bind_addr`].
+    pub raft_addr: Option<String>,
+    /// The key servers present to each other on the Raft listener. Required when the
+    /// cluster has peers; a single server without one gets a random key nobody knows.
+    pub cluster_secret: Option<String>,
     pub bootstrap: Bootstrap,
     pub raft: RaftTimings,
     pub workers: WorkerSettings,
@@ -130,6 +137,8 @@ impl ServerConfig {
             name: "drover-1".into(),
             data_dir: data_dir.into(),
             bind_addr: "127.0.0.1:4647".into(),
+            raft_addr: None,
+            cluster_secret: None,
             bootstrap: Bootstrap::SingleNode,
             raft: RaftTimings::default(),
             workers: WorkerSettings::default(),
@@ -150,10 +159,12 @@ impl ServerConfig {
         }
     }
 
-    /// Like [`ServerConfig::new`] with every duration shrunk so tests finish in seconds:
-    /// fast elections, sub-second heartbeat TTLs and readiness checks, short nack delays.
+    /// Like [`ServerConfig::new`] with every duration shrunk so tests finish in seconds
+    /// and the Raft listener on a free loopback port: fast elections, sub-second heartbeat TTLs and readiness checks, short nack delays.
     pub fn for_tests(data_dir: impl Into<PathBuf>) -> Self {
         let mut c = Self::new(data_dir);
+        // Many test servers run at once: their Raft listeners take free ports.
+        c.raft_addr = Some("127.0.0.1:0".into());
         c.raft.heartbeat_interval = Duration::from_millis(50);
         c.raft.election_timeout_min = Duration::from_millis(200);
         c.raft.election_timeout_max = Duration::from_millis(400);
@@ -182,8 +193,42 @@ impl ServerConfig {
         self.workers.count.unwrap_or_else(cpu_count)
     }
 
-    pub(crate) fn raft_config(&self) -> RaftConfig {
-        let mut c = RaftConfig::new(self.server_id, &self.data_dir, &self.bind_addr);
+    /// Where the Raft listener binds: `raft_addr`, or the API's host with the next port
+    /// (`127.0.0.1:4647` gives `127.0.0.1:4648`; port 0 stays 0, a free port).
+    pub fn raft_bind_addr(&self) -> String {
+        if let Some(addr) = &self.raft_addr {
+            return addr.clone();
+        }
+        match self.bind_addr.rsplit_once(':') {
+            Some((host, port)) => match port.parse::<u16>() {
+                Ok(0) => format!("{host}:0"),
+                Ok(p) => format!("{host}:{}", p.saturating_add(1)),
+                Err(_) => self.bind_addr.clone(),
+            },
+            None => self.bind_addr.clone(),
+        }
+    }
+
+    /// The cluster secret in force: the configured one (checked), or for a server
+    /// without peers a random one. A cluster with peers and no secret is refused.
+    pub fn cluster_secret(&self) -> Result<crate::raft::ClusterSecret, String> {
+        match (&self.cluster_secret, &self.bootstrap) {
+            (Some(s), _) => crate::raft::ClusterSecret::new(s).map_err(|e| e.to_string()),
+            (None, Bootstrap::Cluster(peers)) if peers.len() > 1 => Err(
+                "cluster_secret is required when the cluster has peers: every server must present it to the others"
+                    .to_string(),
+            ),
+            (None, Bootstrap::Join) => Err(
+                "cluster_secret is required to join a cluster: the other servers refuse calls without it"
+                    .to_string(),
+            ),
+            (None, _) => Ok(crate::raft::ClusterSecret::random()),
+        }
+    }
+
+    /// Raft's settings; `advertise` is the address peers reach this server's Raft at.
+    pub(crate) fn raft_config(&self, advertise: &str) -> RaftConfig {
+        let mut c = RaftConfig::new(self.server_id, &self.data_dir, advertise);
         c.heartbeat_interval = self.raft.heartbeat_interval;
         c.election_timeout_min = self.raft.election_timeout_min;
         c.election_timeout_max = self.raft.election_timeout_max;

@@ -121,9 +121,18 @@ impl ServerHandle {
         self.inner.raft.metrics()
     }
 
-    /// The server side of the Raft transport, to mount on a gRPC router.
-    pub fn raft_service(&self) -> crate::raft::RaftGrpcService {
-        crate::raft::RaftGrpcService::new(self.inner.raft.rpc_handler())
+    /// Whether no write was ever given `index`: on the leader, anything past its last log
+    /// entry. A follower cannot tell (it may not have seen the leader's latest entries),
+    /// so it always says no.
+    pub fn is_unwritten_index(&self, index: Index) -> bool {
+        self.is_leader()
+            && self
+                .inner
+                .raft
+                .metrics()
+                .borrow()
+                .last_log_index
+                .is_some_and(|last| index > last)
     }
 
     /// The leader as Raft knows it.

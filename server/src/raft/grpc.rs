@@ -5,6 +5,7 @@
 //! [`RaftGrpcService`] is the server side, a thin wrapper of a [`RaftRpcHandler`] to mount on
 //! the server's tonic router with [`RaftGrpcService::into_server`].
 
+use super::listener::ClusterSecret;
 use super::network::{RaftRpc, RaftRpcHandler, RaftTransport, RpcFuture, TransportError};
 use super::types::ServerId;
 use drover_proto::v1::raft_service_client::RaftServiceClient;
@@ -27,6 +28,8 @@ pub struct GrpcTransport {
     clients: Arc<Mutex<HashMap<String, RaftServiceClient<Channel>>>>,
     max_message_bytes: usize,
     connect_timeout: Duration,
+    /// Presented on every call; peers refuse calls without it.
+    secret: Option<ClusterSecret>,
 }
 
 impl fmt::Debug for GrpcTransport {
@@ -50,7 +53,14 @@ impl GrpcTransport {
             clients: Arc::default(),
             max_message_bytes,
             connect_timeout,
+            secret: None,
         }
+    }
+
+    /// Presents `secret` on every call (see [`super::listener`]).
+    pub fn with_secret(mut self, secret: ClusterSecret) -> Self {
+        self.secret = Some(secret);
+        self
     }
 
     fn client(
@@ -94,7 +104,10 @@ impl RaftTransport for GrpcTransport {
     ) -> RpcFuture<'a> {
         Box::pin(async move {
             let mut client = self.client(target, addr)?;
-            let req = RaftRequest { payload };
+            let mut req = Request::new(RaftRequest { payload });
+            if let Some(secret) = &self.secret {
+                secret.attach(&mut req);
+            }
             let res = match rpc {
                 RaftRpc::AppendEntries => client.append_entries(req).await,
                 RaftRpc::Vote => client.vote(req).await,

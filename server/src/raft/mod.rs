@@ -17,8 +17,10 @@
 
 mod codec;
 pub mod grpc;
+pub mod listener;
 pub mod log_store;
 pub mod network;
+pub mod private;
 pub mod snapshot_store;
 pub mod state_machine;
 pub mod types;
@@ -27,6 +29,7 @@ pub mod types;
 mod tests;
 
 pub use grpc::{DEFAULT_MAX_MESSAGE_BYTES, GrpcTransport, RaftGrpcService};
+pub use listener::{CLUSTER_SECRET_HEADER, ClusterSecret, RaftListener, SecretError};
 pub use log_store::{LOG_FILE, LogStore, LogStoreError};
 pub use network::{
     BadRequest, LoopbackTransport, Network, NoTransport, RaftRpcHandler, RaftTransport, RpcFuture,
@@ -162,7 +165,7 @@ pub enum RaftError {
     Config { reason: String },
     #[error("invalid raft bootstrap for node {node_id}: {reason}")]
     Bootstrap { node_id: ServerId, reason: String },
-    #[error("cannot create data dir {path}: {source}")]
+    #[error("cannot use data dir {path}: {source}")]
     DataDir {
         path: PathBuf,
         source: std::io::Error,
@@ -258,14 +261,19 @@ impl RaftNode {
                 ),
             });
         }
-        std::fs::create_dir_all(&data_dir).map_err(|source| RaftError::DataDir {
+        private::private_dir(&data_dir).map_err(|source| RaftError::DataDir {
             path: data_dir.clone(),
             source,
         })?;
 
         let log_path = data_dir.join(LOG_FILE);
         let wait = config.open_timeout;
+        let opened = log_path.clone();
         let log_store = blocking(move || LogStore::open(&log_path, node_id, wait)).await?;
+        private::private_file(&opened).map_err(|source| RaftError::DataDir {
+            path: opened.clone(),
+            source,
+        })?;
         let snap_dir = data_dir.join(SNAPSHOT_DIR);
         let events = config.events.clone();
         let sm = blocking(move || StateMachine::open(node_id, &snap_dir, events)).await?;

@@ -80,7 +80,7 @@ impl SnapshotStore {
     pub fn open(
         dir: &Path,
     ) -> Result<(SnapshotStore, Option<(SnapshotMeta, Vec<u8>)>), SnapshotError> {
-        fs::create_dir_all(dir).map_err(io_err(dir, "create dir"))?;
+        super::private::private_dir(dir).map_err(io_err(dir, "create private dir"))?;
         let temp = dir.join(TEMP_FILE);
         if temp.exists() {
             // A write that crashed before its rename: the current file is still whole.
@@ -91,6 +91,11 @@ impl SnapshotStore {
             current: Mutex::new(None),
         };
         let current = store.read()?;
+        if current.is_some() {
+            // Written by an older version under the umask: owner-only from now on.
+            let path = store.path();
+            super::private::private_file(&path).map_err(io_err(&path, "make private"))?;
+        }
         *store.lock() = current.as_ref().map(|(m, _)| m.clone());
         Ok((store, current))
     }
@@ -150,7 +155,9 @@ impl SnapshotStore {
         })?;
         let temp = self.dir.join(TEMP_FILE);
         {
-            let mut f = File::create(&temp).map_err(io_err(&temp, "create"))?;
+            let mut f = super::private::private_options()
+                .open(&temp)
+                .map_err(io_err(&temp, "create"))?;
             let mut head = Vec::with_capacity(MAGIC.len() + 1 + 4 + meta_bytes.len() + 8);
             head.extend_from_slice(MAGIC);
             head.push(SNAPSHOT_FILE_FORMAT);

@@ -1,0 +1,97 @@
+//! `drover server --peer ... --cluster-secret ...`: three real server processes form one
+//! cluster over their Raft listeners, and a write on the leader is read on every server.
+
+mod cli_support;
+
+use cli_support::{Running, drover_at, spawn, stdout};
+use drover_tests::{DEADLINE, eventually};
+
+const SECRET: &str = "test-cluster-secret-0123";
+
+fn free_ports(n: usize) -> Vec<u16> {
+    let held: Vec<std::net::TcpListener> = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    held.iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn three_server_processes_form_a_cluster() {
+    let ports = free_ports(6);
+    let api: Vec<String> = (0..3).map(|i| format!("127.0.0.1:{}", ports[i])).collect();
+    let raft: Vec<String> = (0..3)
+        .map(|i| format!("127.0.0.1:{}", ports[3 + i]))
+        .collect();
+    let peers: Vec<String> = (0..3).map(|i| format!("{}={}", i + 1, raft[i])).collect();
+    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let _servers: Vec<Running> = (0..3)
+        .map(|i| {
+            let id = (i + 1).to_string();
+            let dir = dirs[i].path().to_str().unwrap().to_string();
+            let mut args = vec![
+                "server",
+                "--server-id",
+                &id,
+                "--data-dir",
+                &dir,
+                "--bind",
+                &api[i],
+                "--raft-addr",
+                &raft[i],
+                "--cluster-secret",
+                SECRET,
+                "--no-metrics",
+            ];
+            for p in &peers {
+                args.extend(["--peer", p.as_str()]);
+            }
+            spawn(&api[i], &args)
+        })
+        .collect();
+
+    // Every server lists all three, one of them the leader.
+    for address in &api {
+        eventually("three members with a leader", DEADLINE, || async {
+            let out = drover_at(&format!("http://{address}"), &["server", "members"]).await;
+            let text = stdout(&out);
+            let rows = text.lines().skip(1).count();
+            let leaders = text.lines().filter(|l| l.contains("leader")).count();
+            (out.status.success() && rows == 3 && leaders == 1).then_some(())
+        })
+        .await;
+    }
+
+    // A write goes through on whichever server leads, and every server reads it.
+    eventually("a write on the leader", DEADLINE, || async {
+        for address in &api {
+            let out = drover_at(
+                &format!("http://{address}"),
+                &[
+                    "operator",
+                    "scheduler",
+                    "set-config",
+                    "-scheduler-algorithm=spread",
+                ],
+            )
+            .await;
+            if out.status.success() {
+                return Some(());
+            }
+        }
+        None
+    })
+    .await;
+    for address in &api {
+        eventually("the write replicated", DEADLINE, || async {
+            let out = drover_at(
+                &format!("http://{address}"),
+                &["operator", "scheduler", "get-config", "-json"],
+            )
+            .await;
+            stdout(&out).contains("\"Spread\"").then_some(())
+        })
+        .await;
+    }
+}

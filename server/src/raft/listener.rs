@@ -1,0 +1,204 @@
+//! The server-to-server listener: Raft's RPCs on their own port (`raft_addr`), accepted
+//! only from servers that present the cluster secret.
+//!
+//! The Raft transport is not a public API: a forged `AppendEntries` carrying a membership
+//! entry can demote a healthy server for good. So it is served apart from the client API
+//! (firewalls can split the two), and every call must carry the cluster's shared secret
+//! in the [`CLUSTER_SECRET_HEADER`] metadata, compared in constant time; anything else is
+//! refused with UNAUTHENTICATED before the request is decoded. A single server with no
+//! secret configured gets a random one, so nobody can call its Raft service at all.
+
+use super::grpc::RaftGrpcService;
+use rand::RngCore;
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tonic::metadata::MetadataValue;
+use tonic::service::interceptor::InterceptedService;
+use tonic::{Request, Status};
+
+/// The metadata key server-to-server calls carry the cluster secret in.
+pub const CLUSTER_SECRET_HEADER: &str = "x-drover-cluster-secret";
+
+/// The shortest secret a server accepts: guessing it must be out of reach.
+pub const MIN_SECRET_LEN: usize = 16;
+
+/// The key every server of one cluster shares. Never logged (its `Debug` hides it).
+#[derive(Clone, PartialEq, Eq)]
+pub struct ClusterSecret(Arc<str>);
+
+impl fmt::Debug for ClusterSecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ClusterSecret(..)")
+    }
+}
+
+/// Why a configured secret is refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SecretError {
+    #[error("cluster_secret is {len} characters: at least {MIN_SECRET_LEN} are required")]
+    TooShort { len: usize },
+    #[error("cluster_secret must be printable ASCII (it travels as gRPC metadata)")]
+    NotAscii,
+}
+
+impl ClusterSecret {
+    pub fn new(secret: &str) -> Result<Self, SecretError> {
+        if secret.len() < MIN_SECRET_LEN {
+            return Err(SecretError::TooShort { len: secret.len() });
+        }
+        if !secret.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(SecretError::NotAscii);
+        }
+        Ok(Self(secret.into()))
+    }
+
+    /// A secret nobody else knows: for a server without peers.
+    pub fn random() -> Self {
+        let mut bytes = [0u8; 32];
+        rand::rng().fill_bytes(&mut bytes);
+        Self(
+            bytes
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+                .into(),
+        )
+    }
+
+    /// Puts the secret on an outgoing call.
+    pub fn attach<T>(&self, req: &mut Request<T>) {
+        if let Ok(v) = MetadataValue::try_from(&*self.0) {
+            req.metadata_mut().insert(CLUSTER_SECRET_HEADER, v);
+        }
+    }
+
+    /// Lets a call through only if it carries this secret.
+    pub fn check(&self, req: Request<()>) -> Result<Request<()>, Status> {
+        let given = req
+            .metadata()
+            .get(CLUSTER_SECRET_HEADER)
+            .map(|v| v.as_bytes())
+            .unwrap_or_default();
+        if constant_time_eq(given, self.0.as_bytes()) {
+            Ok(req)
+        } else {
+            tracing::warn!(
+                remote = ?req.remote_addr(),
+                "refused a Raft call without the cluster secret"
+            );
+            Err(Status::unauthenticated(
+                "server-to-server calls need the cluster secret",
+            ))
+        }
+    }
+}
+
+/// Equal-length inputs compare in time independent of where they differ.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The running server-to-server listener; stopped by [`RaftListener::shutdown`] or on drop.
+#[derive(Debug)]
+pub struct RaftListener {
+    addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<Result<(), tonic::transport::Error>>>,
+}
+
+impl RaftListener {
+    /// Serves `service` on `listener`, refusing calls without `secret`.
+    pub fn serve(
+        listener: TcpListener,
+        service: RaftGrpcService,
+        secret: ClusterSecret,
+        max_message_bytes: usize,
+    ) -> std::io::Result<Self> {
+        let addr = listener.local_addr()?;
+        let svc = InterceptedService::new(service.into_server(max_message_bytes), move |req| {
+            secret.check(req)
+        });
+        let (stop, stopped) = oneshot::channel::<()>();
+        let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+        let task = tokio::spawn(
+            tonic::transport::Server::builder()
+                .add_service(svc)
+                .serve_with_incoming_shutdown(incoming, async {
+                    let _ = stopped.await;
+                }),
+        );
+        tracing::info!(%addr, "Raft listening (server-to-server)");
+        Ok(Self {
+            addr,
+            stop: Some(stop),
+            task: Some(task),
+        })
+    }
+
+    /// The address actually bound.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub async fn shutdown(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(mut task) = self.task.take()
+            && tokio::time::timeout(Duration::from_secs(2), &mut task)
+                .await
+                .is_err()
+        {
+            task.abort();
+        }
+    }
+}
+
+impl Drop for RaftListener {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_checked_whole() {
+        let s = ClusterSecret::new("0123456789abcdef").unwrap();
+        let call = |v: Option<&str>| {
+            let mut req = Request::new(());
+            if let Some(v) = v {
+                req.metadata_mut()
+                    .insert(CLUSTER_SECRET_HEADER, v.parse().unwrap());
+            }
+            s.check(req).map(|_| ()).map_err(|e| e.code())
+        };
+        assert_eq!(call(Some("0123456789abcdef")), Ok(()));
+        for bad in [
+            None,
+            Some(""),
+            Some("0123456789abcdeF"),
+            Some("0123456789abcdef0"),
+        ] {
+            assert_eq!(call(bad), Err(tonic::Code::Unauthenticated), "{bad:?}");
+        }
+        assert_eq!(
+            ClusterSecret::new("short"),
+            Err(SecretError::TooShort { len: 5 })
+        );
+        assert_ne!(ClusterSecret::random(), ClusterSecret::random());
+        assert_eq!(format!("{s:?}"), "ClusterSecret(..)");
+    }
+}

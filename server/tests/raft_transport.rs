@@ -1,0 +1,198 @@
+//! The server-to-server transport: Raft is served on its own listener, only to servers
+//! that present the cluster secret, and servers with the secret form a cluster over it.
+
+mod common;
+
+use common::{DEADLINE, init_tracing, registration, start_with};
+use drover_proto::v1::RaftRequest;
+use drover_proto::v1::raft_service_client::RaftServiceClient;
+use drover_server::raft::{Bootstrap, CLUSTER_SECRET_HEADER};
+use drover_server::{Server, ServerConfig};
+use std::collections::BTreeMap;
+use tonic::Code;
+
+const SECRET: &str = "correct-horse-battery-staple";
+
+/// A Raft call to `addr` with `secret` (if any) and a payload that is not a valid message.
+async fn forged_append(addr: std::net::SocketAddr, secret: Option<&str>) -> Code {
+    let mut client = RaftServiceClient::connect(format!("http://{addr}"))
+        .await
+        .expect("connects");
+    let mut req = tonic::Request::new(RaftRequest {
+        payload: vec![0xff; 36],
+    });
+    if let Some(s) = secret {
+        req.metadata_mut()
+            .insert(CLUSTER_SECRET_HEADER, s.parse().unwrap());
+    }
+    match client.append_entries(req).await {
+        Ok(_) => Code::Ok,
+        Err(status) => status.code(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn raft_is_refused_on_the_api_port_and_without_the_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = ServerConfig::for_tests(dir.path());
+    config.cluster_secret = Some(SECRET.into());
+    let (server, h) = start_with(config).await;
+    let api = server.serve(Default::default()).await.unwrap();
+    let raft = server.raft_addr().expect("raft listener");
+    assert_ne!(raft, api.local_addr(), "separate listeners");
+    let before = h.raft_metrics();
+
+    let cases = [
+        (
+            "the API port",
+            api.local_addr(),
+            Some(SECRET),
+            Code::Unimplemented,
+        ),
+        ("no secret", raft, None, Code::Unauthenticated),
+        (
+            "a wrong secret",
+            raft,
+            Some("correct-horse-battery-stapl3"),
+            Code::Unauthenticated,
+        ),
+        // The gate is the secret: with it, the forged payload reaches Raft's decoder.
+        ("the secret", raft, Some(SECRET), Code::InvalidArgument),
+    ];
+    for (case, addr, secret, expected) in cases {
+        assert_eq!(forged_append(addr, secret).await, expected, "{case}");
+    }
+
+    let after = h.raft_metrics();
+    assert_eq!(after.current_term, before.current_term, "term unchanged");
+    assert_eq!(
+        after.current_leader, before.current_leader,
+        "leader unchanged"
+    );
+    assert_eq!(
+        after.membership_config.membership(),
+        before.membership_config.membership(),
+        "membership unchanged"
+    );
+    h.register_node(registration(1, ""))
+        .await
+        .expect("writes still succeed");
+    api.shutdown().await.unwrap();
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cluster_with_peers_needs_a_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = ServerConfig::for_tests(dir.path());
+    config.bootstrap = Bootstrap::Cluster(BTreeMap::from([
+        (1, "127.0.0.1:1".to_string()),
+        (2, "127.0.0.1:2".to_string()),
+    ]));
+    let err = Server::start(config).await.expect_err("refused");
+    assert!(
+        err.to_string().contains("cluster_secret is required"),
+        "{err}"
+    );
+
+    let mut config = ServerConfig::for_tests(dir.path());
+    config.cluster_secret = Some("short".into());
+    let err = Server::start(config).await.expect_err("refused");
+    assert!(err.to_string().contains("at least 16"), "{err}");
+}
+
+/// Free loopback ports for the Raft listeners: the membership must name them up front.
+fn free_ports(n: usize) -> Vec<u16> {
+    let held: Vec<std::net::TcpListener> = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    held.iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn three_servers_with_the_secret_form_a_cluster() {
+    init_tracing();
+    let ports = free_ports(3);
+    let members: BTreeMap<u64, String> = (1..=3)
+        .map(|id| (id, format!("127.0.0.1:{}", ports[id as usize - 1])))
+        .collect();
+    let mut dirs = Vec::new();
+    let mut servers = Vec::new();
+    for id in 1..=3u64 {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = ServerConfig::for_tests(dir.path());
+        config.server_id = id;
+        config.name = format!("drover-{id}");
+        config.raft_addr = Some(members[&id].clone());
+        config.cluster_secret = Some(SECRET.into());
+        config.bootstrap = Bootstrap::Cluster(members.clone());
+        servers.push(Server::start(config).await.expect("server starts"));
+        dirs.push(dir);
+    }
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    let leader = loop {
+        let leaders: Vec<_> = servers.iter().map(|s| s.handle().leader()).collect();
+        if let Some(Some(l)) = leaders.first()
+            && leaders.iter().all(|x| x == &Some(*l))
+            && servers[*l as usize - 1].handle().is_leader()
+        {
+            break *l;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no agreed leader: {leaders:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    let h = servers[leader as usize - 1].handle();
+    let reg = h
+        .register_node(registration(1, ""))
+        .await
+        .expect("write on the leader");
+    for s in &servers {
+        let snap = s
+            .handle()
+            .wait_for_index(reg.index, DEADLINE)
+            .await
+            .expect("replicated");
+        assert!(
+            snap.node(&reg.node_id).is_some(),
+            "every server has the node"
+        );
+    }
+    for s in servers {
+        s.shutdown().await.unwrap();
+    }
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread")]
+async fn the_data_dir_is_private_and_a_shared_one_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    let (server, _h) = start_with(ServerConfig::for_tests(&data)).await;
+    assert_eq!(mode(&data), 0o700, "data dir");
+    for entry in std::fs::read_dir(&data).unwrap() {
+        let path = entry.unwrap().path();
+        let want = if path.is_dir() { 0o700 } else { 0o600 };
+        assert_eq!(mode(&path), want, "{}", path.display());
+    }
+    server.shutdown().await.unwrap();
+
+    let shared = root.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let err = Server::start(ServerConfig::for_tests(&shared))
+        .await
+        .expect_err("refused");
+    let text = err.to_string();
+    assert!(
+        text.contains(&shared.display().to_string())
+            && text.contains("writable by group or others"),
+        "{text}"
+    );
+}
