@@ -10,6 +10,7 @@
 
 pub mod app;
 pub mod fixtures;
+pub mod kinds;
 pub mod model;
 pub mod ui;
 pub mod views;

@@ -5,86 +5,8 @@
 //! position (clamped), on whatever row now sits there.
 
 use super::order::RowOrder;
-use drover_core::{AllocId, EvalId, JobKey, NodeId};
-use std::cmp::Ordering;
+use crate::kinds::RowKey;
 use std::collections::BTreeSet;
-
-/// The identity of a row, stable across refreshes.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum RowKey {
-    Node(NodeId),
-    Alloc(AllocId),
-    Eval(EvalId),
-    Job(JobKey),
-    /// Blocked evaluations are keyed by their eval id as the tracker sends it.
-    Blocked(String),
-    /// Server id, then worker id.
-    Worker(String, String),
-    /// The event log's sequence number.
-    Event(u64),
-}
-
-impl RowKey {
-    /// The id an operator copies (OSC 52) or types into the CLI.
-    pub fn copy_text(&self) -> String {
-        match self {
-            RowKey::Node(id) => id.to_string(),
-            RowKey::Alloc(id) => id.to_string(),
-            RowKey::Eval(id) => id.to_string(),
-            RowKey::Job(key) => key.id.to_string(),
-            RowKey::Blocked(id) => id.clone(),
-            RowKey::Worker(_, id) => id.clone(),
-            RowKey::Event(seq) => seq.to_string(),
-        }
-    }
-}
-
-/// A value rows are ordered by. Numbers compare as numbers; text compares naturally, so
-/// `node-2` comes before `node-10` (build it with [`SortKey::text`]).
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum SortKey {
-    Num(u64),
-    /// The text's [`natural_key`].
-    Text(String),
-}
-
-impl SortKey {
-    pub fn text(text: impl AsRef<str>) -> Self {
-        SortKey::Text(natural_key(text.as_ref()))
-    }
-}
-
-/// Digit runs are padded to this width so they compare by value as plain bytes.
-const DIGIT_WIDTH: usize = 20;
-
-/// A key whose plain byte order is the natural order of `text`: every run of digits is
-/// zero-padded to a fixed width (leading zeros dropped first), so `node-2` sorts before
-/// `node-10`. Computed once per row, it makes sorting thousands of rows cheap.
-pub fn natural_key(text: &str) -> String {
-    let mut key = String::with_capacity(text.len() + 8);
-    let mut rest = text;
-    while let Some(start) = rest.find(|c: char| c.is_ascii_digit()) {
-        key.push_str(&rest[..start]);
-        let digits = &rest[start..];
-        let end = digits
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(digits.len());
-        let run = digits[..end].trim_start_matches('0');
-        for _ in run.len()..DIGIT_WIDTH {
-            key.push('0');
-        }
-        key.push_str(run);
-        rest = &digits[end..];
-    }
-    key.push_str(rest);
-    key
-}
-
-/// Compares text the way people number things (see [`natural_key`]); texts that differ
-/// only in leading zeros fall back to plain order so the order stays total.
-pub fn natural_cmp(a: &str, b: &str) -> Ordering {
-    natural_key(a).cmp(&natural_key(b)).then_with(|| a.cmp(b))
-}
 
 /// Which column orders the table, and which way.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -209,23 +131,6 @@ impl ListState {
 mod tests {
     use super::*;
     use crate::app::order::Rank;
-
-    #[test]
-    fn natural_order_reads_numbers_as_numbers() {
-        let cases: [(&str, &str, Ordering); 7] = [
-            ("node-2", "node-10", Ordering::Less),
-            ("web[10]", "web[9]", Ordering::Greater),
-            ("a", "b", Ordering::Less),
-            ("node", "node-1", Ordering::Less),
-            ("x07", "x7", Ordering::Less),
-            ("x7", "x7", Ordering::Equal),
-            ("10a", "10b", Ordering::Less),
-        ];
-        for (a, b, want) in cases {
-            assert_eq!(natural_cmp(a, b), want, "{a} vs {b}");
-            assert_eq!(natural_cmp(b, a), want.reverse(), "{b} vs {a}");
-        }
-    }
 
     #[test]
     fn the_cursor_follows_its_row_and_clamps_when_it_goes() {

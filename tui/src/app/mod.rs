@@ -11,8 +11,9 @@ mod order;
 mod rate;
 mod refresh;
 
+pub use crate::kinds::{RowKey, SortKey, natural_cmp, natural_key};
 pub use input::{Action, Command, Connection, Input, Update};
-pub use list::{ListState, RowKey, Sort, SortKey, natural_cmp, natural_key};
+pub use list::{ListState, Sort};
 pub use modes::{Confirm, Mode, Prompt, PromptKind};
 pub use order::{Rank, RowOrder};
 pub use rate::PlacementRate;

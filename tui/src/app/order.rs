@@ -4,7 +4,7 @@
 //! Rows live in slots that never move; the order is a vector of slot numbers (4 bytes
 //! each), so making room for a row shifts a few kilobytes even for 10,000 rows.
 
-use super::list::{RowKey, SortKey};
+use crate::kinds::{RowKey, SortKey};
 use std::cmp::Ordering;
 use std::collections::HashMap;
 

@@ -3,8 +3,9 @@
 //! A full re-sort happens only when a view's filter, sort or scope changes, or when so
 //! many of its rows changed that re-placing them one by one would cost more.
 
-use super::list::{ListState, RowKey};
+use super::list::ListState;
 use super::order::{Rank, RowOrder};
+use crate::kinds::RowKey;
 use crate::model::{Change, Cluster};
 use crate::views::{Ctx, TableView, ViewKind};
 use std::collections::HashSet;

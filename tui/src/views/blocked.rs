@@ -2,7 +2,7 @@
 
 use super::format::age;
 use super::{Cell, Column, Ctx, DetailLine, KeyHelp, TableView, Tone, ViewKind, col};
-use crate::app::{RowKey, SortKey};
+use crate::kinds::{RowKey, SortKey};
 use crate::model::BlockedRow;
 
 pub struct BlockedView;

@@ -1,20 +1,10 @@
 //! The live event stream, newest first, filterable by topic.
 
 use super::{Cell, Column, Ctx, KeyHelp, TableView, Tone, ViewKind, col, key};
-use crate::app::{RowKey, SortKey};
+use crate::kinds::{RowKey, SortKey};
 use crate::model::EventRow;
 
 pub struct EventsView;
-
-/// The topics `t` cycles through; `None` shows all.
-pub const TOPICS: [Option<&str>; 6] = [
-    None,
-    Some("node"),
-    Some("allocation"),
-    Some("evaluation"),
-    Some("job"),
-    Some("operator"),
-];
 
 fn event<'a>(ctx: &Ctx<'a>, key: &RowKey) -> Option<&'a EventRow> {
     let RowKey::Event(seq) = key else {

@@ -1,6 +1,7 @@
 //! The views, one component each. A view knows its columns, which rows it has, how to
 //! order and describe each row, what its detail pane says and which keys it takes; the
-//! generic table state ([`crate::app::ListState`]) and renderer do the rest.
+//! generic table state (the app's `ListState`) and renderer do the rest. Views never
+//! import the app: what both need lives in [`crate::kinds`].
 
 mod allocs;
 mod blocked;
@@ -11,73 +12,16 @@ mod jobs;
 mod nodes;
 mod workers;
 
-pub use events::TOPICS;
 pub use format::{age, duration_short, percent};
-pub use nodes::{HealthFilter, time_left};
+pub use nodes::time_left;
 
-use crate::app::{RowKey, SortKey};
+pub use crate::kinds::{HealthFilter, TOPICS, Tone, ViewKind};
+use crate::kinds::{RowKey, SortKey};
 use crate::model::Cluster;
 use drover_core::{JobKey, Timestamp};
 
-/// Which view is on screen.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ViewKind {
-    Nodes,
-    Evals,
-    Blocked,
-    Workers,
-    Jobs,
-    /// The allocations of the job chosen in the jobs view.
-    Allocs,
-    Events,
-}
-
 impl ViewKind {
-    /// The views `tab` cycles through, in the order of the header's tabs. The allocations
-    /// view is reached from a job only.
-    pub const TABS: [ViewKind; 6] = [
-        ViewKind::Nodes,
-        ViewKind::Evals,
-        ViewKind::Blocked,
-        ViewKind::Workers,
-        ViewKind::Jobs,
-        ViewKind::Events,
-    ];
-
-    /// The name used by `:` commands and the header.
-    pub fn name(self) -> &'static str {
-        match self {
-            ViewKind::Nodes => "nodes",
-            ViewKind::Evals => "evals",
-            ViewKind::Blocked => "blocked",
-            ViewKind::Workers => "workers",
-            ViewKind::Jobs => "jobs",
-            ViewKind::Allocs => "allocs",
-            ViewKind::Events => "events",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<Self> {
-        let name = name.trim();
-        let aliases: [(&str, ViewKind); 5] = [
-            ("node", ViewKind::Nodes),
-            ("eval", ViewKind::Evals),
-            ("evaluations", ViewKind::Evals),
-            ("worker", ViewKind::Workers),
-            ("job", ViewKind::Jobs),
-        ];
-        Self::TABS
-            .into_iter()
-            .chain([ViewKind::Allocs])
-            .find(|v| v.name() == name)
-            .or_else(|| {
-                aliases
-                    .into_iter()
-                    .find(|(a, _)| *a == name)
-                    .map(|(_, v)| v)
-            })
-    }
-
+    /// The component that draws this view.
     pub fn component(self) -> &'static dyn TableView {
         match self {
             ViewKind::Nodes => &nodes::NodesView,
@@ -107,16 +51,6 @@ const fn col(title: &'static str, width: u16, priority: u8) -> Column {
         width,
         priority,
     }
-}
-
-/// How a cell should read: mapped to colours by the theme (or to nothing, with NO_COLOR).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Tone {
-    Normal,
-    Good,
-    Warn,
-    Bad,
-    Dim,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -3,51 +3,13 @@
 
 use super::format::{age, duration_short, percent};
 use super::{Cell, Column, Ctx, DetailLine, KeyHelp, TableView, Tone, ViewKind, action, col, key};
-use crate::app::{RowKey, SortKey};
+use crate::kinds::{RowKey, SortKey};
 use crate::model::HealthPeriods;
 use drover_core::node_health;
 use drover_core::{Eligibility, Node, NodeHealth, NodeStatus, SuspendReason, Timestamp};
 use std::time::Duration;
 
 pub struct NodesView;
-
-/// Which health group the nodes view shows (`g` cycles).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum HealthFilter {
-    #[default]
-    All,
-    Only(NodeHealth),
-}
-
-impl HealthFilter {
-    const CYCLE: [HealthFilter; 6] = [
-        HealthFilter::All,
-        HealthFilter::Only(NodeHealth::Healthy),
-        HealthFilter::Only(NodeHealth::Suspended(SuspendReason::New)),
-        HealthFilter::Only(NodeHealth::Suspended(SuspendReason::Lost)),
-        HealthFilter::Only(NodeHealth::Suspended(SuspendReason::Flaky)),
-        HealthFilter::Only(NodeHealth::Offlined),
-    ];
-
-    pub fn next(self) -> Self {
-        let i = Self::CYCLE.iter().position(|h| *h == self).unwrap_or(0);
-        Self::CYCLE[(i + 1) % Self::CYCLE.len()]
-    }
-
-    pub fn label(self) -> &'static str {
-        match self {
-            HealthFilter::All => "all",
-            HealthFilter::Only(h) => h.as_str(),
-        }
-    }
-
-    fn admits(self, health: NodeHealth) -> bool {
-        match self {
-            HealthFilter::All => true,
-            HealthFilter::Only(h) => h == health,
-        }
-    }
-}
 
 /// The groups in the order the view lists them: what needs attention after what works.
 fn health_rank(h: NodeHealth) -> u64 {
@@ -299,6 +261,7 @@ impl TableView for NodesView {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kinds::HealthFilter;
     use crate::model::Cluster;
     use drover_core::mock;
 

@@ -3,7 +3,7 @@
 
 use super::format::age;
 use super::{Cell, Column, Ctx, KeyHelp, TableView, Tone, ViewKind, action, col};
-use crate::app::{RowKey, SortKey};
+use crate::kinds::{RowKey, SortKey};
 use crate::model::{WorkerRow, WorkerStatusLabel};
 
 pub struct WorkersView;
