@@ -26,6 +26,7 @@ pub mod leader;
 pub mod metrics;
 pub mod raft;
 pub mod scrape;
+pub mod secrets;
 pub mod server;
 pub mod worker;
 pub mod write;

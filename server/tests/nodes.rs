@@ -255,3 +255,66 @@ async fn a_node_cannot_update_another_nodes_allocations() {
     );
     server.shutdown().await.unwrap();
 }
+
+/// The server chooses node identities and keeps only a digest of each secret: state never
+/// holds a secret a node could present, and credentials for a node state does not know get
+/// a fresh identity instead of the one the client named.
+#[tokio::test(flavor = "multi_thread")]
+async fn node_secrets_are_kept_as_digests_and_chosen_by_the_server() {
+    use drover_proto::convert::{Heartbeat, NodeCredentials};
+    let dir = tempfile::tempdir().unwrap();
+    let (server, h) = start(dir.path()).await;
+    let agent = join(&h, 1, "").await;
+    let stored = h
+        .snapshot()
+        .node(&agent.creds.node_id)
+        .unwrap()
+        .secret_id
+        .clone();
+    assert!(stored.starts_with("sha256:"), "{stored}");
+    assert!(!stored.contains(&agent.creds.secret_id));
+    // The digest is not a credential.
+    let err = h
+        .heartbeat(Heartbeat {
+            auth: NodeCredentials {
+                node_id: agent.creds.node_id,
+                secret_id: stored.clone(),
+            },
+            readiness: drover_core::node_health::Readiness::Ready,
+            last_snapshot: None,
+        })
+        .await
+        .expect_err("the digest is refused");
+    assert!(
+        matches!(err, ServerError::Unauthenticated { .. }),
+        "{err:?}"
+    );
+    heartbeat(&h, &agent).await;
+
+    // Re-registering keeps the identity with the right secret, refuses a wrong one.
+    let mut again = registration(1, "");
+    again.previous = Some(agent.creds.clone());
+    let reg = h.register_node(again.clone()).await.expect("re-registers");
+    assert_eq!(reg.node_id, agent.creds.node_id);
+    again.previous = Some(NodeCredentials {
+        node_id: agent.creds.node_id,
+        secret_id: "not-the-secret".into(),
+    });
+    assert!(matches!(
+        h.register_node(again).await,
+        Err(ServerError::Unauthenticated { .. })
+    ));
+
+    // Credentials of a node state does not hold: a fresh identity, not the named one.
+    let chosen = NodeCredentials {
+        node_id: mock::node_id(99),
+        secret_id: "a-secret-the-client-chose".into(),
+    };
+    let mut named = registration(2, "");
+    named.previous = Some(chosen.clone());
+    let reg = h.register_node(named).await.expect("registers");
+    assert_ne!(reg.node_id, chosen.node_id);
+    assert_ne!(reg.secret_id, chosen.secret_id);
+    assert!(h.snapshot().node(&chosen.node_id).is_none());
+    server.shutdown().await.unwrap();
+}

@@ -33,8 +33,9 @@ pub struct HeartbeatAck {
     pub index: Index,
 }
 
+/// A node's secret as presented against the digest state keeps of it.
 fn check_secret(node: &Node, creds: &NodeCredentials) -> Result<(), ServerError> {
-    if node.secret_id != creds.secret_id {
+    if !crate::secrets::matches(&node.secret_id, &creds.secret_id) {
         return Err(ServerError::Unauthenticated {
             reason: format!("wrong secret for node {}", creds.node_id),
         });
@@ -44,22 +45,30 @@ fn check_secret(node: &Node, creds: &NodeCredentials) -> Result<(), ServerError>
 
 impl ServerHandle {
     /// Registers a node (or re-registers it with its id and secret). It starts
-    /// `initializing` and suspended until a heartbeat reports it ready.
+    /// `initializing` and suspended until a heartbeat reports it ready. State keeps only
+    /// the digest of the node's secret; the secret is answered to the agent once.
     pub async fn register_node(
         &self,
         reg: NodeRegistration,
     ) -> Result<NodeRegistered, ServerError> {
         let snap = self.snapshot();
+        // The server chooses every new identity: credentials for a node state does not
+        // hold (deleted after its lost grace, or never known) get a fresh id and secret,
+        // so no client picks its own.
         let (node_id, secret_id) = match &reg.previous {
-            Some(creds) => {
+            Some(creds) if snap.node(&creds.node_id).is_some() => {
                 if let Some(existing) = snap.node(&creds.node_id) {
                     check_secret(existing, creds)?;
                 }
                 (creds.node_id, creds.secret_id.clone())
             }
+            Some(creds) => {
+                tracing::info!(previous_node_id = %creds.node_id, "unknown node re-registering: given a new identity");
+                (NodeId::random(), uuid_secret())
+            }
             None => (NodeId::random(), uuid_secret()),
         };
-        let mut node = reg.into_node(node_id, secret_id.clone());
+        let mut node = reg.into_node(node_id, crate::secrets::digest(&secret_id));
         drover_core::validate::check_node(&node, &self.inner.config.node_limits)?;
         node.status = NodeStatus::Initializing;
         node.status_description = "registered; waiting for a ready heartbeat".into();

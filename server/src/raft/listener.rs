@@ -84,7 +84,7 @@ impl ClusterSecret {
             .get(CLUSTER_SECRET_HEADER)
             .map(|v| v.as_bytes())
             .unwrap_or_default();
-        if constant_time_eq(given, self.0.as_bytes()) {
+        if crate::secrets::constant_time_eq(given, self.0.as_bytes()) {
             Ok(req)
         } else {
             tracing::warn!(
@@ -96,14 +96,6 @@ impl ClusterSecret {
             ))
         }
     }
-}
-
-/// Equal-length inputs compare in time independent of where they differ.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// The running server-to-server listener; stopped by [`RaftListener::shutdown`] or on drop.
