@@ -106,7 +106,7 @@ impl Agent {
             source,
         })?;
         let store = StateStore::open(&data_dir)?;
-        let servers = Arc::new(Servers::new(&config.servers)?);
+        let servers = Arc::new(Servers::with_tls(&config.servers, &config.tls)?);
 
         let (identity, registered) = match store.load_identity()? {
             Some(identity) => (identity, false),

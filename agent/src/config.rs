@@ -19,6 +19,12 @@
 //!   max_file_size_mb = 10
 //!   max_files        = 3
 //! }
+//! tls {
+//!   ca_file   = "drover-agent-ca.pem"        # talk TLS, trust servers this CA signed
+//!   cert_file = "global-client-drover.pem"   # for servers that verify incoming
+//!   key_file  = "global-client-drover-key.pem"
+//!   verify_server_hostname = true            # check for server.global.drover
+//! }
 //! ```
 //!
 //! Unknown keys are refused (naming the key) rather than ignored, so a typo never silently
@@ -52,6 +58,8 @@ pub struct AgentConfig {
     pub log_max_files: u32,
     /// Pending allocation updates are sent at most this long after they happen.
     pub report_interval: Duration,
+    /// TLS towards the servers; plaintext without a CA.
+    pub tls: drover_proto::tls::TlsFiles,
 }
 
 impl Default for AgentConfig {
@@ -67,6 +75,7 @@ impl Default for AgentConfig {
             log_max_bytes: 10 * 1024 * 1024,
             log_max_files: 3,
             report_interval: Duration::from_millis(200),
+            tls: drover_proto::tls::TlsFiles::default(),
         }
     }
 }
@@ -79,6 +88,16 @@ struct FileConfig {
     name: Option<String>,
     client: Option<ClientBlock>,
     log: Option<LogBlock>,
+    tls: Option<TlsBlock>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct TlsBlock {
+    ca_file: Option<PathBuf>,
+    cert_file: Option<PathBuf>,
+    key_file: Option<PathBuf>,
+    verify_server_hostname: Option<bool>,
 }
 
 #[derive(Deserialize, Default)]
@@ -159,6 +178,14 @@ impl AgentConfig {
         }
         if let Some(n) = log.max_files {
             config.log_max_files = n;
+        }
+        if let Some(t) = file.tls {
+            config.tls = drover_proto::tls::TlsFiles {
+                ca_file: t.ca_file,
+                cert_file: t.cert_file,
+                key_file: t.key_file,
+                verify_server_hostname: t.verify_server_hostname.unwrap_or(true),
+            };
         }
         config.validate()?;
         Ok(config)

@@ -7,7 +7,7 @@ use drover_proto::v1::job_service_client::JobServiceClient;
 use drover_proto::v1::node_service_client::NodeServiceClient;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 use tonic::{Code, Status};
 
 /// How long a unary call may take before it counts as a failure (and fails over).
@@ -17,15 +17,6 @@ pub const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct Servers {
     endpoints: Vec<(String, Channel)>,
     current: AtomicUsize,
-}
-
-/// `host:port` as a URL; URLs pass through.
-pub fn server_url(address: &str) -> String {
-    if address.contains("://") {
-        address.to_string()
-    } else {
-        format!("http://{address}")
-    }
 }
 
 /// Whether a call failed because the server could not be reached or did not answer (try
@@ -41,9 +32,17 @@ impl Servers {
     /// Channels to every address; nothing connects until the first call. Must be called
     /// inside a tokio runtime.
     pub fn new(addresses: &[String]) -> Result<Self, AgentError> {
+        Self::with_tls(addresses, &drover_proto::tls::TlsFiles::default())
+    }
+
+    /// [`Self::new`], over TLS when `tls` names a CA.
+    pub fn with_tls(
+        addresses: &[String],
+        tls: &drover_proto::tls::TlsFiles,
+    ) -> Result<Self, AgentError> {
         let mut endpoints = Vec::with_capacity(addresses.len());
         for address in addresses {
-            let endpoint = Endpoint::from_shared(server_url(address))
+            let endpoint = drover_proto::tls::endpoint(address, tls)
                 .map_err(|e| AgentError::ServerAddress {
                     address: address.clone(),
                     problem: e.to_string(),
@@ -114,7 +113,6 @@ mod tests {
         assert_eq!(servers.address(), "http://b:2");
         servers.on_error(&Status::deadline_exceeded("slow"));
         assert_eq!(servers.address(), "a:1");
-        assert_eq!(server_url("h:3"), "http://h:3");
         let err = Servers::new(&["bad url with spaces".into()]).expect_err("invalid");
         assert!(err.to_string().contains("bad url with spaces"), "{err}");
     }

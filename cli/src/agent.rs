@@ -37,6 +37,15 @@ pub struct AgentArgs {
     /// Run this many simulated nodes instead of this machine (tasks are not executed)
     #[arg(long, value_name = "N")]
     simulate: Option<usize>,
+    /// The cluster CA's certificate: talk TLS to the servers
+    #[arg(long = "ca-cert", env = "DROVER_CACERT", value_name = "FILE")]
+    ca_cert: Option<PathBuf>,
+    /// This node's certificate (a client one: `drover tls cert create -client`)
+    #[arg(long = "client-cert", env = "DROVER_CLIENT_CERT", value_name = "FILE")]
+    client_cert: Option<PathBuf>,
+    /// The key of --client-cert
+    #[arg(long = "client-key", env = "DROVER_CLIENT_KEY", value_name = "FILE")]
+    client_key: Option<PathBuf>,
 }
 
 impl AgentArgs {
@@ -51,6 +60,15 @@ impl AgentArgs {
         };
         if !self.servers.is_empty() {
             config.servers = self.servers.clone();
+        }
+        if self.ca_cert.is_some() {
+            config.tls.ca_file = self.ca_cert.clone();
+        }
+        if self.client_cert.is_some() {
+            config.tls.cert_file = self.client_cert.clone();
+        }
+        if self.client_key.is_some() {
+            config.tls.key_file = self.client_key.clone();
         }
         if let Some(dir) = &self.data_dir {
             config.data_dir = dir.clone();

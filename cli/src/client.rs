@@ -1,6 +1,7 @@
 //! Which server the client commands talk to, and the connection to it.
 
 use crate::error::{CliError, root_cause};
+use drover_proto::tls::TlsFiles;
 use drover_proto::v1::eval_service_client::EvalServiceClient;
 use drover_proto::v1::event_service_client::EventServiceClient;
 use drover_proto::v1::job_service_client::JobServiceClient;
@@ -8,8 +9,9 @@ use drover_proto::v1::operator_service_client::OperatorServiceClient;
 use drover_proto::v1::search_service_client::SearchServiceClient;
 use drover_proto::v1::status_service_client::StatusServiceClient;
 use drover_proto::v1::worker_service_client::WorkerServiceClient;
+use std::path::PathBuf;
 use std::time::Duration;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 /// Where the client commands look for a server unless `--address` or `DROVER_ADDR` say
 /// otherwise: the server's default bind address (`ServerConfig::new`), on loopback.
@@ -45,6 +47,42 @@ pub struct ClientArgs {
     /// on; `*` lists every namespace
     #[arg(long, global = true, env = "DROVER_NAMESPACE", default_value = drover_core::DEFAULT_NAMESPACE)]
     pub namespace: String,
+    /// The cluster CA's certificate: talk TLS and trust servers it signed
+    #[arg(
+        long = "ca-cert",
+        global = true,
+        env = "DROVER_CACERT",
+        value_name = "FILE"
+    )]
+    pub ca_cert: Option<PathBuf>,
+    /// This operator's certificate, for servers that verify incoming connections
+    #[arg(
+        long = "client-cert",
+        global = true,
+        env = "DROVER_CLIENT_CERT",
+        value_name = "FILE"
+    )]
+    pub client_cert: Option<PathBuf>,
+    /// The key of --client-cert
+    #[arg(
+        long = "client-key",
+        global = true,
+        env = "DROVER_CLIENT_KEY",
+        value_name = "FILE"
+    )]
+    pub client_key: Option<PathBuf>,
+}
+
+impl ClientArgs {
+    /// The TLS files given; servers' certificates are checked for the server role.
+    pub fn tls(&self) -> TlsFiles {
+        TlsFiles {
+            ca_file: self.ca_cert.clone(),
+            cert_file: self.client_cert.clone(),
+            key_file: self.client_key.clone(),
+            verify_server_hostname: true,
+        }
+    }
 }
 
 /// A connection to one drover server, with a typed client per service.
@@ -62,18 +100,23 @@ impl Client {
     /// Connects at once, so an unreachable or mistyped address fails here with one line
     /// naming it, instead of as an opaque transport error from the first call.
     pub async fn connect(address: &str) -> Result<Client, CliError> {
-        Self::connect_with(address, DEFAULT_TIMEOUT).await
+        Self::connect_with(address, DEFAULT_TIMEOUT, &TlsFiles::default()).await
     }
 
-    /// [`Self::connect`] with a deadline of `timeout` on every unary call.
-    pub async fn connect_with(address: &str, timeout: Duration) -> Result<Client, CliError> {
-        let address = normalize(address);
+    /// [`Self::connect`] with a deadline of `timeout` on every unary call, over TLS when
+    /// `tls` names a CA.
+    pub async fn connect_with(
+        address: &str,
+        timeout: Duration,
+        tls: &TlsFiles,
+    ) -> Result<Client, CliError> {
+        let address = drover_proto::tls::url(address, tls);
         let unreachable = |reason: String| CliError::Connect {
             address: address.clone(),
             reason,
         };
-        let endpoint = Endpoint::from_shared(address.clone())
-            .map_err(|e| unreachable(format!("not a valid address ({})", root_cause(&e))))?
+        let endpoint = drover_proto::tls::endpoint(&address, tls)
+            .map_err(|e| unreachable(e.to_string()))?
             .connect_timeout(CONNECT_TIMEOUT);
         let streams = endpoint.connect_lazy();
         let channel = endpoint
@@ -149,15 +192,6 @@ impl Client {
 }
 
 /// `host:port` without a scheme is taken as plain http, as operators type it.
-fn normalize(address: &str) -> String {
-    let address = address.trim();
-    if address.contains("://") {
-        address.to_string()
-    } else {
-        format!("http://{address}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,7 +204,11 @@ mod tests {
             (" https://drover:4647 ", "https://drover:4647"),
         ];
         for (given, want) in cases {
-            assert_eq!(normalize(given), want, "{given:?}");
+            assert_eq!(
+                drover_proto::tls::url(given, &TlsFiles::default()),
+                want,
+                "{given:?}"
+            );
         }
     }
 

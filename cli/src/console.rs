@@ -14,6 +14,7 @@ pub struct ConsoleArgs {
 
 pub async fn run(args: ConsoleArgs) -> anyhow::Result<()> {
     drover_tui::run(ConsoleOptions {
+        tls: args.client.tls(),
         address: args.client.address,
         read_only: args.read_only,
     })

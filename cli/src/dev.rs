@@ -123,6 +123,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         drover_tui::run(drover_tui::ConsoleOptions {
             address: url.clone(),
             read_only: false,
+            tls: Default::default(),
         })
         .await
         .map_err(anyhow::Error::from)

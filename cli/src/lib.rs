@@ -26,6 +26,7 @@ pub mod output;
 pub mod resolve;
 pub mod serve;
 pub mod servers;
+pub mod tls;
 pub mod workers;
 
 pub use client::{Client, ClientArgs, DEFAULT_ADDRESS};

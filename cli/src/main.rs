@@ -92,6 +92,12 @@ enum Command {
     /// Measure how fast a server places allocations on simulated nodes (starts its own
     /// server unless given --address)
     Bench(BenchArgs),
+    /// Make a cluster CA and certificates for mutual TLS (`tls ca create`,
+    /// `tls cert create -server|-client|-cli`)
+    Tls {
+        #[command(subcommand)]
+        command: drover_cli::tls::TlsCommand,
+    },
     /// Print drover's version
     Version,
     /// Print a shell completion script (`drover completion bash > /etc/bash_completion.d/drover`)
@@ -208,6 +214,10 @@ async fn run(command: Command) -> anyhow::Result<Exit> {
             drover_cli::bench::run(args, out).await?;
             Exit::OK
         }
+        Command::Tls { command } => {
+            drover_cli::tls::run(command, out)?;
+            Exit::OK
+        }
         Command::Version => {
             writeln!(out, "drover {}", env!("CARGO_PKG_VERSION")).map_err(CliError::Output)?;
             Exit::OK
@@ -224,7 +234,9 @@ async fn run(command: Command) -> anyhow::Result<Exit> {
 }
 
 async fn connect(args: &ClientArgs) -> Result<Client, CliError> {
-    Ok(Client::connect_with(&args.address, args.timeout)
-        .await?
-        .with_namespace(&args.namespace))
+    Ok(
+        Client::connect_with(&args.address, args.timeout, &args.tls())
+            .await?
+            .with_namespace(&args.namespace),
+    )
 }

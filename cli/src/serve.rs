@@ -127,10 +127,18 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
         .serve(ApiOptions::default())
         .await
         .context("gRPC API does not start")?;
+    let scheme = if config.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
     println!(
-        "==> drover server {} listening on http://{} (data dir {})",
+        "==> drover server {} listening on {scheme}://{} (raft on {}, data dir {})",
         config.server_id,
         api.local_addr(),
+        server
+            .raft_addr()
+            .map_or_else(|| "-".to_string(), |a| a.to_string()),
         config.data_dir.display()
     );
     if let Some(metrics) = &config.metrics_addr {

@@ -13,6 +13,7 @@
 
 pub mod convert;
 pub mod paging;
+pub mod tls;
 
 /// The generated code of package `drover.v1`.
 ///

@@ -74,7 +74,14 @@ impl Server {
             raft_bind.clone()
         };
         let transport = GrpcTransport::new(config.max_message_bytes, PEER_CONNECT_TIMEOUT)
-            .with_secret(secret.clone());
+            .with_secret(secret.clone())
+            .with_tls(config.tls.clone());
+        let raft_tls = config
+            .tls
+            .as_ref()
+            .map(crate::tls::ServerTls::raft_listener)
+            .transpose()
+            .map_err(|e| config_error(format!("tls: {e}")))?;
         let raft_config = config
             .raft_config(&advertise)
             .with_events(Arc::new(sink))
@@ -85,6 +92,7 @@ impl Server {
             RaftGrpcService::new(raft.rpc_handler()),
             secret,
             config.max_message_bytes,
+            raft_tls,
         )
         .map_err(|e| config_error(format!("cannot serve raft on {raft_bind}: {e}")))?;
         let state = raft.state();
@@ -188,8 +196,17 @@ impl Server {
     ) -> Result<crate::api::ApiServer, crate::api::ServeError> {
         let handle = self.handle.clone();
         let addr = handle.inner.config.bind_addr.clone();
+        let tls = handle.inner.config.tls.is_some();
         let router = crate::api::router(handle, opts).await?;
-        crate::api::serve(router, &addr).await
+        let api = crate::api::serve(router, &addr).await?;
+        if !tls && !api.local_addr().ip().is_loopback() {
+            tracing::warn!(
+                addr = %api.local_addr(),
+                "the API is served WITHOUT TLS on a non-loopback address: anyone who can reach \
+                 it can read and change the cluster; configure tls {{ ... }} (see `drover tls`)"
+            );
+        }
+        Ok(api)
     }
 
     /// Stops the workers, the leader duties and the Raft node, in that order.

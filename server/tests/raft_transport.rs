@@ -146,11 +146,21 @@ async fn three_servers_with_the_secret_form_a_cluster() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     };
-    let h = servers[leader as usize - 1].handle();
-    let reg = h
-        .register_node(registration(1, ""))
-        .await
-        .expect("write on the leader");
+    // The write goes to the agreed leader; should an election move it meanwhile, to the
+    // next one.
+    let mut h = servers[leader as usize - 1].handle();
+    let reg = loop {
+        match h.register_node(registration(1, "")).await {
+            Ok(reg) => break reg,
+            Err(e) => {
+                assert!(tokio::time::Instant::now() < deadline, "no write: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                if let Some(s) = servers.iter().find(|s| s.handle().is_leader()) {
+                    h = s.handle();
+                }
+            }
+        }
+    };
     for s in &servers {
         let snap = s
             .handle()

@@ -12,5 +12,10 @@ async fn main() -> Result<(), drover_tui::ConsoleError> {
             address = arg;
         }
     }
-    drover_tui::run(drover_tui::ConsoleOptions { address, read_only }).await
+    drover_tui::run(drover_tui::ConsoleOptions {
+        address,
+        read_only,
+        tls: Default::default(),
+    })
+    .await
 }

@@ -4,11 +4,11 @@
 /// console shows it and reconnects by itself.
 #[derive(Debug, thiserror::Error)]
 pub enum ConsoleError {
-    #[error("invalid server address {address:?}")]
+    #[error("cannot use server address {address:?}: {source}")]
     Address {
         address: String,
         #[source]
-        source: tonic::transport::Error,
+        source: drover_proto::tls::EndpointError,
     },
     #[error("terminal i/o failed")]
     Terminal(#[from] std::io::Error),

@@ -48,6 +48,8 @@ pub struct ConsoleOptions {
     pub address: String,
     /// Hide and refuse every action: for watching a cluster without the risk of a stray key.
     pub read_only: bool,
+    /// TLS towards the server (a CA turns it on; a certificate for servers that verify).
+    pub tls: drover_proto::tls::TlsFiles,
 }
 
 fn now() -> Timestamp {
@@ -62,7 +64,7 @@ fn now() -> Timestamp {
 /// mode, mouse) and gives it back however this returns, panics included. A server that is
 /// down or goes away is not an error: the console says so and reconnects by itself.
 pub async fn run(options: ConsoleOptions) -> Result<(), ConsoleError> {
-    let channels = net::Channels::lazy(&options.address)?;
+    let channels = net::Channels::lazy(&options.address, &options.tls)?;
     let mut session = terminal::Session::start()?;
 
     let (update_tx, mut updates) = mpsc::channel::<Update>(1_024);

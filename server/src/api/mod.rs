@@ -121,10 +121,7 @@ impl Api {
 
 /// Every drover service (and health and reflection) on one tonic router. Raft is not
 /// here: it has its own authenticated listener (`crate::raft::listener`).
-pub async fn router(
-    handle: ServerHandle,
-    opts: ApiOptions,
-) -> Result<Router, tonic_reflection::server::Error> {
+pub async fn router(handle: ServerHandle, opts: ApiOptions) -> Result<Router, ServeError> {
     let max = opts
         .max_message_bytes
         .unwrap_or(handle.config().max_message_bytes);
@@ -150,7 +147,16 @@ pub async fn router(
                 .max_encoding_message_size(max)
         };
     }
-    Ok(tonic::transport::Server::builder()
+    let mut builder = tonic::transport::Server::builder();
+    if let Some(tls) = &api.handle.config().tls {
+        let config = tls
+            .api_listener()
+            .map_err(|e| ServeError::Tls(e.to_string()))?;
+        builder = builder
+            .tls_config(config)
+            .map_err(|e| ServeError::Tls(e.to_string()))?;
+    }
+    Ok(builder
         .concurrency_limit_per_connection(per_connection)
         .add_service(health)
         .add_service(reflection)
@@ -198,6 +204,8 @@ pub enum ServeError {
     },
     #[error("cannot build the reflection service: {0}")]
     Reflection(#[from] tonic_reflection::server::Error),
+    #[error("tls: {0}")]
+    Tls(String),
 }
 
 /// How long [`ApiServer::shutdown`] waits for open connections to finish.

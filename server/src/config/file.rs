@@ -8,6 +8,8 @@
 //! raft_addr    = "10.0.0.5:4648"          # server-to-server; default: the next port
 //! cluster_secret = "..."                  # shared by every server; required with peers
 //! metrics_addr = "127.0.0.1:9464"
+//! tls       { ca_file = "ca.pem"  cert_file = "server.pem"  key_file = "server-key.pem"
+//!             verify_incoming = true  verify_server_hostname = true }
 //! workers   { count = 2  enabled = ["service", "batch"]  wait_index_limit = "5s" }
 //! heartbeat { min_ttl = "10s"  max_per_second = 50  grace = "10s"  failover_ttl = "5m" }
 //! health    { lost_grace = "1m"  flaky_threshold = 3  flaky_cool_down = "15m" }
@@ -71,6 +73,7 @@ pub struct ConfigFile {
     pub limits: Option<LimitsBlock>,
     pub gc: Option<GcBlock>,
     pub raft: Option<RaftBlock>,
+    pub tls: Option<TlsBlock>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -138,6 +141,18 @@ pub struct GcBlock {
     pub interval: Option<Duration>,
     #[serde(default, with = "humantime_serde")]
     pub threshold: Option<Duration>,
+}
+
+/// `tls { ca_file cert_file key_file verify_incoming verify_server_hostname }`: all three
+/// files are required; both checks default to on.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsBlock {
+    pub ca_file: Option<PathBuf>,
+    pub cert_file: Option<PathBuf>,
+    pub key_file: Option<PathBuf>,
+    pub verify_incoming: Option<bool>,
+    pub verify_server_hostname: Option<bool>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -266,6 +281,22 @@ impl ConfigFile {
                 });
             }
             config.raft.snapshot_every = v;
+        }
+        if let Some(t) = &self.tls {
+            let file = |key: &'static str, v: &Option<PathBuf>| {
+                v.clone().ok_or(ConfigError::Value {
+                    key,
+                    value: String::new(),
+                    reason: "is required in a tls block".into(),
+                })
+            };
+            config.tls = Some(crate::tls::ServerTls {
+                ca_file: file("tls.ca_file", &t.ca_file)?,
+                cert_file: file("tls.cert_file", &t.cert_file)?,
+                key_file: file("tls.key_file", &t.key_file)?,
+                verify_incoming: t.verify_incoming.unwrap_or(true),
+                verify_server_hostname: t.verify_server_hostname.unwrap_or(true),
+            });
         }
         Ok(())
     }

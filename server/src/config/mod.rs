@@ -96,6 +96,8 @@ pub struct ServerConfig {
     /// The key servers present to each other on the Raft listener. Required when the
     /// cluster has peers; a single server without one gets a random key nobody knows.
     pub cluster_secret: Option<String>,
+    /// TLS on both listeners and on calls to the other servers; `None`: plaintext.
+    pub tls: Option<crate::tls::ServerTls>,
     pub bootstrap: Bootstrap,
     pub raft: RaftTimings,
     pub workers: WorkerSettings,
@@ -139,6 +141,7 @@ impl ServerConfig {
             bind_addr: "127.0.0.1:4647".into(),
             raft_addr: None,
             cluster_secret: None,
+            tls: None,
             bootstrap: Bootstrap::SingleNode,
             raft: RaftTimings::default(),
             workers: WorkerSettings::default(),

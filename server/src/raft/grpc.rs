@@ -30,6 +30,8 @@ pub struct GrpcTransport {
     connect_timeout: Duration,
     /// Presented on every call; peers refuse calls without it.
     secret: Option<ClusterSecret>,
+    /// Calls peers over TLS with this server's certificate.
+    tls: Option<crate::tls::ServerTls>,
 }
 
 impl fmt::Debug for GrpcTransport {
@@ -54,7 +56,14 @@ impl GrpcTransport {
             max_message_bytes,
             connect_timeout,
             secret: None,
+            tls: None,
         }
+    }
+
+    /// Calls peers over TLS (see [`crate::tls`]).
+    pub fn with_tls(mut self, tls: Option<crate::tls::ServerTls>) -> Self {
+        self.tls = tls;
+        self
     }
 
     /// Presents `secret` on every call (see [`super::listener`]).
@@ -72,16 +81,27 @@ impl GrpcTransport {
         if let Some(c) = clients.get(addr) {
             return Ok(c.clone());
         }
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
         let uri = if addr.contains("://") {
             addr.to_string()
         } else {
-            format!("http://{addr}")
+            format!("{scheme}://{addr}")
         };
-        let endpoint = Endpoint::from_shared(uri).map_err(|e| TransportError::Unreachable {
+        let unreachable = |reason: String| TransportError::Unreachable {
             target,
             addr: addr.to_string(),
-            reason: format!("bad address: {e}"),
-        })?;
+            reason,
+        };
+        let mut endpoint =
+            Endpoint::from_shared(uri).map_err(|e| unreachable(format!("bad address: {e}")))?;
+        if let Some(tls) = &self.tls {
+            let config = tls
+                .peer_client(drover_proto::tls::host_of(addr))
+                .map_err(|e| unreachable(format!("tls: {e}")))?;
+            endpoint = endpoint
+                .tls_config(config)
+                .map_err(|e| unreachable(format!("tls: {e}")))?;
+        }
         let channel = endpoint
             .connect_timeout(self.connect_timeout)
             .tcp_nodelay(true)

@@ -107,12 +107,14 @@ pub struct RaftListener {
 }
 
 impl RaftListener {
-    /// Serves `service` on `listener`, refusing calls without `secret`.
+    /// Serves `service` on `listener`, refusing calls without `secret` (and, with `tls`,
+    /// connections without a certificate the cluster CA signed).
     pub fn serve(
         listener: TcpListener,
         service: RaftGrpcService,
         secret: ClusterSecret,
         max_message_bytes: usize,
+        tls: Option<tonic::transport::ServerTlsConfig>,
     ) -> std::io::Result<Self> {
         let addr = listener.local_addr()?;
         let svc = InterceptedService::new(service.into_server(max_message_bytes), move |req| {
@@ -120,13 +122,18 @@ impl RaftListener {
         });
         let (stop, stopped) = oneshot::channel::<()>();
         let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
-        let task = tokio::spawn(
-            tonic::transport::Server::builder()
-                .add_service(svc)
-                .serve_with_incoming_shutdown(incoming, async {
-                    let _ = stopped.await;
-                }),
-        );
+        let mut builder = tonic::transport::Server::builder();
+        if let Some(tls) = tls {
+            builder = builder
+                .tls_config(tls)
+                .map_err(|e| std::io::Error::other(format!("tls: {e}")))?;
+        }
+        let task = tokio::spawn(builder.add_service(svc).serve_with_incoming_shutdown(
+            incoming,
+            async {
+                let _ = stopped.await;
+            },
+        ));
         tracing::info!(%addr, "Raft listening (server-to-server)");
         Ok(Self {
             addr,

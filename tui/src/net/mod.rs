@@ -17,7 +17,7 @@ use drover_proto::v1 as pb;
 use pb::event_service_client::EventServiceClient;
 use std::time::Duration;
 use tokio::sync::mpsc;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 /// How often the leader-only structures (workers, broker, plan queue, blocked evaluations)
 /// are read again: they live in memory on the leader and are not on the event stream.
@@ -38,13 +38,8 @@ pub struct Channels {
 
 impl Channels {
     /// Channels that connect on first use (and reconnect after failures by themselves).
-    pub fn lazy(address: &str) -> Result<Self, ConsoleError> {
-        let uri = if address.contains("://") {
-            address.to_owned()
-        } else {
-            format!("http://{address}")
-        };
-        let endpoint = Endpoint::from_shared(uri.clone())
+    pub fn lazy(address: &str, tls: &drover_proto::tls::TlsFiles) -> Result<Self, ConsoleError> {
+        let endpoint = drover_proto::tls::endpoint(address, tls)
             .map_err(|source| ConsoleError::Address {
                 address: address.to_owned(),
                 source,
