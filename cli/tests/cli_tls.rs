@@ -62,16 +62,24 @@ tls {{
 
     let cert = format!("{d}/global-cli-drover.pem");
     let key = format!("{d}/global-cli-drover-key.pem");
-    let with_cert = [
-        "server",
-        "members",
-        "--ca-cert",
-        &ca,
-        "--client-cert",
-        &cert,
-        "--client-key",
-        &key,
-    ];
+    // Any command, as an operator with the CLI certificate.
+    let as_operator = |args: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        v.extend(
+            [
+                "--ca-cert",
+                &ca,
+                "--client-cert",
+                &cert,
+                "--client-key",
+                &key,
+            ]
+            .map(String::from),
+        );
+        v
+    };
+    let with_cert = as_operator(&["server", "members"]);
+    let with_cert: Vec<&str> = with_cert.iter().map(String::as_str).collect();
     eventually("members over TLS", DEADLINE, || async {
         let out = drover_at(&address, &with_cert).await;
         (code(&out) == 0 && stdout(&out).contains("leader")).then_some(())
@@ -95,17 +103,8 @@ tls {{
             &format!("{d}/global-client-drover-key.pem"),
         ],
     );
-    let node_status = [
-        "node",
-        "status",
-        "-json",
-        "--ca-cert",
-        &ca,
-        "--client-cert",
-        &cert,
-        "--client-key",
-        &key,
-    ];
+    let node_status = as_operator(&["node", "status", "-json"]);
+    let node_status: Vec<&str> = node_status.iter().map(String::as_str).collect();
     eventually("the agent's node over TLS", DEADLINE, || async {
         let out = drover_at(&address, &node_status).await;
         let nodes: serde_json::Value = serde_json::from_str(&stdout(&out)).ok()?;

@@ -3,7 +3,9 @@
 
 mod common;
 
-use common::{DEADLINE, init_tracing, registration, start_with};
+use common::{
+    DEADLINE, cluster_configs, init_tracing, register_on_leader, registration, start_with,
+};
 use drover_proto::v1::RaftRequest;
 use drover_proto::v1::raft_service_client::RaftServiceClient;
 use drover_server::raft::{Bootstrap, CLUSTER_SECRET_HEADER};
@@ -101,35 +103,13 @@ async fn a_cluster_with_peers_needs_a_secret() {
     assert!(err.to_string().contains("at least 16"), "{err}");
 }
 
-/// Free loopback ports for the Raft listeners: the membership must name them up front.
-fn free_ports(n: usize) -> Vec<u16> {
-    let held: Vec<std::net::TcpListener> = (0..n)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    held.iter()
-        .map(|l| l.local_addr().unwrap().port())
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn three_servers_with_the_secret_form_a_cluster() {
     init_tracing();
-    let ports = free_ports(3);
-    let members: BTreeMap<u64, String> = (1..=3)
-        .map(|id| (id, format!("127.0.0.1:{}", ports[id as usize - 1])))
-        .collect();
-    let mut dirs = Vec::new();
+    let (configs, _dirs) = cluster_configs(3, SECRET);
     let mut servers = Vec::new();
-    for id in 1..=3u64 {
-        let dir = tempfile::tempdir().unwrap();
-        let mut config = ServerConfig::for_tests(dir.path());
-        config.server_id = id;
-        config.name = format!("drover-{id}");
-        config.raft_addr = Some(members[&id].clone());
-        config.cluster_secret = Some(SECRET.into());
-        config.bootstrap = Bootstrap::Cluster(members.clone());
+    for config in configs {
         servers.push(Server::start(config).await.expect("server starts"));
-        dirs.push(dir);
     }
     let deadline = tokio::time::Instant::now() + DEADLINE;
     let leader = loop {
@@ -146,21 +126,8 @@ async fn three_servers_with_the_secret_form_a_cluster() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     };
-    // The write goes to the agreed leader; should an election move it meanwhile, to the
-    // next one.
-    let mut h = servers[leader as usize - 1].handle();
-    let reg = loop {
-        match h.register_node(registration(1, "")).await {
-            Ok(reg) => break reg,
-            Err(e) => {
-                assert!(tokio::time::Instant::now() < deadline, "no write: {e}");
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                if let Some(s) = servers.iter().find(|s| s.handle().is_leader()) {
-                    h = s.handle();
-                }
-            }
-        }
-    };
+    assert!(servers[leader as usize - 1].handle().is_leader());
+    let reg = register_on_leader(&servers).await;
     for s in &servers {
         let snap = s
             .handle()

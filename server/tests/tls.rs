@@ -3,15 +3,13 @@
 
 mod common;
 
-use common::{DEADLINE, init_tracing, registration, start_with};
+use common::{DEADLINE, cluster_configs, init_tracing, register_on_leader, start_with};
 use drover_proto::tls::{TlsFiles, endpoint};
 use drover_proto::v1 as pb;
 use drover_proto::v1::status_service_client::StatusServiceClient;
-use drover_server::raft::Bootstrap;
 use drover_server::tls::ServerTls;
 use drover_server::tls::dev_certs::{Pem, Role, create_ca, create_cert};
 use drover_server::{Server, ServerConfig};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 struct Certs {
@@ -104,45 +102,14 @@ async fn verify_incoming_refuses_clients_without_a_certificate() {
 async fn servers_form_a_cluster_over_tls() {
     init_tracing();
     let certs = Certs::new();
-    let ports: Vec<u16> = (0..3)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect::<Vec<_>>()
-        .iter()
-        .map(|l| l.local_addr().unwrap().port())
-        .collect();
-    let members: BTreeMap<u64, String> = (1..=3)
-        .map(|id| (id, format!("127.0.0.1:{}", ports[id as usize - 1])))
-        .collect();
-    let mut dirs = Vec::new();
+    let (configs, _dirs) = cluster_configs(3, "a-secret-for-three-servers");
     let mut servers = Vec::new();
-    for id in 1..=3u64 {
-        let dir = tempfile::tempdir().unwrap();
-        let mut config = ServerConfig::for_tests(dir.path());
-        config.server_id = id;
-        config.raft_addr = Some(members[&id].clone());
-        config.cluster_secret = Some("a-secret-for-three-servers".into());
-        config.bootstrap = Bootstrap::Cluster(members.clone());
+    for mut config in configs {
         config.tls = Some(certs.server());
         servers.push(Server::start(config).await.expect("server starts"));
-        dirs.push(dir);
     }
-    // A write succeeds on whichever server leads once the cluster has settled (an
-    // election may still move the leadership while the TLS connections come up).
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    let reg = loop {
-        let mut done = None;
-        for s in servers.iter().filter(|s| s.handle().is_leader()) {
-            if let Ok(reg) = s.handle().register_node(registration(1, "")).await {
-                done = Some(reg);
-                break;
-            }
-        }
-        if let Some(reg) = done {
-            break reg;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "no write over TLS");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    };
+    // An election may still move the leadership while the TLS connections come up.
+    let reg = register_on_leader(&servers).await;
     for s in &servers {
         let snap = s
             .handle()

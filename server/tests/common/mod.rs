@@ -167,3 +167,53 @@ where
         let _ = tokio::time::timeout_at(step.min(deadline), rx.changed()).await;
     }
 }
+
+/// Free loopback ports, held only while chosen: a cluster's Raft addresses must be named
+/// before its servers start.
+pub fn free_ports(n: usize) -> Vec<u16> {
+    let held: Vec<std::net::TcpListener> = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    held.iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect()
+}
+
+/// Test configs for a cluster of `n` servers on loopback that know each other by their
+/// Raft addresses and share `secret`, each with its own data dir (kept alive by the
+/// returned dirs).
+pub fn cluster_configs(n: u64, secret: &str) -> (Vec<ServerConfig>, Vec<tempfile::TempDir>) {
+    let ports = free_ports(n as usize);
+    let members: std::collections::BTreeMap<u64, String> = (1..=n)
+        .map(|id| (id, format!("127.0.0.1:{}", ports[id as usize - 1])))
+        .collect();
+    (1..=n)
+        .map(|id| {
+            let dir = tempfile::tempdir().unwrap();
+            let mut config = ServerConfig::for_tests(dir.path());
+            config.server_id = id;
+            config.name = format!("drover-{id}");
+            config.raft_addr = Some(members[&id].clone());
+            config.cluster_secret = Some(secret.into());
+            config.bootstrap = drover_server::raft::Bootstrap::Cluster(members.clone());
+            (config, dir)
+        })
+        .unzip()
+}
+
+/// Registers node 1 on whichever server leads, trying again while an election settles.
+pub async fn register_on_leader(servers: &[Server]) -> NodeRegistered {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        for s in servers.iter().filter(|s| s.handle().is_leader()) {
+            if let Ok(reg) = s.handle().register_node(registration(1, "")).await {
+                return reg;
+            }
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no write on a leader"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
