@@ -193,19 +193,7 @@ impl App {
             }
             KeyCode::Enter => {
                 self.mode = Mode::Normal;
-                let name = text.trim();
-                if matches!(name, "q" | "quit") {
-                    return Action::Quit;
-                }
-                if name == "help" {
-                    self.mode = Mode::Help;
-                } else if let Some(view) = ViewKind::parse(name)
-                    && (view != ViewKind::Allocs || self.alloc_job.is_some())
-                {
-                    self.switch_to(view);
-                } else {
-                    self.tell(format!("unknown command :{name}"), Tone::Bad);
-                }
+                return self.run_command_line(&text);
             }
             _ => {}
         }
@@ -232,7 +220,7 @@ impl App {
         Action::None
     }
 
-    fn submit_prompt(&mut self, prompt: Prompt) {
+    pub(super) fn submit_prompt(&mut self, prompt: Prompt) {
         match prompt.kind {
             PromptKind::DrainDeadline(nodes) => match parse_deadline(&prompt.input) {
                 Ok(deadline) => {

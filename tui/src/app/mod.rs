@@ -3,6 +3,8 @@
 //! the runtime must carry out. Tests drive it directly.
 
 mod actions;
+mod command_line;
+mod filter;
 mod input;
 mod keys;
 mod list;
@@ -11,6 +13,8 @@ mod order;
 mod rate;
 mod refresh;
 
+pub use command_line::{CommandLine, NodeVerb};
+pub use filter::RowFilter;
 pub use input::{Action, Command, Connection, Input, Update};
 pub use list::{ListState, RowKey, Sort, SortKey, natural_cmp, natural_key};
 pub use modes::{Confirm, Mode, Prompt, PromptKind};
@@ -22,11 +26,17 @@ use crate::model::Cluster;
 use crate::views::{Ctx, HealthFilter, TOPICS, TableView, Tone, ViewKind};
 use drover_core::{Allocation, JobKey, Timestamp};
 
+/// How long a notice stays in the status bar: long enough to read a sentence, short
+/// enough that an old outcome is not taken for the state of things now.
+pub const NOTICE_TTL: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// A message in the status bar, and how it should read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Notice {
     pub text: String,
     pub tone: Tone,
+    /// When it was told; it goes once [`NOTICE_TTL`] has passed.
+    pub since: Timestamp,
 }
 
 #[derive(Debug)]
@@ -94,6 +104,13 @@ impl App {
             Input::Tick(now) => {
                 self.now = now;
                 self.placements.advance(now);
+                if self
+                    .notice
+                    .as_ref()
+                    .is_some_and(|n| now.since(n.since) >= NOTICE_TTL)
+                {
+                    self.notice = None;
+                }
                 self.dirty = true;
                 Action::None
             }
@@ -267,18 +284,10 @@ impl App {
                 self.cluster.blocked = rows;
                 self.invalidate(ViewKind::Blocked);
             }
-            Update::CommandDone(result) => {
-                self.notice = Some(match result {
-                    Ok(text) => Notice {
-                        text,
-                        tone: Tone::Good,
-                    },
-                    Err(text) => Notice {
-                        text,
-                        tone: Tone::Bad,
-                    },
-                });
-            }
+            Update::CommandDone(result) => match result {
+                Ok(text) => self.tell(text, Tone::Good),
+                Err(text) => self.tell(text, Tone::Bad),
+            },
             // Read by the detail pane only: no row moves.
             Update::AllocDetail(alloc) => self.alloc_detail = Some(*alloc),
         }
@@ -288,6 +297,7 @@ impl App {
         self.notice = Some(Notice {
             text: text.into(),
             tone,
+            since: self.now,
         });
     }
 }

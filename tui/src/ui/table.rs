@@ -144,12 +144,18 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         lines.push(line);
     }
     if list.order.is_empty() {
-        let empty = if list.filter.is_empty() {
-            "  nothing here yet"
-        } else {
-            "  no row matches the filter (esc clears it)"
+        let filter = crate::app::RowFilter::parse(&list.filter);
+        let (empty, tone) = match filter.error() {
+            Some(why) => (format!("  {why}"), crate::views::Tone::Bad),
+            None if list.filter.is_empty() => {
+                ("  nothing here yet".to_owned(), crate::views::Tone::Dim)
+            }
+            None => (
+                "  no row matches the filter (esc clears it)".to_owned(),
+                crate::views::Tone::Dim,
+            ),
         };
-        lines.push(Line::styled(empty, theme.tone(crate::views::Tone::Dim)));
+        lines.push(Line::styled(empty, theme.tone(tone)));
     }
     frame.render_widget(Paragraph::new(lines), inner);
 }

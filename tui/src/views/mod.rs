@@ -240,18 +240,29 @@ pub trait TableView: Sync {
 
 /// The keys every view takes, listed first in the help.
 pub const GLOBAL_KEYS: &[KeyHelp] = &[
-    key("j/k ↑/↓", "move the selection"),
-    key("pgup/pgdn home/end", "move by a page, to the ends"),
+    key(
+        "j/k ↑/↓ pgup/pgdn",
+        "move the selection (home/end: to the ends)",
+    ),
     key("tab / shift-tab", "next / previous view"),
     key(
         ":nodes :evals …",
         "go to a view (:blocked :workers :jobs :events too)",
     ),
-    key("/", "filter rows (esc clears)"),
+    key(
+        ":node offline ID",
+        "also online, drain, undrain; ID: name or id prefix",
+    ),
+    key(
+        ":workers pause",
+        "or resume (all, or one: :worker pause ID); :job stop ID",
+    ),
+    key("/", "filter: text, !text inverts, ~regex (esc clears)"),
     key("1-9", "sort by that column (again: reverse)"),
-    key("enter", "open the detail / drill down"),
-    key("esc", "close, clear the filter, go back"),
+    key(
+        "enter / esc",
+        "open the detail, drill down / close, clear, go back",
+    ),
     key("y", "copy the selected id to the clipboard"),
-    key("?", "this help"),
-    key("q ctrl-c", "quit"),
+    key("? / q ctrl-c", "this help / quit"),
 ];

@@ -321,3 +321,4 @@ fn connection_changes_reach_the_state() {
 }
 
 mod actions;
+mod typing;
