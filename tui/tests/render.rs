@@ -118,23 +118,44 @@ fn no_color_draws_without_colours() {
     }
 }
 
+/// Whatever view is shown, the header's first line says what of scheduling is paused.
 #[test]
-fn the_header_says_when_the_eval_broker_is_paused() {
-    let mut app = fixtures::app(40, 200, 120, 40);
-    let header = |app: &mut App| {
-        screen(app, Theme { color: false })
-            .lines()
-            .next()
-            .unwrap()
-            .to_owned()
-    };
-    assert!(!header(&mut app).contains("paused"));
-    let mut stats = app.cluster.stats.clone();
-    stats.broker_paused = true;
-    app.handle(Input::Update(Update::Scheduling(stats)));
-    assert!(
-        header(&mut app).contains("eval broker paused"),
-        "{}",
-        header(&mut app)
-    );
+fn the_header_says_when_scheduling_is_paused() {
+    use drover_tui::model::WorkerStatusLabel;
+    // (broker paused, workers paused of the fixture's four, what the first line ends with)
+    let cases: [(bool, usize, &str); 5] = [
+        (false, 0, "index 1020"),
+        (false, 2, "index 1020  2 of 4 workers paused"),
+        (true, 0, "scheduling paused: eval broker paused"),
+        (false, 4, "scheduling paused: all 4 workers paused"),
+        (
+            true,
+            1,
+            "scheduling paused: eval broker paused, 1 of 4 workers paused",
+        ),
+    ];
+    for (broker, workers, want) in cases {
+        for view in [":nodes\n", ":jobs\n", ":events\n"] {
+            let mut app = fixtures::app(40, 200, 120, 40);
+            let mut stats = app.cluster.stats.clone();
+            stats.broker_paused = broker;
+            let mut list = fixtures::workers();
+            for (i, w) in list.iter_mut().enumerate() {
+                w.status = if i < workers {
+                    WorkerStatusLabel::Paused
+                } else {
+                    WorkerStatusLabel::Started
+                };
+            }
+            app.handle(Input::Update(Update::Scheduling(stats)));
+            app.handle(Input::Update(Update::Workers(list)));
+            keys(&mut app, view);
+            let text = screen(&mut app, Theme { color: false });
+            let first = text.lines().next().unwrap_or_default();
+            assert!(
+                first.ends_with(want),
+                "{broker} {workers} {view:?}: {first}"
+            );
+        }
+    }
 }

@@ -78,7 +78,7 @@ pub fn touched_by(
         Change::EvalRemoved(id) => rows.push((ViewKind::Evals, RowKey::Eval(*id))),
         Change::Job(job) => rows.push((ViewKind::Jobs, RowKey::Job(job.key.clone()))),
         Change::JobRemoved(key) => rows.push((ViewKind::Jobs, RowKey::Job(key.clone()))),
-        Change::LogOnly => {}
+        Change::SchedulerConfig { .. } | Change::LogOnly => {}
     }
 }
 

@@ -35,7 +35,12 @@ pub enum Change {
     EvalRemoved(EvalId),
     Job(JobRow),
     JobRemoved(JobKey),
-    /// Something the console shows only in the event log (scheduler configuration).
+    /// The scheduler configuration changed: whether the eval broker is paused, which the
+    /// header shows at once rather than at the next poll of the broker.
+    SchedulerConfig {
+        pause_eval_broker: bool,
+    },
+    /// Something the console shows only in the event log.
     LogOnly,
 }
 
@@ -311,7 +316,9 @@ pub fn decode_event(e: pb::Event) -> Result<(Change, EventRow), DecodeError> {
             "purged".to_owned(),
         ),
         Some(Payload::SchedulerConfig(c)) => (
-            Change::LogOnly,
+            Change::SchedulerConfig {
+                pause_eval_broker: c.pause_eval_broker,
+            },
             format!(
                 "pause_eval_broker={} reject_job_registration={}",
                 c.pause_eval_broker, c.reject_job_registration

@@ -128,6 +128,9 @@ impl Cluster {
             Change::JobRemoved(key) => {
                 self.jobs.remove(&key);
             }
+            Change::SchedulerConfig { pause_eval_broker } => {
+                self.stats.broker_paused = pause_eval_broker;
+            }
             Change::LogOnly => {}
         }
         false
