@@ -124,11 +124,38 @@ pub fn snapshot(nodes: u64, allocs: u64) -> Snapshot {
             2 => EvalStatus::Blocked,
             _ => EvalStatus::Complete,
         };
-        if i == 9 || i == 2 {
+        eval.modify_index = 100 + i as u64;
+        eval.modify_time = eval.create_time;
+        if i == 2 {
             eval.status = EvalStatus::Blocked;
             eval.triggered_by = TriggeredBy::QueuedAllocs;
             eval.failed_tg_allocs = BTreeMap::from([("web".to_owned(), placement_failure())]);
             eval.queued_allocations = BTreeMap::from([("web".to_owned(), 4)]);
+        }
+        if i == 9 {
+            // As a scheduler leaves it: the evaluation completes with its failures and
+            // hands the placements it could not make to a blocked evaluation, which records
+            // no failures of its own.
+            let blocked_id = drover_core::EvalId::from_bytes(scattered(3, 10));
+            eval.status = EvalStatus::Complete;
+            eval.failed_tg_allocs = BTreeMap::from([("web".to_owned(), placement_failure())]);
+            eval.queued_allocations = BTreeMap::from([("web".to_owned(), 4)]);
+            eval.blocked_eval = Some(blocked_id);
+            let mut blocked = eval.clone();
+            blocked.id = blocked_id;
+            blocked.status = EvalStatus::Blocked;
+            blocked.triggered_by = TriggeredBy::QueuedAllocs;
+            blocked.status_description = "created to place remaining allocations".into();
+            blocked.previous_eval = Some(eval.id);
+            blocked.blocked_eval = None;
+            blocked.failed_tg_allocs = BTreeMap::new();
+            blocked.create_time = ago(20);
+            blocked.modify_time = ago(20);
+            blocked.create_index = 110;
+            blocked.modify_index = 110;
+            evals.push(eval);
+            evals.push(blocked);
+            continue;
         }
         evals.push(eval);
     }
@@ -191,7 +218,7 @@ pub fn workers() -> Vec<WorkerRow> {
 pub fn blocked() -> Vec<BlockedRow> {
     vec![
         BlockedRow {
-            eval_id: drover_core::EvalId::from_bytes(scattered(3, 9)).to_string(),
+            eval_id: drover_core::EvalId::from_bytes(scattered(3, 10)).to_string(),
             job: JobKey::default_ns("web-9"),
             kind: BlockedKindLabel::Captured,
             node_id: String::new(),

@@ -159,3 +159,39 @@ fn the_header_says_when_scheduling_is_paused() {
         }
     }
 }
+
+/// What an operator looks at when something does not get placed, at the smallest size the
+/// console is laid out for and a large one: why a job is pending, whether scheduling is
+/// paused, the event stream with its payloads, and a confirmation.
+#[test]
+fn operator_screens_small_and_large() {
+    fn pause_everything(app: &mut App) {
+        let mut stats = app.cluster.stats.clone();
+        stats.broker_paused = true;
+        let mut workers = fixtures::workers();
+        for w in &mut workers {
+            w.status = drover_tui::model::WorkerStatusLabel::Paused;
+        }
+        app.handle(Input::Update(Update::Scheduling(stats)));
+        app.handle(Input::Update(Update::Workers(workers)));
+    }
+    fn nothing(_: &mut App) {}
+    // (snapshot name, setup, keys pressed from the nodes view)
+    let screens: [(&str, fn(&mut App), &str); 6] = [
+        ("job_why_pending", nothing, ":jobs\n/pending\ni"),
+        ("blocked_why_pending", nothing, ":blocked\n\n"),
+        ("eval_why_pending", nothing, ":evals\n\n"),
+        ("scheduling_paused", pause_everything, ":jobs\n"),
+        ("events_payload", nothing, ":events\n\n"),
+        ("confirm_pause_all", nothing, ":workers pause\n"),
+    ];
+    for (width, height) in [(80, 24), (200, 50)] {
+        for (name, setup, pressed) in screens {
+            let mut app = fixtures::app(40, 200, width, height);
+            setup(&mut app);
+            keys(&mut app, pressed);
+            let text = screen(&mut app, Theme { color: true });
+            insta::assert_snapshot!(format!("{name}_{width}x{height}"), text);
+        }
+    }
+}

@@ -63,6 +63,7 @@ impl App {
                 }
             }
             KeyCode::Enter => return self.open(),
+            KeyCode::Char('i') => return self.toggle_detail(),
             KeyCode::Esc => self.back(),
             KeyCode::Char('y') => {
                 return match &self.list().selected {
@@ -134,6 +135,17 @@ impl App {
                 self.switch_to(ViewKind::Allocs);
                 Action::None
             }
+            _ => self.toggle_detail(),
+        }
+    }
+
+    /// `i` everywhere, and `enter` where it does not drill down: the selected row's detail.
+    fn toggle_detail(&mut self) -> Action {
+        let Some(selected) = self.list().selected.clone() else {
+            return Action::None;
+        };
+        match (self.view, selected) {
+            (ViewKind::Workers, _) => Action::None,
             (ViewKind::Allocs, RowKey::Alloc(id)) => {
                 self.detail_open = !self.detail_open;
                 if self.detail_open {
@@ -142,7 +154,6 @@ impl App {
                     Action::None
                 }
             }
-            (ViewKind::Events | ViewKind::Workers, _) => Action::None,
             _ => {
                 self.detail_open = !self.detail_open;
                 Action::None

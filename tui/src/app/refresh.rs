@@ -74,8 +74,17 @@ pub fn touched_by(
             rows.push((ViewKind::Jobs, RowKey::Job(row.job.clone())));
         }
         Change::AllocRemoved(id) => alloc_rows(cluster, *id, rows),
-        Change::Eval(eval) => rows.push((ViewKind::Evals, RowKey::Eval(eval.id))),
-        Change::EvalRemoved(id) => rows.push((ViewKind::Evals, RowKey::Eval(*id))),
+        Change::Eval(eval) => {
+            rows.push((ViewKind::Evals, RowKey::Eval(eval.id)));
+            // A job's queued count comes from its newest evaluation.
+            rows.push((ViewKind::Jobs, RowKey::Job(eval.job_key())));
+        }
+        Change::EvalRemoved(id) => {
+            rows.push((ViewKind::Evals, RowKey::Eval(*id)));
+            if let Some(old) = cluster.evals.get(id) {
+                rows.push((ViewKind::Jobs, RowKey::Job(old.job_key())));
+            }
+        }
         Change::Job(job) => rows.push((ViewKind::Jobs, RowKey::Job(job.key.clone()))),
         Change::JobRemoved(key) => rows.push((ViewKind::Jobs, RowKey::Job(key.clone()))),
         Change::SchedulerConfig { .. } | Change::LogOnly => {}
