@@ -85,6 +85,14 @@ fn dialogs_and_connection_states() {
         keys(&mut app, pressed);
         insta::assert_snapshot!(name, screen(&mut app, Theme { color: true }));
     }
+    // On a terminal narrower than the dialog's buttons and hint, the hint goes below them
+    // and the question wraps, both inside the dialog's padding.
+    let mut app = fixtures::app(40, 200, 36, 16);
+    keys(&mut app, "o");
+    insta::assert_snapshot!(
+        "confirm_offline_36x16",
+        screen(&mut app, Theme { color: true })
+    );
     let mut app = fixtures::app(40, 200, 80, 24);
     app.handle(Input::Update(Update::Connection(Connection::Lost {
         reason: "connection refused".into(),
@@ -177,13 +185,14 @@ fn operator_screens_small_and_large() {
     }
     fn nothing(_: &mut App) {}
     // (snapshot name, setup, keys pressed from the nodes view)
-    let screens: [(&str, fn(&mut App), &str); 6] = [
+    let screens: [(&str, fn(&mut App), &str); 7] = [
         ("job_why_pending", nothing, ":jobs\n/pending\ni"),
         ("blocked_why_pending", nothing, ":blocked\n\n"),
         ("eval_why_pending", nothing, ":evals\n\n"),
         ("scheduling_paused", pause_everything, ":jobs\n"),
         ("events_payload", nothing, ":events\n\n"),
         ("confirm_pause_all", nothing, ":workers pause\n"),
+        ("confirm_stop_job", nothing, ":job stop web-3\n"),
     ];
     for (width, height) in [(80, 24), (200, 50)] {
         for (name, setup, pressed) in screens {

@@ -38,7 +38,13 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     spans.push(Span::styled("  index ", dim));
     spans.push(Span::raw(app.cluster.index.to_string()));
     // Why nothing (or less) gets scheduled, where the operator looks first in every view.
-    if let Some((text, tone)) = paused(app) {
+    if let Some((long, short, tone)) = paused(app) {
+        let used: usize = spans.iter().map(Span::width).sum::<usize>() + 2;
+        let text = if used + long.chars().count() <= usize::from(first.width) {
+            long
+        } else {
+            short
+        };
         spans.push(Span::raw("  "));
         spans.push(Span::styled(text, theme.tone(tone)));
     }
@@ -117,9 +123,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
 }
 
 /// What is paused, if anything: the eval broker (the scheduler config's
-/// `pause_eval_broker`) and workers paused by an operator. Bad when nothing can be
-/// scheduled at all, a warning when only some workers are paused.
-fn paused(app: &App) -> Option<(String, Tone)> {
+/// `pause_eval_broker`) and workers paused by an operator, as a sentence and as a short
+/// form for narrow terminals. Bad when nothing can be scheduled at all, a warning when
+/// only some workers are paused.
+fn paused(app: &App) -> Option<(String, String, Tone)> {
     let workers = &app.cluster.workers;
     let paused_workers = workers
         .iter()
@@ -132,28 +139,37 @@ fn paused(app: &App) -> Option<(String, Tone)> {
         .count();
     let broker = app.cluster.stats.broker_paused;
     let all_workers = paused_workers > 0 && paused_workers == workers.len();
-    let mut reasons = Vec::new();
+    let (mut long, mut short) = (Vec::new(), Vec::new());
     if broker {
-        reasons.push("eval broker paused".to_owned());
+        long.push("eval broker paused".to_owned());
+        short.push("broker".to_owned());
     }
     if all_workers {
-        reasons.push(format!("all {paused_workers} workers paused"));
+        long.push(format!("all {paused_workers} workers paused"));
     } else if paused_workers > 0 {
-        reasons.push(format!(
+        long.push(format!(
             "{paused_workers} of {} workers paused",
             workers.len()
         ));
     }
-    if reasons.is_empty() {
+    if paused_workers > 0 {
+        short.push(format!("workers {paused_workers}/{}", workers.len()));
+    }
+    if long.is_empty() {
         return None;
     }
     Some(if broker || all_workers {
         (
-            format!("scheduling paused: {}", reasons.join(", ")),
+            format!("scheduling paused: {}", long.join(", ")),
+            format!("scheduling paused: {}", short.join(", ")),
             Tone::Bad,
         )
     } else {
-        (reasons.join(", "), Tone::Warn)
+        (
+            long.join(", "),
+            format!("paused: {}", short.join(", ")),
+            Tone::Warn,
+        )
     })
 }
 
