@@ -49,6 +49,7 @@ pub struct ConsoleOptions {
     pub read_only: bool,
 }
 
+/// The wall clock, read only at the runtime's edges (ticks, arriving events).
 fn now() -> Timestamp {
     let ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -89,6 +90,7 @@ pub async fn run(options: ConsoleOptions) -> Result<(), ConsoleError> {
     };
 
     let mut app = App::new(options.address, options.read_only, now());
+    app.clock_offset = chrono::Local::now().offset().local_minus_utc();
     let size = session.terminal.size()?;
     app.handle(Input::Resize {
         width: size.width,

@@ -40,6 +40,18 @@ impl App {
     fn on_normal_key(&mut self, key: KeyEvent) -> Action {
         let page = crate::ui::layout::table_rows(self).max(1) as isize;
         match key.code {
+            KeyCode::Char('J') if self.detail_open => {
+                let lines = self.detail_len();
+                self.detail_scroll = (self.detail_scroll + 1).min(lines.saturating_sub(1));
+                return Action::None;
+            }
+            KeyCode::Char('K') if self.detail_open => {
+                self.detail_scroll = self.detail_scroll.saturating_sub(1);
+                return Action::None;
+            }
+            _ => self.detail_scroll = 0,
+        }
+        match key.code {
             KeyCode::Char('q') => return Action::Quit,
             KeyCode::Char('?') => self.mode = Mode::Help,
             KeyCode::Char('/') => self.mode = Mode::Filter,
@@ -137,6 +149,14 @@ impl App {
             }
             _ => self.toggle_detail(),
         }
+    }
+
+    /// Lines in the selected row's detail, which bound its scrolling.
+    fn detail_len(&self) -> u16 {
+        self.list().selected.as_ref().map_or(0, |key| {
+            let lines = self.component().detail(&self.ctx(), key).len();
+            u16::try_from(lines).unwrap_or(u16::MAX)
+        })
     }
 
     /// `i` everywhere, and `enter` where it does not drill down: the selected row's detail.

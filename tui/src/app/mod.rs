@@ -57,6 +57,11 @@ pub struct App {
     pub width: u16,
     pub height: u16,
     pub detail_open: bool,
+    /// Lines of the detail scrolled past (`J`/`K`); back to the top when the row changes.
+    pub detail_scroll: u16,
+    /// Seconds east of UTC of the operator's clock, for times of day. The runtime sets it
+    /// from the local time zone; it stays 0 (UTC) in tests, so they read the same anywhere.
+    pub clock_offset: i32,
     pub health: HealthFilter,
     /// Index into [`TOPICS`].
     pub topic: usize,
@@ -84,6 +89,8 @@ impl App {
             width: 80,
             height: 24,
             detail_open: false,
+            detail_scroll: 0,
+            clock_offset: 0,
             health: HealthFilter::All,
             topic: 0,
             alloc_job: None,
@@ -216,6 +223,7 @@ impl App {
             health: self.health,
             topic: self.topic_filter(),
             alloc_detail: self.alloc_detail.as_ref(),
+            clock_offset: self.clock_offset,
         }
     }
 

@@ -247,10 +247,11 @@ fn event_type_label(value: i32) -> &'static str {
     }
 }
 
-/// Decodes one event into the change it makes and the line the event log shows. The
-/// line's `seq` is left 0 for the state to number.
-pub fn decode_event(e: pb::Event) -> Result<(Change, EventRow), DecodeError> {
+/// Decodes one event, received at `received`, into the change it makes and the line the
+/// event log shows. The line's `seq` is left 0 for the state to number.
+pub fn decode_event(e: pb::Event, received: Timestamp) -> Result<(Change, EventRow), DecodeError> {
     use pb::event::Payload;
+    let payload = e.payload.clone().map(std::sync::Arc::new);
     let event_type = event_type_label(e.event_type);
     let missing = |expected| DecodeError::Payload {
         event_type,
@@ -333,6 +334,8 @@ pub fn decode_event(e: pb::Event) -> Result<(Change, EventRow), DecodeError> {
         event_type,
         key: e.key,
         summary,
+        received,
+        payload,
     };
     Ok((change, row))
 }

@@ -162,6 +162,8 @@ fn the_event_log_is_bounded_and_numbered() {
             event_type: "node-health",
             key: String::new(),
             summary: String::new(),
+            received: drover_core::Timestamp::ZERO,
+            payload: None,
         });
     }
     assert_eq!(c.events.len(), EVENT_LOG_LEN);

@@ -162,10 +162,11 @@ async fn session(
         tokio::select! {
             message = stream.message() => match message {
                 Ok(Some(batch)) => {
+                    let received = crate::now();
                     let decoded: Vec<_> = batch
                         .events
                         .into_iter()
-                        .filter_map(|e| match decode_event(e) {
+                        .filter_map(|e| match decode_event(e, received) {
                             Ok(d) => Some(d),
                             Err(error) => {
                                 tracing::warn!(%error, "skipping an event the console cannot read");

@@ -19,7 +19,9 @@ pub fn draw_detail(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             .detail(&app.ctx(), key)
             .into_iter()
             .map(|d| {
-                if d.label.is_empty() {
+                if d.raw {
+                    Line::styled(d.value.text, theme.tone(d.value.tone))
+                } else if d.label.is_empty() {
                     Line::styled(d.value.text, theme.title())
                 } else {
                     Line::from(vec![
@@ -30,13 +32,22 @@ pub fn draw_detail(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             })
             .collect(),
     };
+    let title = if app.detail_scroll > 0 {
+        format!(
+            " detail (esc closes, J/K scroll: line {}) ",
+            app.detail_scroll + 1
+        )
+    } else {
+        " detail (esc closes) ".to_owned()
+    };
     let block = Block::default()
         .borders(Borders::ALL)
-        .title(Span::styled(" detail (esc closes) ", theme.title()));
+        .title(Span::styled(title, theme.title()));
     frame.render_widget(
         Paragraph::new(lines)
             .block(block)
-            .wrap(Wrap { trim: false }),
+            .wrap(Wrap { trim: false })
+            .scroll((app.detail_scroll, 0)),
         area,
     );
 }

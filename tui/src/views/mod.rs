@@ -12,7 +12,7 @@ mod nodes;
 mod workers;
 
 pub use events::TOPICS;
-pub use format::{age, duration_short, percent};
+pub use format::{age, clock, duration_short, percent};
 pub use nodes::{HealthFilter, time_left};
 
 use crate::app::{RowKey, SortKey};
@@ -141,11 +141,13 @@ impl Cell {
     }
 }
 
-/// One line of a detail pane: a label and its value, or a heading when the label is empty.
+/// One line of a detail pane: a label and its value, a heading when the label is empty,
+/// or a line of text drawn as it is (`raw`: a payload, whose indentation is its shape).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DetailLine {
     pub label: String,
     pub value: Cell,
+    pub raw: bool,
 }
 
 impl DetailLine {
@@ -153,20 +155,27 @@ impl DetailLine {
         Self {
             label: String::new(),
             value: Cell::tone(text, Tone::Dim),
+            raw: false,
         }
     }
 
     pub fn field(label: impl Into<String>, value: impl Into<String>) -> Self {
-        Self {
-            label: label.into(),
-            value: Cell::new(value),
-        }
+        Self::toned(label, value, Tone::Normal)
     }
 
     pub fn toned(label: impl Into<String>, value: impl Into<String>, tone: Tone) -> Self {
         Self {
             label: label.into(),
             value: Cell::tone(value, tone),
+            raw: false,
+        }
+    }
+
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            label: String::new(),
+            value: Cell::new(text),
+            raw: true,
         }
     }
 }
@@ -208,6 +217,8 @@ pub struct Ctx<'a> {
     pub topic: Option<&'static str>,
     /// The allocation fetched in full for the allocation detail, when it has arrived.
     pub alloc_detail: Option<&'a drover_core::Allocation>,
+    /// Seconds east of UTC of the operator's clock, for times of day (0 in tests).
+    pub clock_offset: i32,
 }
 
 /// A view as a component of the console.

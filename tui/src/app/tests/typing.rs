@@ -178,3 +178,25 @@ fn notices_expire_after_a_few_seconds() {
     app.handle(at(10));
     assert!(app.notice.is_none());
 }
+
+#[test]
+fn an_events_detail_holds_its_payload_and_scrolls() {
+    let mut app = app();
+    press(&mut app, ":events<enter><enter>");
+    assert!(app.detail_open);
+    let key = app.list().selected.clone().expect("an event");
+    let lines = app.component().detail(&app.ctx(), &key);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.raw && l.value.text.starts_with("Node(")),
+        "{lines:?}"
+    );
+    press(&mut app, "JJJK");
+    assert_eq!(app.detail_scroll, 2);
+    // Scrolling stops at the last line; moving to another row starts at the top again.
+    press(&mut app, &"J".repeat(500));
+    assert_eq!(usize::from(app.detail_scroll), lines.len() - 1);
+    press(&mut app, "j");
+    assert_eq!(app.detail_scroll, 0);
+}
