@@ -325,8 +325,7 @@ impl App {
                 // Row 0 is the border, row 1 the column titles.
                 let row = y.saturating_sub(table.y);
                 if row == 1 {
-                    let columns =
-                        crate::ui::table::visible_columns(self.component().columns(), table.width);
+                    let columns = crate::ui::table::layout(self, table);
                     if let Some(column) = crate::ui::table::column_at(&columns, table.x, x) {
                         self.list_mut().sort_by(column);
                         self.invalidate_view();
