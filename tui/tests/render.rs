@@ -99,6 +99,18 @@ fn dialogs_and_connection_states() {
         retry_in: std::time::Duration::from_secs(2),
     })));
     insta::assert_snapshot!("connection_lost", screen(&mut app, Theme { color: true }));
+    // A server never reached (wrong address, not up) is named, and nothing is blamed on a
+    // cluster the console has not seen.
+    let mut app = App::new("10.0.0.9:4647", false, fixtures::now());
+    app.handle(Input::Resize {
+        width: 80,
+        height: 24,
+    });
+    app.handle(Input::Update(Update::Connection(Connection::Lost {
+        reason: "Connection refused (os error 111)".into(),
+        retry_in: std::time::Duration::from_secs(2),
+    })));
+    insta::assert_snapshot!("cannot_connect", screen(&mut app, Theme { color: true }));
 }
 
 #[test]

@@ -52,6 +52,9 @@ pub struct App {
     pub read_only: bool,
     pub address: String,
     pub connection: Connection,
+    /// Whether the server ever answered: until it has, a failure means the address is
+    /// wrong or the server is not up, not that an empty cluster was lost.
+    pub ever_connected: bool,
     pub notice: Option<Notice>,
     pub now: Timestamp,
     pub width: u16,
@@ -84,6 +87,7 @@ impl App {
             read_only,
             address: address.into(),
             connection: Connection::Connecting,
+            ever_connected: false,
             notice: None,
             now,
             width: 80,
@@ -232,6 +236,7 @@ impl App {
             Update::Connection(c) => {
                 if c == Connection::Connected && self.connection != Connection::Connected {
                     self.notice = None;
+                    self.ever_connected = true;
                 }
                 self.connection = c;
             }
@@ -298,6 +303,21 @@ impl App {
             },
             // Read by the detail pane only: no row moves.
             Update::AllocDetail(alloc) => self.alloc_detail = Some(*alloc),
+        }
+    }
+
+    /// Why there is nothing to show yet, when the reason is the connection: the server was
+    /// never reached (wrong address, not up) or is being reached for the first time.
+    pub fn unreached(&self) -> Option<String> {
+        if self.ever_connected {
+            return None;
+        }
+        match &self.connection {
+            Connection::Connected => None,
+            Connection::Connecting => Some(format!("connecting to {}…", self.address)),
+            Connection::Lost { reason, .. } => {
+                Some(format!("cannot connect to {}: {reason}", self.address))
+            }
         }
     }
 

@@ -3,7 +3,7 @@
 
 use super::layout::tab_width;
 use super::theme::Theme;
-use crate::app::App;
+use crate::app::{App, Connection};
 use crate::model::WorkerStatusLabel;
 use crate::views::{Tone, ViewKind};
 use ratatui::Frame;
@@ -18,6 +18,20 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let [first, second] = Layout::vertical([Constraint::Length(1); 2]).areas(area);
     let info = &app.cluster.info;
     let dim = theme.tone(Tone::Dim);
+    if let Some(why) = app.unreached() {
+        // Nothing is known of the cluster: "no leader" would blame a cluster never seen.
+        let tone = if app.connection == Connection::Connecting {
+            Tone::Warn
+        } else {
+            Tone::Bad
+        };
+        let spans = vec![
+            Span::styled(" drover ", theme.accent()),
+            Span::styled(why, theme.tone(tone)),
+        ];
+        frame.render_widget(Paragraph::new(Line::from(spans)), first);
+        return;
+    }
     let leader = if info.leader_id.is_empty() {
         Span::styled("no leader", theme.tone(Tone::Bad))
     } else {

@@ -217,12 +217,13 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     }
     if list.order.is_empty() {
         let filter = crate::app::RowFilter::parse(&list.filter);
-        let (empty, tone) = match filter.error() {
-            Some(why) => (format!("  {why}"), crate::views::Tone::Bad),
-            None if list.filter.is_empty() => {
+        let (empty, tone) = match (filter.error(), app.unreached()) {
+            (Some(why), _) => (format!("  {why}"), crate::views::Tone::Bad),
+            (None, Some(why)) => (format!("  {why}"), crate::views::Tone::Warn),
+            (None, None) if list.filter.is_empty() => {
                 ("  nothing here yet".to_owned(), crate::views::Tone::Dim)
             }
-            None => (
+            (None, None) => (
                 "  no row matches the filter (esc clears it)".to_owned(),
                 crate::views::Tone::Dim,
             ),
