@@ -10,12 +10,17 @@ pub struct ConsoleArgs {
     /// Watch only: every action (offline, pause, ...) is hidden and refused
     #[arg(long)]
     read_only: bool,
+    /// Capture the mouse: click rows and column titles, scroll with the wheel (the
+    /// terminal's own text selection then needs shift held, in most terminals)
+    #[arg(long)]
+    mouse: bool,
 }
 
 pub async fn run(args: ConsoleArgs) -> anyhow::Result<()> {
     drover_tui::run(ConsoleOptions {
         address: args.client.address,
         read_only: args.read_only,
+        mouse: args.mouse,
     })
     .await?;
     Ok(())

@@ -120,6 +120,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         drover_tui::run(drover_tui::ConsoleOptions {
             address: url.clone(),
             read_only: false,
+            mouse: false,
         })
         .await
         .map_err(anyhow::Error::from)

@@ -47,6 +47,10 @@ pub struct ConsoleOptions {
     pub address: String,
     /// Hide and refuse every action: for watching a cluster without the risk of a stray key.
     pub read_only: bool,
+    /// Capture the mouse (click rows and titles, scroll). Off by default: a captured mouse
+    /// takes the terminal's own text selection, which operators use to copy ids and
+    /// messages.
+    pub mouse: bool,
 }
 
 /// The wall clock, read only at the runtime's edges (ticks, arriving events).
@@ -59,11 +63,11 @@ fn now() -> Timestamp {
 }
 
 /// Runs the console until `q` or ctrl-c. Takes over the terminal (alternate screen, raw
-/// mode, mouse) and gives it back however this returns, panics included. A server that is
+/// mode, the mouse if asked) and gives it back however this returns, panics included. A server that is
 /// down or goes away is not an error: the console says so and reconnects by itself.
 pub async fn run(options: ConsoleOptions) -> Result<(), ConsoleError> {
     let channels = net::Channels::lazy(&options.address)?;
-    let mut session = terminal::Session::start()?;
+    let mut session = terminal::Session::start(options.mouse)?;
 
     let (update_tx, mut updates) = mpsc::channel::<Update>(1_024);
     let (command_tx, mut commands) = mpsc::unbounded_channel::<Command>();
