@@ -274,6 +274,7 @@ pub const GLOBAL_KEYS: &[KeyHelp] = &[
         "enter / esc",
         "open the detail, drill down / close, clear, go back",
     ),
+    key("i  J/K", "the row's detail (jobs too) / scroll the detail"),
     key("y", "copy the selected id to the clipboard"),
     key("? / q ctrl-c", "this help / quit"),
 ];
