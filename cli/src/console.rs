@@ -10,6 +10,10 @@ pub struct ConsoleArgs {
     /// Watch only: every action (offline, pause, ...) is hidden and refused
     #[arg(long)]
     read_only: bool,
+    /// Capture the mouse: click rows and column titles, scroll with the wheel (the
+    /// terminal's own text selection then needs shift held, in most terminals)
+    #[arg(long)]
+    mouse: bool,
 }
 
 pub async fn run(args: ConsoleArgs) -> anyhow::Result<()> {
@@ -17,6 +21,7 @@ pub async fn run(args: ConsoleArgs) -> anyhow::Result<()> {
         tls: args.client.tls(),
         address: args.client.address,
         read_only: args.read_only,
+        mouse: args.mouse,
     })
     .await?;
     Ok(())

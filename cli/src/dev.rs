@@ -124,6 +124,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
             address: url.clone(),
             read_only: false,
             tls: Default::default(),
+            mouse: false,
         })
         .await
         .map_err(anyhow::Error::from)

@@ -137,6 +137,8 @@ impl Scene {
             event_type: "node-health",
             key: String::new(),
             summary: String::new(),
+            received: fixtures::now(),
+            payload: None,
         };
         (change, row)
     }

@@ -1,13 +1,16 @@
 //! Runs the console on its own, before the `drover` binary wires it in:
-//! `cargo run -p drover-tui --example console -- [ADDRESS] [--read-only]`.
+//! `cargo run -p drover-tui --example console -- [ADDRESS] [--read-only] [--mouse]`.
 
 #[tokio::main]
 async fn main() -> Result<(), drover_tui::ConsoleError> {
     let mut address = "http://127.0.0.1:4647".to_owned();
     let mut read_only = false;
+    let mut mouse = false;
     for arg in std::env::args().skip(1) {
         if arg == "--read-only" {
             read_only = true;
+        } else if arg == "--mouse" {
+            mouse = true;
         } else {
             address = arg;
         }
@@ -16,6 +19,7 @@ async fn main() -> Result<(), drover_tui::ConsoleError> {
         address,
         read_only,
         tls: Default::default(),
+        mouse,
     })
     .await
 }

@@ -124,11 +124,38 @@ pub fn snapshot(nodes: u64, allocs: u64) -> Snapshot {
             2 => EvalStatus::Blocked,
             _ => EvalStatus::Complete,
         };
-        if i == 9 || i == 2 {
+        eval.modify_index = 100 + i as u64;
+        eval.modify_time = eval.create_time;
+        if i == 2 {
             eval.status = EvalStatus::Blocked;
             eval.triggered_by = TriggeredBy::QueuedAllocs;
             eval.failed_tg_allocs = BTreeMap::from([("web".to_owned(), placement_failure())]);
             eval.queued_allocations = BTreeMap::from([("web".to_owned(), 4)]);
+        }
+        if i == 9 {
+            // As a scheduler leaves it: the evaluation completes with its failures and
+            // hands the placements it could not make to a blocked evaluation, which records
+            // no failures of its own.
+            let blocked_id = drover_core::EvalId::from_bytes(scattered(3, 10));
+            eval.status = EvalStatus::Complete;
+            eval.failed_tg_allocs = BTreeMap::from([("web".to_owned(), placement_failure())]);
+            eval.queued_allocations = BTreeMap::from([("web".to_owned(), 4)]);
+            eval.blocked_eval = Some(blocked_id);
+            let mut blocked = eval.clone();
+            blocked.id = blocked_id;
+            blocked.status = EvalStatus::Blocked;
+            blocked.triggered_by = TriggeredBy::QueuedAllocs;
+            blocked.status_description = "created to place remaining allocations".into();
+            blocked.previous_eval = Some(eval.id);
+            blocked.blocked_eval = None;
+            blocked.failed_tg_allocs = BTreeMap::new();
+            blocked.create_time = ago(20);
+            blocked.modify_time = ago(20);
+            blocked.create_index = 110;
+            blocked.modify_index = 110;
+            evals.push(eval);
+            evals.push(blocked);
+            continue;
         }
         evals.push(eval);
     }
@@ -191,7 +218,7 @@ pub fn workers() -> Vec<WorkerRow> {
 pub fn blocked() -> Vec<BlockedRow> {
     vec![
         BlockedRow {
-            eval_id: drover_core::EvalId::from_bytes(scattered(3, 9)).to_string(),
+            eval_id: drover_core::EvalId::from_bytes(scattered(3, 10)).to_string(),
             job: JobKey::default_ns("web-9"),
             kind: BlockedKindLabel::Captured,
             node_id: String::new(),
@@ -232,23 +259,60 @@ fn stats() -> SchedulingStats {
     }
 }
 
+/// A stream of events as the server sends them, one second apart, each with its object.
 fn events(count: u64) -> Vec<(Change, EventRow)> {
-    let kinds = [
-        ("node", "node-health", "node-4 ready offlined"),
-        ("allocation", "plan-result", "web-0.web[3] run/pending"),
-        ("evaluation", "eval-updated", "web-9 queued-allocs blocked"),
-        ("job", "job-registered", "web-0 v1 running"),
+    use drover_proto::v1 as pb;
+    use pb::event::Payload;
+    let web0 = mock::service_job("web-0", 10);
+    let mut node = mock::node(4);
+    node.id = node_id(4);
+    node.health = NodeHealth::Offlined;
+    node.eligibility = Eligibility::Ineligible;
+    let mut alloc = mock::alloc(3, &web0, node_id(3), 3);
+    alloc.id = drover_core::AllocId::from_bytes(scattered(2, 3));
+    alloc.client_status = ClientStatus::Pending;
+    let mut eval = mock::eval(10, &mock::service_job("web-9", 10));
+    eval.id = drover_core::EvalId::from_bytes(scattered(3, 10));
+    eval.status = EvalStatus::Blocked;
+    eval.triggered_by = TriggeredBy::QueuedAllocs;
+    let kinds: [(&str, &str, String, Payload); 4] = [
+        (
+            "allocation",
+            "plan-result",
+            "web-0.web[3] run/pending".into(),
+            Payload::Allocation(pb::Allocation::from(&alloc)),
+        ),
+        (
+            "evaluation",
+            "eval-updated",
+            "web-9 queued-allocs blocked".into(),
+            Payload::Evaluation(pb::Evaluation::from(&eval)),
+        ),
+        (
+            "job",
+            "job-registered",
+            "web-0 v0 running".into(),
+            Payload::Job(pb::Job::from(&web0)),
+        ),
+        (
+            "node",
+            "node-health",
+            "node-4 ready offlined".into(),
+            Payload::Node(pb::Node::from(&node)),
+        ),
     ];
     (0..count)
         .map(|i| {
-            let (topic, event_type, summary) = kinds[(i % 4) as usize];
+            let (topic, event_type, summary, payload) = &kinds[(i % 4) as usize];
             let row = EventRow {
                 seq: 0,
                 index: 1_001 + i,
                 topic,
                 event_type,
                 key: format!("key-{i}"),
-                summary: summary.to_owned(),
+                summary: summary.clone(),
+                received: ago(count - i),
+                payload: Some(std::sync::Arc::new(payload.clone())),
             };
             (Change::LogOnly, row)
         })

@@ -50,8 +50,13 @@ pub struct ConsoleOptions {
     pub read_only: bool,
     /// TLS towards the server (a CA turns it on; a certificate for servers that verify).
     pub tls: drover_proto::tls::TlsFiles,
+    /// Capture the mouse (click rows and titles, scroll). Off by default: a captured mouse
+    /// takes the terminal's own text selection, which operators use to copy ids and
+    /// messages.
+    pub mouse: bool,
 }
 
+/// The wall clock, read only at the runtime's edges (ticks, arriving events).
 fn now() -> Timestamp {
     let ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -61,11 +66,11 @@ fn now() -> Timestamp {
 }
 
 /// Runs the console until `q` or ctrl-c. Takes over the terminal (alternate screen, raw
-/// mode, mouse) and gives it back however this returns, panics included. A server that is
+/// mode, the mouse if asked) and gives it back however this returns, panics included. A server that is
 /// down or goes away is not an error: the console says so and reconnects by itself.
 pub async fn run(options: ConsoleOptions) -> Result<(), ConsoleError> {
     let channels = net::Channels::lazy(&options.address, &options.tls)?;
-    let mut session = terminal::Session::start()?;
+    let mut session = terminal::Session::start(options.mouse)?;
 
     let (update_tx, mut updates) = mpsc::channel::<Update>(1_024);
     let (command_tx, mut commands) = mpsc::unbounded_channel::<Command>();
@@ -92,6 +97,7 @@ pub async fn run(options: ConsoleOptions) -> Result<(), ConsoleError> {
     };
 
     let mut app = App::new(options.address, options.read_only, now());
+    app.clock_offset = chrono::Local::now().offset().local_minus_utc();
     let size = session.terminal.size()?;
     app.handle(Input::Resize {
         width: size.width,

@@ -13,18 +13,23 @@ use tokio::sync::mpsc;
 /// How long the input thread waits for a key before checking whether it should stop.
 const INPUT_POLL: Duration = Duration::from_millis(100);
 
-/// The terminal in raw mode on the alternate screen with mouse capture. Dropping it
-/// restores the terminal; a panic hook does the same if the process panics first.
+/// The terminal in raw mode on the alternate screen, with mouse capture if asked for.
+/// Dropping it restores the terminal; a panic hook does the same if the process panics
+/// first.
 #[derive(Debug)]
 pub struct Session {
     pub terminal: DefaultTerminal,
+    mouse: bool,
 }
 
 impl Session {
-    pub fn start() -> std::io::Result<Self> {
+    pub fn start(mouse: bool) -> std::io::Result<Self> {
         // ratatui's init installs a hook that leaves raw mode and the alternate screen;
         // ours runs first and releases the mouse too.
         let terminal = ratatui::try_init()?;
+        if !mouse {
+            return Ok(Self { terminal, mouse });
+        }
         let inner = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
             let _ = execute!(std::io::stdout(), DisableMouseCapture);
@@ -34,7 +39,7 @@ impl Session {
             let _ = ratatui::try_restore();
             return Err(e);
         }
-        Ok(Self { terminal })
+        Ok(Self { terminal, mouse })
     }
 
     /// Puts `text` on the clipboard with OSC 52, which terminals (and tmux with
@@ -50,7 +55,9 @@ impl Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
-        let _ = execute!(std::io::stdout(), DisableMouseCapture);
+        if self.mouse {
+            let _ = execute!(std::io::stdout(), DisableMouseCapture);
+        }
         if let Err(error) = ratatui::try_restore() {
             tracing::warn!(%error, "restoring the terminal failed");
         }

@@ -85,12 +85,32 @@ fn dialogs_and_connection_states() {
         keys(&mut app, pressed);
         insta::assert_snapshot!(name, screen(&mut app, Theme { color: true }));
     }
+    // On a terminal narrower than the dialog's buttons and hint, the hint goes below them
+    // and the question wraps, both inside the dialog's padding.
+    let mut app = fixtures::app(40, 200, 36, 16);
+    keys(&mut app, "o");
+    insta::assert_snapshot!(
+        "confirm_offline_36x16",
+        screen(&mut app, Theme { color: true })
+    );
     let mut app = fixtures::app(40, 200, 80, 24);
     app.handle(Input::Update(Update::Connection(Connection::Lost {
         reason: "connection refused".into(),
         retry_in: std::time::Duration::from_secs(2),
     })));
     insta::assert_snapshot!("connection_lost", screen(&mut app, Theme { color: true }));
+    // A server never reached (wrong address, not up) is named, and nothing is blamed on a
+    // cluster the console has not seen.
+    let mut app = App::new("10.0.0.9:4647", false, fixtures::now());
+    app.handle(Input::Resize {
+        width: 80,
+        height: 24,
+    });
+    app.handle(Input::Update(Update::Connection(Connection::Lost {
+        reason: "Connection refused (os error 111)".into(),
+        retry_in: std::time::Duration::from_secs(2),
+    })));
+    insta::assert_snapshot!("cannot_connect", screen(&mut app, Theme { color: true }));
 }
 
 #[test]
@@ -118,23 +138,81 @@ fn no_color_draws_without_colours() {
     }
 }
 
+/// Whatever view is shown, the header's first line says what of scheduling is paused.
 #[test]
-fn the_header_says_when_the_eval_broker_is_paused() {
-    let mut app = fixtures::app(40, 200, 120, 40);
-    let header = |app: &mut App| {
-        screen(app, Theme { color: false })
-            .lines()
-            .next()
-            .unwrap()
-            .to_owned()
-    };
-    assert!(!header(&mut app).contains("paused"));
-    let mut stats = app.cluster.stats.clone();
-    stats.broker_paused = true;
-    app.handle(Input::Update(Update::Scheduling(stats)));
-    assert!(
-        header(&mut app).contains("eval broker paused"),
-        "{}",
-        header(&mut app)
-    );
+fn the_header_says_when_scheduling_is_paused() {
+    use drover_tui::model::WorkerStatusLabel;
+    // (broker paused, workers paused of the fixture's four, what the first line ends with)
+    let cases: [(bool, usize, &str); 5] = [
+        (false, 0, "index 1020"),
+        (false, 2, "index 1020  2 of 4 workers paused"),
+        (true, 0, "scheduling paused: eval broker paused"),
+        (false, 4, "scheduling paused: all 4 workers paused"),
+        (
+            true,
+            1,
+            "scheduling paused: eval broker paused, 1 of 4 workers paused",
+        ),
+    ];
+    for (broker, workers, want) in cases {
+        for view in [":nodes\n", ":jobs\n", ":events\n"] {
+            let mut app = fixtures::app(40, 200, 120, 40);
+            let mut stats = app.cluster.stats.clone();
+            stats.broker_paused = broker;
+            let mut list = fixtures::workers();
+            for (i, w) in list.iter_mut().enumerate() {
+                w.status = if i < workers {
+                    WorkerStatusLabel::Paused
+                } else {
+                    WorkerStatusLabel::Started
+                };
+            }
+            app.handle(Input::Update(Update::Scheduling(stats)));
+            app.handle(Input::Update(Update::Workers(list)));
+            keys(&mut app, view);
+            let text = screen(&mut app, Theme { color: false });
+            let first = text.lines().next().unwrap_or_default();
+            assert!(
+                first.ends_with(want),
+                "{broker} {workers} {view:?}: {first}"
+            );
+        }
+    }
+}
+
+/// What an operator looks at when something does not get placed, at the smallest size the
+/// console is laid out for and a large one: why a job is pending, whether scheduling is
+/// paused, the event stream with its payloads, and a confirmation.
+#[test]
+fn operator_screens_small_and_large() {
+    fn pause_everything(app: &mut App) {
+        let mut stats = app.cluster.stats.clone();
+        stats.broker_paused = true;
+        let mut workers = fixtures::workers();
+        for w in &mut workers {
+            w.status = drover_tui::model::WorkerStatusLabel::Paused;
+        }
+        app.handle(Input::Update(Update::Scheduling(stats)));
+        app.handle(Input::Update(Update::Workers(workers)));
+    }
+    fn nothing(_: &mut App) {}
+    // (snapshot name, setup, keys pressed from the nodes view)
+    let screens: [(&str, fn(&mut App), &str); 7] = [
+        ("job_why_pending", nothing, ":jobs\n/pending\ni"),
+        ("blocked_why_pending", nothing, ":blocked\n\n"),
+        ("eval_why_pending", nothing, ":evals\n\n"),
+        ("scheduling_paused", pause_everything, ":jobs\n"),
+        ("events_payload", nothing, ":events\n\n"),
+        ("confirm_pause_all", nothing, ":workers pause\n"),
+        ("confirm_stop_job", nothing, ":job stop web-3\n"),
+    ];
+    for (width, height) in [(80, 24), (200, 50)] {
+        for (name, setup, pressed) in screens {
+            let mut app = fixtures::app(40, 200, width, height);
+            setup(&mut app);
+            keys(&mut app, pressed);
+            let text = screen(&mut app, Theme { color: true });
+            insta::assert_snapshot!(format!("{name}_{width}x{height}"), text);
+        }
+    }
 }

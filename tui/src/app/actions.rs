@@ -1,6 +1,7 @@
 //! The keys that change the cluster: which command each one asks for, the confirmation
 //! the destructive ones go through first, and the read-only guard.
 
+use super::command_line::NodeVerb;
 use super::{Action, App, Command, Confirm, Mode, Prompt, PromptKind, RowKey};
 use crate::views::{Tone, ViewKind};
 use drover_core::{Eligibility, NodeHealth, NodeId};
@@ -25,10 +26,7 @@ impl App {
             (ViewKind::Workers, _) => self.worker_action(c),
             (ViewKind::Jobs, 'x') => {
                 if let Some(RowKey::Job(job)) = self.list().selected.clone() {
-                    self.mode = Mode::Confirm(Confirm::new(
-                        format!("stop job {}?", job.id),
-                        Command::StopJob(job),
-                    ));
+                    self.confirm_stop_job(job);
                 }
                 Action::None
             }
@@ -49,15 +47,36 @@ impl App {
         if nodes.is_empty() {
             return Action::None;
         }
+        let verb = match c {
+            'o' => NodeVerb::Offline,
+            'O' => NodeVerb::Online,
+            'd' => NodeVerb::Drain(None),
+            'D' => NodeVerb::Undrain,
+            'e' => {
+                // Toggle from the first target's eligibility; all targets end up the same.
+                let eligible = self
+                    .cluster
+                    .nodes
+                    .get(&nodes[0])
+                    .is_some_and(|n| n.eligibility == Eligibility::Eligible);
+                NodeVerb::Eligible(!eligible)
+            }
+            _ => return Action::None,
+        };
+        self.act_on_nodes(verb, nodes)
+    }
+
+    /// What a node key or a `:node` command asks for: destructive verbs ask first.
+    pub(super) fn act_on_nodes(&mut self, verb: NodeVerb, nodes: Vec<NodeId>) -> Action {
         let what = describe_nodes(self, &nodes);
-        match c {
-            'o' => {
+        match verb {
+            NodeVerb::Offline => {
                 self.mode = Mode::Confirm(Confirm::new(
                     format!("offline {what}? it gets no new placements"),
                     Command::Offline(nodes),
                 ))
             }
-            'O' => {
+            NodeVerb::Online => {
                 // Onlining a suspended node overrides the health machine (lost grace, flaky
                 // cool-down, readiness): ask first. Onlining an offlined node does not.
                 let overrides = nodes.iter().any(|id| {
@@ -74,36 +93,34 @@ impl App {
                     Command::Online(nodes),
                 ))
             }
-            'd' => {
+            NodeVerb::Drain(None) => {
                 self.mode = Mode::Prompt(Prompt {
                     kind: PromptKind::DrainDeadline(nodes),
                     input: "1h".to_owned(),
                 })
             }
-            'D' => return self.run(Command::EndDrain(nodes)),
-            'e' => {
-                // Toggle from the first target's eligibility; all targets end up the same.
-                let eligible = self
-                    .cluster
-                    .nodes
-                    .get(&nodes[0])
-                    .is_some_and(|n| n.eligibility == Eligibility::Eligible);
-                if eligible {
-                    self.mode = Mode::Confirm(Confirm::new(
-                        format!("make {what} ineligible for new placements?"),
-                        Command::SetEligibility {
-                            nodes,
-                            eligible: false,
-                        },
-                    ));
-                } else {
-                    return self.run(Command::SetEligibility {
-                        nodes,
-                        eligible: true,
-                    });
-                }
+            NodeVerb::Drain(Some(deadline)) => {
+                self.submit_prompt(Prompt {
+                    kind: PromptKind::DrainDeadline(nodes),
+                    input: deadline,
+                });
             }
-            _ => {}
+            NodeVerb::Undrain => return self.run(Command::EndDrain(nodes)),
+            NodeVerb::Eligible(false) => {
+                self.mode = Mode::Confirm(Confirm::new(
+                    format!("make {what} ineligible for new placements?"),
+                    Command::SetEligibility {
+                        nodes,
+                        eligible: false,
+                    },
+                ));
+            }
+            NodeVerb::Eligible(true) => {
+                return self.run(Command::SetEligibility {
+                    nodes,
+                    eligible: true,
+                });
+            }
         }
         Action::None
     }
@@ -114,28 +131,10 @@ impl App {
             _ => None,
         };
         match (c, selected) {
-            ('p', Some((server_id, worker_id))) => {
-                self.mode = Mode::Confirm(Confirm::new(
-                    format!("pause worker {worker_id}?"),
-                    Command::PauseWorker {
-                        server_id,
-                        worker_id,
-                    },
-                ))
-            }
-            ('r', Some((server_id, worker_id))) => {
-                return self.run(Command::ResumeWorker {
-                    server_id,
-                    worker_id,
-                });
-            }
-            ('P', _) => {
-                self.mode = Mode::Confirm(Confirm::new(
-                    "pause every worker of every server? nothing is scheduled until resumed",
-                    Command::PauseAllWorkers,
-                ))
-            }
-            ('R', _) => return self.run(Command::ResumeAllWorkers),
+            ('p', Some(worker)) => self.act_on_workers(true, Some(worker)),
+            ('r', Some(worker)) => self.act_on_workers(false, Some(worker)),
+            ('P', _) => self.act_on_workers(true, None),
+            ('R', _) => self.act_on_workers(false, None),
             ('c', Some((server_id, _))) => {
                 let current = self
                     .cluster
@@ -147,10 +146,50 @@ impl App {
                     kind: PromptKind::WorkerCount { server_id },
                     input: current.to_string(),
                 });
+                Action::None
             }
-            _ => {}
+            _ => Action::None,
         }
-        Action::None
+    }
+
+    /// Pauses (asking first) or resumes one worker, given as (server id, worker id), or
+    /// every worker of every server.
+    pub(super) fn act_on_workers(
+        &mut self,
+        pause: bool,
+        worker: Option<(String, String)>,
+    ) -> Action {
+        match (pause, worker) {
+            (true, Some((server_id, worker_id))) => {
+                self.mode = Mode::Confirm(Confirm::new(
+                    format!("pause worker {worker_id}?"),
+                    Command::PauseWorker {
+                        server_id,
+                        worker_id,
+                    },
+                ));
+                Action::None
+            }
+            (false, Some((server_id, worker_id))) => self.run(Command::ResumeWorker {
+                server_id,
+                worker_id,
+            }),
+            (true, None) => {
+                self.mode = Mode::Confirm(Confirm::new(
+                    "pause every worker of every server? nothing is scheduled until resumed",
+                    Command::PauseAllWorkers,
+                ));
+                Action::None
+            }
+            (false, None) => self.run(Command::ResumeAllWorkers),
+        }
+    }
+
+    pub(super) fn confirm_stop_job(&mut self, job: drover_core::JobKey) {
+        self.mode = Mode::Confirm(Confirm::new(
+            format!("stop job {}?", job.id),
+            Command::StopJob(job),
+        ));
     }
 
     /// Hands a command to the runtime, refusing actions in read-only mode (the last guard:

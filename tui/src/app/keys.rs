@@ -40,6 +40,18 @@ impl App {
     fn on_normal_key(&mut self, key: KeyEvent) -> Action {
         let page = crate::ui::layout::table_rows(self).max(1) as isize;
         match key.code {
+            KeyCode::Char('J') if self.detail_open => {
+                let lines = self.detail_len();
+                self.detail_scroll = (self.detail_scroll + 1).min(lines.saturating_sub(1));
+                return Action::None;
+            }
+            KeyCode::Char('K') if self.detail_open => {
+                self.detail_scroll = self.detail_scroll.saturating_sub(1);
+                return Action::None;
+            }
+            _ => self.detail_scroll = 0,
+        }
+        match key.code {
             KeyCode::Char('q') => return Action::Quit,
             KeyCode::Char('?') => self.mode = Mode::Help,
             KeyCode::Char('/') => self.mode = Mode::Filter,
@@ -63,6 +75,7 @@ impl App {
                 }
             }
             KeyCode::Enter => return self.open(),
+            KeyCode::Char('i') => return self.toggle_detail(),
             KeyCode::Esc => self.back(),
             KeyCode::Char('y') => {
                 return match &self.list().selected {
@@ -134,6 +147,25 @@ impl App {
                 self.switch_to(ViewKind::Allocs);
                 Action::None
             }
+            _ => self.toggle_detail(),
+        }
+    }
+
+    /// Lines in the selected row's detail, which bound its scrolling.
+    fn detail_len(&self) -> u16 {
+        self.list().selected.as_ref().map_or(0, |key| {
+            let lines = self.component().detail(&self.ctx(), key).len();
+            u16::try_from(lines).unwrap_or(u16::MAX)
+        })
+    }
+
+    /// `i` everywhere, and `enter` where it does not drill down: the selected row's detail.
+    fn toggle_detail(&mut self) -> Action {
+        let Some(selected) = self.list().selected.clone() else {
+            return Action::None;
+        };
+        match (self.view, selected) {
+            (ViewKind::Workers, _) => Action::None,
             (ViewKind::Allocs, RowKey::Alloc(id)) => {
                 self.detail_open = !self.detail_open;
                 if self.detail_open {
@@ -142,7 +174,6 @@ impl App {
                     Action::None
                 }
             }
-            (ViewKind::Events | ViewKind::Workers, _) => Action::None,
             _ => {
                 self.detail_open = !self.detail_open;
                 Action::None
@@ -193,19 +224,7 @@ impl App {
             }
             KeyCode::Enter => {
                 self.mode = Mode::Normal;
-                let name = text.trim();
-                if matches!(name, "q" | "quit") {
-                    return Action::Quit;
-                }
-                if name == "help" {
-                    self.mode = Mode::Help;
-                } else if let Some(view) = ViewKind::parse(name)
-                    && (view != ViewKind::Allocs || self.alloc_job.is_some())
-                {
-                    self.switch_to(view);
-                } else {
-                    self.tell(format!("unknown command :{name}"), Tone::Bad);
-                }
+                return self.run_command_line(&text);
             }
             _ => {}
         }
@@ -232,7 +251,7 @@ impl App {
         Action::None
     }
 
-    fn submit_prompt(&mut self, prompt: Prompt) {
+    pub(super) fn submit_prompt(&mut self, prompt: Prompt) {
         match prompt.kind {
             PromptKind::DrainDeadline(nodes) => match parse_deadline(&prompt.input) {
                 Ok(deadline) => {
@@ -306,8 +325,7 @@ impl App {
                 // Row 0 is the border, row 1 the column titles.
                 let row = y.saturating_sub(table.y);
                 if row == 1 {
-                    let columns =
-                        crate::ui::table::visible_columns(self.component().columns(), table.width);
+                    let columns = crate::ui::table::layout(self, table);
                     if let Some(column) = crate::ui::table::column_at(&columns, table.x, x) {
                         self.list_mut().sort_by(column);
                         self.invalidate_view();

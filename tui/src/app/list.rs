@@ -17,7 +17,8 @@ pub struct Sort {
 
 #[derive(Clone, Debug, Default)]
 pub struct ListState {
-    /// What `/` typed; rows whose text does not contain it (case-insensitive) are hidden.
+    /// What `/` typed (see [`super::RowFilter`] for its forms); rows it does not admit are
+    /// hidden.
     pub filter: String,
     /// `None`: the view's natural order.
     pub sort: Option<Sort>,

@@ -3,6 +3,8 @@
 //! the runtime must carry out. Tests drive it directly.
 
 mod actions;
+mod command_line;
+mod filter;
 mod input;
 mod keys;
 mod list;
@@ -12,6 +14,8 @@ mod rate;
 mod refresh;
 
 pub use crate::kinds::{RowKey, SortKey, natural_cmp, natural_key};
+pub use command_line::{CommandLine, NodeVerb};
+pub use filter::RowFilter;
 pub use input::{Action, Command, Connection, Input, Update};
 pub use list::{ListState, Sort};
 pub use modes::{Confirm, Mode, Prompt, PromptKind};
@@ -23,11 +27,17 @@ use crate::model::Cluster;
 use crate::views::{Ctx, HealthFilter, TOPICS, TableView, Tone, ViewKind};
 use drover_core::{Allocation, JobKey, Timestamp};
 
+/// How long a notice stays in the status bar: long enough to read a sentence, short
+/// enough that an old outcome is not taken for the state of things now.
+pub const NOTICE_TTL: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// A message in the status bar, and how it should read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Notice {
     pub text: String,
     pub tone: Tone,
+    /// When it was told; it goes once [`NOTICE_TTL`] has passed.
+    pub since: Timestamp,
 }
 
 #[derive(Debug)]
@@ -43,11 +53,19 @@ pub struct App {
     pub read_only: bool,
     pub address: String,
     pub connection: Connection,
+    /// Whether the server ever answered: until it has, a failure means the address is
+    /// wrong or the server is not up, not that an empty cluster was lost.
+    pub ever_connected: bool,
     pub notice: Option<Notice>,
     pub now: Timestamp,
     pub width: u16,
     pub height: u16,
     pub detail_open: bool,
+    /// Lines of the detail scrolled past (`J`/`K`); back to the top when the row changes.
+    pub detail_scroll: u16,
+    /// Seconds east of UTC of the operator's clock, for times of day. The runtime sets it
+    /// from the local time zone; it stays 0 (UTC) in tests, so they read the same anywhere.
+    pub clock_offset: i32,
     pub health: HealthFilter,
     /// Index into [`TOPICS`].
     pub topic: usize,
@@ -70,11 +88,14 @@ impl App {
             read_only,
             address: address.into(),
             connection: Connection::Connecting,
+            ever_connected: false,
             notice: None,
             now,
             width: 80,
             height: 24,
             detail_open: false,
+            detail_scroll: 0,
+            clock_offset: 0,
             health: HealthFilter::All,
             topic: 0,
             alloc_job: None,
@@ -95,6 +116,13 @@ impl App {
             Input::Tick(now) => {
                 self.now = now;
                 self.placements.advance(now);
+                if self
+                    .notice
+                    .as_ref()
+                    .is_some_and(|n| now.since(n.since) >= NOTICE_TTL)
+                {
+                    self.notice = None;
+                }
                 self.dirty = true;
                 Action::None
             }
@@ -200,6 +228,7 @@ impl App {
             health: self.health,
             topic: self.topic_filter(),
             alloc_detail: self.alloc_detail.as_ref(),
+            clock_offset: self.clock_offset,
         }
     }
 
@@ -208,6 +237,7 @@ impl App {
             Update::Connection(c) => {
                 if c == Connection::Connected && self.connection != Connection::Connected {
                     self.notice = None;
+                    self.ever_connected = true;
                 }
                 self.connection = c;
             }
@@ -268,20 +298,27 @@ impl App {
                 self.cluster.blocked = rows;
                 self.invalidate(ViewKind::Blocked);
             }
-            Update::CommandDone(result) => {
-                self.notice = Some(match result {
-                    Ok(text) => Notice {
-                        text,
-                        tone: Tone::Good,
-                    },
-                    Err(text) => Notice {
-                        text,
-                        tone: Tone::Bad,
-                    },
-                });
-            }
+            Update::CommandDone(result) => match result {
+                Ok(text) => self.tell(text, Tone::Good),
+                Err(text) => self.tell(text, Tone::Bad),
+            },
             // Read by the detail pane only: no row moves.
             Update::AllocDetail(alloc) => self.alloc_detail = Some(*alloc),
+        }
+    }
+
+    /// Why there is nothing to show yet, when the reason is the connection: the server was
+    /// never reached (wrong address, not up) or is being reached for the first time.
+    pub fn unreached(&self) -> Option<String> {
+        if self.ever_connected {
+            return None;
+        }
+        match &self.connection {
+            Connection::Connected => None,
+            Connection::Connecting => Some(format!("connecting to {}…", self.address)),
+            Connection::Lost { reason, .. } => {
+                Some(format!("cannot connect to {}: {reason}", self.address))
+            }
         }
     }
 
@@ -289,6 +326,7 @@ impl App {
         self.notice = Some(Notice {
             text: text.into(),
             tone,
+            since: self.now,
         });
     }
 }

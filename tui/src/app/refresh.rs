@@ -3,6 +3,7 @@
 //! A full re-sort happens only when a view's filter, sort or scope changes, or when so
 //! many of its rows changed that re-placing them one by one would cost more.
 
+use super::filter::RowFilter;
 use super::list::ListState;
 use super::order::{Rank, RowOrder};
 use crate::kinds::RowKey;
@@ -74,11 +75,20 @@ pub fn touched_by(
             rows.push((ViewKind::Jobs, RowKey::Job(row.job.clone())));
         }
         Change::AllocRemoved(id) => alloc_rows(cluster, *id, rows),
-        Change::Eval(eval) => rows.push((ViewKind::Evals, RowKey::Eval(eval.id))),
-        Change::EvalRemoved(id) => rows.push((ViewKind::Evals, RowKey::Eval(*id))),
+        Change::Eval(eval) => {
+            rows.push((ViewKind::Evals, RowKey::Eval(eval.id)));
+            // A job's queued count comes from its newest evaluation.
+            rows.push((ViewKind::Jobs, RowKey::Job(eval.job_key())));
+        }
+        Change::EvalRemoved(id) => {
+            rows.push((ViewKind::Evals, RowKey::Eval(*id)));
+            if let Some(old) = cluster.evals.get(id) {
+                rows.push((ViewKind::Jobs, RowKey::Job(old.job_key())));
+            }
+        }
         Change::Job(job) => rows.push((ViewKind::Jobs, RowKey::Job(job.key.clone()))),
         Change::JobRemoved(key) => rows.push((ViewKind::Jobs, RowKey::Job(key.clone()))),
-        Change::LogOnly => {}
+        Change::SchedulerConfig { .. } | Change::LogOnly => {}
     }
 }
 
@@ -92,18 +102,17 @@ fn alloc_rows(cluster: &Cluster, id: drover_core::AllocId, rows: &mut Vec<(ViewK
 }
 
 /// Where `key` sorts in `list`'s order, or `None` when the view does not show it (out of
-/// scope, gone, or hidden by the `/` filter).
-pub fn rank_of(view: &dyn TableView, ctx: &Ctx, list: &ListState, key: &RowKey) -> Option<Rank> {
+/// scope, gone, or hidden by the `/` filter, parsed from `list.filter` by the caller).
+pub fn rank_of(
+    view: &dyn TableView,
+    ctx: &Ctx,
+    list: &ListState,
+    filter: &RowFilter,
+    key: &RowKey,
+) -> Option<Rank> {
     let natural = view.natural_rank(ctx, key)?;
-    let needle = list.filter.trim().to_lowercase();
-    if !needle.is_empty() {
-        let cells = view.cells(ctx, key)?;
-        if !cells
-            .iter()
-            .any(|c| c.text.to_lowercase().contains(&needle))
-        {
-            return None;
-        }
+    if !filter.is_all() && !filter.admits(&view.cells(ctx, key)?) {
+        return None;
     }
     Some(Rank {
         column: list.sort.map(|s| view.sort_key(ctx, key, s.column)),
@@ -113,10 +122,11 @@ pub fn rank_of(view: &dyn TableView, ctx: &Ctx, list: &ListState, key: &RowKey) 
 
 /// The whole order of a view, from scratch.
 pub fn build(view: &dyn TableView, ctx: &Ctx, list: &ListState) -> RowOrder {
+    let filter = RowFilter::parse(&list.filter);
     let rows = view
         .rows(ctx)
         .into_iter()
-        .filter_map(|key| rank_of(view, ctx, list, &key).map(|rank| (rank, key)))
+        .filter_map(|key| rank_of(view, ctx, list, &filter, &key).map(|rank| (rank, key)))
         .collect();
     RowOrder::build(rows, list.sort.is_some_and(|s| s.descending))
 }
@@ -128,10 +138,11 @@ pub fn replace(
     list: &ListState,
     touched: HashSet<RowKey>,
 ) -> Vec<(RowKey, Option<Rank>)> {
+    let filter = RowFilter::parse(&list.filter);
     touched
         .into_iter()
         .map(|key| {
-            let rank = rank_of(view, ctx, list, &key);
+            let rank = rank_of(view, ctx, list, &filter, &key);
             (key, rank)
         })
         .collect()

@@ -35,7 +35,12 @@ pub enum Change {
     EvalRemoved(EvalId),
     Job(JobRow),
     JobRemoved(JobKey),
-    /// Something the console shows only in the event log (scheduler configuration).
+    /// The scheduler configuration changed: whether the eval broker is paused, which the
+    /// header shows at once rather than at the next poll of the broker.
+    SchedulerConfig {
+        pause_eval_broker: bool,
+    },
+    /// Something the console shows only in the event log.
     LogOnly,
 }
 
@@ -242,10 +247,11 @@ fn event_type_label(value: i32) -> &'static str {
     }
 }
 
-/// Decodes one event into the change it makes and the line the event log shows. The
-/// line's `seq` is left 0 for the state to number.
-pub fn decode_event(e: pb::Event) -> Result<(Change, EventRow), DecodeError> {
+/// Decodes one event, received at `received`, into the change it makes and the line the
+/// event log shows. The line's `seq` is left 0 for the state to number.
+pub fn decode_event(e: pb::Event, received: Timestamp) -> Result<(Change, EventRow), DecodeError> {
     use pb::event::Payload;
+    let payload = e.payload.clone().map(std::sync::Arc::new);
     let event_type = event_type_label(e.event_type);
     let missing = |expected| DecodeError::Payload {
         event_type,
@@ -311,7 +317,9 @@ pub fn decode_event(e: pb::Event) -> Result<(Change, EventRow), DecodeError> {
             "purged".to_owned(),
         ),
         Some(Payload::SchedulerConfig(c)) => (
-            Change::LogOnly,
+            Change::SchedulerConfig {
+                pause_eval_broker: c.pause_eval_broker,
+            },
             format!(
                 "pause_eval_broker={} reject_job_registration={}",
                 c.pause_eval_broker, c.reject_job_registration
@@ -326,6 +334,8 @@ pub fn decode_event(e: pb::Event) -> Result<(Change, EventRow), DecodeError> {
         event_type,
         key: e.key,
         summary,
+        received,
+        payload,
     };
     Ok((change, row))
 }

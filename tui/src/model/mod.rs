@@ -3,6 +3,7 @@
 //! every change, so no view ever walks all allocations to draw a frame.
 
 mod change;
+mod job_evals;
 mod rows;
 
 pub use change::{
@@ -10,6 +11,7 @@ pub use change::{
     decode_alloc, decode_blocked, decode_event, decode_job_entry, decode_worker, health_periods,
     job_row, role_label, scheduling_stats,
 };
+pub use job_evals::JobEvals;
 pub use rows::{
     AllocRow, BlockedKindLabel, BlockedRow, EventRow, JobCounts, JobRow, SchedulingStats, Usage,
     WorkerRow, WorkerStatusLabel, workload_label,
@@ -41,6 +43,8 @@ pub struct Cluster {
     usage: HashMap<NodeId, Usage>,
     /// Invariant: equals the counts over `allocs`, per job.
     job_counts: HashMap<JobKey, JobCounts>,
+    /// Invariant: equals a recount over `evals`, per job.
+    job_evals: job_evals::JobEvalIndex,
     /// Invariant: equals [`HealthCounts::of`] over `nodes`. The header shows it every frame,
     /// and a walk of ten thousand nodes per frame was a tenth of a frame.
     health_counts: HealthCounts,
@@ -62,6 +66,7 @@ impl Cluster {
             .map(|j| (j.key.clone(), j))
             .collect();
         self.evals = snapshot.evals.into_iter().map(|e| (e.id, e)).collect();
+        self.job_evals = job_evals::JobEvalIndex::rebuild(self.evals.values());
         self.allocs.clear();
         self.usage.clear();
         self.job_counts.clear();
@@ -110,11 +115,16 @@ impl Cluster {
                     .get(&eval.id)
                     .is_none_or(|old| old.modify_index <= eval.modify_index)
                 {
-                    self.evals.insert(eval.id, *eval);
+                    let id = eval.id;
+                    let old = self.evals.insert(id, *eval);
+                    self.job_evals
+                        .changed(old.as_ref(), self.evals.get(&id), &self.evals);
                 }
             }
             Change::EvalRemoved(id) => {
-                self.evals.remove(&id);
+                if let Some(old) = self.evals.remove(&id) {
+                    self.job_evals.changed(Some(&old), None, &self.evals);
+                }
             }
             Change::Job(job) => {
                 if self
@@ -127,6 +137,9 @@ impl Cluster {
             }
             Change::JobRemoved(key) => {
                 self.jobs.remove(&key);
+            }
+            Change::SchedulerConfig { pause_eval_broker } => {
+                self.stats.broker_paused = pause_eval_broker;
             }
             Change::LogOnly => {}
         }
@@ -151,6 +164,43 @@ impl Cluster {
 
     pub fn job_counts(&self, job: &JobKey) -> JobCounts {
         self.job_counts.get(job).copied().unwrap_or_default()
+    }
+
+    /// The evaluations a job's pending state is read from.
+    pub fn job_evals(&self, job: &JobKey) -> JobEvals {
+        self.job_evals.get(job)
+    }
+
+    /// Allocations of `job` its newest evaluation could not place yet.
+    pub fn queued(&self, job: &JobKey) -> u32 {
+        self.job_evals(job)
+            .newest
+            .and_then(|(_, id)| self.evals.get(&id))
+            .map_or(0, |e| e.queued_allocations.values().sum())
+    }
+
+    /// Why `job` has allocations waiting: its newest evaluation with placement failures,
+    /// while the job still has queued allocations or that evaluation is its newest (older
+    /// failures that later placements made good are history, not a reason).
+    pub fn pending_reasons(&self, job: &JobKey) -> Option<&Evaluation> {
+        let picks = self.job_evals(job);
+        let failed = picks.newest_failed?;
+        if self.queued(job) == 0 && picks.newest != Some(failed) {
+            return None;
+        }
+        self.evals.get(&failed.1)
+    }
+
+    /// The placement failures behind `eval`: its own, else those of the evaluation that
+    /// created it (a blocked evaluation records none), else its job's current reasons.
+    pub fn failures_behind<'a>(&'a self, eval: &'a Evaluation) -> Option<&'a Evaluation> {
+        if !eval.failed_tg_allocs.is_empty() {
+            return Some(eval);
+        }
+        eval.previous_eval
+            .and_then(|id| self.evals.get(&id))
+            .filter(|prev| !prev.failed_tg_allocs.is_empty())
+            .or_else(|| self.pending_reasons(&eval.job_key()))
     }
 
     pub fn health_counts(&self) -> HealthCounts {

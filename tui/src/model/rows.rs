@@ -6,6 +6,7 @@ use drover_core::{
 };
 use drover_proto::v1 as pb;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// One allocation as lists show it. Task states and history are fetched on demand (the
 /// allocation detail asks the server), because keeping them for every allocation would
@@ -177,7 +178,7 @@ pub struct SchedulingStats {
 }
 
 /// One line of the live event stream.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct EventRow {
     /// Position in the console's event log, unique across the session (several events
     /// share one Raft index).
@@ -187,6 +188,12 @@ pub struct EventRow {
     pub event_type: &'static str,
     pub key: String,
     pub summary: String,
+    /// When the console received it: events carry no time of their own, and this is what
+    /// an operator lines up with what they did.
+    pub received: Timestamp,
+    /// The object as the server sent it, for the event's detail. Shared, so the log's
+    /// copies cost a pointer each.
+    pub payload: Option<Arc<pb::event::Payload>>,
 }
 
 /// Resource use summed over the live allocations of one node.

@@ -37,6 +37,56 @@ fn assert_aggregates(c: &Cluster) {
         c.job_counts(&web),
         jobs.get(&web).copied().unwrap_or_default()
     );
+    for job in ["web", "api"].map(JobKey::default_ns) {
+        assert_eq!(
+            c.job_evals(&job),
+            JobEvals::recount(&job, c.evals.values()),
+            "{job}"
+        );
+    }
+}
+
+/// Evaluation `n` of job `job`, with placement failures or not.
+fn eval(n: u64, job: &str, modify_index: u64, failed: bool) -> Change {
+    let mut e = mock::eval(n, &mock::service_job(job, 3));
+    e.modify_index = modify_index;
+    if failed {
+        e.failed_tg_allocs = std::collections::BTreeMap::from([(
+            "web".to_owned(),
+            drover_core::AllocMetric::default(),
+        )]);
+        e.queued_allocations = std::collections::BTreeMap::from([("web".to_owned(), 2)]);
+    }
+    Change::Eval(Box::new(e))
+}
+
+#[test]
+fn a_jobs_pending_reasons_follow_its_evaluations() {
+    let mut c = Cluster::default();
+    let web = JobKey::default_ns("web");
+    let reason_id = |c: &Cluster| c.pending_reasons(&web).map(|e| e.id);
+    // (change, queued after it, the eval whose failures explain it)
+    let steps: Vec<(Change, u32, Option<u64>)> = vec![
+        (eval(1, "web", 10, true), 2, Some(1)),
+        // A newer evaluation that failed too takes over.
+        (eval(2, "web", 20, true), 2, Some(2)),
+        // Another job's evaluation changes nothing here.
+        (eval(3, "api", 30, false), 2, Some(2)),
+        // A newer one placed everything: the failures are history.
+        (eval(4, "web", 40, false), 0, None),
+        // It goes (garbage collected): eval 2 is the newest again.
+        (Change::EvalRemoved(mock::eval_id(4)), 2, Some(2)),
+        // Eval 2 is updated without failures: eval 1 holds the reasons, nothing queued.
+        (eval(2, "web", 50, false), 0, None),
+        (Change::EvalRemoved(mock::eval_id(2)), 2, Some(1)),
+    ];
+    for (change, queued, reason) in steps {
+        let label = format!("{change:?}");
+        c.apply(change);
+        assert_eq!(c.queued(&web), queued, "{label}");
+        assert_eq!(reason_id(&c), reason.map(mock::eval_id), "{label}");
+        assert_aggregates(&c);
+    }
 }
 
 #[test]
@@ -112,6 +162,8 @@ fn the_event_log_is_bounded_and_numbered() {
             event_type: "node-health",
             key: String::new(),
             summary: String::new(),
+            received: drover_core::Timestamp::ZERO,
+            payload: None,
         });
     }
     assert_eq!(c.events.len(), EVENT_LOG_LEN);
@@ -155,6 +207,10 @@ fn any_change() -> impl Strategy<Value = Change> {
             Change::Node(Box::new(node))
         }),
         1 => (0u64..4).prop_map(|n| Change::NodeRemoved(mock::node_id(n))),
+        3 => (0u64..6, any::<bool>(), 0u64..50, any::<bool>()).prop_map(
+            |(n, web, index, failed)| eval(n, if web { "web" } else { "api" }, index, failed)
+        ),
+        1 => (0u64..6).prop_map(|n| Change::EvalRemoved(mock::eval_id(n))),
     ]
 }
 

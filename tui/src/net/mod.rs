@@ -107,9 +107,17 @@ pub async fn follow(channels: Channels, updates: mpsc::Sender<Update>) {
     }
 }
 
-/// A short reason for the status bar.
+/// A short reason for the status bar. A transport failure's own message is generic
+/// ("transport error"); the cause at the bottom of its chain says what happened
+/// ("Connection refused"), so that is the one shown.
 fn describe(status: &tonic::Status) -> String {
-    let message = status.message();
+    let mut deepest: Option<&dyn std::error::Error> = None;
+    let mut cause = std::error::Error::source(status);
+    while let Some(e) = cause {
+        deepest = Some(e);
+        cause = e.source();
+    }
+    let message = deepest.map_or_else(|| status.message().to_owned(), ToString::to_string);
     let first_line = message.lines().next().unwrap_or_default();
     if first_line.is_empty() {
         format!("{:?}", status.code()).to_lowercase()
@@ -157,10 +165,11 @@ async fn session(
         tokio::select! {
             message = stream.message() => match message {
                 Ok(Some(batch)) => {
+                    let received = crate::now();
                     let decoded: Vec<_> = batch
                         .events
                         .into_iter()
-                        .filter_map(|e| match decode_event(e) {
+                        .filter_map(|e| match decode_event(e, received) {
                             Ok(d) => Some(d),
                             Err(error) => {
                                 tracing::warn!(%error, "skipping an event the console cannot read");
@@ -208,4 +217,23 @@ async fn poll_leader(channel: &Channel, updates: &mpsc::Sender<Update>) -> Resul
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A wrong address must read as such, not as a generic transport error.
+    #[tokio::test]
+    async fn an_address_nobody_listens_on_is_described_by_its_cause() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+        let address = listener.local_addr().expect("its address").to_string();
+        drop(listener);
+        let channels = Channels::lazy(&address, &Default::default()).expect("a valid address");
+        let status = load::snapshot(&channels.unary)
+            .await
+            .expect_err("nobody listens");
+        let reason = describe(&status).to_lowercase();
+        assert!(reason.contains("refused"), "{reason}");
+    }
 }

@@ -19,6 +19,15 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             format!(" … connecting to {} ", app.address),
             theme.tone(Tone::Warn),
         )],
+        // The reason is in the header and the table already.
+        Connection::Lost { retry_in, .. } if !app.ever_connected => vec![Span::styled(
+            format!(
+                " ✕ cannot connect to {}, retrying in {}s ",
+                app.address,
+                retry_in.as_secs().max(1)
+            ),
+            theme.tone(Tone::Bad),
+        )],
         Connection::Lost { reason, retry_in } => vec![Span::styled(
             format!(
                 " ✕ connection lost ({reason}), reconnecting in {}s ",

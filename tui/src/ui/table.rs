@@ -3,7 +3,7 @@
 
 use super::theme::Theme;
 use crate::app::App;
-use crate::views::Column;
+use crate::views::{Cell, Column};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Modifier;
@@ -13,16 +13,32 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 /// The gutter left of each row: the marked sign.
 const GUTTER: u16 = 2;
 
+/// The narrowest a column is drawn: its set width, and never less than its title (with
+/// room for the arrow when the table is sorted by it, so sorting does not cut its name).
+fn min_width(c: &Column, sorted: bool) -> u16 {
+    c.width
+        .max(c.title.chars().count() as u16 + u16::from(sorted))
+}
+
 /// The columns that fit `width`, most important first to be kept, in display order, each
-/// with the width it is drawn at; the last one takes the remaining space.
-pub fn visible_columns(columns: &[Column], width: u16) -> Vec<(usize, u16)> {
+/// with the width it is drawn at. `wants[i]` is the widest text column `i` holds in the
+/// rows in sight (missing: nothing to show): columns grow toward it while there is room,
+/// so nothing is cut while the table has space to spare, and what is left goes to the
+/// last column. `sorted` is the column the table is sorted by.
+pub fn visible_columns(
+    columns: &[Column],
+    width: u16,
+    wants: &[usize],
+    sorted: Option<usize>,
+) -> Vec<(usize, u16)> {
+    let min = |i: usize| min_width(&columns[i], sorted == Some(i));
     let inner = width.saturating_sub(2 + GUTTER);
     let mut by_priority: Vec<usize> = (0..columns.len()).collect();
     by_priority.sort_by_key(|i| (columns[*i].priority, *i));
     let mut kept = Vec::new();
     let mut used: u16 = 0;
     for i in by_priority {
-        let need = columns[i].width + u16::from(!kept.is_empty());
+        let need = min(i) + u16::from(!kept.is_empty());
         if used + need > inner {
             break;
         }
@@ -30,11 +46,63 @@ pub fn visible_columns(columns: &[Column], width: u16) -> Vec<(usize, u16)> {
         kept.push(i);
     }
     kept.sort_unstable();
-    let mut widths: Vec<(usize, u16)> = kept.iter().map(|i| (*i, columns[*i].width)).collect();
+    let mut widths: Vec<(usize, u16)> = kept.iter().map(|i| (*i, min(*i))).collect();
+    let mut spare = inner.saturating_sub(used);
+    // One column at a time, one character each, so that when room runs out every cut
+    // column has had its fair share.
+    loop {
+        let mut grew = false;
+        for (i, w) in widths.iter_mut() {
+            let want = wants.get(*i).copied().unwrap_or(0);
+            if spare > 0 && usize::from(*w) < want {
+                *w += 1;
+                spare -= 1;
+                grew = true;
+            }
+        }
+        if !grew {
+            break;
+        }
+    }
     if let Some(last) = widths.last_mut() {
-        last.1 += inner.saturating_sub(used);
+        last.1 += spare;
     }
     widths
+}
+
+/// The columns of `app`'s current view as drawn in a table of `area`: the same figures
+/// for drawing and for finding the column under the mouse.
+pub fn layout(app: &App, area: Rect) -> Vec<(usize, u16)> {
+    let view = app.component();
+    let ctx = app.ctx();
+    let rows: Vec<Vec<Cell>> = rows_in_sight(app, area)
+        .filter_map(|(_, key)| view.cells(&ctx, key))
+        .collect();
+    let widest = wants(view.columns().len(), rows.iter().map(Vec::as_slice));
+    let sorted = app.list().sort.map(|s| s.column);
+    visible_columns(view.columns(), area.width, &widest, sorted)
+}
+
+/// The rows a table of `area` shows, with their positions.
+fn rows_in_sight<'a>(
+    app: &'a App,
+    area: Rect,
+) -> impl Iterator<Item = (usize, &'a crate::app::RowKey)> + 'a {
+    // Border, titles, border.
+    let rows = usize::from(area.height.saturating_sub(3));
+    let list = app.list();
+    list.order.rows_from(list.offset).take(rows)
+}
+
+/// The widest text of each column over `rows`.
+fn wants<'a>(columns: usize, rows: impl IntoIterator<Item = &'a [Cell]>) -> Vec<usize> {
+    let mut wants = vec![0; columns];
+    for cells in rows {
+        for (want, cell) in wants.iter_mut().zip(cells) {
+            *want = (*want).max(cell.text.chars().count());
+        }
+    }
+    wants
 }
 
 /// The column drawn at screen column `x`, for a table whose area starts at `left`.
@@ -62,8 +130,17 @@ fn fit(text: &str, width: usize) -> String {
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let view = app.component();
     let list = app.list();
-    let columns = visible_columns(view.columns(), area.width);
+    let ctx = app.ctx();
+    // Each row in sight is formatted once, for its widths and for drawing it.
+    let rows: Vec<(usize, &crate::app::RowKey, Vec<Cell>)> = rows_in_sight(app, area)
+        .filter_map(|(index, key)| view.cells(&ctx, key).map(|cells| (index, key, cells)))
+        .collect();
+    let widest = wants(
+        view.columns().len(),
+        rows.iter().map(|(_, _, c)| c.as_slice()),
+    );
     let sort = list.sort;
+    let columns = visible_columns(view.columns(), area.width, &widest, sort.map(|s| s.column));
     let title = {
         let mut t = format!(" {} ({})", app.view.name(), list.order.len());
         if let Some(job) = app
@@ -119,12 +196,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     }
     lines.push(Line::from(header));
 
-    let ctx = app.ctx();
-    let rows = usize::from(inner.height - 1);
-    for (index, key) in list.order.rows_from(list.offset).take(rows) {
-        let Some(cells) = view.cells(&ctx, key) else {
-            continue;
-        };
+    for (index, key, cells) in rows {
         let marked = list.marked.contains(key);
         let mut spans = vec![Span::raw(if marked { "● " } else { "  " })];
         for (n, (i, width)) in columns.iter().enumerate() {
@@ -144,12 +216,19 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         lines.push(line);
     }
     if list.order.is_empty() {
-        let empty = if list.filter.is_empty() {
-            "  nothing here yet"
-        } else {
-            "  no row matches the filter (esc clears it)"
+        let filter = crate::app::RowFilter::parse(&list.filter);
+        let (empty, tone) = match (filter.error(), app.unreached()) {
+            (Some(why), _) => (format!("  {why}"), crate::views::Tone::Bad),
+            (None, Some(why)) => (format!("  {why}"), crate::views::Tone::Warn),
+            (None, None) if list.filter.is_empty() => {
+                ("  nothing here yet".to_owned(), crate::views::Tone::Dim)
+            }
+            (None, None) => (
+                "  no row matches the filter (esc clears it)".to_owned(),
+                crate::views::Tone::Dim,
+            ),
         };
-        lines.push(Line::styled(empty, theme.tone(crate::views::Tone::Dim)));
+        lines.push(Line::styled(empty, theme.tone(tone)));
     }
     frame.render_widget(Paragraph::new(lines), inner);
 }
@@ -163,9 +242,9 @@ mod tests {
     fn narrow_tables_drop_the_least_important_columns_first() {
         let columns = ViewKind::Nodes.component().columns();
         let all: u16 = columns.iter().map(|c| c.width + 1).sum::<u16>() + 2 + GUTTER;
-        let wide = visible_columns(columns, all + 10);
+        let wide = visible_columns(columns, all + 10, &[], None);
         assert_eq!(wide.len(), columns.len());
-        let narrow = visible_columns(columns, 40);
+        let narrow = visible_columns(columns, 40, &[], None);
         assert!(narrow.len() < columns.len());
         for (i, _) in &narrow {
             for dropped in (0..columns.len()).filter(|d| !narrow.iter().any(|(k, _)| k == d)) {
@@ -174,6 +253,64 @@ mod tests {
         }
         let drawn: u16 = narrow.iter().map(|(_, w)| w + 1).sum::<u16>() - 1;
         assert_eq!(drawn, 40 - 2 - GUTTER);
+    }
+
+    /// Text longer than its column grows the column while the table has room; without
+    /// room, cut columns share what there is; what is left goes to the last column.
+    #[test]
+    fn columns_grow_to_their_text_while_there_is_room() {
+        let columns = [
+            Column {
+                title: "NAME",
+                width: 6,
+                priority: 0,
+            },
+            Column {
+                title: "ID",
+                width: 4,
+                priority: 0,
+            },
+            Column {
+                title: "SUMMARY",
+                width: 8,
+                priority: 0,
+            },
+        ];
+        // (table width, widest text per column, widths drawn)
+        let cases: [(u16, &[usize], &[u16]); 4] = [
+            // Inner width 20 = 6 + 1 + 4 + 1 + 8: no room to spare.
+            (24, &[30, 2, 30], &[6, 4, 8]),
+            (34, &[10, 2, 20], &[10, 4, 14]),
+            (34, &[30, 2, 30], &[11, 4, 13]),
+            (60, &[10, 2, 12], &[10, 4, 40]),
+        ];
+        for (width, wants, want) in cases {
+            let got: Vec<u16> = visible_columns(&columns, width, wants, None)
+                .into_iter()
+                .map(|(_, w)| w)
+                .collect();
+            assert_eq!(got, want, "width {width}, wants {wants:?}");
+            let drawn: u16 = got.iter().map(|w| w + 1).sum::<u16>() - 1;
+            assert_eq!(drawn, width - 2 - GUTTER, "the table is filled");
+        }
+        // A title has room for the sort arrow when the table is sorted by it.
+        let tight = [
+            Column {
+                title: "ELIG",
+                width: 4,
+                priority: 0,
+            },
+            Column {
+                title: "ID",
+                width: 4,
+                priority: 0,
+            },
+        ];
+        assert_eq!(visible_columns(&tight, 14, &[], None), vec![(0, 4), (1, 5)]);
+        assert_eq!(
+            visible_columns(&tight, 14, &[], Some(0)),
+            vec![(0, 5), (1, 4)]
+        );
     }
 
     #[test]

@@ -96,14 +96,36 @@ impl TableView for BlockedView {
         let Some(b) = blocked(ctx, key) else {
             return Vec::new();
         };
+        // What would release it and why it waits first: on a small terminal they are what
+        // must be in sight.
         let mut lines = vec![
-            DetailLine::field("eval", b.eval_id.clone()),
             DetailLine::field("job", b.job.to_string()),
+            DetailLine::toned("unblocked by", b.unblocked_by.clone(), Tone::Warn),
+        ];
+        let eval = b
+            .eval_id
+            .parse::<drover_core::EvalId>()
+            .ok()
+            .and_then(|id| ctx.cluster.evals.get(&id));
+        lines.extend(match eval {
+            Some(eval) => super::evals::why_pending_lines(
+                &eval.queued_allocations,
+                ctx.cluster.failures_behind(eval),
+                ctx.now,
+            ),
+            // Not loaded (older than the evaluations read at connect): the job's reasons.
+            None => super::evals::why_pending_lines(
+                &Default::default(),
+                ctx.cluster.pending_reasons(&b.job),
+                ctx.now,
+            ),
+        });
+        lines.extend([
+            DetailLine::field("eval", b.eval_id.clone()),
             DetailLine::field("kind", b.kind.as_str()),
             DetailLine::field("triggered by", b.triggered_by.clone()),
             DetailLine::field("blocked for", age(b.blocked_since, ctx.now)),
-            DetailLine::toned("unblocked by", b.unblocked_by.clone(), Tone::Warn),
-        ];
+        ]);
         if !b.node_id.is_empty() {
             lines.push(DetailLine::field("waits on node", b.node_id.clone()));
         }
@@ -125,17 +147,6 @@ impl TableView for BlockedView {
                 },
                 if *ok { Tone::Warn } else { Tone::Dim },
             ));
-        }
-        // The evaluation itself, when the event stream has it, says what failed.
-        if let Some(eval) = b
-            .eval_id
-            .parse::<drover_core::EvalId>()
-            .ok()
-            .and_then(|id| ctx.cluster.evals.get(&id))
-        {
-            for (group, metric) in &eval.failed_tg_allocs {
-                lines.extend(super::evals::failure_lines(group, metric));
-            }
         }
         lines
     }

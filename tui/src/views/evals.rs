@@ -4,7 +4,8 @@
 use super::format::age;
 use super::{Cell, Column, Ctx, DetailLine, KeyHelp, TableView, Tone, ViewKind, col};
 use crate::kinds::{RowKey, SortKey};
-use drover_core::{AllocMetric, EvalStatus, Evaluation};
+use drover_core::{AllocMetric, EvalStatus, Evaluation, Timestamp};
+use std::collections::BTreeMap;
 
 pub struct EvalsView;
 
@@ -22,6 +23,39 @@ pub(super) fn status_tone(status: EvalStatus) -> Tone {
         EvalStatus::Complete => Tone::Good,
         EvalStatus::Canceled => Tone::Dim,
     }
+}
+
+/// "Why is this pending", for a job's or an evaluation's detail: what waits per group
+/// (from the evaluation whose queued counts are current), then the placement failures
+/// behind it (from `reasons`, which may be another evaluation: a blocked one records
+/// none itself). Empty when nothing waits and nothing failed.
+pub(super) fn why_pending_lines(
+    queued: &BTreeMap<String, u32>,
+    reasons: Option<&Evaluation>,
+    now: Timestamp,
+) -> Vec<DetailLine> {
+    let mut lines: Vec<DetailLine> = queued
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(group, n)| {
+            DetailLine::toned(
+                "queued",
+                format!("{group}: {n} allocation(s) not placed"),
+                Tone::Warn,
+            )
+        })
+        .collect();
+    if let Some(e) = reasons {
+        lines.push(DetailLine::heading(format!(
+            "why not placed (eval {}, {} ago)",
+            e.id.short(),
+            age(e.modify_time, now)
+        )));
+        for (group, metric) in &e.failed_tg_allocs {
+            lines.extend(failure_lines(group, metric));
+        }
+    }
+    lines
 }
 
 /// Lines explaining one group's failed placements, most telling first.
@@ -158,18 +192,15 @@ impl TableView for EvalsView {
                 e.status_description.clone(),
             ));
         }
-        // "Why is this pending" first: on a small terminal it is what must be in sight.
-        for (group, n) in e.queued_allocations.iter().filter(|(_, n)| **n > 0) {
-            lines.push(DetailLine::toned(
-                "queued",
-                format!("{group}: {n} allocation(s) waiting"),
-                Tone::Warn,
-            ));
-        }
-        for (group, metric) in &e.failed_tg_allocs {
-            lines.extend(failure_lines(group, metric));
-        }
-        if e.failed_tg_allocs.is_empty() {
+        // "Why is this pending" first: on a small terminal it is what must be in sight. A
+        // blocked evaluation shows the failures of the evaluation that created it.
+        let reasons = if e.failed_tg_allocs.is_empty() && e.status != EvalStatus::Blocked {
+            None
+        } else {
+            ctx.cluster.failures_behind(e)
+        };
+        lines.extend(why_pending_lines(&e.queued_allocations, reasons, ctx.now));
+        if reasons.is_none() {
             lines.push(DetailLine::heading("no placement failures"));
         }
         lines.extend([

@@ -1,6 +1,7 @@
 //! The live event stream, newest first, filterable by topic.
 
-use super::{Cell, Column, Ctx, KeyHelp, TableView, Tone, ViewKind, col, key};
+use super::format::{age, clock};
+use super::{Cell, Column, Ctx, DetailLine, KeyHelp, TableView, Tone, ViewKind, col, key};
 use crate::kinds::{RowKey, SortKey};
 use crate::model::EventRow;
 
@@ -20,14 +21,48 @@ fn event<'a>(ctx: &Ctx<'a>, key: &RowKey) -> Option<&'a EventRow> {
 }
 
 const COLUMNS: &[Column] = &[
-    col("INDEX", 7, 1),
+    col("TIME", 8, 0),
+    col("INDEX", 7, 2),
     col("TOPIC", 10, 0),
     col("TYPE", 17, 0),
-    col("KEY", 12, 2),
-    col("SUMMARY", 40, 0),
+    col("KEY", 12, 3),
+    col("SUMMARY", 30, 0),
 ];
 
-const KEYS: &[KeyHelp] = &[key("t", "cycle the topic shown")];
+const KEYS: &[KeyHelp] = &[
+    key("t", "cycle the topic shown"),
+    key("enter", "the event's payload (J/K scroll it)"),
+];
+
+/// The payload as the server sent it, one field a line. The derived form names every
+/// field and enum value, so nothing of the object is hidden; its four-space indentation is
+/// halved and an optional scalar's `Some(` wrapper (three lines each) is dropped, to keep
+/// nested objects readable in a narrow pane.
+fn payload_lines(payload: &drover_proto::v1::event::Payload) -> Vec<DetailLine> {
+    let text = format!("{payload:#?}");
+    let raw: Vec<&str> = text.lines().collect();
+    let mut lines = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        let line = raw[i];
+        let body = line.trim_start_matches(' ');
+        let depth = (line.len() - body.len()) / 4;
+        let mut shown = body.to_owned();
+        if let (Some(head), Some(value), Some(close)) = (
+            body.strip_suffix("Some("),
+            raw.get(i + 1).map(|l| l.trim()),
+            raw.get(i + 2).map(|l| l.trim()),
+        ) && close.starts_with(')')
+            && !value.ends_with(['{', '(', '['])
+        {
+            shown = format!("{head}{}{}", value.trim_end_matches(','), &close[1..]);
+            i += 2;
+        }
+        lines.push(DetailLine::text(format!("{}{shown}", "  ".repeat(depth))));
+        i += 1;
+    }
+    lines
+}
 
 impl TableView for EventsView {
     fn kind(&self) -> ViewKind {
@@ -55,6 +90,7 @@ impl TableView for EventsView {
     fn cells(&self, ctx: &Ctx, key: &RowKey) -> Option<Vec<Cell>> {
         let e = event(ctx, key)?;
         Some(vec![
+            Cell::new(clock(e.received, ctx.clock_offset)),
             Cell::tone(e.index.to_string(), Tone::Dim),
             Cell::new(e.topic),
             Cell::new(e.event_type),
@@ -68,12 +104,37 @@ impl TableView for EventsView {
             return SortKey::Num(0);
         };
         match column {
-            0 => SortKey::Num(e.seq),
-            1 => SortKey::text(e.topic),
-            2 => SortKey::text(e.event_type),
-            3 => SortKey::text(&e.key),
+            0 => SortKey::Num(e.received.as_millis()),
+            1 => SortKey::Num(e.seq),
+            2 => SortKey::text(e.topic),
+            3 => SortKey::text(e.event_type),
+            4 => SortKey::text(&e.key),
             _ => SortKey::text(&e.summary),
         }
+    }
+
+    fn detail(&self, ctx: &Ctx, key: &RowKey) -> Vec<DetailLine> {
+        let Some(e) = event(ctx, key) else {
+            return Vec::new();
+        };
+        let mut lines = vec![
+            DetailLine::field("type", format!("{} {}", e.topic, e.event_type)),
+            DetailLine::field("key", e.key.clone()),
+            DetailLine::field("raft index", e.index.to_string()),
+            DetailLine::field(
+                "received",
+                format!("{} ({} ago)", e.received, age(e.received, ctx.now)),
+            ),
+            DetailLine::field("summary", e.summary.clone()),
+        ];
+        match &e.payload {
+            Some(payload) => {
+                lines.push(DetailLine::heading("payload"));
+                lines.extend(payload_lines(payload));
+            }
+            None => lines.push(DetailLine::heading("no payload")),
+        }
+        lines
     }
 
     fn keys(&self) -> &'static [KeyHelp] {

@@ -22,6 +22,13 @@ pub fn age(since: Timestamp, now: Timestamp) -> String {
     duration_short(now.since(since))
 }
 
+/// The time of day of `t`, `HH:MM:SS`, on a clock `offset` seconds east of UTC.
+pub fn clock(t: Timestamp, offset: i32) -> String {
+    let secs = (t.as_millis() / 1_000) as i64 + i64::from(offset);
+    let day = secs.rem_euclid(86_400);
+    format!("{:02}:{:02}:{:02}", day / 3_600, day / 60 % 60, day % 60)
+}
+
 /// `used` of `total` as a whole percentage; `-` when there is no capacity.
 pub fn percent(used: u64, total: u64) -> String {
     if total == 0 {
@@ -55,6 +62,15 @@ mod tests {
         for (used, total, want) in cases {
             assert_eq!(percent(used, total), want, "{used}/{total}");
         }
+    }
+
+    #[test]
+    fn clock_times_follow_the_offset_across_midnight() {
+        // 2026-01-01T00:00:05Z
+        let t = Timestamp::from_millis(1_767_225_605_000);
+        assert_eq!(clock(t, 0), "00:00:05");
+        assert_eq!(clock(t, 2 * 3_600), "02:00:05");
+        assert_eq!(clock(t, -3_600), "23:00:05");
     }
 
     #[test]

@@ -27,11 +27,18 @@ fn status_cell(j: &JobRow) -> Cell {
     Cell::tone(j.status.as_str(), tone)
 }
 
+/// Allocations not placed yet, a warning when there are any: a job whose whole count waits
+/// shows it here rather than as nothing pending.
+fn queued_cell(n: u32) -> Cell {
+    Cell::tone(n.to_string(), if n > 0 { Tone::Warn } else { Tone::Normal })
+}
+
 const COLUMNS: &[Column] = &[
     col("JOB", 20, 0),
     col("TYPE", 8, 2),
     col("PRIO", 4, 4),
     col("STATUS", 8, 0),
+    col("QUEUED", 6, 1),
     col("RUNNING", 7, 1),
     col("PENDING", 7, 3),
     col("FAILED", 6, 2),
@@ -43,6 +50,7 @@ const COLUMNS: &[Column] = &[
 
 const KEYS: &[KeyHelp] = &[
     key("enter", "the job's allocations"),
+    key("i", "the job's detail: why allocations are not placed"),
     action("x", "stop the job"),
 ];
 
@@ -75,6 +83,7 @@ impl TableView for JobsView {
             Cell::new(j.job_type.as_str()),
             Cell::new(j.priority.to_string()),
             status_cell(j),
+            queued_cell(ctx.cluster.queued(&j.key)),
             Cell::tone(c.running.to_string(), Tone::Good),
             Cell::new(c.pending.to_string()),
             Cell::tone(
@@ -102,12 +111,13 @@ impl TableView for JobsView {
             1 => SortKey::text(j.job_type.as_str()),
             2 => SortKey::Num(j.priority.into()),
             3 => SortKey::text(status_cell(j).text),
-            4 => SortKey::Num(c.running.into()),
-            5 => SortKey::Num(c.pending.into()),
-            6 => SortKey::Num(c.failed.into()),
-            7 => SortKey::Num(c.total.into()),
-            8 => SortKey::Num(j.version),
-            9 => SortKey::Num(u64::MAX - j.submit_time.as_millis()),
+            4 => SortKey::Num(ctx.cluster.queued(&j.key).into()),
+            5 => SortKey::Num(c.running.into()),
+            6 => SortKey::Num(c.pending.into()),
+            7 => SortKey::Num(c.failed.into()),
+            8 => SortKey::Num(c.total.into()),
+            9 => SortKey::Num(j.version),
+            10 => SortKey::Num(u64::MAX - j.submit_time.as_millis()),
             _ => SortKey::text(&j.key.namespace),
         }
     }
@@ -119,8 +129,23 @@ impl TableView for JobsView {
         let c = ctx.cluster.job_counts(&j.key);
         let mut lines = vec![
             DetailLine::field("job", j.key.to_string()),
-            DetailLine::field("type", j.job_type.as_str()),
             DetailLine::toned("status", status_cell(j).text, status_cell(j).tone),
+        ];
+        // Why it is pending first: on a small terminal it is what must be in sight.
+        let queued = ctx
+            .cluster
+            .job_evals(&j.key)
+            .newest
+            .and_then(|(_, id)| ctx.cluster.evals.get(&id))
+            .map(|e| e.queued_allocations.clone())
+            .unwrap_or_default();
+        lines.extend(super::evals::why_pending_lines(
+            &queued,
+            ctx.cluster.pending_reasons(&j.key),
+            ctx.now,
+        ));
+        lines.extend([
+            DetailLine::field("type", j.job_type.as_str()),
             DetailLine::field("version", j.version.to_string()),
             DetailLine::field("priority", j.priority.to_string()),
             DetailLine::field(
@@ -130,7 +155,7 @@ impl TableView for JobsView {
                     c.running, c.pending, c.failed, c.total
                 ),
             ),
-        ];
+        ]);
         if let Some(parent) = &j.parent_id {
             lines.push(DetailLine::field("parent", parent.clone()));
         }

@@ -12,7 +12,7 @@ mod jobs;
 mod nodes;
 mod workers;
 
-pub use format::{age, duration_short, percent};
+pub use format::{age, clock, duration_short, percent};
 pub use nodes::time_left;
 
 pub use crate::kinds::{HealthFilter, TOPICS, Tone, ViewKind};
@@ -75,11 +75,13 @@ impl Cell {
     }
 }
 
-/// One line of a detail pane: a label and its value, or a heading when the label is empty.
+/// One line of a detail pane: a label and its value, a heading when the label is empty,
+/// or a line of text drawn as it is (`raw`: a payload, whose indentation is its shape).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DetailLine {
     pub label: String,
     pub value: Cell,
+    pub raw: bool,
 }
 
 impl DetailLine {
@@ -87,20 +89,27 @@ impl DetailLine {
         Self {
             label: String::new(),
             value: Cell::tone(text, Tone::Dim),
+            raw: false,
         }
     }
 
     pub fn field(label: impl Into<String>, value: impl Into<String>) -> Self {
-        Self {
-            label: label.into(),
-            value: Cell::new(value),
-        }
+        Self::toned(label, value, Tone::Normal)
     }
 
     pub fn toned(label: impl Into<String>, value: impl Into<String>, tone: Tone) -> Self {
         Self {
             label: label.into(),
             value: Cell::tone(value, tone),
+            raw: false,
+        }
+    }
+
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            label: String::new(),
+            value: Cell::new(text),
+            raw: true,
         }
     }
 }
@@ -142,6 +151,8 @@ pub struct Ctx<'a> {
     pub topic: Option<&'static str>,
     /// The allocation fetched in full for the allocation detail, when it has arrived.
     pub alloc_detail: Option<&'a drover_core::Allocation>,
+    /// Seconds east of UTC of the operator's clock, for times of day (0 in tests).
+    pub clock_offset: i32,
 }
 
 /// A view as a component of the console.
@@ -174,18 +185,30 @@ pub trait TableView: Sync {
 
 /// The keys every view takes, listed first in the help.
 pub const GLOBAL_KEYS: &[KeyHelp] = &[
-    key("j/k ↑/↓", "move the selection"),
-    key("pgup/pgdn home/end", "move by a page, to the ends"),
+    key(
+        "j/k ↑/↓ pgup/pgdn",
+        "move the selection (home/end: to the ends)",
+    ),
     key("tab / shift-tab", "next / previous view"),
     key(
         ":nodes :evals …",
         "go to a view (:blocked :workers :jobs :events too)",
     ),
-    key("/", "filter rows (esc clears)"),
+    key(
+        ":node offline ID",
+        "also online, drain, undrain; ID: name or id prefix",
+    ),
+    key(
+        ":workers pause",
+        "or resume (all, or one: :worker pause ID); :job stop ID",
+    ),
+    key("/", "filter: text, !text inverts, ~regex (esc clears)"),
     key("1-9", "sort by that column (again: reverse)"),
-    key("enter", "open the detail / drill down"),
-    key("esc", "close, clear the filter, go back"),
+    key(
+        "enter / esc",
+        "open the detail, drill down / close, clear, go back",
+    ),
+    key("i  J/K", "the row's detail (jobs too) / scroll the detail"),
     key("y", "copy the selected id to the clipboard"),
-    key("?", "this help"),
-    key("q ctrl-c", "quit"),
+    key("? / q ctrl-c", "this help / quit"),
 ];

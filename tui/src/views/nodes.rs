@@ -281,6 +281,7 @@ mod tests {
             health: HealthFilter::All,
             topic: None,
             alloc_detail: None,
+            clock_offset: 0,
         };
         health_cell(&node, &ctx).text
     }

@@ -172,6 +172,8 @@ fn event_row() -> crate::model::EventRow {
         event_type: "node-health",
         key: String::new(),
         summary: String::new(),
+        received: drover_core::Timestamp::ZERO,
+        payload: None,
     }
 }
 
@@ -321,3 +323,4 @@ fn connection_changes_reach_the_state() {
 }
 
 mod actions;
+mod typing;
