@@ -521,3 +521,31 @@ async fn event_subscribers_beyond_the_cap_are_refused() {
     api.shutdown().await.unwrap();
     server.shutdown().await.unwrap();
 }
+
+/// A body that is not the method's message is the caller's mistake: INVALID_ARGUMENT, not
+/// INTERNAL, and the server goes on answering.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_is_not_a_message_is_invalid_argument() {
+    let api = Api::start(|_| {}).await;
+    let mut grpc = tonic::client::Grpc::new(api.channel.clone());
+    grpc.ready().await.unwrap();
+    // Field 1 of RegisterJobRequest is the job message: these bytes cannot be one.
+    let codec = tonic_prost::ProstCodec::<pb::RaftRequest, pb::RegisterJobResponse>::default();
+    let path =
+        tonic::codegen::http::uri::PathAndQuery::from_static("/drover.v1.JobService/Register");
+    let err = grpc
+        .unary(
+            tonic::Request::new(pb::RaftRequest {
+                payload: vec![0xff; 36],
+            }),
+            path,
+            codec,
+        )
+        .await
+        .expect_err("refused");
+    assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
+    api.h
+        .register_node(registration(1, ""))
+        .await
+        .expect("still serving");
+}

@@ -9,6 +9,7 @@
 //! (port 0 allowed) and runs the router until [`ApiServer::shutdown`].
 
 mod alloc_watch;
+mod decode_status;
 mod evals;
 mod events;
 mod health;
@@ -39,7 +40,18 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tonic::Status;
+use tonic::codegen::http;
 use tonic::transport::server::Router;
+
+/// The layer every API response passes through (see [`decode_status`]).
+type ResponseMap = fn(http::Response<tonic::body::Body>) -> http::Response<tonic::body::Body>;
+/// The API's router: every service behind the decode-status layer.
+pub type ApiRouter = Router<
+    tower::layer::util::Stack<
+        tower::util::MapResponseLayer<ResponseMap>,
+        tower::layer::util::Identity,
+    >,
+>;
 
 /// Settings of the gRPC listener.
 #[derive(Clone, Debug)]
@@ -121,7 +133,7 @@ impl Api {
 
 /// Every drover service (and health and reflection) on one tonic router. Raft is not
 /// here: it has its own authenticated listener (`crate::raft::listener`).
-pub async fn router(handle: ServerHandle, opts: ApiOptions) -> Result<Router, ServeError> {
+pub async fn router(handle: ServerHandle, opts: ApiOptions) -> Result<ApiRouter, ServeError> {
     let max = opts
         .max_message_bytes
         .unwrap_or(handle.config().max_message_bytes);
@@ -156,8 +168,10 @@ pub async fn router(handle: ServerHandle, opts: ApiOptions) -> Result<Router, Se
             .tls_config(config)
             .map_err(|e| ServeError::Tls(e.to_string()))?;
     }
+    let decode_status: ResponseMap = decode_status::invalid_argument_for_decode_failures;
     Ok(builder
         .concurrency_limit_per_connection(per_connection)
+        .layer(tower::util::MapResponseLayer::new(decode_status))
         .add_service(health)
         .add_service(reflection)
         .add_service(svc!(
@@ -254,7 +268,7 @@ impl Drop for ApiServer {
 }
 
 /// Binds `addr` and serves `router` on it.
-pub async fn serve(router: Router, addr: &str) -> Result<ApiServer, ServeError> {
+pub async fn serve(router: ApiRouter, addr: &str) -> Result<ApiServer, ServeError> {
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|source| ServeError::Bind {
