@@ -28,6 +28,7 @@ pub mod raft;
 pub mod scrape;
 pub mod secrets;
 pub mod server;
+pub mod serving;
 pub mod tls;
 pub mod worker;
 pub mod write;

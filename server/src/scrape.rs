@@ -3,14 +3,13 @@
 
 use crate::ServerHandle;
 use crate::metrics::Readings;
+use crate::serving::Serving;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
 use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 
 async fn scrape(State(handle): State<ServerHandle>) -> impl IntoResponse {
     let mut workers = std::collections::BTreeMap::new();
@@ -36,37 +35,16 @@ async fn scrape(State(handle): State<ServerHandle>) -> impl IntoResponse {
 
 /// The running `/metrics` listener; stops when shut down or dropped.
 #[derive(Debug)]
-pub struct MetricsServer {
-    addr: SocketAddr,
-    stop: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<()>>,
-}
+pub struct MetricsServer(Serving<()>);
 
 impl MetricsServer {
     /// The address actually bound (the real port when the config asked for port 0).
     pub fn local_addr(&self) -> SocketAddr {
-        self.addr
+        self.0.local_addr()
     }
 
-    pub(crate) async fn shutdown(mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(mut task) = self.task.take()
-            && tokio::time::timeout(Duration::from_secs(2), &mut task)
-                .await
-                .is_err()
-        {
-            task.abort();
-        }
-    }
-}
-
-impl Drop for MetricsServer {
-    fn drop(&mut self) {
-        if let Some(task) = self.task.take() {
-            task.abort();
-        }
+    pub(crate) async fn shutdown(self) {
+        self.0.shutdown(Duration::from_secs(2)).await;
     }
 }
 
@@ -77,21 +55,14 @@ pub(crate) async fn serve(handle: ServerHandle, addr: &str) -> std::io::Result<M
     let app = axum::Router::new()
         .route("/metrics", axum::routing::get(scrape))
         .with_state(handle);
-    let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
+    let serving = Serving::spawn(local, |stopped| async move {
         let served = axum::serve(listener, app)
-            .with_graceful_shutdown(async {
-                let _ = stopped.await;
-            })
+            .with_graceful_shutdown(stopped)
             .await;
         if let Err(e) = served {
             tracing::warn!(error = %e, "metrics listener failed");
         }
     });
     tracing::info!(addr = %local, "metrics listening");
-    Ok(MetricsServer {
-        addr: local,
-        stop: Some(stop),
-        task: Some(task),
-    })
+    Ok(MetricsServer(serving))
 }

@@ -32,13 +32,12 @@ pub use status::StatusApi;
 pub use workers::WorkerApi;
 
 use crate::ServerHandle;
+use crate::serving::Serving;
 use drover_core::state::StateSnapshot;
 use drover_proto::v1 as pb;
 use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 use tonic::Status;
 use tonic::codegen::http;
 use tonic::transport::server::Router;
@@ -228,42 +227,18 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 /// A running gRPC listener. [`ApiServer::shutdown`] stops it gracefully; dropping it stops
 /// it too (in-flight calls are cut).
 #[derive(Debug)]
-pub struct ApiServer {
-    addr: SocketAddr,
-    stop: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<Result<(), tonic::transport::Error>>>,
-}
+pub struct ApiServer(Serving<Result<(), tonic::transport::Error>>);
 
 impl ApiServer {
     /// The address actually bound (the real port when the config asked for port 0).
     pub fn local_addr(&self) -> SocketAddr {
-        self.addr
+        self.0.local_addr()
     }
 
     /// Stops accepting calls and lets in-flight ones finish, for at most
     /// [`SHUTDOWN_GRACE`]; connections still open then (watch and event streams) are cut.
-    pub async fn shutdown(mut self) -> Result<(), tonic::transport::Error> {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        let Some(mut task) = self.task.take() else {
-            return Ok(());
-        };
-        match tokio::time::timeout(SHUTDOWN_GRACE, &mut task).await {
-            Ok(res) => res.unwrap_or(Ok(())),
-            Err(_) => {
-                task.abort();
-                Ok(())
-            }
-        }
-    }
-}
-
-impl Drop for ApiServer {
-    fn drop(&mut self) {
-        if let Some(task) = self.task.take() {
-            task.abort();
-        }
+    pub async fn shutdown(self) -> Result<(), tonic::transport::Error> {
+        self.0.shutdown(SHUTDOWN_GRACE).await.unwrap_or(Ok(()))
     }
 }
 
@@ -279,15 +254,10 @@ pub async fn serve(router: ApiRouter, addr: &str) -> Result<ApiServer, ServeErro
         addr: addr.to_string(),
         source,
     })?;
-    let (stop, stopped) = oneshot::channel::<()>();
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
-    let task = tokio::spawn(router.serve_with_incoming_shutdown(incoming, async {
-        let _ = stopped.await;
-    }));
+    let serving = Serving::spawn(local, |stopped| {
+        router.serve_with_incoming_shutdown(incoming, stopped)
+    });
     tracing::info!(addr = %local, "gRPC API listening");
-    Ok(ApiServer {
-        addr: local,
-        stop: Some(stop),
-        task: Some(task),
-    })
+    Ok(ApiServer(serving))
 }

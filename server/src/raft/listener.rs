@@ -9,14 +9,13 @@
 //! secret configured gets a random one, so nobody can call its Raft service at all.
 
 use super::grpc::RaftGrpcService;
+use crate::serving::Serving;
 use rand::RngCore;
 use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 use tonic::metadata::MetadataValue;
 use tonic::service::interceptor::InterceptedService;
 use tonic::{Request, Status};
@@ -100,11 +99,7 @@ impl ClusterSecret {
 
 /// The running server-to-server listener; stopped by [`RaftListener::shutdown`] or on drop.
 #[derive(Debug)]
-pub struct RaftListener {
-    addr: SocketAddr,
-    stop: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<Result<(), tonic::transport::Error>>>,
-}
+pub struct RaftListener(Serving<Result<(), tonic::transport::Error>>);
 
 impl RaftListener {
     /// Serves `service` on `listener`, refusing calls without `secret` (and, with `tls`,
@@ -120,52 +115,28 @@ impl RaftListener {
         let svc = InterceptedService::new(service.into_server(max_message_bytes), move |req| {
             secret.check(req)
         });
-        let (stop, stopped) = oneshot::channel::<()>();
-        let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
         let mut builder = tonic::transport::Server::builder();
         if let Some(tls) = tls {
             builder = builder
                 .tls_config(tls)
                 .map_err(|e| std::io::Error::other(format!("tls: {e}")))?;
         }
-        let task = tokio::spawn(builder.add_service(svc).serve_with_incoming_shutdown(
-            incoming,
-            async {
-                let _ = stopped.await;
-            },
-        ));
+        let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+        let router = builder.add_service(svc);
+        let serving = Serving::spawn(addr, |stopped| {
+            router.serve_with_incoming_shutdown(incoming, stopped)
+        });
         tracing::info!(%addr, "Raft listening (server-to-server)");
-        Ok(Self {
-            addr,
-            stop: Some(stop),
-            task: Some(task),
-        })
+        Ok(Self(serving))
     }
 
     /// The address actually bound.
     pub fn local_addr(&self) -> SocketAddr {
-        self.addr
+        self.0.local_addr()
     }
 
-    pub async fn shutdown(mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(mut task) = self.task.take()
-            && tokio::time::timeout(Duration::from_secs(2), &mut task)
-                .await
-                .is_err()
-        {
-            task.abort();
-        }
-    }
-}
-
-impl Drop for RaftListener {
-    fn drop(&mut self) {
-        if let Some(task) = self.task.take() {
-            task.abort();
-        }
+    pub async fn shutdown(self) {
+        self.0.shutdown(Duration::from_secs(2)).await;
     }
 }
 
