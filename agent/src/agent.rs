@@ -106,7 +106,8 @@ impl Agent {
             source,
         })?;
         let store = StateStore::open(&data_dir)?;
-        let servers = Arc::new(Servers::with_tls(&config.servers, &config.tls)?);
+        let servers =
+            Servers::with_tls(&config.servers, &config.tls)?.with_token(config.token.clone());
 
         let (identity, registered) = match store.load_identity()? {
             Some(identity) => (identity, false),
@@ -137,6 +138,8 @@ impl Agent {
                 (identity, true)
             }
         };
+        servers.set_identity(&identity.node_id.to_string(), &identity.secret_id);
+        let servers = Arc::new(servers);
         let node_id = identity.node_id;
         tracing::info!(%node_id, registered, servers = ?config.servers, "agent starting");
 

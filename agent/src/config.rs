@@ -8,6 +8,7 @@
 //! client {
 //!   servers    = ["10.0.0.1:4647", "10.0.0.2:4647"]
 //!   node_class = "batch"
+//!   token      = "..."                  # join credential when the servers have ACLs on
 //!   meta { rack = "r1" }
 //!   reserved {
 //!     cpu    = 500
@@ -60,6 +61,9 @@ pub struct AgentConfig {
     pub report_interval: Duration,
     /// TLS towards the servers; plaintext without a CA.
     pub tls: drover_proto::tls::TlsFiles,
+    /// The join credential: an ACL token that may register nodes (`agent { policy =
+    /// "write" }`), needed when the servers have ACLs on (or a client-role certificate).
+    pub token: Option<String>,
 }
 
 impl Default for AgentConfig {
@@ -76,6 +80,7 @@ impl Default for AgentConfig {
             log_max_files: 3,
             report_interval: Duration::from_millis(200),
             tls: drover_proto::tls::TlsFiles::default(),
+            token: None,
         }
     }
 }
@@ -104,6 +109,7 @@ struct TlsBlock {
 #[serde(deny_unknown_fields)]
 struct ClientBlock {
     servers: Option<Vec<String>>,
+    token: Option<String>,
     node_class: Option<String>,
     meta: Option<BTreeMap<String, String>>,
     reserved: Option<ReservedBlock>,
@@ -158,6 +164,9 @@ impl AgentConfig {
         let client = file.client.unwrap_or_default();
         if let Some(s) = client.servers {
             config.servers = s;
+        }
+        if let Some(t) = client.token {
+            config.token = Some(t);
         }
         if let Some(c) = client.node_class {
             config.node_class = c;

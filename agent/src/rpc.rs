@@ -3,8 +3,10 @@
 //! unreachable. Whichever server answers is fine: followers forward writes to the leader.
 
 use crate::AgentError;
+use drover_proto::bearer::BearerChannel;
 use drover_proto::v1::job_service_client::JobServiceClient;
 use drover_proto::v1::node_service_client::NodeServiceClient;
+use std::sync::RwLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use tonic::transport::Channel;
@@ -17,6 +19,10 @@ pub const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct Servers {
     endpoints: Vec<(String, Channel)>,
     current: AtomicUsize,
+    /// The join credential node registration presents.
+    token: Option<String>,
+    /// The node's id and secret once registered: what the agent reads its jobs with.
+    identity: RwLock<Option<(String, String)>>,
 }
 
 /// Whether a call failed because the server could not be reached or did not answer (try
@@ -62,7 +68,21 @@ impl Servers {
         Ok(Self {
             endpoints,
             current: AtomicUsize::new(0),
+            token: None,
+            identity: RwLock::new(None),
         })
+    }
+
+    /// Presents `token` when registering the node.
+    pub fn with_token(mut self, token: Option<String>) -> Self {
+        self.token = token.filter(|t| !t.trim().is_empty());
+        self
+    }
+
+    /// From now on, job reads present the node's own identity.
+    pub fn set_identity(&self, node_id: &str, secret: &str) {
+        let mut slot = self.identity.write().unwrap_or_else(|p| p.into_inner());
+        *slot = Some((node_id.to_string(), secret.to_string()));
     }
 
     fn current(&self) -> &(String, Channel) {
@@ -74,12 +94,29 @@ impl Servers {
         &self.current().0
     }
 
-    pub fn nodes(&self) -> NodeServiceClient<Channel> {
-        NodeServiceClient::new(self.current().1.clone())
+    /// Node calls; registration carries the join token, the rest prove the node by the
+    /// secret in their messages.
+    pub fn nodes(&self) -> NodeServiceClient<BearerChannel> {
+        let channel = self.current().1.clone();
+        let channel = BearerChannel::new(channel.clone(), self.token.as_deref())
+            .unwrap_or_else(|_| BearerChannel::plain(channel));
+        NodeServiceClient::new(channel)
     }
 
-    pub fn jobs(&self) -> JobServiceClient<Channel> {
-        JobServiceClient::new(self.current().1.clone()).max_decoding_message_size(64 << 20)
+    /// Job reads, as the node (servers with ACLs let a node read jobs by its identity).
+    pub fn jobs(&self) -> JobServiceClient<BearerChannel> {
+        let channel = self.current().1.clone();
+        let identity = self
+            .identity
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let channel = match identity {
+            Some((id, secret)) => BearerChannel::for_node(channel.clone(), &id, &secret)
+                .unwrap_or_else(|_| BearerChannel::plain(channel)),
+            None => BearerChannel::plain(channel),
+        };
+        JobServiceClient::new(channel).max_decoding_message_size(64 << 20)
     }
 
     /// Records a failed call: an unreachable server is left for the next address.

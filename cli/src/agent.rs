@@ -46,6 +46,14 @@ pub struct AgentArgs {
     /// The key of --client-cert
     #[arg(long = "client-key", env = "DROVER_CLIENT_KEY", value_name = "FILE")]
     client_key: Option<PathBuf>,
+    /// The join credential: an ACL token that may register nodes (servers with ACLs on)
+    #[arg(
+        long,
+        env = "DROVER_TOKEN",
+        value_name = "SECRET",
+        hide_env_values = true
+    )]
+    token: Option<String>,
 }
 
 impl AgentArgs {
@@ -60,6 +68,9 @@ impl AgentArgs {
         };
         if !self.servers.is_empty() {
             config.servers = self.servers.clone();
+        }
+        if self.token.is_some() {
+            config.token = self.token.clone();
         }
         if self.ca_cert.is_some() {
             config.tls.ca_file = self.ca_cert.clone();

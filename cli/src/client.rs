@@ -1,7 +1,9 @@
 //! Which server the client commands talk to, and the connection to it.
 
 use crate::error::{CliError, root_cause};
+use drover_proto::bearer::BearerChannel;
 use drover_proto::tls::TlsFiles;
+use drover_proto::v1::acl_service_client::AclServiceClient;
 use drover_proto::v1::eval_service_client::EvalServiceClient;
 use drover_proto::v1::event_service_client::EventServiceClient;
 use drover_proto::v1::job_service_client::JobServiceClient;
@@ -71,6 +73,16 @@ pub struct ClientArgs {
         value_name = "FILE"
     )]
     pub client_key: Option<PathBuf>,
+    /// The ACL token's secret, sent with every call (needed once the cluster has
+    /// `acl { enabled = true }`)
+    #[arg(
+        long,
+        global = true,
+        env = "DROVER_TOKEN",
+        value_name = "SECRET",
+        hide_env_values = true
+    )]
+    pub token: Option<String>,
 }
 
 impl ClientArgs {
@@ -88,10 +100,12 @@ impl ClientArgs {
 /// A connection to one drover server, with a typed client per service.
 #[derive(Clone, Debug)]
 pub struct Client {
-    /// Unary calls, each with the deadline.
-    channel: Channel,
-    /// Long-lived streams, without it; opened on first use.
-    streams: Channel,
+    /// Unary calls, each with the deadline and the token.
+    channel: BearerChannel,
+    /// Long-lived streams, without the deadline; opened on first use.
+    streams: BearerChannel,
+    /// The same two without the token, for [`Client::with_token`].
+    raw: (Channel, Channel),
     address: String,
     namespace: String,
 }
@@ -125,11 +139,20 @@ impl Client {
             .await
             .map_err(|e| unreachable(root_cause(&e).to_lowercase()))?;
         Ok(Client {
-            channel,
-            streams,
+            channel: BearerChannel::plain(channel.clone()),
+            streams: BearerChannel::plain(streams.clone()),
+            raw: (channel, streams),
             address,
             namespace: drover_core::DEFAULT_NAMESPACE.to_string(),
         })
+    }
+
+    /// The client presenting the ACL token `token` on every call.
+    pub fn with_token(mut self, token: Option<&str>) -> Result<Client, CliError> {
+        let bad = |e: drover_proto::bearer::BadCredential| CliError::Usage(format!("--token: {e}"));
+        self.channel = BearerChannel::new(self.raw.0.clone(), token).map_err(bad)?;
+        self.streams = BearerChannel::new(self.raw.1.clone(), token).map_err(bad)?;
+        Ok(self)
     }
 
     /// The client for the namespace `namespace` (`*`: every namespace, for lists).
@@ -159,34 +182,38 @@ impl Client {
         &self.address
     }
 
-    pub fn jobs(&self) -> JobServiceClient<Channel> {
+    pub fn jobs(&self) -> JobServiceClient<BearerChannel> {
         JobServiceClient::new(self.channel.clone())
             .max_decoding_message_size(MAX_ANSWER_BYTES)
             .max_encoding_message_size(MAX_ANSWER_BYTES)
     }
 
-    pub fn evals(&self) -> EvalServiceClient<Channel> {
+    pub fn evals(&self) -> EvalServiceClient<BearerChannel> {
         EvalServiceClient::new(self.channel.clone()).max_decoding_message_size(MAX_ANSWER_BYTES)
     }
 
-    pub fn operator(&self) -> OperatorServiceClient<Channel> {
+    pub fn operator(&self) -> OperatorServiceClient<BearerChannel> {
         OperatorServiceClient::new(self.channel.clone()).max_decoding_message_size(MAX_ANSWER_BYTES)
     }
 
-    pub fn workers(&self) -> WorkerServiceClient<Channel> {
+    pub fn workers(&self) -> WorkerServiceClient<BearerChannel> {
         WorkerServiceClient::new(self.channel.clone()).max_decoding_message_size(MAX_ANSWER_BYTES)
     }
 
-    pub fn search(&self) -> SearchServiceClient<Channel> {
+    pub fn search(&self) -> SearchServiceClient<BearerChannel> {
         SearchServiceClient::new(self.channel.clone())
     }
 
-    pub fn status(&self) -> StatusServiceClient<Channel> {
+    pub fn status(&self) -> StatusServiceClient<BearerChannel> {
         StatusServiceClient::new(self.channel.clone()).max_decoding_message_size(MAX_ANSWER_BYTES)
     }
 
+    pub fn acl(&self) -> AclServiceClient<BearerChannel> {
+        AclServiceClient::new(self.channel.clone())
+    }
+
     /// The event stream follows the cluster for as long as the operator wants: no deadline.
-    pub fn events(&self) -> EventServiceClient<Channel> {
+    pub fn events(&self) -> EventServiceClient<BearerChannel> {
         EventServiceClient::new(self.streams.clone()).max_decoding_message_size(MAX_ANSWER_BYTES)
     }
 }

@@ -7,7 +7,8 @@ use drover_tui::ConsoleOptions;
 pub struct ConsoleArgs {
     #[command(flatten)]
     client: ClientArgs,
-    /// Watch only: every action (offline, pause, ...) is hidden and refused
+    /// Watch only: every action (offline, pause, ...) is hidden and refused (also the
+    /// case when the --token may do none of them)
     #[arg(long)]
     read_only: bool,
     /// Capture the mouse: click rows and column titles, scroll with the wheel (the
@@ -22,6 +23,7 @@ pub async fn run(args: ConsoleArgs) -> anyhow::Result<()> {
         address: args.client.address,
         read_only: args.read_only,
         mouse: args.mouse,
+        token: args.client.token,
     })
     .await?;
     Ok(())

@@ -125,6 +125,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
             read_only: false,
             tls: Default::default(),
             mouse: false,
+            token: None,
         })
         .await
         .map_err(anyhow::Error::from)

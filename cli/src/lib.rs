@@ -7,6 +7,7 @@
 //! conversions) before anything is printed, so the human tables and the `-json` output
 //! show the same values and a malformed answer is an error, never a panic.
 
+pub mod acl;
 pub mod agent;
 pub mod allocs;
 pub mod argv;

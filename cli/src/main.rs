@@ -1,6 +1,7 @@
 //! The one `drover` binary: parse the command line, run the command, exit with its code.
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use drover_cli::acl::AclCommand;
 use drover_cli::agent::AgentArgs;
 use drover_cli::allocs::AllocCommand;
 use drover_cli::bench::{BenchArgs, BenchError};
@@ -81,6 +82,13 @@ enum Command {
         client: ClientArgs,
         #[command(subcommand)]
         command: OperatorCommand,
+    },
+    /// Access control: bootstrap, tokens and policies
+    Acl {
+        #[command(flatten)]
+        client: ClientArgs,
+        #[command(subcommand)]
+        command: AclCommand,
     },
     /// Follow the event stream
     Event {
@@ -207,6 +215,9 @@ async fn run(command: Command) -> anyhow::Result<Exit> {
         Command::Operator { client, command } => {
             drover_cli::operator::run(&connect(&client).await?, command, out).await?
         }
+        Command::Acl { client, command } => {
+            drover_cli::acl::run(&connect(&client).await?, command, out).await?
+        }
         Command::Event { client, command } => {
             drover_cli::events::run(&connect(&client).await?, command, out).await?
         }
@@ -237,6 +248,7 @@ async fn connect(args: &ClientArgs) -> Result<Client, CliError> {
     Ok(
         Client::connect_with(&args.address, args.timeout, &args.tls())
             .await?
+            .with_token(args.token.as_deref())?
             .with_namespace(&args.namespace),
     )
 }

@@ -54,6 +54,10 @@ pub struct ServerArgs {
     /// Wait to be added to an existing cluster by its leader
     #[arg(long)]
     join: bool,
+    /// Require an ACL token on every API call (as `acl { enabled = true }`); bootstrap
+    /// the first one with `drover acl bootstrap`
+    #[arg(long)]
+    acl: bool,
 }
 
 impl ServerArgs {
@@ -91,6 +95,9 @@ impl ServerArgs {
             config.metrics_addr = Some(addr.clone());
         } else if config.metrics_addr.is_none() {
             config.metrics_addr = Some(DEFAULT_METRICS_ADDR.into());
+        }
+        if self.acl {
+            config.acl_enabled = true;
         }
         if self.join {
             config.bootstrap = Bootstrap::Join;

@@ -4,6 +4,7 @@
 //! an argument, timers are due times the runtime polls, and randomness comes from a seeded
 //! generator passed in. That is what lets the whole scheduler be tested by simulation.
 
+pub mod acl;
 pub mod blocked;
 pub mod broker;
 pub mod client_report;

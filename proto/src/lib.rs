@@ -11,6 +11,7 @@
 //!
 //! The `.proto` files are compiled at build time by protox (pure Rust, no system `protoc`).
 
+pub mod bearer;
 pub mod convert;
 pub mod paging;
 pub mod tls;
@@ -35,7 +36,7 @@ pub const FILE_DESCRIPTOR_SET: &[u8] =
 
 /// The fully qualified name of every service in [`FILE_DESCRIPTOR_SET`], for registering
 /// health statuses and for checks that nothing was left out.
-pub const SERVICE_NAMES: [&str; 9] = [
+pub const SERVICE_NAMES: [&str; 10] = [
     v1::job_service_server::SERVICE_NAME,
     v1::eval_service_server::SERVICE_NAME,
     v1::node_service_server::SERVICE_NAME,
@@ -45,4 +46,5 @@ pub const SERVICE_NAMES: [&str; 9] = [
     v1::status_service_server::SERVICE_NAME,
     v1::search_service_server::SERVICE_NAME,
     v1::raft_service_server::SERVICE_NAME,
+    v1::acl_service_server::SERVICE_NAME,
 ];

@@ -2,12 +2,12 @@
 //! `next_token` in the protos), so a caller that wants everything loops until the token
 //! comes back empty.
 
+use crate::bearer::BearerChannel as Channel;
 use crate::v1 as pb;
 use crate::v1::eval_service_client::EvalServiceClient;
 use crate::v1::job_service_client::JobServiceClient;
 use crate::v1::operator_service_client::OperatorServiceClient;
 use tonic::Status;
-use tonic::transport::Channel;
 
 /// Calls `$method` on a clone of `$client` with `$req`, then again with each `next_token`
 /// until it comes back empty, gathering `$items` and keeping the lowest index read at.

@@ -67,6 +67,21 @@ const EXPECTED: &[(&str, &[&str])] = &[
     ),
     ("RaftService", &["AppendEntries", "Vote", "InstallSnapshot"]),
     ("SearchService", &["PrefixSearch"]),
+    (
+        "AclService",
+        &[
+            "Bootstrap",
+            "TokenSelf",
+            "TokenCreate",
+            "TokenList",
+            "TokenGet",
+            "TokenDelete",
+            "PolicyApply",
+            "PolicyList",
+            "PolicyGet",
+            "PolicyDelete",
+        ],
+    ),
 ];
 
 fn descriptors() -> FileDescriptorSet {
@@ -111,7 +126,7 @@ fn every_proto_file_is_compiled_one_area_each() {
         .collect();
     let expected: BTreeSet<String> = [
         "types", "jobs", "evals", "nodes", "operator", "workers", "events", "status", "raft",
-        "search",
+        "search", "acl",
     ]
     .iter()
     .map(|a| format!("drover/v1/{a}.proto"))

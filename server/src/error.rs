@@ -114,7 +114,11 @@ impl From<ServerError> for tonic::Status {
             ServerError::PermissionDenied { .. } => tonic::Status::permission_denied(msg),
             ServerError::Unauthenticated { .. } => tonic::Status::unauthenticated(msg),
             ServerError::Refused {
-                error: ApplyError::NodeNotFound(_) | ApplyError::JobNotFound(_),
+                error:
+                    ApplyError::NodeNotFound(_)
+                    | ApplyError::JobNotFound(_)
+                    | ApplyError::AclPolicyNotFound(_)
+                    | ApplyError::AclTokenNotFound(_),
                 ..
             } => tonic::Status::not_found(msg),
             ServerError::FailedPrecondition { .. } | ServerError::Refused { .. } => {

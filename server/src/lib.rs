@@ -17,6 +17,7 @@ pub use drover_core as core;
 
 mod admission;
 pub mod api;
+pub mod auth;
 pub mod clock;
 pub mod config;
 pub mod error;

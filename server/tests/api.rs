@@ -8,13 +8,13 @@ use common::api::Api;
 use common::*;
 use drover_core::mock;
 use drover_core::types::*;
+use drover_proto::bearer::BearerChannel as Channel;
 use drover_proto::v1 as pb;
 use drover_proto::v1::event_service_client::EventServiceClient;
 use drover_server::ServerConfig;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tonic::Code;
-use tonic::transport::Channel;
 
 fn register_request(job: &Job) -> pb::RegisterJobRequest {
     pb::RegisterJobRequest {
@@ -278,6 +278,7 @@ async fn a_subscriber_that_falls_behind_is_ended_with_out_of_range() {
         .connect()
         .await
         .unwrap();
+    let channel = Channel::plain(channel);
     let mut stream = subscribe(channel, 0).await.expect("subscribed");
     // Write while the subscriber reads nothing; the FSM must not wait for it.
     let started = std::time::Instant::now();
@@ -502,7 +503,7 @@ async fn event_subscribers_beyond_the_cap_are_refused() {
         })
         .await
         .unwrap();
-    let channel = Api::endpoint(&api).connect().await.unwrap();
+    let channel = Channel::plain(Api::endpoint(&api).connect().await.unwrap());
     let first = subscribe(channel.clone(), 0).await.expect("first");
     let _second = subscribe(channel.clone(), 0).await.expect("second");
     let err = subscribe(channel.clone(), 0).await.expect_err("third");

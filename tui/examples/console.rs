@@ -20,6 +20,7 @@ async fn main() -> Result<(), drover_tui::ConsoleError> {
         read_only,
         tls: Default::default(),
         mouse,
+        token: std::env::var("DROVER_TOKEN").ok(),
     })
     .await
 }

@@ -10,6 +10,8 @@ pub enum ConsoleError {
         #[source]
         source: drover_proto::tls::EndpointError,
     },
+    #[error("--token: {0}")]
+    Token(String),
     #[error("terminal i/o failed")]
     Terminal(#[from] std::io::Error),
 }

@@ -54,6 +54,9 @@ pub struct ConsoleOptions {
     /// takes the terminal's own text selection, which operators use to copy ids and
     /// messages.
     pub mouse: bool,
+    /// The ACL token's secret, sent with every call. A token that may do none of the
+    /// console's actions makes the console read-only.
+    pub token: Option<String>,
 }
 
 /// The wall clock, read only at the runtime's edges (ticks, arriving events).
@@ -69,7 +72,8 @@ fn now() -> Timestamp {
 /// mode, the mouse if asked) and gives it back however this returns, panics included. A server that is
 /// down or goes away is not an error: the console says so and reconnects by itself.
 pub async fn run(options: ConsoleOptions) -> Result<(), ConsoleError> {
-    let channels = net::Channels::lazy(&options.address, &options.tls)?;
+    let channels = net::Channels::lazy(&options.address, &options.tls, options.token.as_deref())?;
+    let read_only = options.read_only || net::token_is_read_only(&channels.unary).await;
     let mut session = terminal::Session::start(options.mouse)?;
 
     let (update_tx, mut updates) = mpsc::channel::<Update>(1_024);
@@ -96,7 +100,7 @@ pub async fn run(options: ConsoleOptions) -> Result<(), ConsoleError> {
         })
     };
 
-    let mut app = App::new(options.address, options.read_only, now());
+    let mut app = App::new(options.address, read_only, now());
     app.clock_offset = chrono::Local::now().offset().local_minus_utc();
     let size = session.terminal.size()?;
     app.handle(Input::Resize {

@@ -25,6 +25,14 @@ pub enum ApplyError {
         expected: Index,
         actual: Index,
     },
+    #[error("acl bootstrap already done (at index {0})")]
+    AclAlreadyBootstrapped(Index),
+    #[error("acl policy {0:?} not found")]
+    AclPolicyNotFound(String),
+    #[error("acl token {0} not found")]
+    AclTokenNotFound(AccessorId),
+    #[error("acl token secret is already in use by token {0}")]
+    AclSecretInUse(AccessorId),
 }
 
 /// Applies `cmd` at Raft index `index` and returns the events it produced, in order.
@@ -141,6 +149,13 @@ impl Apply<'_> {
                 now,
                 evals,
             } => self.node_health(*node_id, *health, None, *now, evals),
+            Command::AclBootstrap { .. }
+            | Command::AclPolicyUpsert { .. }
+            | Command::AclPolicyDelete { .. }
+            | Command::AclTokenUpsert { .. }
+            | Command::AclTokenDelete { .. } => {
+                super::apply_acl::apply(self.store, self.index, cmd)
+            }
             Command::NodeHealthExplained {
                 node_id,
                 health,

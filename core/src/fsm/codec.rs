@@ -6,14 +6,16 @@
 //! encode -> decode -> encode is byte-identical.
 
 use super::command::Command;
-use crate::state::{StateStore, StoreParts};
+use crate::state::{AclParts, StateStore, StoreParts};
 
 const COMMAND_MAGIC: [u8; 2] = *b"dc";
 const SNAPSHOT_MAGIC: [u8; 2] = *b"ds";
 /// The command format this build writes and reads.
 pub const COMMAND_FORMAT: u8 = 1;
-/// The snapshot format this build writes and reads.
-pub const SNAPSHOT_FORMAT: u8 = 1;
+/// The snapshot format this build writes. Format 2 appends the ACL tables to format 1's
+/// primary tables; format 1 (no ACLs) is still read.
+pub const SNAPSHOT_FORMAT: u8 = 2;
+const SNAPSHOT_FORMAT_BEFORE_ACL: u8 = 1;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CodecError {
@@ -85,10 +87,22 @@ pub fn decode_command(bytes: &[u8]) -> Result<Command, CodecError> {
 
 /// Encodes the primary tables of the store; derived indexes are rebuilt on decode.
 pub fn encode_snapshot(store: &StateStore) -> Vec<u8> {
-    encode(SNAPSHOT_MAGIC, SNAPSHOT_FORMAT, &store.to_parts())
+    encode(
+        SNAPSHOT_MAGIC,
+        SNAPSHOT_FORMAT,
+        &(store.to_parts(), store.acl_parts()),
+    )
 }
 
 pub fn decode_snapshot(bytes: &[u8]) -> Result<StateStore, CodecError> {
-    let parts: StoreParts = decode("snapshot", SNAPSHOT_MAGIC, SNAPSHOT_FORMAT, bytes)?;
-    Ok(StateStore::from_parts(parts))
+    const WHAT: &str = "snapshot";
+    if bytes.get(SNAPSHOT_MAGIC.len()) == Some(&SNAPSHOT_FORMAT_BEFORE_ACL) {
+        let parts: StoreParts = decode(WHAT, SNAPSHOT_MAGIC, SNAPSHOT_FORMAT_BEFORE_ACL, bytes)?;
+        return Ok(StateStore::from_parts(parts));
+    }
+    let (parts, acl): (StoreParts, AclParts) =
+        decode(WHAT, SNAPSHOT_MAGIC, SNAPSHOT_FORMAT, bytes)?;
+    let mut store = StateStore::from_parts(parts);
+    store.restore_acl(acl);
+    Ok(store)
 }

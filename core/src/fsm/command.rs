@@ -3,6 +3,7 @@
 //! Commands carry everything the FSM needs (times, ids, follow-up evals) so that applying
 //! the same log always yields the same state: the FSM never reads a clock or draws ids.
 
+use crate::acl::{AclPolicy, AclToken};
 use crate::types::*;
 use serde::{Deserialize, Serialize};
 
@@ -154,6 +155,25 @@ pub enum Command {
         now: Timestamp,
         evals: Vec<Evaluation>,
     },
+    /// The cluster's first management token; refused once the cluster is bootstrapped, so
+    /// of two concurrent bootstraps exactly one wins.
+    AclBootstrap {
+        token: AclToken,
+    },
+    /// Creates or replaces policies (their rules already parsed and checked).
+    AclPolicyUpsert {
+        policies: Vec<AclPolicy>,
+    },
+    AclPolicyDelete {
+        names: Vec<String>,
+    },
+    /// Creates or replaces tokens; every policy they name must exist.
+    AclTokenUpsert {
+        tokens: Vec<AclToken>,
+    },
+    AclTokenDelete {
+        accessor_ids: Vec<AccessorId>,
+    },
 }
 
 impl Command {
@@ -179,6 +199,11 @@ impl Command {
             Command::SchedulerConfig { .. } => "scheduler_config",
             Command::JobRegisterChecked { .. } => "job_register_checked",
             Command::NodeHealthExplained { .. } => "node_health_explained",
+            Command::AclBootstrap { .. } => "acl_bootstrap",
+            Command::AclPolicyUpsert { .. } => "acl_policy_upsert",
+            Command::AclPolicyDelete { .. } => "acl_policy_delete",
+            Command::AclTokenUpsert { .. } => "acl_token_upsert",
+            Command::AclTokenDelete { .. } => "acl_token_delete",
         }
     }
 }

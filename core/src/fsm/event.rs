@@ -126,3 +126,21 @@ impl Event {
         }
     }
 }
+
+impl Event {
+    /// The namespace of the job, evaluation or allocation the event is about, when the
+    /// payload says (not for events naming only a deleted object's id, nor for nodes).
+    pub fn namespace(&self) -> Option<&str> {
+        match &self.payload {
+            EventPayload::Job(j) => Some(&j.namespace),
+            EventPayload::JobKey(k) => Some(&k.namespace),
+            EventPayload::Evaluation(e) => Some(&e.namespace),
+            EventPayload::Allocation(a) => Some(&a.namespace),
+            EventPayload::Node(_)
+            | EventPayload::NodeId(_)
+            | EventPayload::EvalId(_)
+            | EventPayload::AllocId(_)
+            | EventPayload::SchedulerConfig(_) => None,
+        }
+    }
+}

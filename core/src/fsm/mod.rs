@@ -2,10 +2,13 @@
 //! they emit, and their binary form.
 
 mod apply;
+mod apply_acl;
 mod codec;
 mod command;
 mod event;
 
+#[cfg(test)]
+mod acl_tests;
 #[cfg(test)]
 mod tests;
 

@@ -15,6 +15,7 @@
 //! - job summaries equal a recount from the alloc and eval tables;
 //! - `latest_index` is the maximum of the table indexes.
 
+mod acl;
 mod read;
 mod rebuild;
 mod summary;
@@ -23,6 +24,7 @@ mod write;
 #[cfg(test)]
 mod tests;
 
+pub use acl::AclParts;
 pub use rebuild::StoreParts;
 pub use summary::{GroupSummary, JobSummary, derive_job_status};
 
@@ -193,6 +195,7 @@ pub struct StateStore {
     evals_by_job: OrdSet<(JobKey, EvalId)>,
     scheduler_config: Arc<SchedulerConfig>,
     indexes: TableIndexes,
+    acl: acl::AclTables,
 }
 
 /// A point-in-time view of the store. It is a `StateStore` clone: O(1) to take, immutable.
@@ -210,7 +213,7 @@ impl StateStore {
 
     /// The highest index of any change in the store.
     pub fn latest_index(&self) -> Index {
-        self.indexes.max()
+        self.indexes.max().max(self.acl_index())
     }
 
     pub fn table_index(&self, t: Table) -> Index {

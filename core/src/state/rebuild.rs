@@ -73,6 +73,7 @@ impl StateStore {
 
     /// Checks every invariant of the module docs; the error says which one broke.
     pub fn check_consistency(&self) -> Result<(), String> {
+        self.acl_consistent()?;
         let rebuilt = StateStore::from_parts(self.to_parts());
         let same_keys = self.allocs_by_node.len() == rebuilt.allocs_by_node.len()
             && self
@@ -158,8 +159,8 @@ impl StateStore {
                 ));
             }
         }
-        if self.latest_index() != self.indexes.max() {
-            return Err("latest index is not the maximum table index".into());
+        if self.latest_index() != self.indexes.max().max(self.acl_index()) {
+            return Err("latest index is not the maximum table index (acl tables included)".into());
         }
         let newest = [
             self.jobs.values().map(|j| j.modify_index).max(),

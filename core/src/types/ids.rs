@@ -94,6 +94,11 @@ uuid_id!(
     /// An evaluation's id.
     EvalId
 );
+uuid_id!(
+    /// The public id of an ACL token: safe to list and log, it names the token without
+    /// granting anything (the token's secret is what a client presents).
+    AccessorId
+);
 
 /// A job's id within its namespace. Cheap to clone: every allocation of a job shares it.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

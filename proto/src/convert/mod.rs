@@ -10,6 +10,7 @@
 //! - a node's secret, which no read ever carries (it comes back empty), and
 //! - sub-millisecond parts of durations (the wire counts whole milliseconds).
 
+mod acl;
 mod allocs;
 mod enums;
 mod error;

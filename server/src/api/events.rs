@@ -9,6 +9,7 @@
 use super::Api;
 use crate::events::{Behind, EventRing};
 use drover_core::Index;
+use drover_core::acl::Acl;
 use drover_core::fsm::Event;
 use drover_proto::convert::EventFilter;
 use drover_proto::v1 as pb;
@@ -53,6 +54,17 @@ impl EventService for EventApi {
         &self,
         req: Request<pb::SubscribeRequest>,
     ) -> Result<Response<Self::SubscribeStream>, Status> {
+        let acl = crate::auth::caller(&req)?;
+        if !acl.may_subscribe() {
+            return Err(Status::permission_denied(
+                acl.check(&drover_core::acl::Need::AnyNamespace(
+                    drover_core::acl::NamespaceCapability::ReadEvents,
+                ))
+                .err()
+                .map(|d| d.to_string())
+                .unwrap_or_default(),
+            ));
+        }
         let filter = EventFilter::try_from(req.into_inner())?;
         let permit = self
             .0
@@ -78,7 +90,7 @@ impl EventService for EventApi {
         }
         let (tx, out) = mpsc::channel(PER_SUBSCRIBER);
         tokio::spawn(async move {
-            forward(handle, ring, filter, cursor, tx).await;
+            forward(handle, ring, filter, acl, cursor, tx).await;
             drop(permit);
         });
         Ok(Response::new(Box::pin(ReceiverStream::new(out))))
@@ -86,9 +98,9 @@ impl EventService for EventApi {
 }
 
 /// Groups a batch's events by index, keeping only those the subscriber wants.
-fn responses(filter: &EventFilter, batch: &[Event]) -> Vec<pb::SubscribeResponse> {
+fn responses(filter: &EventFilter, acl: &Acl, batch: &[Event]) -> Vec<pb::SubscribeResponse> {
     let mut out: Vec<pb::SubscribeResponse> = Vec::new();
-    for e in batch.iter().filter(|e| filter.matches(e)) {
+    for e in batch.iter().filter(|e| filter.matches(e) && acl.may_see(e)) {
         match out.last_mut() {
             Some(r) if r.index == e.index => r.events.push(e.into()),
             _ => out.push(pb::SubscribeResponse {
@@ -104,6 +116,7 @@ async fn forward(
     handle: crate::ServerHandle,
     ring: Arc<EventRing>,
     filter: EventFilter,
+    acl: Arc<Acl>,
     mut cursor: Index,
     tx: mpsc::Sender<Result<pb::SubscribeResponse, Status>>,
 ) {
@@ -121,7 +134,7 @@ async fn forward(
         };
         if let Some(last) = batches.last().and_then(|b| b.first()) {
             cursor = last.index + 1;
-            for r in batches.iter().flat_map(|b| responses(&filter, b)) {
+            for r in batches.iter().flat_map(|b| responses(&filter, &acl, b)) {
                 if tx.send(Ok(r)).await.is_err() {
                     return;
                 }

@@ -2,6 +2,8 @@
 
 use super::Api;
 use super::page::{self, NamespacedCursor};
+use crate::auth::{authorize, namespace_or_default as ns_of};
+use drover_core::acl::{NamespaceCapability as Cap, Need};
 use drover_core::scheduler::Env;
 use drover_core::scheduler::annotate::dry_run;
 use drover_core::types::{AllocId, EvalId, JobKey};
@@ -27,6 +29,12 @@ impl JobService for JobApi {
         &self,
         req: Request<pb::RegisterJobRequest>,
     ) -> Result<Response<pb::RegisterJobResponse>, Status> {
+        let ns = req
+            .get_ref()
+            .job
+            .as_ref()
+            .map_or("", |j| j.namespace.as_str());
+        authorize(&req, Need::Namespace(Cap::SubmitJob, ns_of(ns)))?;
         let reg = JobRegistration::try_from(req.into_inner())?;
         let r = self.0.handle.register_job(reg).await?;
         Ok(Response::new(pb::RegisterJobResponse {
@@ -42,6 +50,12 @@ impl JobService for JobApi {
         &self,
         req: Request<pb::PlanJobRequest>,
     ) -> Result<Response<pb::PlanJobResponse>, Status> {
+        let ns = req
+            .get_ref()
+            .job
+            .as_ref()
+            .map_or("", |j| j.namespace.as_str());
+        authorize(&req, Need::Namespace(Cap::SubmitJob, ns_of(ns)))?;
         let mut job = submitted_job(req.into_inner().job)?;
         canonicalize(&mut job);
         validate_job(&job, &self.0.handle.config().limits)
@@ -63,6 +77,10 @@ impl JobService for JobApi {
         &self,
         req: Request<pb::DeregisterJobRequest>,
     ) -> Result<Response<pb::DeregisterJobResponse>, Status> {
+        authorize(
+            &req,
+            Need::Namespace(Cap::SubmitJob, ns_of(&req.get_ref().namespace)),
+        )?;
         let req = req.into_inner();
         let key = job_key(&req.namespace, &req.job_id)?;
         let r = self.0.handle.deregister_job(key, req.purge).await?;
@@ -76,6 +94,10 @@ impl JobService for JobApi {
         &self,
         req: Request<pb::GetJobRequest>,
     ) -> Result<Response<pb::GetJobResponse>, Status> {
+        authorize(
+            &req,
+            Need::Namespace(Cap::ReadJob, ns_of(&req.get_ref().namespace)),
+        )?;
         let req = req.into_inner();
         let key = job_key(&req.namespace, &req.job_id)?;
         let snap = self.0.read(req.query.as_ref()).await?;
@@ -90,13 +112,21 @@ impl JobService for JobApi {
         &self,
         req: Request<pb::ListJobsRequest>,
     ) -> Result<Response<pb::ListJobsResponse>, Status> {
-        let req = req.into_inner();
+        let acl = match req.get_ref().namespace.as_str() {
+            "" | "*" => authorize(&req, Need::AnyNamespace(Cap::ReadJob))?,
+            ns => authorize(&req, Need::Namespace(Cap::ReadJob, ns))?,
+        };
+        let mut req = req.into_inner();
+        if req.namespace == "*" {
+            req.namespace.clear();
+        }
         let after: Option<NamespacedCursor> = page::cursor(&req.next_token)?;
         let size = page::size(req.page_size, self.0.handle.config().max_list_page);
         let snap = self.0.read(req.query.as_ref()).await?;
         let mut jobs: Vec<_> = snap
             .jobs()
             .filter(|j| req.namespace.is_empty() || j.namespace == req.namespace)
+            .filter(|j| acl.allows(&Need::Namespace(Cap::ReadJob, &j.namespace)))
             .filter(|j| j.id.to_string().starts_with(&req.id_prefix))
             .map(|j| job_list_entry(j, snap.job_summary(&j.key()).map(|s| s.as_ref())))
             .collect();
@@ -117,6 +147,10 @@ impl JobService for JobApi {
         &self,
         req: Request<pb::JobVersionsRequest>,
     ) -> Result<Response<pb::JobVersionsResponse>, Status> {
+        authorize(
+            &req,
+            Need::Namespace(Cap::ReadJob, ns_of(&req.get_ref().namespace)),
+        )?;
         let req = req.into_inner();
         let key = job_key(&req.namespace, &req.job_id)?;
         let snap = self.0.read(req.query.as_ref()).await?;
@@ -135,6 +169,10 @@ impl JobService for JobApi {
         &self,
         req: Request<pb::JobAllocationsRequest>,
     ) -> Result<Response<pb::JobAllocationsResponse>, Status> {
+        authorize(
+            &req,
+            Need::Namespace(Cap::ReadJob, ns_of(&req.get_ref().namespace)),
+        )?;
         let req = req.into_inner();
         let key = job_key(&req.namespace, &req.job_id)?;
         let after: Option<AllocId> = page::cursor(&req.next_token)?;
@@ -157,6 +195,10 @@ impl JobService for JobApi {
         &self,
         req: Request<pb::JobEvaluationsRequest>,
     ) -> Result<Response<pb::JobEvaluationsResponse>, Status> {
+        authorize(
+            &req,
+            Need::Namespace(Cap::ReadJob, ns_of(&req.get_ref().namespace)),
+        )?;
         let req = req.into_inner();
         let key = job_key(&req.namespace, &req.job_id)?;
         let snap = self.0.read(req.query.as_ref()).await?;
@@ -175,6 +217,10 @@ impl JobService for JobApi {
         &self,
         req: Request<pb::JobSummaryRequest>,
     ) -> Result<Response<pb::JobSummaryResponse>, Status> {
+        authorize(
+            &req,
+            Need::Namespace(Cap::ReadJob, ns_of(&req.get_ref().namespace)),
+        )?;
         let req = req.into_inner();
         let key = job_key(&req.namespace, &req.job_id)?;
         let snap = self.0.read(req.query.as_ref()).await?;
@@ -189,6 +235,10 @@ impl JobService for JobApi {
         &self,
         req: Request<pb::DispatchJobRequest>,
     ) -> Result<Response<pb::DispatchJobResponse>, Status> {
+        authorize(
+            &req,
+            Need::Namespace(Cap::DispatchJob, ns_of(&req.get_ref().namespace)),
+        )?;
         let req = DispatchRequest::try_from(req.into_inner())?;
         let d = self.0.handle.dispatch_job(req).await?;
         Ok(Response::new(pb::DispatchJobResponse {

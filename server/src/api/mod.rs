@@ -8,6 +8,7 @@
 //! authenticated listener. [`serve`] binds an address
 //! (port 0 allowed) and runs the router until [`ApiServer::shutdown`].
 
+mod acl;
 mod alloc_watch;
 mod decode_status;
 mod evals;
@@ -22,6 +23,7 @@ mod search;
 mod status;
 mod workers;
 
+pub use acl::AclApi;
 pub use evals::EvalApi;
 pub use events::EventApi;
 pub use jobs::JobApi;
@@ -44,11 +46,14 @@ use tonic::transport::server::Router;
 
 /// The layer every API response passes through (see [`decode_status`]).
 type ResponseMap = fn(http::Response<tonic::body::Body>) -> http::Response<tonic::body::Body>;
-/// The API's router: every service behind the decode-status layer.
+/// The API's router: every service behind the decode-status layer and the auth layer.
 pub type ApiRouter = Router<
     tower::layer::util::Stack<
-        tower::util::MapResponseLayer<ResponseMap>,
-        tower::layer::util::Identity,
+        crate::auth::AuthLayer,
+        tower::layer::util::Stack<
+            tower::util::MapResponseLayer<ResponseMap>,
+            tower::layer::util::Identity,
+        >,
     >,
 >;
 
@@ -168,9 +173,14 @@ pub async fn router(handle: ServerHandle, opts: ApiOptions) -> Result<ApiRouter,
             .map_err(|e| ServeError::Tls(e.to_string()))?;
     }
     let decode_status: ResponseMap = decode_status::invalid_argument_for_decode_failures;
+    let auth = std::sync::Arc::new(crate::auth::Authenticator::new(
+        api.handle.config().acl_enabled,
+        api.handle.state(),
+    ));
     Ok(builder
         .concurrency_limit_per_connection(per_connection)
         .layer(tower::util::MapResponseLayer::new(decode_status))
+        .layer(crate::auth::AuthLayer(auth))
         .add_service(health)
         .add_service(reflection)
         .add_service(svc!(
@@ -200,6 +210,10 @@ pub async fn router(handle: ServerHandle, opts: ApiOptions) -> Result<ApiRouter,
         .add_service(svc!(
             pb::search_service_server::SearchServiceServer<SearchApi>,
             SearchApi(api.clone())
+        ))
+        .add_service(svc!(
+            pb::acl_service_server::AclServiceServer<AclApi>,
+            AclApi(api.clone())
         ))
         .add_service(svc!(
             pb::status_service_server::StatusServiceServer<StatusApi>,

@@ -1,6 +1,7 @@
 //! `drover.v1.NodeService`: what node agents call.
 
 use super::Api;
+use drover_core::acl::{Area, Level, Need};
 use drover_proto::WireEnum;
 use drover_proto::convert::{AllocUpdates, Heartbeat, NodeRegistration, WatchRequest};
 use drover_proto::v1 as pb;
@@ -28,6 +29,11 @@ impl NodeService for NodeApi {
         &self,
         req: Request<pb::RegisterNodeRequest>,
     ) -> Result<Response<pb::RegisterNodeResponse>, Status> {
+        // The join credential: a token that may register nodes, or (with mutual TLS) a
+        // certificate the cluster CA made for the client role.
+        if !crate::tls::roles::peer_has_role(&req, drover_proto::tls::CLIENT_NAME) {
+            crate::auth::authorize(&req, Need::Area(Area::Agent, Level::Write))?;
+        }
         let reg = NodeRegistration::try_from(req.into_inner())?;
         let r = self.0.handle.register_node(reg).await?;
         Ok(Response::new(pb::RegisterNodeResponse {

@@ -3,6 +3,7 @@
 use super::Api;
 use crate::clock::now;
 use drover_core::Timestamp;
+use drover_core::acl::{Area, Level, Need};
 use drover_core::node_health::HealthConfig;
 use drover_core::node_health::{HealthPeriods, gauges_of, time_left};
 use drover_core::state::StateSnapshot;
@@ -61,6 +62,7 @@ impl OperatorService for OperatorApi {
         &self,
         req: Request<pb::NodeListRequest>,
     ) -> Result<Response<pb::NodeListResponse>, Status> {
+        crate::auth::authorize(&req, Need::Area(Area::Node, Level::Read))?;
         let req = req.into_inner();
         let filter = NodeFilter::try_from(&req)?;
         let after: Option<NodeId> = super::page::cursor(&req.next_token)?;
@@ -86,6 +88,7 @@ impl OperatorService for OperatorApi {
         &self,
         req: Request<pb::NodeGetRequest>,
     ) -> Result<Response<pb::NodeGetResponse>, Status> {
+        crate::auth::authorize(&req, Need::Area(Area::Node, Level::Read))?;
         let req = req.into_inner();
         let id = node_id(&req.node_id)?;
         let snap = self.0.read(req.query.as_ref()).await?;
@@ -106,6 +109,7 @@ impl OperatorService for OperatorApi {
         &self,
         req: Request<pb::NodeOfflineRequest>,
     ) -> Result<Response<pb::NodeOfflineResponse>, Status> {
+        crate::auth::authorize(&req, Need::Area(Area::Node, Level::Write))?;
         let id = node_id(&req.into_inner().node_id)?;
         let index = self.0.handle.node_offline(id).await?;
         Ok(Response::new(pb::NodeOfflineResponse {
@@ -118,6 +122,7 @@ impl OperatorService for OperatorApi {
         &self,
         req: Request<pb::NodeOnlineRequest>,
     ) -> Result<Response<pb::NodeOnlineResponse>, Status> {
+        crate::auth::authorize(&req, Need::Area(Area::Node, Level::Write))?;
         let id = node_id(&req.into_inner().node_id)?;
         let index = self.0.handle.node_online(id).await?;
         Ok(Response::new(pb::NodeOnlineResponse {
@@ -130,6 +135,7 @@ impl OperatorService for OperatorApi {
         &self,
         req: Request<pb::NodeDrainRequest>,
     ) -> Result<Response<pb::NodeDrainResponse>, Status> {
+        crate::auth::authorize(&req, Need::Area(Area::Node, Level::Write))?;
         let drain = DrainRequest::try_from(req.into_inner())?;
         let id = drain.node_id;
         let index = self.0.handle.node_drain(drain).await?;
@@ -143,6 +149,7 @@ impl OperatorService for OperatorApi {
         &self,
         req: Request<pb::NodeEligibilityRequest>,
     ) -> Result<Response<pb::NodeEligibilityResponse>, Status> {
+        crate::auth::authorize(&req, Need::Area(Area::Node, Level::Write))?;
         let change = EligibilityChange::try_from(req.into_inner())?;
         let id = change.node_id;
         let index = self.0.handle.node_eligibility(change).await?;
@@ -156,6 +163,7 @@ impl OperatorService for OperatorApi {
         &self,
         req: Request<pb::SchedulerGetConfigRequest>,
     ) -> Result<Response<pb::SchedulerGetConfigResponse>, Status> {
+        crate::auth::authorize(&req, Need::Area(Area::Operator, Level::Read))?;
         let snap = self.0.read(req.into_inner().query.as_ref()).await?;
         Ok(Response::new(pb::SchedulerGetConfigResponse {
             config: Some(snap.scheduler_config().as_ref().into()),
@@ -167,6 +175,7 @@ impl OperatorService for OperatorApi {
         &self,
         req: Request<pb::SchedulerSetConfigRequest>,
     ) -> Result<Response<pb::SchedulerSetConfigResponse>, Status> {
+        crate::auth::authorize(&req, Need::Area(Area::Operator, Level::Write))?;
         let update = SchedulerConfigUpdate::try_from(req.into_inner())?;
         let index = self.0.handle.set_scheduler_config(update).await?;
         Ok(Response::new(pb::SchedulerSetConfigResponse {
@@ -179,12 +188,21 @@ impl OperatorService for OperatorApi {
         &self,
         req: Request<pb::AllocGetRequest>,
     ) -> Result<Response<pb::AllocGetResponse>, Status> {
+        let acl = crate::auth::authorize(
+            &req,
+            Need::AnyNamespace(drover_core::acl::NamespaceCapability::ReadJob),
+        )?;
         let req = req.into_inner();
         let id: AllocId = parse_id("alloc_id", &req.alloc_id)?;
         let snap = self.0.read(req.query.as_ref()).await?;
         let alloc = snap
             .alloc(&id)
             .ok_or_else(|| Status::not_found(format!("allocation {id} not found")))?;
+        acl.check(&Need::Namespace(
+            drover_core::acl::NamespaceCapability::ReadJob,
+            &alloc.namespace,
+        ))
+        .map_err(|d| Status::permission_denied(d.to_string()))?;
         Ok(Response::new(pb::AllocGetResponse {
             allocation: Some(alloc.as_ref().into()),
             index: snap.latest_index(),

@@ -3,6 +3,7 @@
 //! the request's limit.
 
 use super::Api;
+use drover_core::acl::{Area, Level, NamespaceCapability, Need};
 use drover_core::state::StateSnapshot;
 use drover_core::{DEFAULT_NAMESPACE, IdPrefix};
 use drover_proto::v1 as pb;
@@ -70,6 +71,7 @@ impl SearchService for SearchApi {
         &self,
         req: Request<pb::PrefixSearchRequest>,
     ) -> Result<Response<pb::PrefixSearchResponse>, Status> {
+        let acl = crate::auth::caller(&req)?;
         let req = req.into_inner();
         let context = pb::SearchContext::try_from(req.context).map_err(|_| {
             Status::invalid_argument(format!("context: unknown value {}", req.context))
@@ -96,6 +98,21 @@ impl SearchService for SearchApi {
             }
             one => vec![one],
         };
+        // Only the contexts the token may read: nodes need read-node, the rest read-job in
+        // the namespace searched.
+        let readable = |c: &pb::SearchContext| match c {
+            pb::SearchContext::Nodes => acl.allows(&Need::Area(Area::Node, Level::Read)),
+            _ => acl.allows(&Need::Namespace(NamespaceCapability::ReadJob, namespace)),
+        };
+        if !contexts.iter().any(readable) {
+            let need = match context {
+                pb::SearchContext::Nodes => Need::Area(Area::Node, Level::Read),
+                _ => Need::Namespace(NamespaceCapability::ReadJob, namespace),
+            };
+            acl.check(&need)
+                .map_err(|d| Status::permission_denied(d.to_string()))?;
+        }
+        let contexts: Vec<_> = contexts.into_iter().filter(readable).collect();
         let id = match IdPrefix::parse(&req.prefix) {
             Ok(p) => Some(p),
             // Asked for ids only: a prefix no id can have is the caller's mistake.

@@ -2,6 +2,7 @@
 
 use super::Api;
 use crate::raft::RaftMetrics;
+use drover_core::acl::{Area, Level, Need};
 use drover_core::node_health::gauges_of;
 use drover_proto::v1 as pb;
 use drover_proto::v1::status_service_server::StatusService;
@@ -71,8 +72,9 @@ impl StatusService for StatusApi {
 
     async fn cluster_status(
         &self,
-        _req: Request<pb::ClusterStatusRequest>,
+        req: Request<pb::ClusterStatusRequest>,
     ) -> Result<Response<pb::ClusterStatusResponse>, Status> {
+        crate::auth::authorize(&req, Need::Area(Area::Operator, Level::Read))?;
         let m = self.0.handle.raft_metrics();
         let applied = self.0.handle.applied_index();
         Ok(Response::new(pb::ClusterStatusResponse {
@@ -92,8 +94,9 @@ impl StatusService for StatusApi {
 
     async fn members(
         &self,
-        _req: Request<pb::MembersRequest>,
+        req: Request<pb::MembersRequest>,
     ) -> Result<Response<pb::MembersResponse>, Status> {
+        crate::auth::authorize(&req, Need::Area(Area::Operator, Level::Read))?;
         let handle = &self.0.handle;
         let m = handle.raft_metrics();
         let me = handle.server_id();

@@ -2,6 +2,7 @@
 
 use super::Api;
 use crate::worker::{WorkerInfo, WorkerStatus, WorkloadStatus};
+use drover_core::acl::{Area, Level, Need};
 use drover_proto::WireEnum;
 use drover_proto::convert::{WorkerConfigUpdate, WorkerTarget};
 use drover_proto::v1 as pb;
@@ -81,6 +82,7 @@ impl WorkerService for WorkerApi {
         &self,
         req: Request<pb::ListWorkersRequest>,
     ) -> Result<Response<pb::ListWorkersResponse>, Status> {
+        crate::auth::authorize(&req, Need::Area(Area::Operator, Level::Read))?;
         self.check_server(Some(&req.into_inner().server_id))?;
         let workers = self.0.handle.workers().await;
         Ok(Response::new(pb::ListWorkersResponse {
@@ -92,6 +94,7 @@ impl WorkerService for WorkerApi {
         &self,
         req: Request<pb::PauseWorkersRequest>,
     ) -> Result<Response<pb::PauseWorkersResponse>, Status> {
+        crate::auth::authorize(&req, Need::Area(Area::Operator, Level::Write))?;
         let target = WorkerTarget::try_from(req.into_inner())?;
         self.check_server(target_server(&target))?;
         let workers = self.0.handle.pause_workers(target).await?;
@@ -104,6 +107,7 @@ impl WorkerService for WorkerApi {
         &self,
         req: Request<pb::ResumeWorkersRequest>,
     ) -> Result<Response<pb::ResumeWorkersResponse>, Status> {
+        crate::auth::authorize(&req, Need::Area(Area::Operator, Level::Write))?;
         let target = WorkerTarget::try_from(req.into_inner())?;
         self.check_server(target_server(&target))?;
         let workers = self.0.handle.resume_workers(target).await?;
@@ -116,6 +120,7 @@ impl WorkerService for WorkerApi {
         &self,
         req: Request<pb::GetWorkerConfigRequest>,
     ) -> Result<Response<pb::GetWorkerConfigResponse>, Status> {
+        crate::auth::authorize(&req, Need::Area(Area::Operator, Level::Read))?;
         self.check_server(Some(&req.into_inner().server_id))?;
         let config = self.0.handle.worker_config().await;
         Ok(Response::new(pb::GetWorkerConfigResponse {
@@ -128,6 +133,7 @@ impl WorkerService for WorkerApi {
         &self,
         req: Request<pb::SetWorkerConfigRequest>,
     ) -> Result<Response<pb::SetWorkerConfigResponse>, Status> {
+        crate::auth::authorize(&req, Need::Area(Area::Operator, Level::Write))?;
         let update = WorkerConfigUpdate::try_from(req.into_inner())?;
         self.check_server(update.server_id.as_deref())?;
         let workers = self.0.handle.set_worker_config(update.config).await?;

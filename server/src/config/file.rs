@@ -10,6 +10,7 @@
 //! metrics_addr = "127.0.0.1:9464"
 //! tls       { ca_file = "ca.pem"  cert_file = "server.pem"  key_file = "server-key.pem"
 //!             verify_incoming = true  verify_server_hostname = true }
+//! acl       { enabled = true }                 # every API call needs a token
 //! workers   { count = 2  enabled = ["service", "batch"]  wait_index_limit = "5s" }
 //! heartbeat { min_ttl = "10s"  max_per_second = 50  grace = "10s"  failover_ttl = "5m" }
 //! health    { lost_grace = "1m"  flaky_threshold = 3  flaky_cool_down = "15m" }
@@ -74,6 +75,14 @@ pub struct ConfigFile {
     pub gc: Option<GcBlock>,
     pub raft: Option<RaftBlock>,
     pub tls: Option<TlsBlock>,
+    pub acl: Option<AclBlock>,
+}
+
+/// `acl { enabled = true }`: every API call needs a token.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AclBlock {
+    pub enabled: Option<bool>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -281,6 +290,9 @@ impl ConfigFile {
                 });
             }
             config.raft.snapshot_every = v;
+        }
+        if let Some(enabled) = self.acl.as_ref().and_then(|a| a.enabled) {
+            config.acl_enabled = enabled;
         }
         if let Some(t) = &self.tls {
             let file = |key: &'static str, v: &Option<PathBuf>| {

@@ -98,6 +98,9 @@ pub struct ServerConfig {
     pub cluster_secret: Option<String>,
     /// TLS on both listeners and on calls to the other servers; `None`: plaintext.
     pub tls: Option<crate::tls::ServerTls>,
+    /// With ACLs on, every API call needs a token (see `crate::auth`); off by default, as
+    /// in Nomad, so a dev cluster works with nothing configured.
+    pub acl_enabled: bool,
     pub bootstrap: Bootstrap,
     pub raft: RaftTimings,
     pub workers: WorkerSettings,
@@ -142,6 +145,7 @@ impl ServerConfig {
             raft_addr: None,
             cluster_secret: None,
             tls: None,
+            acl_enabled: false,
             bootstrap: Bootstrap::SingleNode,
             raft: RaftTimings::default(),
             workers: WorkerSettings::default(),

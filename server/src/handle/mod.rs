@@ -2,11 +2,13 @@
 //! each method decodes nothing and encodes nothing; it takes `drover_proto::convert`'s
 //! request types, checks what needs state, and writes through Raft.
 
+mod acl;
 mod jobs;
 mod nodes;
 mod operator;
 mod workers;
 
+pub use acl::{CreatedToken, TokenRequest};
 pub use jobs::{JobDeregistered, JobDispatched, JobRegistered};
 pub use nodes::{HeartbeatAck, NodeRegistered};
 

@@ -112,7 +112,19 @@ impl RaftListener {
         tls: Option<tonic::transport::ServerTlsConfig>,
     ) -> std::io::Result<Self> {
         let addr = listener.local_addr()?;
+        // With TLS, the handshake proves the caller holds a certificate of the cluster CA;
+        // only one made for the server role may speak Raft (a client's or the CLI's may not).
+        let require_server_cert = tls.is_some();
         let svc = InterceptedService::new(service.into_server(max_message_bytes), move |req| {
+            if require_server_cert
+                && !crate::tls::roles::peer_has_role(&req, drover_proto::tls::SERVER_NAME)
+            {
+                tracing::warn!(remote = ?req.remote_addr(), "refused a Raft call without a server certificate");
+                return Err(Status::unauthenticated(format!(
+                    "server-to-server calls need a certificate for {}",
+                    drover_proto::tls::SERVER_NAME
+                )));
+            }
             secret.check(req)
         });
         let mut builder = tonic::transport::Server::builder();

@@ -7,6 +7,7 @@
 //! The cluster secret is checked on the Raft listener with or without TLS.
 
 pub mod dev_certs;
+pub mod roles;
 
 use drover_proto::tls::{TlsError, TlsFiles};
 use std::path::PathBuf;

@@ -2,6 +2,7 @@
 //! temp data dir, and typed clients on one channel.
 
 use super::start_with;
+use drover_proto::bearer::BearerChannel as Channel;
 use drover_proto::v1::eval_service_client::EvalServiceClient;
 use drover_proto::v1::job_service_client::JobServiceClient;
 use drover_proto::v1::node_service_client::NodeServiceClient;
@@ -9,7 +10,7 @@ use drover_proto::v1::operator_service_client::OperatorServiceClient;
 use drover_proto::v1::status_service_client::StatusServiceClient;
 use drover_server::api::{ApiOptions, ApiServer};
 use drover_server::{Server, ServerConfig, ServerHandle};
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Endpoint;
 use tonic_health::pb::health_client::HealthClient;
 
 pub struct Api {
@@ -52,7 +53,7 @@ impl Api {
 
     async fn serve(server: Server, h: ServerHandle) -> Api {
         let api = server.serve(ApiOptions::default()).await.unwrap();
-        let channel = Self::endpoint(&api).connect().await.unwrap();
+        let channel = Channel::plain(Self::endpoint(&api).connect().await.unwrap());
         Api {
             server,
             api,

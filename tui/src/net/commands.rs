@@ -5,11 +5,11 @@
 use crate::app::{Command, Update};
 use crate::model::decode_worker;
 use drover_core::{Allocation, NodeId};
+use drover_proto::bearer::BearerChannel as Channel;
 use drover_proto::v1 as pb;
 use pb::job_service_client::JobServiceClient;
 use pb::operator_service_client::OperatorServiceClient;
 use pb::worker_service_client::WorkerServiceClient;
-use tonic::transport::Channel;
 
 /// Runs one command and returns the updates it produced (always at least its outcome).
 pub async fn execute(channel: &Channel, command: Command) -> Vec<Update> {

@@ -6,12 +6,12 @@ use crate::model::{
     scheduling_stats,
 };
 use drover_core::{Evaluation, Node};
+use drover_proto::bearer::BearerChannel as Channel;
 use drover_proto::v1 as pb;
 use pb::eval_service_client::EvalServiceClient;
 use pb::job_service_client::JobServiceClient;
 use pb::operator_service_client::OperatorServiceClient;
 use pb::worker_service_client::WorkerServiceClient;
-use tonic::transport::Channel;
 
 /// Evaluations loaded at connect time (newest first); older ones are history an operator
 /// reaches through the CLI.

@@ -13,11 +13,11 @@ use crate::app::{Connection, Update};
 use crate::error::ConsoleError;
 use crate::model::{ClusterInfo, decode_event, role_label};
 use backon::BackoffBuilder;
+use drover_proto::bearer::BearerChannel as Channel;
 use drover_proto::v1 as pb;
 use pb::event_service_client::EventServiceClient;
 use std::time::Duration;
 use tokio::sync::mpsc;
-use tonic::transport::Channel;
 
 /// How often the leader-only structures (workers, broker, plan queue, blocked evaluations)
 /// are read again: they live in memory on the leader and are not on the event stream.
@@ -38,17 +38,45 @@ pub struct Channels {
 
 impl Channels {
     /// Channels that connect on first use (and reconnect after failures by themselves).
-    pub fn lazy(address: &str, tls: &drover_proto::tls::TlsFiles) -> Result<Self, ConsoleError> {
+    pub fn lazy(
+        address: &str,
+        tls: &drover_proto::tls::TlsFiles,
+        token: Option<&str>,
+    ) -> Result<Self, ConsoleError> {
         let endpoint = drover_proto::tls::endpoint(address, tls)
             .map_err(|source| ConsoleError::Address {
                 address: address.to_owned(),
                 source,
             })?
             .connect_timeout(CONNECT_TIMEOUT);
+        let with_token =
+            |channel| Channel::new(channel, token).map_err(|e| ConsoleError::Token(e.to_string()));
         Ok(Self {
-            unary: endpoint.clone().timeout(CALL_TIMEOUT).connect_lazy(),
-            stream: endpoint.connect_lazy(),
+            unary: with_token(endpoint.clone().timeout(CALL_TIMEOUT).connect_lazy())?,
+            stream: with_token(endpoint.connect_lazy())?,
         })
+    }
+}
+
+/// Whether the console's token can do none of its actions (offline, drain, eligibility,
+/// stop jobs, pause workers): then the console runs read-only, as with `--read-only`.
+/// `false` when ACLs are off or the server cannot be asked (the server still refuses what
+/// the token may not do).
+pub async fn token_is_read_only(channel: &Channel) -> bool {
+    use drover_proto::v1::acl_service_client::AclServiceClient;
+    let answer = AclServiceClient::new(channel.clone())
+        .token_self(drover_proto::v1::AclTokenSelfRequest::default())
+        .await;
+    match answer {
+        Ok(r) => {
+            let r = r.into_inner();
+            r.acl_enabled
+                && !r.management
+                && r.node != "write"
+                && r.operator != "write"
+                && !r.namespace_capabilities.iter().any(|c| c == "submit-job")
+        }
+        Err(_) => false,
     }
 }
 
@@ -229,7 +257,8 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
         let address = listener.local_addr().expect("its address").to_string();
         drop(listener);
-        let channels = Channels::lazy(&address, &Default::default()).expect("a valid address");
+        let channels =
+            Channels::lazy(&address, &Default::default(), None).expect("a valid address");
         let status = load::snapshot(&channels.unary)
             .await
             .expect_err("nobody listens");
