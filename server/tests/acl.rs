@@ -9,7 +9,6 @@ use common::api::Api;
 use drover_proto::bearer::BearerChannel;
 use drover_proto::v1 as pb;
 use drover_proto::v1::acl_service_client::AclServiceClient;
-use prost::Message;
 use tonic::Code;
 
 /// Any message: requests go out empty (every field at its default), answers are not read.
@@ -61,29 +60,6 @@ fn grant(rpc: &str) -> Option<&'static str> {
         ("AclService", _) => return None,
         _ => panic!("{rpc}: no row in the ACL table; say what it needs"),
     })
-}
-
-/// Every RPC of the drover services the API serves, with whether it streams its answer.
-fn api_rpcs() -> Vec<(String, bool)> {
-    let set = prost_types::FileDescriptorSet::decode(drover_proto::FILE_DESCRIPTOR_SET)
-        .expect("descriptor set");
-    let mut rpcs = Vec::new();
-    for file in set.file {
-        let package = file.package().to_string();
-        for service in file.service {
-            if service.name() == "RaftService" {
-                continue; // served only on the authenticated Raft listener
-            }
-            for m in &service.method {
-                rpcs.push((
-                    format!("{package}.{}/{}", service.name(), m.name()),
-                    m.server_streaming(),
-                ));
-            }
-        }
-    }
-    assert!(rpcs.len() > 40, "found only {} rpcs", rpcs.len());
-    rpcs
 }
 
 /// Calls `rpc` with an empty request; the status code and message (OK when accepted).
@@ -171,7 +147,7 @@ async fn every_rpc_checks_the_token_before_it_acts() {
         .token("nothing", r#"namespace "other" { policy = "deny" }"#)
         .await;
     let mut failures = Vec::new();
-    for (n, (rpc, streaming)) in api_rpcs().into_iter().enumerate() {
+    for (n, (rpc, streaming)) in common::api_rpcs().into_iter().enumerate() {
         let exempt = NO_TOKEN.contains(&rpc.as_str());
         let (code, msg) = call(&acl.channel(None), &rpc, streaming).await;
         let missing_refused = code == Code::Unauthenticated && msg.contains("missing acl token");
@@ -213,6 +189,24 @@ async fn every_rpc_checks_the_token_before_it_acts() {
         failures.join("\n")
     );
     acl.api.stop().await;
+}
+
+/// The topics of the events `stream` delivers up to index `last` (everything written
+/// before it subscribed is replayed from the buffer).
+async fn topics_until(stream: &mut tonic::Streaming<pb::SubscribeResponse>, last: u64) -> Vec<i32> {
+    let deadline = tokio::time::Instant::now() + common::DEADLINE;
+    let mut topics = std::collections::BTreeSet::new();
+    let mut seen = 0;
+    while seen < last {
+        let msg = tokio::time::timeout_at(deadline, stream.message())
+            .await
+            .expect("events arrive")
+            .expect("stream ok")
+            .expect("stream open");
+        seen = seen.max(msg.index);
+        topics.extend(msg.events.iter().map(|e| e.topic));
+    }
+    topics.into_iter().collect()
 }
 
 fn node_registration(n: u64) -> pb::RegisterNodeRequest {
@@ -374,20 +368,8 @@ async fn tokens_do_what_their_policies_say_and_nothing_more() {
     // Everything written so far (node registration and offline, the job and its eval)
     // is replayed from the buffer; read up to the last index and look at what came.
     let last = acl.api.h.applied_index();
-    let mut topics = std::collections::BTreeSet::new();
-    let deadline = tokio::time::Instant::now() + common::DEADLINE;
-    let mut seen = 0;
-    while seen < last {
-        let msg = tokio::time::timeout_at(deadline, stream.message())
-            .await
-            .expect("events arrive")
-            .expect("stream ok")
-            .expect("stream open");
-        seen = seen.max(msg.index);
-        topics.extend(msg.events.iter().map(|e| e.topic));
-    }
     assert_eq!(
-        topics.into_iter().collect::<Vec<_>>(),
+        topics_until(&mut stream, last).await,
         [pb::Topic::Node as i32],
         "only node events reach a node-only token"
     );
@@ -399,17 +381,7 @@ async fn tokens_do_what_their_policies_say_and_nothing_more() {
         .await
         .expect("subscribe")
         .into_inner();
-    let mut topics = std::collections::BTreeSet::new();
-    let mut seen = 0;
-    while seen < last {
-        let msg = tokio::time::timeout_at(deadline, jobs_too.message())
-            .await
-            .expect("events arrive")
-            .expect("stream ok")
-            .expect("stream open");
-        seen = seen.max(msg.index);
-        topics.extend(msg.events.iter().map(|e| e.topic));
-    }
+    let topics = topics_until(&mut jobs_too, last).await;
     assert!(
         topics.contains(&(pb::Topic::Job as i32)),
         "a management token sees the job events the node-only one did not: {topics:?}"

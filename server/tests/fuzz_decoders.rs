@@ -6,7 +6,6 @@ mod common;
 
 use bytes::{Buf, BufMut};
 use common::api::Api;
-use prost::Message;
 use rand::{Rng, SeedableRng};
 use tonic::Code;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
@@ -47,27 +46,6 @@ impl Decoder for Raw {
     }
 }
 
-fn rpcs() -> Vec<(String, bool)> {
-    let set = prost_types::FileDescriptorSet::decode(drover_proto::FILE_DESCRIPTOR_SET)
-        .expect("descriptor set");
-    set.file
-        .iter()
-        .flat_map(|f| {
-            f.service
-                .iter()
-                .filter(|s| s.name() != "RaftService")
-                .flat_map(move |s| {
-                    s.method.iter().map(move |m| {
-                        (
-                            format!("{}.{}/{}", f.package(), s.name(), m.name()),
-                            m.server_streaming(),
-                        )
-                    })
-                })
-        })
-        .collect()
-}
-
 /// Mostly valid-looking protobuf (field tags and varints) with random cuts, and some
 /// plain noise.
 fn body(rng: &mut rand::rngs::StdRng) -> Vec<u8> {
@@ -87,7 +65,7 @@ async fn random_bytes_to_every_rpc_answer_a_proper_status() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(0x5eed_d20e);
     let mut bad = Vec::new();
     let mut calls = 0;
-    for (rpc, streaming) in rpcs() {
+    for (rpc, streaming) in common::api_rpcs() {
         // Writes that succeed on random input (a pause of every worker) are fine; what
         // matters is the answer, so each RPC gets a bounded number of tries.
         for _ in 0..24 {

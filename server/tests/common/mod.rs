@@ -217,3 +217,25 @@ pub async fn register_on_leader(servers: &[Server]) -> NodeRegistered {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// Every RPC of the drover services the client API serves (Raft is on its own listener),
+/// from the embedded descriptor set, with whether it streams its answer: tests that must
+/// cover every RPC walk this, so a new RPC is covered without editing them.
+pub fn api_rpcs() -> Vec<(String, bool)> {
+    use prost::Message;
+    let set = prost_types::FileDescriptorSet::decode(drover_proto::FILE_DESCRIPTOR_SET)
+        .expect("descriptor set");
+    let mut rpcs = Vec::new();
+    for file in set.file {
+        for service in file.service.iter().filter(|s| s.name() != "RaftService") {
+            for m in &service.method {
+                rpcs.push((
+                    format!("{}.{}/{}", file.package(), service.name(), m.name()),
+                    m.server_streaming(),
+                ));
+            }
+        }
+    }
+    assert!(rpcs.len() > 40, "found only {} rpcs", rpcs.len());
+    rpcs
+}
