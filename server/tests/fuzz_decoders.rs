@@ -96,3 +96,53 @@ async fn random_bytes_to_every_rpc_answer_a_proper_status() {
         .expect("the server still answers");
     api.stop().await;
 }
+
+/// Many large invalid bodies at once over several connections, with a byte budget of one
+/// message: each is received in its turn and answered INVALID_ARGUMENT, never INTERNAL,
+/// and the server still serves after. None may run out its wait (RESOURCE_EXHAUSTED):
+/// that is what a stream parked on the budget holding its connection's flow-control
+/// window, so that the stream being received cannot finish, looks like.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_large_bodies_is_received_within_the_byte_budget() {
+    const MESSAGE: usize = 1 << 20;
+    let api = Api::start(|c| {
+        c.max_message_bytes = MESSAGE + 64;
+        c.requests.max_bytes_in_flight = MESSAGE + 64;
+        c.requests.max_wait = std::time::Duration::from_secs(30);
+    })
+    .await;
+    let mut calls = tokio::task::JoinSet::new();
+    for connection in 0..4u8 {
+        let channel = Api::endpoint(&api.api).connect().await.expect("connect");
+        for call in 0..6u8 {
+            let channel = channel.clone();
+            calls.spawn(async move {
+                // Field 1 (the job) as a length-delimited field claiming more than follows.
+                let mut junk = vec![0x0a, 0xff, 0xff, 0xff, 0x7f];
+                junk.resize(MESSAGE - 16, connection ^ call);
+                let mut grpc = tonic::client::Grpc::new(channel);
+                grpc.ready().await.expect("ready");
+                let path = "/drover.v1.JobService/Register".parse().expect("path");
+                grpc.unary(tonic::Request::new(junk), path, Raw)
+                    .await
+                    .map(|_| ())
+                    .expect_err("junk is refused")
+                    .code()
+            });
+        }
+    }
+    let mut codes = Vec::new();
+    while let Some(code) = calls.join_next().await {
+        codes.push(code.expect("call task"));
+    }
+    assert_eq!(codes.len(), 24);
+    assert!(
+        codes.iter().all(|c| *c == Code::InvalidArgument),
+        "{codes:?}"
+    );
+    api.status()
+        .leader(drover_proto::v1::LeaderRequest {})
+        .await
+        .expect("the server still answers");
+    api.stop().await;
+}

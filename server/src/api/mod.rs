@@ -19,6 +19,7 @@ mod node_watch;
 mod nodes;
 mod operator;
 mod page;
+pub mod request_limits;
 mod search;
 mod status;
 mod workers;
@@ -49,13 +50,25 @@ type ResponseMap = fn(http::Response<tonic::body::Body>) -> http::Response<tonic
 /// The API's router: every service behind the decode-status layer and the auth layer.
 pub type ApiRouter = Router<
     tower::layer::util::Stack<
-        crate::auth::AuthLayer,
+        request_limits::LimitLayer,
         tower::layer::util::Stack<
-            tower::util::MapResponseLayer<ResponseMap>,
-            tower::layer::util::Identity,
+            crate::auth::AuthLayer,
+            tower::layer::util::Stack<
+                tower::util::MapResponseLayer<ResponseMap>,
+                tower::layer::util::Identity,
+            >,
         >,
     >,
 >;
+
+/// HTTP/2 streams one connection may open at once (the simulator puts 100 watches on one).
+const MAX_STREAMS_PER_CONNECTION: u32 = 128;
+
+/// Each stream's flow-control window. The connection's window holds every stream's, so
+/// streams parked by a limit (per connection, or the listener's budgets) never use up the
+/// window a served stream needs to receive the rest of its message: without this, one
+/// parked stream could hold hyper's default 1 MiB connection window and stall the rest.
+const STREAM_WINDOW: u32 = 64 << 10;
 
 /// Settings of the gRPC listener.
 #[derive(Clone, Debug)]
@@ -177,10 +190,15 @@ pub async fn router(handle: ServerHandle, opts: ApiOptions) -> Result<ApiRouter,
         api.handle.config().acl_enabled,
         api.handle.state(),
     ));
+    let budget = request_limits::Budget::new(api.handle.config().requests.clone());
     Ok(builder
         .concurrency_limit_per_connection(per_connection)
+        .max_concurrent_streams(Some(MAX_STREAMS_PER_CONNECTION))
+        .initial_stream_window_size(Some(STREAM_WINDOW))
+        .initial_connection_window_size(Some(STREAM_WINDOW * MAX_STREAMS_PER_CONNECTION))
         .layer(tower::util::MapResponseLayer::new(decode_status))
         .layer(crate::auth::AuthLayer(auth))
+        .layer(request_limits::LimitLayer(budget))
         .add_service(health)
         .add_service(reflection)
         .add_service(svc!(

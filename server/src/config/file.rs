@@ -14,7 +14,8 @@
 //! workers   { count = 2  enabled = ["service", "batch"]  wait_index_limit = "5s" }
 //! heartbeat { min_ttl = "10s"  max_per_second = 50  grace = "10s"  failover_ttl = "5m" }
 //! health    { lost_grace = "1m"  flaky_threshold = 3  flaky_cool_down = "15m" }
-//! limits    { max_message_bytes = 16777216  max_jobs = 100000  max_outstanding_evals = 100000
+//! limits    { max_message_bytes = 16777216  max_requests_in_flight = 1024
+//!             max_request_bytes_in_flight = 134217728  max_request_wait = "5s"  max_jobs = 100000  max_outstanding_evals = 100000
 //!             max_node_name_bytes = 256  max_node_attributes = 512  max_node_meta = 256
 //!             max_node_entry_bytes = 1024  max_snapshot_id_bytes = 256  max_list_page = 500
 //!             max_node_cpu_mhz = 10000000  max_node_memory_mb = 67108864
@@ -127,6 +128,10 @@ pub struct HealthBlock {
 #[serde(deny_unknown_fields)]
 pub struct LimitsBlock {
     pub max_message_bytes: Option<usize>,
+    pub max_requests_in_flight: Option<usize>,
+    pub max_request_bytes_in_flight: Option<usize>,
+    #[serde(default, with = "humantime_serde")]
+    pub max_request_wait: Option<Duration>,
     pub max_jobs: Option<usize>,
     pub max_groups_per_job: Option<usize>,
     pub max_count: Option<u32>,
@@ -249,6 +254,14 @@ impl ConfigFile {
             if let Some(v) = l.max_message_bytes {
                 config.max_message_bytes = positive("limits.max_message_bytes", v)?;
             }
+            if let Some(v) = l.max_requests_in_flight {
+                config.requests.max_in_flight = positive("limits.max_requests_in_flight", v)?;
+            }
+            if let Some(v) = l.max_request_bytes_in_flight {
+                config.requests.max_bytes_in_flight =
+                    positive("limits.max_request_bytes_in_flight", v)?;
+            }
+            set(&mut config.requests.max_wait, &l.max_request_wait);
             if let Some(v) = l.max_jobs {
                 config.max_jobs = positive("limits.max_jobs", v)?;
             }
@@ -308,6 +321,16 @@ impl ConfigFile {
                 key_file: file("tls.key_file", &t.key_file)?,
                 verify_incoming: t.verify_incoming.unwrap_or(true),
                 verify_server_hostname: t.verify_server_hostname.unwrap_or(true),
+            });
+        }
+        if config.requests.max_bytes_in_flight < config.max_message_bytes {
+            return Err(ConfigError::Value {
+                key: "limits.max_request_bytes_in_flight",
+                value: config.requests.max_bytes_in_flight.to_string(),
+                reason: format!(
+                    "must be at least limits.max_message_bytes ({}), or the largest message could never be received",
+                    config.max_message_bytes
+                ),
             });
         }
         Ok(())

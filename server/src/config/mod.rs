@@ -24,6 +24,31 @@ pub fn cpu_count() -> u32 {
         .unwrap_or(1)
 }
 
+/// What the API listener admits at once (see `crate::api::request_limits`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RequestLimits {
+    /// Requests being served at once, over every connection. Streams count until their
+    /// first response, so watches held open by thousands of nodes do not use it up.
+    pub max_in_flight: usize,
+    /// Bytes of request messages being received at once, over every connection. At least
+    /// `max_message_bytes`, so the largest message accepted can always be received.
+    pub max_bytes_in_flight: usize,
+    /// How long a request waits for its share before RESOURCE_EXHAUSTED.
+    pub max_wait: Duration,
+}
+
+impl Default for RequestLimits {
+    /// 1,024 requests and 128 MiB: eight of the largest messages, or thousands of the
+    /// usual few-kilobyte ones, with memory for them bounded whatever the clients do.
+    fn default() -> Self {
+        Self {
+            max_in_flight: 1024,
+            max_bytes_in_flight: 128 << 20,
+            max_wait: Duration::from_secs(5),
+        }
+    }
+}
+
 /// Raft timings (see [`RaftConfig`]).
 #[derive(Clone, Debug)]
 pub struct RaftTimings {
@@ -126,6 +151,8 @@ pub struct ServerConfig {
     /// The largest gRPC message, in bytes, either way (the Raft transport included); a
     /// larger request is refused before it reaches a handler.
     pub max_message_bytes: usize,
+    /// Bounds on what the API listener takes in at once, across all connections.
+    pub requests: RequestLimits,
     /// Events retained for `EventService/Subscribe` to replay; a subscriber asking for an
     /// older index, or falling further behind, is told to resubscribe.
     pub event_buffer: usize,
@@ -161,6 +188,7 @@ impl ServerConfig {
             max_outstanding_evals: 100_000,
             plan_wait_limit: Duration::from_secs(5),
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            requests: RequestLimits::default(),
             event_buffer: crate::events::DEFAULT_EVENT_BUFFER,
             metrics_addr: None,
         }
