@@ -1,11 +1,14 @@
 //! Garbage collection: terminal evals and allocations untouched for longer than the
-//! threshold are deleted, in bounded `EvalDelete` batches.
+//! threshold are deleted, in bounded `EvalDelete` batches; ACL tokens expired for longer
+//! than the threshold are deleted in `AclTokenDelete` batches (an expired token is already
+//! refused; keeping it a while lets `acl token list` show why a client was turned away).
 //!
 //! An allocation is garbage once it is terminal on both sides (the servers want it stopped
 //! or the client finished it, and the client no longer runs it). An eval is garbage once it
 //! is terminal and every allocation it created is garbage too, so an allocation never
 //! outlives the eval it points at.
 
+use crate::AccessorId;
 use crate::fsm::Command;
 use crate::state::StateSnapshot;
 use crate::types::{AllocId, Allocation, EvalId, Timestamp};
@@ -39,6 +42,32 @@ fn alloc_is_garbage(a: &Allocation, cutoff: Timestamp) -> bool {
 /// The delete commands for everything past the threshold at `now`.
 pub fn collect_garbage(snap: &StateSnapshot, now: Timestamp, config: &GcConfig) -> Vec<Command> {
     let cutoff = now.saturating_sub(config.threshold);
+    let mut commands = collect_evals_and_allocs(snap, cutoff, config.batch.max(1));
+    commands.extend(collect_expired_tokens(snap, cutoff, config.batch.max(1)));
+    commands
+}
+
+fn collect_expired_tokens(snap: &StateSnapshot, cutoff: Timestamp, batch: usize) -> Vec<Command> {
+    let expired: Vec<AccessorId> = snap
+        .acl_tokens()
+        .filter(|t| t.is_expired(cutoff))
+        .map(|t| t.accessor_id)
+        .collect();
+    if !expired.is_empty() {
+        tracing::info!(
+            tokens = expired.len(),
+            "garbage collecting expired acl tokens"
+        );
+    }
+    expired
+        .chunks(batch)
+        .map(|ids| Command::AclTokenDelete {
+            accessor_ids: ids.to_vec(),
+        })
+        .collect()
+}
+
+fn collect_evals_and_allocs(snap: &StateSnapshot, cutoff: Timestamp, batch: usize) -> Vec<Command> {
     let allocs: Vec<AllocId> = snap
         .allocs()
         .filter(|a| alloc_is_garbage(a, cutoff))
@@ -61,7 +90,6 @@ pub fn collect_garbage(snap: &StateSnapshot, now: Timestamp, config: &GcConfig) 
         allocs = allocs.len(),
         "garbage collecting terminal evals and allocations"
     );
-    let batch = config.batch.max(1);
     let mut commands = Vec::new();
     let mut evals = evals.into_iter().peekable();
     let mut allocs = allocs.into_iter().peekable();
