@@ -109,6 +109,8 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
             servers: config.servers.clone(),
             nodes,
             datacenters: drover_agent::sim::Mix::single(config.datacenter.clone()),
+            token: config.token.clone(),
+            tls: config.tls.clone(),
             ..SimConfig::default()
         })
         .await

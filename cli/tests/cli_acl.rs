@@ -125,6 +125,37 @@ async fn acl_bootstrap_policies_and_tokens_from_the_cli() {
     })
     .await;
 
+    // Simulated nodes need the join credential too; with it they all register.
+    let refused = run(argv(&["agent", "--simulate", "2", "--servers", &address])).await;
+    assert_eq!(
+        code(&refused),
+        1,
+        "a simulator without a token cannot register"
+    );
+    assert!(
+        stderr(&refused).contains("acl token"),
+        "{}",
+        stderr(&refused)
+    );
+    let _sim = spawn(
+        &address,
+        &[
+            "agent",
+            "--simulate",
+            "3",
+            "--servers",
+            &address,
+            "--token",
+            &join,
+        ],
+    );
+    eventually("the simulated nodes", DEADLINE, || async {
+        let out = run(argv(&["node", "status", "-json", "--token", &reader])).await;
+        let nodes: serde_json::Value = serde_json::from_str(&stdout(&out)).ok()?;
+        (nodes.as_array()?.len() == 4).then_some(())
+    })
+    .await;
+
     // The reader reads but cannot act: the server refuses, naming what is missing.
     let out = run(argv(&["node", "offline", &node_id, "--token", &reader])).await;
     assert_eq!(code(&out), 1);

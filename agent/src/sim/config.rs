@@ -137,6 +137,12 @@ pub struct SimConfig {
     pub max_in_flight: usize,
     /// How often batched allocation updates are sent.
     pub report_interval: Duration,
+    /// The join credential (an ACL token that may register nodes) for servers with ACLs
+    /// on; once registered, each node speaks with its own secret.
+    pub token: Option<String>,
+    /// TLS to the servers (a CA turns it on; a client certificate is also a join
+    /// credential).
+    pub tls: drover_proto::tls::TlsFiles,
 }
 
 impl Default for SimConfig {
@@ -161,6 +167,8 @@ impl Default for SimConfig {
             rpc_connections: 4,
             max_in_flight: 64,
             report_interval: Duration::from_millis(200),
+            token: None,
+            tls: drover_proto::tls::TlsFiles::default(),
         }
     }
 }

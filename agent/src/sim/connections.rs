@@ -8,6 +8,7 @@
 
 use super::{SimConfig, SimError};
 use backon::{ExponentialBuilder, Retryable};
+use drover_proto::bearer::BearerChannel;
 use drover_proto::v1::node_service_client::NodeServiceClient;
 use std::time::Duration;
 use tonic::transport::{Channel, Endpoint};
@@ -17,8 +18,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 #[derive(Debug)]
 pub(crate) struct Connections {
-    rpc: Vec<Channel>,
-    watch: Vec<Channel>,
+    rpc: Vec<BearerChannel>,
+    watch: Vec<BearerChannel>,
     streams_per_connection: usize,
 }
 
@@ -27,7 +28,7 @@ fn endpoints(config: &SimConfig) -> Result<Vec<Endpoint>, SimError> {
         .servers
         .iter()
         .map(|url| {
-            Endpoint::from_shared(url.clone())
+            drover_proto::tls::endpoint(url, &config.tls)
                 .map(|e| {
                     e.connect_timeout(CONNECT_TIMEOUT)
                         .tcp_nodelay(true)
@@ -42,11 +43,18 @@ fn endpoints(config: &SimConfig) -> Result<Vec<Endpoint>, SimError> {
         .collect()
 }
 
-fn channel(endpoints: &[Endpoint]) -> Channel {
-    match endpoints {
+/// A channel over `endpoints` that presents the join token, if any. The calls that need no
+/// token (heartbeats, watches, reports) are authenticated by the node's secret in the
+/// request, so one channel serves them all.
+fn channel(endpoints: &[Endpoint], token: Option<&str>) -> Result<BearerChannel, SimError> {
+    let channel = match endpoints {
         [one] => one.connect_lazy(),
         many => Channel::balance_list(many.iter().cloned()),
-    }
+    };
+    BearerChannel::new(channel, token).map_err(|e| SimError::Config {
+        field: "token",
+        reason: e.to_string(),
+    })
 }
 
 impl Connections {
@@ -83,22 +91,25 @@ impl Connections {
                 source,
             })?;
         let watch_count = config.nodes.div_ceil(config.streams_per_connection);
+        let token = config.token.as_deref();
         Ok(Connections {
             rpc: (0..config.rpc_connections)
-                .map(|_| channel(&endpoints))
-                .collect(),
-            watch: (0..watch_count).map(|_| channel(&endpoints)).collect(),
+                .map(|_| channel(&endpoints, token))
+                .collect::<Result<_, _>>()?,
+            watch: (0..watch_count)
+                .map(|_| channel(&endpoints, token))
+                .collect::<Result<_, _>>()?,
             streams_per_connection: config.streams_per_connection,
         })
     }
 
     /// The client for node `node`'s unary calls.
-    pub(crate) fn unary(&self, node: u32) -> NodeServiceClient<Channel> {
+    pub(crate) fn unary(&self, node: u32) -> NodeServiceClient<BearerChannel> {
         NodeServiceClient::new(self.rpc[node as usize % self.rpc.len()].clone())
     }
 
     /// The client for node `node`'s watch stream.
-    pub(crate) fn watch(&self, node: u32) -> NodeServiceClient<Channel> {
+    pub(crate) fn watch(&self, node: u32) -> NodeServiceClient<BearerChannel> {
         let i = (node as usize / self.streams_per_connection).min(self.watch.len() - 1);
         NodeServiceClient::new(self.watch[i].clone())
     }

@@ -2,10 +2,10 @@
 //! message to the engine. It holds nothing but the stream, so 10,000 of them stay cheap, and
 //! the engine aborts it to cut the node off (silence) or replaces it after a reconnect.
 
+use drover_proto::bearer::BearerChannel as Channel;
 use drover_proto::v1 as pb;
 use drover_proto::v1::node_service_client::NodeServiceClient;
 use tokio::sync::mpsc;
-use tonic::transport::Channel;
 
 /// What a watch task tells the engine; `generation` names the watch it came from.
 #[derive(Debug)]
