@@ -73,7 +73,10 @@ fn now() -> Timestamp {
 /// down or goes away is not an error: the console says so and reconnects by itself.
 pub async fn run(options: ConsoleOptions) -> Result<(), ConsoleError> {
     let channels = net::Channels::lazy(&options.address, &options.tls, options.token.as_deref())?;
-    let read_only = options.read_only || net::token_is_read_only(&channels.unary).await;
+    let permissions = net::token_permissions(&channels.unary, [])
+        .await
+        .unwrap_or_default();
+    let read_only = options.read_only || permissions.none();
     let mut session = terminal::Session::start(options.mouse)?;
 
     let (update_tx, mut updates) = mpsc::channel::<Update>(1_024);
@@ -101,6 +104,7 @@ pub async fn run(options: ConsoleOptions) -> Result<(), ConsoleError> {
     };
 
     let mut app = App::new(options.address, read_only, now());
+    app.permissions = permissions;
     app.clock_offset = chrono::Local::now().offset().local_minus_utc();
     let size = session.terminal.size()?;
     app.handle(Input::Resize {

@@ -85,6 +85,17 @@ fn dialogs_and_connection_states() {
         keys(&mut app, pressed);
         insta::assert_snapshot!(name, screen(&mut app, Theme { color: true }));
     }
+    // A token without write-node: the node actions stay listed, greyed, saying why.
+    let mut app = fixtures::app(40, 200, 100, 30);
+    app.permissions = drover_tui::app::Permissions {
+        nodes: false,
+        ..drover_tui::app::Permissions::everything()
+    };
+    keys(&mut app, "?");
+    insta::assert_snapshot!(
+        "help_token_lacks_write_node",
+        screen(&mut app, Theme { color: true })
+    );
     // On a terminal narrower than the dialog's buttons and hint, the hint goes below them
     // and the question wraps, both inside the dialog's padding.
     let mut app = fixtures::app(40, 200, 36, 16);

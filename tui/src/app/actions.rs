@@ -2,7 +2,7 @@
 //! the destructive ones go through first, and the read-only guard.
 
 use super::command_line::NodeVerb;
-use super::{Action, App, Command, Confirm, Mode, Prompt, PromptKind, RowKey};
+use super::{Action, App, Area, Command, Confirm, Mode, Permissions, Prompt, PromptKind, RowKey};
 use crate::views::{Tone, ViewKind};
 use drover_core::{Eligibility, NodeHealth, NodeId};
 
@@ -19,6 +19,12 @@ impl App {
         }
         if self.read_only {
             self.tell("read-only console: actions are disabled", Tone::Warn);
+            return Action::None;
+        }
+        if let Some(area) = Area::of_view(self.view)
+            && !self.permissions.allows(area)
+        {
+            self.tell_lacking(area);
             return Action::None;
         }
         match (self.view, c) {
@@ -185,7 +191,25 @@ impl App {
         }
     }
 
+    /// Says the token cannot act in `area`, in the words the server would use.
+    pub(super) fn tell_lacking(&mut self, area: Area) {
+        self.tell(
+            format!("your token lacks {}", Permissions::lacking(area)),
+            Tone::Warn,
+        );
+    }
+
     pub(super) fn confirm_stop_job(&mut self, job: drover_core::JobKey) {
+        if !self.permissions.may_stop_jobs_in(&job.namespace) {
+            self.tell(
+                format!(
+                    "your token lacks submit-job in namespace {:?}",
+                    job.namespace
+                ),
+                Tone::Warn,
+            );
+            return;
+        }
         self.mode = Mode::Confirm(Confirm::new(
             format!("stop job {}?", job.id),
             Command::StopJob(job),

@@ -145,6 +145,17 @@ impl App {
             self.tell("read-only console: actions are disabled", Tone::Warn);
             return Action::None;
         }
+        let area = match &command {
+            CommandLine::Node { .. } => Some(super::Area::Nodes),
+            CommandLine::Workers { .. } => Some(super::Area::Operator),
+            _ => None,
+        };
+        if let Some(area) = area
+            && !self.permissions.allows(area)
+        {
+            self.tell_lacking(area);
+            return Action::None;
+        }
         let outcome = match command {
             CommandLine::Quit => return Action::Quit,
             CommandLine::Help => {

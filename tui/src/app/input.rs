@@ -36,6 +36,8 @@ pub enum Update {
     /// The outcome of a command: what to tell the operator.
     CommandDone(Result<String, String>),
     AllocDetail(Box<Allocation>),
+    /// What the console's token may do (asked at each load when ACLs are on).
+    Permissions(super::Permissions),
 }
 
 /// The state of the link to the server, which the status bar shows.

@@ -10,6 +10,7 @@ mod keys;
 mod list;
 mod modes;
 mod order;
+mod permissions;
 mod rate;
 mod refresh;
 
@@ -20,6 +21,7 @@ pub use input::{Action, Command, Connection, Input, Update};
 pub use list::{ListState, Sort};
 pub use modes::{Confirm, Mode, Prompt, PromptKind};
 pub use order::{Rank, RowOrder};
+pub use permissions::{Area, JobRights, Permissions};
 pub use rate::PlacementRate;
 pub use refresh::Stale;
 
@@ -51,6 +53,8 @@ pub struct App {
     stale: [Stale; 7],
     pub mode: Mode,
     pub read_only: bool,
+    /// What the token may do; actions outside it are greyed and refused with the reason.
+    pub permissions: Permissions,
     pub address: String,
     pub connection: Connection,
     /// Whether the server ever answered: until it has, a failure means the address is
@@ -86,6 +90,7 @@ impl App {
             stale: std::array::from_fn(|_| Stale::All),
             mode: Mode::Normal,
             read_only,
+            permissions: Permissions::default(),
             address: address.into(),
             connection: Connection::Connecting,
             ever_connected: false,
@@ -304,6 +309,7 @@ impl App {
             },
             // Read by the detail pane only: no row moves.
             Update::AllocDetail(alloc) => self.alloc_detail = Some(*alloc),
+            Update::Permissions(permissions) => self.permissions = permissions,
         }
     }
 

@@ -10,12 +10,14 @@ mod load;
 pub use commands::execute;
 
 use crate::app::{Connection, Update};
+use crate::app::{JobRights, Permissions};
 use crate::error::ConsoleError;
 use crate::model::{ClusterInfo, decode_event, role_label};
 use backon::BackoffBuilder;
 use drover_proto::bearer::BearerChannel as Channel;
 use drover_proto::v1 as pb;
 use pb::event_service_client::EventServiceClient;
+use std::collections::BTreeSet;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -58,27 +60,47 @@ impl Channels {
     }
 }
 
-/// Whether the console's token can do none of its actions (offline, drain, eligibility,
-/// stop jobs, pause workers): then the console runs read-only, as with `--read-only`.
-/// `false` when ACLs are off or the server cannot be asked (the server still refuses what
-/// the token may not do).
-pub async fn token_is_read_only(channel: &Channel) -> bool {
+/// What the console's token may do, asked of the server for the default namespace and
+/// each of `namespaces`. `None` when ACLs are off or the server cannot be asked: then every
+/// action is offered, and the server still refuses what the token may not do.
+pub async fn token_permissions<'a>(
+    channel: &Channel,
+    namespaces: impl IntoIterator<Item = &'a str>,
+) -> Option<Permissions> {
     use drover_proto::v1::acl_service_client::AclServiceClient;
-    let answer = AclServiceClient::new(channel.clone())
-        .token_self(drover_proto::v1::AclTokenSelfRequest::default())
-        .await;
-    match answer {
-        Ok(r) => {
-            let r = r.into_inner();
-            r.acl_enabled
-                && !r.management
-                && r.node != "write"
-                && r.operator != "write"
-                && !r.namespace_capabilities.iter().any(|c| c == "submit-job")
-        }
-        Err(_) => false,
+    let mut client = AclServiceClient::new(channel.clone());
+    let ask = |namespace: &str| drover_proto::v1::AclTokenSelfRequest {
+        namespace: namespace.to_string(),
+    };
+    let first = client.token_self(ask("default")).await.ok()?.into_inner();
+    if !first.acl_enabled || first.management {
+        return None;
     }
+    let submits = |r: &drover_proto::v1::AclTokenSelfResponse| {
+        r.namespace_capabilities.iter().any(|c| c == "submit-job")
+    };
+    let (mut allowed, mut denied) = (BTreeSet::new(), BTreeSet::new());
+    let mut sort = |namespace: &str, submit: bool| {
+        let set = if submit { &mut allowed } else { &mut denied };
+        set.insert(namespace.to_string());
+    };
+    sort("default", submits(&first));
+    let others: BTreeSet<&str> = namespaces.into_iter().filter(|n| *n != "default").collect();
+    for namespace in others.into_iter().take(MAX_NAMESPACES_ASKED) {
+        if let Ok(r) = client.token_self(ask(namespace)).await {
+            sort(namespace, submits(&r.into_inner()));
+        }
+    }
+    Some(Permissions {
+        nodes: first.node == "write",
+        operator: first.operator == "write",
+        jobs: JobRights::Asked { allowed, denied },
+    })
 }
+
+/// Namespaces asked about at one load; jobs in others are offered and left to the server.
+/// Asked again at each (re)load, so a namespace that appears is learnt at the next one.
+const MAX_NAMESPACES_ASKED: usize = 64;
 
 /// Why a session with the server ended.
 #[derive(Debug)]
@@ -164,6 +186,15 @@ async fn session(
         Ok(s) => s,
         Err(status) => return SessionEnd::Failed(status),
     };
+    let namespaces: BTreeSet<&str> = snapshot.jobs.iter().map(|j| &*j.key.namespace).collect();
+    if let Some(permissions) = token_permissions(&channels.unary, namespaces).await
+        && updates
+            .send(Update::Permissions(permissions))
+            .await
+            .is_err()
+    {
+        return SessionEnd::Closed;
+    }
     let from_index = snapshot.index + 1;
     let mut events = EventServiceClient::new(channels.stream.clone())
         .max_decoding_message_size(MAX_ANSWER_BYTES);

@@ -68,6 +68,10 @@ pub fn draw_help(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         .keys()
         .iter()
         .filter(|k| !(app.read_only && k.action));
+    // Actions the token cannot do stay listed, greyed, and a last line says what it lacks.
+    let lacking = crate::app::Area::of_view(app.view)
+        .filter(|area| !app.permissions.allows(*area))
+        .map(crate::app::Permissions::lacking);
     let mut lines = Vec::new();
     let key_line = |keys: &str, what: &str| {
         Line::from(vec![
@@ -75,9 +79,16 @@ pub fn draw_help(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Span::raw(what.to_owned()),
         ])
     };
+    let greyed =
+        |keys: &str, what: &str| Line::styled(format!(" {keys:<18} {what}"), theme.tone(Tone::Dim));
     lines.push(Line::styled(" everywhere", theme.title()));
     lines.extend(GLOBAL_KEYS.iter().map(|k| key_line(k.keys, k.what)));
-    let mut view_lines: Vec<Line> = view_keys.map(|k| key_line(k.keys, k.what)).collect();
+    let mut view_lines: Vec<Line> = view_keys
+        .map(|k| match lacking {
+            Some(_) if k.action => greyed(k.keys, k.what),
+            _ => key_line(k.keys, k.what),
+        })
+        .collect();
     if !view_lines.is_empty() {
         lines.push(Line::raw(""));
         lines.push(Line::styled(format!(" {}", app.view.name()), theme.title()));
@@ -87,6 +98,12 @@ pub fn draw_help(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         lines.push(Line::raw(""));
         lines.push(Line::styled(
             " read-only: actions are hidden and refused",
+            theme.tone(Tone::Warn),
+        ));
+    } else if let Some(lacks) = lacking {
+        lines.push(Line::raw(""));
+        lines.push(Line::styled(
+            format!(" your token lacks {lacks}: the greyed actions are refused"),
             theme.tone(Tone::Warn),
         ));
     }

@@ -148,6 +148,92 @@ fn read_only_refuses_every_action() {
 }
 
 #[test]
+fn actions_follow_what_the_token_may_do() {
+    use crate::app::{JobRights, Permissions};
+    let only = |nodes: bool, operator: bool, jobs_in: &[&str], denied: &[&str]| Permissions {
+        nodes,
+        operator,
+        jobs: JobRights::Asked {
+            allowed: jobs_in.iter().map(|n| n.to_string()).collect(),
+            denied: denied.iter().map(|n| n.to_string()).collect(),
+        },
+    };
+    // (permissions, view, keys, Some(what the refusal names) or None: the action runs)
+    let cases = [
+        (
+            only(false, true, &["default"], &[]),
+            "",
+            "o<right><enter>",
+            Some("write-node"),
+        ),
+        (
+            only(false, true, &["default"], &[]),
+            ":node offline node-1",
+            "<enter>",
+            Some("write-node"),
+        ),
+        (
+            only(true, false, &[], &["default"]),
+            "",
+            "o<right><enter>",
+            None,
+        ),
+        (
+            only(true, false, &[], &["default"]),
+            ":workers<enter>",
+            "p<right><enter>",
+            Some("operator write"),
+        ),
+        (
+            only(true, false, &[], &["default"]),
+            ":workers pause",
+            "<enter>",
+            Some("operator write"),
+        ),
+        (
+            only(false, false, &["prod"], &["default"]),
+            ":jobs<enter>",
+            "x<right><enter>",
+            Some("submit-job in namespace \"default\""),
+        ),
+        (
+            only(false, false, &["default"], &[]),
+            ":jobs<enter>",
+            "x<right><enter>",
+            None,
+        ),
+        (
+            Permissions::everything(),
+            ":workers<enter>",
+            "p<right><enter>",
+            None,
+        ),
+    ];
+    for (permissions, view, keys, refused) in cases {
+        let mut app = fixtures::app(40, 200, 120, 40);
+        app.permissions = permissions;
+        press(&mut app, view);
+        let actions = press(&mut app, keys);
+        let ran = actions
+            .iter()
+            .any(|a| matches!(a, Action::Run(c) if c.is_action()));
+        match refused {
+            Some(lacks) => {
+                assert!(!ran, "{view}{keys}: {actions:?}");
+                assert_eq!(app.mode, Mode::Normal, "{view}{keys}");
+                let notice = app
+                    .notice
+                    .as_ref()
+                    .map(|n| n.text.clone())
+                    .unwrap_or_default();
+                assert!(notice.contains(lacks), "{view}{keys}: {notice}");
+            }
+            None => assert!(ran, "{view}{keys}: {actions:?}"),
+        }
+    }
+}
+
+#[test]
 fn invalid_prompt_answers_are_refused_with_a_reason() {
     let cases = [
         ("", "d<bs><bs>soon<enter>", "invalid deadline \"soon\""),
