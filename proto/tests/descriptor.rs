@@ -65,7 +65,10 @@ const EXPECTED: &[(&str, &[&str])] = &[
         "StatusService",
         &["Leader", "Peers", "ClusterStatus", "Members"],
     ),
-    ("RaftService", &["AppendEntries", "Vote", "InstallSnapshot"]),
+    (
+        "RaftService",
+        &["AppendEntries", "Vote", "InstallSnapshot", "Info"],
+    ),
     ("SearchService", &["PrefixSearch"]),
     (
         "AclService",

@@ -6,6 +6,7 @@
 //!   applier, heartbeat timers, node health, reapers, periodic launches, GC.
 //! - [`worker`]: the scheduler workers every server runs.
 //! - [`api`]: the gRPC services over [`ServerHandle`], and [`Server::serve`]'s listener.
+//! - [`forward`]: a follower sends what only the leader can answer to the leader's API.
 //! - [`server`]: the lifecycle, [`Server::start`], [`Server::serve`], [`Server::shutdown`].
 //! - [`handle`]: the [`ServerHandle`] the gRPC services call, one module per API area.
 //! - [`events`]: the retained event buffer the event stream replays from.
@@ -22,6 +23,7 @@ pub mod clock;
 pub mod config;
 pub mod error;
 pub mod events;
+pub mod forward;
 pub mod handle;
 pub mod leader;
 pub mod metrics;

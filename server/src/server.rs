@@ -82,14 +82,34 @@ impl Server {
             .map(crate::tls::ServerTls::raft_listener)
             .transpose()
             .map_err(|e| config_error(format!("tls: {e}")))?;
+        let transport_for_forwarding = transport.clone();
         let raft_config = config
             .raft_config(&advertise)
             .with_events(Arc::new(sink))
             .with_transport(Arc::new(transport));
         let raft = Arc::new(RaftNode::start(raft_config).await?);
+        let self_info: crate::forward::SelfInfo =
+            Arc::new(std::sync::RwLock::new(drover_proto::v1::ServerInfo {
+                server_id: config.server_id,
+                name: config.name.clone(),
+                api_addr: String::new(),
+                version: env!("CARGO_PKG_VERSION").to_string(),
+                scheme: if config.tls.is_some() {
+                    "https"
+                } else {
+                    "http"
+                }
+                .to_string(),
+            }));
+        let directory = crate::forward::Directory::new(
+            raft.clone(),
+            transport_for_forwarding.clone(),
+            config.tls.clone(),
+            config.raft.election_timeout_max * 4,
+        );
         let raft_listener = RaftListener::serve(
             raft_socket,
-            RaftGrpcService::new(raft.rpc_handler()),
+            RaftGrpcService::new(raft.rpc_handler(), self_info.clone()),
             secret,
             config.max_message_bytes,
             raft_tls,
@@ -147,6 +167,8 @@ impl Server {
                 ring,
                 metrics,
                 shutdown,
+                self_info,
+                directory,
             }),
         };
         let metrics_server =
@@ -197,8 +219,24 @@ impl Server {
         let handle = self.handle.clone();
         let addr = handle.inner.config.bind_addr.clone();
         let tls = handle.inner.config.tls.is_some();
-        let router = crate::api::router(handle, opts).await?;
+        let router = crate::api::router(handle.clone(), opts).await?;
         let api = crate::api::serve(router, &addr).await?;
+        // Peers forward leader calls to this address: the bound port, and where the API
+        // listens on every interface, the host the Raft listener is advertised on.
+        let local = api.local_addr();
+        let api_addr = if local.ip().is_unspecified() {
+            let raft_addr = handle.inner.raft.addr();
+            let host = raft_addr.rsplit_once(':').map_or(raft_addr, |(h, _)| h);
+            format!("{host}:{}", local.port())
+        } else {
+            local.to_string()
+        };
+        handle
+            .inner
+            .self_info
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .api_addr = api_addr;
         if !tls && !api.local_addr().ip().is_loopback() {
             tracing::warn!(
                 addr = %api.local_addr(),

@@ -50,12 +50,15 @@ type ResponseMap = fn(http::Response<tonic::body::Body>) -> http::Response<tonic
 /// The API's router: every service behind the decode-status layer and the auth layer.
 pub type ApiRouter = Router<
     tower::layer::util::Stack<
-        request_limits::LimitLayer,
+        crate::forward::ForwardLayer,
         tower::layer::util::Stack<
-            crate::auth::AuthLayer,
+            request_limits::LimitLayer,
             tower::layer::util::Stack<
-                tower::util::MapResponseLayer<ResponseMap>,
-                tower::layer::util::Identity,
+                crate::auth::AuthLayer,
+                tower::layer::util::Stack<
+                    tower::util::MapResponseLayer<ResponseMap>,
+                    tower::layer::util::Identity,
+                >,
             >,
         >,
     >,
@@ -199,6 +202,10 @@ pub async fn router(handle: ServerHandle, opts: ApiOptions) -> Result<ApiRouter,
         .layer(tower::util::MapResponseLayer::new(decode_status))
         .layer(crate::auth::AuthLayer(auth))
         .layer(request_limits::LimitLayer(budget))
+        .layer(crate::forward::ForwardLayer {
+            directory: api.handle.inner.directory.clone(),
+            server_id: api.handle.server_id(),
+        })
         .add_service(health)
         .add_service(reflection)
         .add_service(svc!(

@@ -38,6 +38,10 @@ pub(crate) struct Inner {
     pub(crate) ring: Arc<EventRing>,
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) shutdown: watch::Sender<bool>,
+    /// Who this server is, as its Raft listener tells peers.
+    pub(crate) self_info: crate::forward::SelfInfo,
+    /// Where the leader's API is, for the calls a follower forwards.
+    pub(crate) directory: Arc<crate::forward::Directory>,
 }
 
 /// The server's API, cheap to clone; what the gRPC services call.

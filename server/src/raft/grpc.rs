@@ -114,6 +114,31 @@ impl GrpcTransport {
     }
 }
 
+impl GrpcTransport {
+    /// Asks the server `target` at Raft address `addr` who it is (see `crate::forward`).
+    pub async fn server_info(
+        &self,
+        target: ServerId,
+        addr: &str,
+    ) -> Result<drover_proto::v1::ServerInfo, TransportError> {
+        let mut client = self.client(target, addr)?;
+        let mut req = Request::new(drover_proto::v1::ServerInfoRequest {});
+        req.set_timeout(self.connect_timeout * 2);
+        if let Some(secret) = &self.secret {
+            secret.attach(&mut req);
+        }
+        client
+            .info(req)
+            .await
+            .map(Response::into_inner)
+            .map_err(|status| TransportError::Unreachable {
+                target,
+                addr: addr.to_string(),
+                reason: format!("{:?}: {}", status.code(), status.message()),
+            })
+    }
+}
+
 impl RaftTransport for GrpcTransport {
     fn call<'a>(
         &'a self,
@@ -160,11 +185,13 @@ impl RaftTransport for GrpcTransport {
 #[derive(Clone, Debug)]
 pub struct RaftGrpcService {
     handler: RaftRpcHandler,
+    info: crate::forward::SelfInfo,
 }
 
 impl RaftGrpcService {
-    pub fn new(handler: RaftRpcHandler) -> Self {
-        Self { handler }
+    /// Serves `handler`'s Raft RPCs, and `info` to peers that ask who this server is.
+    pub fn new(handler: RaftRpcHandler, info: crate::forward::SelfInfo) -> Self {
+        Self { handler, info }
     }
 
     /// The tonic service to add to the server's router, accepting messages up to
@@ -211,5 +238,13 @@ impl RaftService for RaftGrpcService {
                 .install_snapshot(&request.into_inner().payload)
                 .await,
         )
+    }
+
+    async fn info(
+        &self,
+        _request: Request<drover_proto::v1::ServerInfoRequest>,
+    ) -> Result<Response<drover_proto::v1::ServerInfo>, Status> {
+        let info = self.info.read().unwrap_or_else(|p| p.into_inner()).clone();
+        Ok(Response::new(info))
     }
 }

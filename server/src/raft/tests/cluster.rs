@@ -166,8 +166,8 @@ async fn three_nodes_over_grpc_on_loopback() {
             .with_bootstrap(Bootstrap::Cluster(members.clone()));
         config.addr = members[&id].clone();
         let node = RaftNode::start(config).await.unwrap();
-        let service =
-            RaftGrpcService::new(node.rpc_handler()).into_server(DEFAULT_MAX_MESSAGE_BYTES);
+        let service = RaftGrpcService::new(node.rpc_handler(), Default::default())
+            .into_server(DEFAULT_MAX_MESSAGE_BYTES);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let server = tokio::spawn(
             tonic::transport::Server::builder()

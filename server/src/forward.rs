@@ -1,0 +1,275 @@
+//! Any server answers. A call only the leader can serve (every write, node registration
+//! and heartbeats, the broker's and blocked evals' numbers), or a read that asks for
+//! [`CONSISTENCY_HEADER`]` = consistent`, is forwarded by a follower to the leader's client
+//! API as it came: its headers (so the leader checks the caller's own token) and its body,
+//! with the leader's answer streamed back. Reads are otherwise served from local state,
+//! which every answer's index places in the log.
+//!
+//! A follower learns the leader's API address by asking the leader's Raft listener (the
+//! address in the membership) for its [`pb::ServerInfo`]. A forwarded call carries
+//! [`FORWARDED_HEADER`] and is never forwarded again: a server that has lost the lead in
+//! between answers it itself (UNAVAILABLE, naming the leader), so calls cannot loop.
+
+use crate::raft::{GrpcTransport, RaftNode, ServerId};
+use drover_proto::v1 as pb;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, RwLock};
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tonic::Status;
+use tonic::body::Body;
+use tonic::codegen::http;
+use tonic::transport::{Channel, Endpoint};
+use tower::ServiceExt;
+
+/// Set on a call a follower forwarded (to the forwarding server's id).
+pub const FORWARDED_HEADER: &str = "drover-forwarded-by";
+/// A read with this set to `consistent` is answered by the leader.
+pub const CONSISTENCY_HEADER: &str = "drover-consistency";
+
+/// Who this server is, as its Raft listener tells peers. The API address is filled in
+/// once the API is bound.
+pub type SelfInfo = Arc<RwLock<pb::ServerInfo>>;
+
+/// Whether the call at `path` can be answered from this server's own state. Everything
+/// else goes to the leader, so an RPC added later is forwarded unless listed here.
+pub fn served_locally(path: &str) -> bool {
+    let Some((service, method)) = path.trim_start_matches('/').split_once('/') else {
+        return true;
+    };
+    match service {
+        "drover.v1.StatusService" | "drover.v1.WorkerService" | "drover.v1.SearchService" => true,
+        "drover.v1.EventService" => method == "Subscribe",
+        "drover.v1.AclService" => matches!(
+            method,
+            "TokenSelf" | "TokenList" | "TokenGet" | "PolicyList" | "PolicyGet"
+        ),
+        "drover.v1.EvalService" => matches!(method, "List" | "Get"),
+        "drover.v1.JobService" => matches!(
+            method,
+            "Get" | "List" | "Versions" | "Allocations" | "Evaluations" | "Summary" | "Plan"
+        ),
+        "drover.v1.NodeService" => matches!(
+            method,
+            "WatchAllocations" | "NodeList" | "NodeGet" | "AllocGet"
+        ),
+        "drover.v1.OperatorService" => method == "SchedulerGetConfig",
+        s => s.starts_with("grpc."),
+    }
+}
+
+/// The leader's API, as this server last learnt it.
+#[derive(Debug)]
+struct Known {
+    leader: ServerId,
+    raft_addr: String,
+    channel: Channel,
+}
+
+/// Finds the leader's client API.
+#[derive(Debug)]
+pub struct Directory {
+    raft: Arc<RaftNode>,
+    transport: GrpcTransport,
+    tls: Option<crate::tls::ServerTls>,
+    /// How long a call waits for an election to end before UNAVAILABLE.
+    wait: Duration,
+    known: Mutex<Option<Known>>,
+}
+
+impl Directory {
+    pub fn new(
+        raft: Arc<RaftNode>,
+        transport: GrpcTransport,
+        tls: Option<crate::tls::ServerTls>,
+        wait: Duration,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            raft,
+            transport,
+            tls,
+            wait,
+            known: Mutex::new(None),
+        })
+    }
+
+    /// A channel to the leader's API; `None` when this server leads.
+    async fn leader(&self) -> Result<Option<Channel>, Status> {
+        let elected = {
+            let mut metrics = self.raft.metrics();
+            let elected =
+                tokio::time::timeout(self.wait, metrics.wait_for(|m| m.current_leader.is_some()))
+                    .await;
+            match elected {
+                Ok(Ok(m)) => m.current_leader.map(|leader| {
+                    let addr = m
+                        .membership_config
+                        .membership()
+                        .get_node(&leader)
+                        .map(|n| n.addr.clone());
+                    (leader, addr)
+                }),
+                _ => None,
+            }
+        };
+        let Some((leader, raft_addr)) = elected else {
+            return Err(Status::unavailable(format!(
+                "no leader elected within {:?}; retry",
+                self.wait
+            )));
+        };
+        if leader == self.raft.node_id() {
+            return Ok(None);
+        }
+        let Some(raft_addr) = raft_addr else {
+            return Err(Status::unavailable(format!(
+                "leader {leader} is not in this server's membership yet; retry"
+            )));
+        };
+        if let Some(k) = &*self.known.lock().unwrap_or_else(|p| p.into_inner())
+            && k.leader == leader
+            && k.raft_addr == raft_addr
+        {
+            return Ok(Some(k.channel.clone()));
+        }
+        let info = self
+            .transport
+            .server_info(leader, &raft_addr)
+            .await
+            .map_err(|e| Status::unavailable(format!("cannot reach the leader: {e}")))?;
+        if info.api_addr.is_empty() {
+            return Err(Status::unavailable(format!(
+                "leader {leader} does not serve its API yet; retry"
+            )));
+        }
+        let channel = self.channel(&info)?;
+        tracing::info!(leader, api_addr = %info.api_addr, "forwarding leader calls");
+        *self.known.lock().unwrap_or_else(|p| p.into_inner()) = Some(Known {
+            leader,
+            raft_addr,
+            channel: channel.clone(),
+        });
+        Ok(Some(channel))
+    }
+
+    fn channel(&self, info: &pb::ServerInfo) -> Result<Channel, Status> {
+        let bad = |e: String| Status::unavailable(format!("leader api {}: {e}", info.api_addr));
+        let mut endpoint = Endpoint::from_shared(format!("{}://{}", info.scheme, info.api_addr))
+            .map_err(|e| bad(e.to_string()))?
+            .connect_timeout(Duration::from_secs(2))
+            .tcp_nodelay(true);
+        if let Some(tls) = &self.tls {
+            let config = tls
+                .peer_client(drover_proto::tls::host_of(&info.api_addr))
+                .map_err(|e| bad(e.to_string()))?;
+            endpoint = endpoint
+                .tls_config(config)
+                .map_err(|e| bad(e.to_string()))?;
+        }
+        Ok(endpoint.connect_lazy())
+    }
+}
+
+/// Wraps the API's services in [`Forward`].
+#[derive(Clone, Debug)]
+pub struct ForwardLayer {
+    pub directory: Arc<Directory>,
+    pub server_id: ServerId,
+}
+
+impl<S> tower::Layer<S> for ForwardLayer {
+    type Service = Forward<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Forward {
+            inner,
+            layer: self.clone(),
+        }
+    }
+}
+
+/// Serves a call here, or sends it to the leader (see the module docs).
+#[derive(Clone, Debug)]
+pub struct Forward<S> {
+    inner: S,
+    layer: ForwardLayer,
+}
+
+type BoxFuture<T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send>>;
+
+impl<S> tower::Service<http::Request<Body>> for Forward<S>
+where
+    S: tower::Service<http::Request<Body>, Response = http::Response<Body>>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+{
+    type Response = http::Response<Body>;
+    type Error = S::Error;
+    type Future = BoxFuture<Self::Response, Self::Error>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: http::Request<Body>) -> Self::Future {
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let headers = req.headers();
+        let consistent = headers
+            .get(CONSISTENCY_HEADER)
+            .is_some_and(|v| v == "consistent");
+        let wants_leader = consistent || !served_locally(req.uri().path());
+        if !wants_leader || headers.contains_key(FORWARDED_HEADER) {
+            return Box::pin(inner.call(req));
+        }
+        let layer = self.layer.clone();
+        Box::pin(async move {
+            let channel = match layer.directory.leader().await {
+                Ok(None) => return inner.call(req).await,
+                Ok(Some(channel)) => channel,
+                Err(status) => return Ok(status.into_http()),
+            };
+            req.headers_mut()
+                .insert(FORWARDED_HEADER, http::HeaderValue::from(layer.server_id));
+            let path = req.uri().path().to_string();
+            match channel.oneshot(req).await {
+                Ok(res) => Ok(res),
+                Err(e) => {
+                    tracing::warn!(path, error = %e, "forwarding to the leader failed");
+                    Ok(
+                        Status::unavailable(format!("forwarding to the leader failed: {e}; retry"))
+                            .into_http(),
+                    )
+                }
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::served_locally;
+
+    #[test]
+    fn reads_stay_and_everything_else_goes_to_the_leader() {
+        let table = [
+            ("/drover.v1.JobService/List", true),
+            ("/drover.v1.JobService/Register", false),
+            ("/drover.v1.NodeService/UpdateStatus", false),
+            ("/drover.v1.NodeService/WatchAllocations", true),
+            ("/drover.v1.EvalService/BrokerStats", false),
+            ("/drover.v1.EvalService/Get", true),
+            ("/drover.v1.AclService/TokenCreate", false),
+            ("/drover.v1.StatusService/Members", true),
+            ("/drover.v1.SomeNewService/Anything", false),
+            ("/grpc.health.v1.Health/Check", true),
+        ];
+        for (path, local) in table {
+            assert_eq!(served_locally(path), local, "{path}");
+        }
+    }
+}
