@@ -11,6 +11,8 @@
 //! tls       { ca_file = "ca.pem"  cert_file = "server.pem"  key_file = "server-key.pem"
 //!             verify_incoming = true  verify_server_hostname = true }
 //! acl       { enabled = true }                 # every API call needs a token
+//! raft      { heartbeat_interval = "100ms"  election_timeout_min = "500ms"
+//!             election_timeout_max = "1s"  snapshot_every = 10000 }
 //! workers   { count = 2  enabled = ["service", "batch"]  wait_index_limit = "5s" }
 //! heartbeat { min_ttl = "10s"  max_per_second = 50  grace = "10s"  failover_ttl = "5m" }
 //! health    { lost_grace = "1m"  flaky_threshold = 3  flaky_cool_down = "15m" }
@@ -173,6 +175,12 @@ pub struct TlsBlock {
 #[serde(deny_unknown_fields)]
 pub struct RaftBlock {
     pub snapshot_every: Option<u64>,
+    #[serde(default, with = "humantime_serde")]
+    pub heartbeat_interval: Option<Duration>,
+    #[serde(default, with = "humantime_serde")]
+    pub election_timeout_min: Option<Duration>,
+    #[serde(default, with = "humantime_serde")]
+    pub election_timeout_max: Option<Duration>,
 }
 
 fn positive(key: &'static str, value: usize) -> Result<usize, ConfigError> {
@@ -303,6 +311,38 @@ impl ConfigFile {
                 });
             }
             config.raft.snapshot_every = v;
+        }
+        if let Some(r) = &self.raft {
+            set(&mut config.raft.heartbeat_interval, &r.heartbeat_interval);
+            set(
+                &mut config.raft.election_timeout_min,
+                &r.election_timeout_min,
+            );
+            set(
+                &mut config.raft.election_timeout_max,
+                &r.election_timeout_max,
+            );
+            let t = &config.raft;
+            if t.election_timeout_min >= t.election_timeout_max {
+                return Err(ConfigError::Value {
+                    key: "raft.election_timeout_min",
+                    value: format!("{:?}", t.election_timeout_min),
+                    reason: format!(
+                        "must be shorter than raft.election_timeout_max ({:?})",
+                        t.election_timeout_max
+                    ),
+                });
+            }
+            if t.heartbeat_interval.is_zero() || t.heartbeat_interval * 3 > t.election_timeout_min {
+                return Err(ConfigError::Value {
+                    key: "raft.heartbeat_interval",
+                    value: format!("{:?}", t.heartbeat_interval),
+                    reason: format!(
+                        "must be above zero and at most a third of raft.election_timeout_min ({:?}), or followers start elections against a live leader",
+                        t.election_timeout_min
+                    ),
+                });
+            }
         }
         if let Some(enabled) = self.acl.as_ref().and_then(|a| a.enabled) {
             config.acl_enabled = enabled;
@@ -469,6 +509,18 @@ mod tests {
             ("limits {\n  max_jobs = 0\n}", "limits.max_jobs"),
             ("server_id = \"one\"", "one"),
             ("data_dir = ", "invalid server config"),
+            (
+                "raft {\n  election_timeout_min = \"2s\"\n}",
+                "raft.election_timeout_min",
+            ),
+            (
+                "raft {\n  heartbeat_interval = \"400ms\"\n}",
+                "raft.heartbeat_interval",
+            ),
+            (
+                "limits {\n  max_request_bytes_in_flight = 1024\n}",
+                "limits.max_request_bytes_in_flight",
+            ),
         ];
         for (text, needle) in cases {
             let err = ServerConfig::from_hcl_str(text)
