@@ -3,19 +3,10 @@
 
 mod cli_support;
 
-use cli_support::{Running, drover_at, spawn, stdout};
+use cli_support::{Running, drover_at, free_ports, spawn_cluster, stdout};
 use drover_tests::{DEADLINE, eventually};
 
 const SECRET: &str = "test-cluster-secret-0123";
-
-fn free_ports(n: usize) -> Vec<u16> {
-    let held: Vec<std::net::TcpListener> = (0..n)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    held.iter()
-        .map(|l| l.local_addr().unwrap().port())
-        .collect()
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn three_server_processes_form_a_cluster() {
@@ -24,32 +15,8 @@ async fn three_server_processes_form_a_cluster() {
     let raft: Vec<String> = (0..3)
         .map(|i| format!("127.0.0.1:{}", ports[3 + i]))
         .collect();
-    let peers: Vec<String> = (0..3).map(|i| format!("{}={}", i + 1, raft[i])).collect();
     let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
-    let _servers: Vec<Running> = (0..3)
-        .map(|i| {
-            let id = (i + 1).to_string();
-            let dir = dirs[i].path().to_str().unwrap().to_string();
-            let mut args = vec![
-                "server",
-                "--server-id",
-                &id,
-                "--data-dir",
-                &dir,
-                "--bind",
-                &api[i],
-                "--raft-addr",
-                &raft[i],
-                "--cluster-secret",
-                SECRET,
-                "--no-metrics",
-            ];
-            for p in &peers {
-                args.extend(["--peer", p.as_str()]);
-            }
-            spawn(&api[i], &args)
-        })
-        .collect();
+    let _servers: Vec<Running> = spawn_cluster(&api, &raft, &dirs, SECRET);
 
     // Every server lists all three, one of them the leader.
     for address in &api {

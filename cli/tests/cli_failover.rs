@@ -7,21 +7,12 @@
 
 mod cli_support;
 
-use cli_support::{Running, drover_at, spawn, stdout, write_job};
+use cli_support::{Running, drover_at, free_ports, spawn, spawn_cluster, stdout, write_job};
 use drover_tests::{DEADLINE, eventually};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const SECRET: &str = "test-cluster-secret-0123";
-
-fn free_ports(n: usize) -> Vec<u16> {
-    let held: Vec<std::net::TcpListener> = (0..n)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    held.iter()
-        .map(|l| l.local_addr().unwrap().port())
-        .collect()
-}
 
 /// The leader's id as `address` reports it, if it knows one.
 async fn leader_seen_by(address: &str) -> Option<String> {
@@ -68,31 +59,10 @@ async fn killing_the_leader_loses_no_acknowledged_write() {
     let raft: Vec<String> = (0..3)
         .map(|i| format!("127.0.0.1:{}", ports[3 + i]))
         .collect();
-    let peers: Vec<String> = (0..3).map(|i| format!("{}={}", i + 1, raft[i])).collect();
     let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
-    let mut servers: Vec<Option<Running>> = (0..3)
-        .map(|i| {
-            let id = (i + 1).to_string();
-            let dir = dirs[i].path().to_str().unwrap().to_string();
-            let mut args = vec![
-                "server",
-                "--server-id",
-                &id,
-                "--data-dir",
-                &dir,
-                "--bind",
-                &api[i],
-                "--raft-addr",
-                &raft[i],
-                "--cluster-secret",
-                SECRET,
-                "--no-metrics",
-            ];
-            for p in &peers {
-                args.extend(["--peer", p.as_str()]);
-            }
-            Some(spawn(&api[i], &args))
-        })
+    let mut servers: Vec<Option<Running>> = spawn_cluster(&api, &raft, &dirs, SECRET)
+        .into_iter()
+        .map(Some)
         .collect();
     let leader = eventually("a leader", DEADLINE, || leader_seen_by(&url[0])).await;
     let leader_at: usize = leader.parse::<usize>().unwrap() - 1;

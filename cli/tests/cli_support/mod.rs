@@ -226,3 +226,50 @@ pub fn wait_for_line(running: &Running, what: &str, wanted: impl Fn(&str) -> boo
         }
     }
 }
+
+/// `n` ports that were free a moment ago on 127.0.0.1.
+pub fn free_ports(n: usize) -> Vec<u16> {
+    let held: Vec<std::net::TcpListener> = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    held.iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect()
+}
+
+/// Three `drover server` processes forming one cluster with `--peer`: server `i + 1`
+/// serves its API on `api[i]` and Raft on `raft[i]`, with its data in `dirs[i]`.
+pub fn spawn_cluster(
+    api: &[String],
+    raft: &[String],
+    dirs: &[tempfile::TempDir],
+    secret: &str,
+) -> Vec<Running> {
+    let peers: Vec<String> = (0..raft.len())
+        .map(|i| format!("{}={}", i + 1, raft[i]))
+        .collect();
+    (0..api.len())
+        .map(|i| {
+            let id = (i + 1).to_string();
+            let dir = dirs[i].path().to_str().unwrap().to_string();
+            let mut args = vec![
+                "server",
+                "--server-id",
+                &id,
+                "--data-dir",
+                &dir,
+                "--bind",
+                &api[i],
+                "--raft-addr",
+                &raft[i],
+                "--cluster-secret",
+                secret,
+                "--no-metrics",
+            ];
+            for p in &peers {
+                args.extend(["--peer", p.as_str()]);
+            }
+            spawn(&api[i], &args)
+        })
+        .collect()
+}
