@@ -65,6 +65,27 @@ async fn raft_is_refused_on_the_api_port_and_without_the_secret() {
         assert_eq!(forged_append(addr, secret).await, expected, "{case}");
     }
 
+    // Who a server is (what followers forward by) is told only to holders of the secret.
+    let mut client = RaftServiceClient::connect(format!("http://{raft}"))
+        .await
+        .expect("connects");
+    let refused = client
+        .info(drover_proto::v1::ServerInfoRequest {})
+        .await
+        .expect_err("no secret");
+    assert_eq!(refused.code(), Code::Unauthenticated);
+    let mut req = tonic::Request::new(drover_proto::v1::ServerInfoRequest {});
+    req.metadata_mut()
+        .insert(CLUSTER_SECRET_HEADER, SECRET.parse().unwrap());
+    let info = client
+        .info(req)
+        .await
+        .expect("with the secret")
+        .into_inner();
+    assert_eq!(info.server_id, h.server_id());
+    assert_eq!(info.api_addr, api.local_addr().to_string());
+    assert_eq!(info.scheme, "http");
+
     let after = h.raft_metrics();
     assert_eq!(after.current_term, before.current_term, "term unchanged");
     assert_eq!(
