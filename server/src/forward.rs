@@ -216,8 +216,7 @@ where
     }
 
     fn call(&mut self, mut req: http::Request<Body>) -> Self::Future {
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let mut inner = crate::layers::take_ready(&mut self.inner);
         let headers = req.headers();
         let consistent = headers
             .get(CONSISTENCY_HEADER)

@@ -25,6 +25,7 @@ pub mod error;
 pub mod events;
 pub mod forward;
 pub mod handle;
+mod layers;
 pub mod leader;
 pub mod metrics;
 pub mod raft;

@@ -119,8 +119,7 @@ where
     }
 
     fn call(&mut self, req: http::Request<Body>) -> Self::Future {
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let mut inner = crate::layers::take_ready(&mut self.inner);
         let budget = self.budget.clone();
         Box::pin(async move {
             let wait = budget.limits.max_wait;

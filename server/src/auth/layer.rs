@@ -62,9 +62,7 @@ where
         match self.auth.resolve(bearer, node_id, crate::clock::now()) {
             Ok(caller) => {
                 req.extensions_mut().insert(caller);
-                // The ready service is the one to call; a fresh clone takes its place.
-                let clone = self.inner.clone();
-                let mut inner = std::mem::replace(&mut self.inner, clone);
+                let mut inner = crate::layers::take_ready(&mut self.inner);
                 Box::pin(inner.call(req))
             }
             Err(status) => {
