@@ -10,45 +10,13 @@
 //! each was answered and the server's resident memory (from `/proc/PID/status`) before,
 //! at its highest while the flood lasted, and a second after.
 
-use bytes::{Buf, BufMut};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
-use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 
-/// Sends its bytes as the message body as they are.
-#[derive(Default)]
-struct Raw;
+#[path = "../tests/common/raw.rs"]
+mod raw;
 
-impl Codec for Raw {
-    type Encode = Vec<u8>;
-    type Decode = Vec<u8>;
-    type Encoder = Raw;
-    type Decoder = Raw;
-    fn encoder(&mut self) -> Raw {
-        Raw
-    }
-    fn decoder(&mut self) -> Raw {
-        Raw
-    }
-}
-
-impl Encoder for Raw {
-    type Item = Vec<u8>;
-    type Error = tonic::Status;
-    fn encode(&mut self, item: Vec<u8>, dst: &mut EncodeBuf<'_>) -> Result<(), tonic::Status> {
-        dst.put_slice(&item);
-        Ok(())
-    }
-}
-
-impl Decoder for Raw {
-    type Item = Vec<u8>;
-    type Error = tonic::Status;
-    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Vec<u8>>, tonic::Status> {
-        src.advance(src.remaining());
-        Ok(Some(Vec::new()))
-    }
-}
+use raw::Raw;
 
 fn rss_mib(pid: u32) -> f64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod api;
+pub mod raw;
 
 use drover_core::mock;
 use drover_core::node_health::Readiness;
