@@ -147,6 +147,14 @@ enum Framing {
     Message { left: usize },
 }
 
+impl Framing {
+    /// Before a message's 5-byte header.
+    const START: Framing = Framing::Header {
+        seen: [0; 5],
+        len: 0,
+    };
+}
+
 /// A request body that takes each message's share of the byte budget before passing the
 /// message on, and gives it back when the next message starts or the body is dropped.
 struct MeteredBody {
@@ -172,10 +180,7 @@ impl MeteredBody {
         Self {
             inner,
             budget,
-            framing: Framing::Header {
-                seen: [0; 5],
-                len: 0,
-            },
+            framing: Framing::START,
             held: None,
             walked: 0,
             permit: None,
@@ -211,10 +216,7 @@ impl MeteredBody {
                     *left -= step;
                     self.walked += step;
                     if *left == 0 {
-                        self.framing = Framing::Header {
-                            seen: [0; 5],
-                            len: 0,
-                        };
+                        self.framing = Framing::START;
                     }
                 }
                 Framing::Header { seen, len } => {
@@ -227,10 +229,7 @@ impl MeteredBody {
                         // The previous message is whole by now: its share goes back.
                         self.permit = None;
                         self.framing = if message == 0 {
-                            Framing::Header {
-                                seen: [0; 5],
-                                len: 0,
-                            }
+                            Framing::START
                         } else {
                             Framing::Message { left: message }
                         };
