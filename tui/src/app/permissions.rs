@@ -62,17 +62,6 @@ impl Permissions {
         }
     }
 
-    pub fn nothing() -> Self {
-        Self {
-            nodes: false,
-            operator: false,
-            jobs: JobRights::Asked {
-                allowed: BTreeSet::new(),
-                denied: BTreeSet::new(),
-            },
-        }
-    }
-
     /// Whether no action at all is open to the token: the console then runs read-only.
     pub fn none(&self) -> bool {
         !self.nodes && !self.allows(Area::Operator) && !self.allows(Area::Jobs)
