@@ -36,6 +36,8 @@ pub enum Update {
     /// The outcome of a command: what to tell the operator.
     CommandDone(Result<String, String>),
     AllocDetail(Box<Allocation>),
+    /// From the stream of the logs pane's target (news of another target is dropped).
+    Logs(super::LogTarget, super::LogNews),
 }
 
 /// The state of the link to the server, which the status bar shows.
@@ -99,4 +101,8 @@ pub enum Action {
     Run(Command),
     /// Put this text on the clipboard (OSC 52).
     Copy(String),
+    /// Stream this task output into the logs pane, ending any stream before it.
+    StreamLogs(super::LogTarget),
+    /// The logs pane closed: end its stream.
+    StopLogs,
 }
