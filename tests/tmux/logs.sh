@@ -100,7 +100,7 @@ wait_for 'printer' "the jobs view lists the printer"
 keys / p r i n t e r Enter Enter
 wait_for 'running' "its allocation runs"
 keys l
-wait_for 'logs [0-9a-f]{8} server stdout \(following\)' "l opens the pane, following"
+wait_for 'logs [0-9a-f]{8}( server)? stdout \(following\)' "l opens the pane, following"
 wait_for 'out line [0-9]+' "the task's output shows"
 first=$(screen | grep -Eo 'out line [0-9]+' | tail -1 | awk '{print $3}')
 wait_for "out line $((first + 3))\b" "new lines arrive while following"
@@ -109,7 +109,7 @@ wait_for 'paused, 3 newer' "scrolling up pauses"
 keys G
 wait_for '\(following\)' "G follows again"
 keys e
-wait_for 'server stderr \(following\)' "e switches to stderr"
+wait_for 'stderr \(following\)' "e switches to stderr"
 wait_for 'err line [0-9]+' "stderr shows"
 keys Escape
 wait_for 'allocations' "esc closes the pane"
