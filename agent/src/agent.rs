@@ -37,6 +37,9 @@ pub struct Agent {
     reporter: Reporter,
     supervisor: Arc<Mutex<Supervisor>>,
     loops: Vec<JoinHandle<()>>,
+    /// The agent's endpoint (task logs, restarts) serves until this is dropped.
+    _endpoint: tokio::sync::oneshot::Sender<()>,
+    endpoint_addr: Option<std::net::SocketAddr>,
 }
 
 fn resources(r: &drover_core::types::Resources) -> pb::Resources {
@@ -48,8 +51,13 @@ fn registration(
     config: &AgentConfig,
     print: &Fingerprint,
     identity: Option<&NodeIdentity>,
+    endpoint: &str,
 ) -> pb::NodeRegistration {
     let mut attributes = print.attributes.clone();
+    attributes.insert(
+        drover_proto::AGENT_ADDRESS_ATTRIBUTE.to_string(),
+        endpoint.to_string(),
+    );
     for d in driver::DRIVERS {
         attributes.insert(format!("driver.{d}"), "1".into());
     }
@@ -109,10 +117,11 @@ impl Agent {
         let servers =
             Servers::with_tls(&config.servers, &config.tls)?.with_token(config.token.clone());
 
+        let endpoint = crate::endpoint::Bound::bind(&config).await?;
         let (identity, registered) = match store.load_identity()? {
             Some(identity) => (identity, false),
             None => {
-                let reg = registration(&config, &print, None);
+                let reg = registration(&config, &print, None, endpoint.advertise());
                 let resp = (|| heartbeat::register(&servers, &reg))
                     .retry(
                         ExponentialBuilder::default()
@@ -156,11 +165,13 @@ impl Agent {
         let mut sup = Supervisor::new(ctx, servers.clone(), config.datacenter.clone());
         sup.restore(store.load_allocs());
         let supervisor = Arc::new(Mutex::new(sup));
+        let endpoint_addr = endpoint.local_addr();
+        tracing::info!(endpoint = endpoint.advertise(), "agent endpoint serving");
 
         let beat = Heartbeat {
             servers: servers.clone(),
             identity: identity.clone(),
-            registration: registration(&config, &print, Some(&identity)),
+            registration: registration(&config, &print, Some(&identity), endpoint.advertise()),
             registered,
             readiness: Box::new(move || readiness(&alloc_root)),
             link: link.clone(),
@@ -174,8 +185,18 @@ impl Agent {
                 link.clone(),
                 config.report_interval,
             )),
-            tokio::spawn(supervisor::watch(supervisor.clone(), servers, identity)),
+            tokio::spawn(supervisor::watch(
+                supervisor.clone(),
+                servers.clone(),
+                identity,
+            )),
         ];
+        let endpoint = endpoint.serve(crate::endpoint::Parts {
+            node_id,
+            servers,
+            supervisor: supervisor.clone(),
+            alloc_root: data_dir.join("allocs"),
+        });
         Ok(Agent {
             node_id,
             data_dir,
@@ -183,7 +204,14 @@ impl Agent {
             reporter,
             supervisor,
             loops,
+            _endpoint: endpoint,
+            endpoint_addr,
         })
+    }
+
+    /// Where the agent's own endpoint (task logs, restarts) listens.
+    pub fn endpoint_addr(&self) -> Option<std::net::SocketAddr> {
+        self.endpoint_addr
     }
 
     pub fn node_id(&self) -> NodeId {

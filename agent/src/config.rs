@@ -9,6 +9,8 @@
 //!   servers    = ["10.0.0.1:4647", "10.0.0.2:4647"]
 //!   node_class = "batch"
 //!   token      = "..."                  # join credential when the servers have ACLs on
+//!   endpoint_addr      = "0.0.0.0:4648"   # the agent's own endpoint (task logs, restarts)
+//!   endpoint_advertise = "10.0.0.5:4648"  # where servers reach it (default: the bound address)
 //!   meta { rack = "r1" }
 //!   reserved {
 //!     cpu    = 500
@@ -64,7 +66,17 @@ pub struct AgentConfig {
     /// The join credential: an ACL token that may register nodes (`agent { policy =
     /// "write" }`), needed when the servers have ACLs on (or a client-role certificate).
     pub token: Option<String>,
+    /// Where the agent's own endpoint (AgentService: task logs, restarts) listens; port 0
+    /// picks a free one.
+    pub endpoint_addr: String,
+    /// The address servers reach the endpoint at; `None`: the bound address, which must
+    /// then not be unspecified (`0.0.0.0`).
+    pub endpoint_advertise: Option<String>,
 }
+
+/// The endpoint's default: on loopback, where a server on the same host (`drover dev`, a
+/// single-machine cluster) reaches it; other clusters set `endpoint_addr`.
+pub const DEFAULT_ENDPOINT_ADDR: &str = "127.0.0.1:0";
 
 impl Default for AgentConfig {
     fn default() -> Self {
@@ -81,6 +93,8 @@ impl Default for AgentConfig {
             report_interval: Duration::from_millis(200),
             tls: drover_proto::tls::TlsFiles::default(),
             token: None,
+            endpoint_addr: DEFAULT_ENDPOINT_ADDR.into(),
+            endpoint_advertise: None,
         }
     }
 }
@@ -113,6 +127,8 @@ struct ClientBlock {
     node_class: Option<String>,
     meta: Option<BTreeMap<String, String>>,
     reserved: Option<ReservedBlock>,
+    endpoint_addr: Option<String>,
+    endpoint_advertise: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -168,6 +184,10 @@ impl AgentConfig {
         if let Some(t) = client.token {
             config.token = Some(t);
         }
+        if let Some(a) = client.endpoint_addr {
+            config.endpoint_addr = a;
+        }
+        config.endpoint_advertise = client.endpoint_advertise;
         if let Some(c) = client.node_class {
             config.node_class = c;
         }
@@ -219,6 +239,9 @@ impl AgentConfig {
         }
         if self.log_max_bytes < 1024 {
             return invalid("log_max_bytes", "must be at least 1024");
+        }
+        if self.endpoint_addr.parse::<std::net::SocketAddr>().is_err() {
+            return invalid("endpoint_addr", "must be an ip:port to listen on");
         }
         if self.report_interval.is_zero() || self.report_interval > Duration::from_millis(200) {
             return invalid("report_interval", "must be within 1..=200 ms");
@@ -292,6 +315,7 @@ mod tests {
             ("client { reserved { gpu = 1 } }", "gpu"),
             ("datacenter = \"\"", "datacenter"),
             ("log { max_file_size_mb = 0 }", "log_max_bytes"),
+            ("client { endpoint_addr = \"nowhere\" }", "endpoint_addr"),
         ];
         for (text, needle) in cases {
             let err = parse(text).expect_err(text);

@@ -10,13 +10,15 @@
 //! [`rpc`] (server connections with failover), [`heartbeat`] (registration, TTL, readiness),
 //! [`state`] (durable records), [`driver`] (processes, logs, signals), [`runner`] (per
 //! allocation and per task supervisors, restart policy), [`reporter`] (batched status
-//! updates), [`supervisor`] (following the servers' allocation list).
+//! updates), [`supervisor`] (following the servers' allocation list), [`endpoint`] (the agent's own
+//! gRPC endpoint: task logs and in-place restarts for operators, checked with a server).
 //!
 //! [`sim`] runs thousands of virtual nodes in one process for scale and failure tests.
 
 mod agent;
 pub mod config;
 pub mod driver;
+pub mod endpoint;
 mod error;
 pub mod fingerprint;
 pub mod heartbeat;

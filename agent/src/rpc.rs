@@ -4,6 +4,7 @@
 
 use crate::AgentError;
 use drover_proto::bearer::BearerChannel;
+use drover_proto::v1::alloc_service_client::AllocServiceClient;
 use drover_proto::v1::job_service_client::JobServiceClient;
 use drover_proto::v1::node_service_client::NodeServiceClient;
 use std::sync::RwLock;
@@ -117,6 +118,11 @@ impl Servers {
             None => BearerChannel::plain(channel),
         };
         JobServiceClient::new(channel).max_decoding_message_size(64 << 20)
+    }
+
+    /// Allocation calls; each carries the credential of the operator it is made for.
+    pub fn allocs(&self) -> AllocServiceClient<Channel> {
+        AllocServiceClient::new(self.current().1.clone())
     }
 
     /// Records a failed call: an unreachable server is left for the next address.

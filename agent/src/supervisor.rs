@@ -57,6 +57,25 @@ impl Supervisor {
         self.runners.values().filter(|r| !r.is_finished()).count()
     }
 
+    /// Whether `id`'s tasks are still supervised here (false once they all ended).
+    pub fn is_live(&self, id: AllocId) -> bool {
+        self.runners.get(&id).is_some_and(|r| !r.is_finished())
+    }
+
+    /// The task names of allocation `id`, if it is known here.
+    pub fn tasks(&self, id: AllocId) -> Option<Vec<String>> {
+        self.runners
+            .get(&id)
+            .map(|r| r.tasks().map(str::to_string).collect())
+    }
+
+    /// Restarts `task` (or every running task) of allocation `id` in place; the tasks
+    /// restarted, or `None` when the allocation is not running here.
+    pub fn restart(&self, id: AllocId, task: Option<&str>) -> Option<Vec<String>> {
+        let runner = self.runners.get(&id).filter(|r| !r.is_finished())?;
+        Some(runner.restart(task))
+    }
+
     /// Applies one list from the servers; returns whether some allocation must be tried
     /// again later.
     pub async fn apply(&mut self, allocs: &[Allocation], index: u64) -> bool {

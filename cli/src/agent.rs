@@ -34,6 +34,12 @@ pub struct AgentArgs {
     /// Node meta as key=value; repeat for several
     #[arg(long = "meta", value_name = "KEY=VALUE")]
     meta: Vec<String>,
+    /// Where the agent's own endpoint (task logs, restarts) listens [default: 127.0.0.1:0]
+    #[arg(long, value_name = "IP:PORT")]
+    endpoint_addr: Option<String>,
+    /// The address servers reach the endpoint at (default: the bound one)
+    #[arg(long, value_name = "HOST:PORT")]
+    endpoint_advertise: Option<String>,
     /// Run this many simulated nodes instead of this machine (tasks are not executed)
     #[arg(long, value_name = "N")]
     simulate: Option<usize>,
@@ -86,6 +92,12 @@ impl AgentArgs {
         }
         if let Some(name) = &self.name {
             config.name = Some(name.clone());
+        }
+        if let Some(addr) = &self.endpoint_addr {
+            config.endpoint_addr = addr.clone();
+        }
+        if self.endpoint_advertise.is_some() {
+            config.endpoint_advertise = self.endpoint_advertise.clone();
         }
         if let Some(dc) = &self.datacenter {
             config.datacenter = dc.clone();

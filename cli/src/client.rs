@@ -4,6 +4,7 @@ use crate::error::{CliError, root_cause};
 use drover_proto::bearer::BearerChannel;
 use drover_proto::tls::TlsFiles;
 use drover_proto::v1::acl_service_client::AclServiceClient;
+use drover_proto::v1::alloc_service_client::AllocServiceClient;
 use drover_proto::v1::eval_service_client::EvalServiceClient;
 use drover_proto::v1::event_service_client::EventServiceClient;
 use drover_proto::v1::job_service_client::JobServiceClient;
@@ -210,6 +211,16 @@ impl Client {
 
     pub fn acl(&self) -> AclServiceClient<BearerChannel> {
         AclServiceClient::new(self.channel.clone())
+    }
+
+    /// Stopping and restarting allocations.
+    pub fn allocs(&self) -> AllocServiceClient<BearerChannel> {
+        AllocServiceClient::new(self.channel.clone())
+    }
+
+    /// Task logs, which `-f` follows for as long as the operator wants: no deadline.
+    pub fn alloc_logs(&self) -> AllocServiceClient<BearerChannel> {
+        AllocServiceClient::new(self.streams.clone())
     }
 
     /// The event stream follows the cluster for as long as the operator wants: no deadline.

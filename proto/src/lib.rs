@@ -34,9 +34,10 @@ pub use drover_core as core;
 pub const FILE_DESCRIPTOR_SET: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/drover_descriptor.bin"));
 
-/// The fully qualified name of every service in [`FILE_DESCRIPTOR_SET`], for registering
-/// health statuses and for checks that nothing was left out.
-pub const SERVICE_NAMES: [&str; 10] = [
+/// The fully qualified name of every service in [`FILE_DESCRIPTOR_SET`] that servers serve
+/// (all but [`AGENT_SERVICE_NAME`]), for registering health statuses and for checks that
+/// nothing was left out.
+pub const SERVICE_NAMES: [&str; 11] = [
     v1::job_service_server::SERVICE_NAME,
     v1::eval_service_server::SERVICE_NAME,
     v1::node_service_server::SERVICE_NAME,
@@ -47,4 +48,12 @@ pub const SERVICE_NAMES: [&str; 10] = [
     v1::search_service_server::SERVICE_NAME,
     v1::raft_service_server::SERVICE_NAME,
     v1::acl_service_server::SERVICE_NAME,
+    v1::alloc_service_server::SERVICE_NAME,
 ];
+
+/// The node attribute in which an agent registers the address of its own endpoint
+/// (AgentService), where servers reach it for task logs and restarts.
+pub const AGENT_ADDRESS_ATTRIBUTE: &str = "drover.agent.address";
+
+/// The service agents serve on their own endpoint (task logs, restarts); never a server's.
+pub const AGENT_SERVICE_NAME: &str = v1::agent_service_server::SERVICE_NAME;

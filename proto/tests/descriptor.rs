@@ -1,7 +1,7 @@
 //! The embedded descriptor set (what gRPC reflection serves) decodes, holds every service
 //! with every RPC, and carries the documentation of each.
 
-use drover_proto::{FILE_DESCRIPTOR_SET, SERVICE_NAMES};
+use drover_proto::{AGENT_SERVICE_NAME, FILE_DESCRIPTOR_SET, SERVICE_NAMES};
 use prost::Message;
 use prost_types::FileDescriptorSet;
 use std::collections::{BTreeMap, BTreeSet};
@@ -85,6 +85,8 @@ const EXPECTED: &[(&str, &[&str])] = &[
             "PolicyDelete",
         ],
     ),
+    ("AllocService", &["Logs", "Restart", "Stop", "CheckAccess"]),
+    ("AgentService", &["Logs", "Restart"]),
 ];
 
 fn descriptors() -> FileDescriptorSet {
@@ -112,7 +114,11 @@ fn every_service_and_rpc_is_in_the_descriptor_set() {
         })
         .collect();
     assert_eq!(found, expected);
-    let exported: BTreeSet<&str> = SERVICE_NAMES.into_iter().collect();
+    let mut exported: BTreeSet<&str> = SERVICE_NAMES.into_iter().collect();
+    assert!(
+        exported.insert(AGENT_SERVICE_NAME),
+        "agents serve AgentService, servers never"
+    );
     let described: BTreeSet<&str> = found.keys().map(String::as_str).collect();
     assert_eq!(
         exported, described,
@@ -129,7 +135,7 @@ fn every_proto_file_is_compiled_one_area_each() {
         .collect();
     let expected: BTreeSet<String> = [
         "types", "jobs", "evals", "nodes", "operator", "workers", "events", "status", "raft",
-        "search", "acl",
+        "search", "acl", "allocs",
     ]
     .iter()
     .map(|a| format!("drover/v1/{a}.proto"))
@@ -190,6 +196,11 @@ fn streaming_rpcs_are_server_streams() {
     streams.sort();
     assert_eq!(
         streams,
-        vec!["EventService.Subscribe", "NodeService.WatchAllocations"]
+        vec![
+            "AgentService.Logs",
+            "AllocService.Logs",
+            "EventService.Subscribe",
+            "NodeService.WatchAllocations"
+        ]
     );
 }

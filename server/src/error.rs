@@ -117,6 +117,7 @@ impl From<ServerError> for tonic::Status {
                 error:
                     ApplyError::NodeNotFound(_)
                     | ApplyError::JobNotFound(_)
+                    | ApplyError::AllocNotFound(_)
                     | ApplyError::AclPolicyNotFound(_)
                     | ApplyError::AclTokenNotFound(_),
                 ..

@@ -17,6 +17,7 @@
 pub use drover_core as core;
 
 mod admission;
+pub mod agent_link;
 pub mod api;
 pub mod auth;
 pub mod clock;

@@ -38,6 +38,8 @@ fn grant(rpc: &str) -> Option<&'static str> {
     const OP_READ: &str = r#"operator { policy = "read" }"#;
     const OP_WRITE: &str = r#"operator { policy = "write" }"#;
     const AGENT: &str = r#"agent { policy = "write" }"#;
+    const LOGS: &str = r#"namespace "default" { capabilities = ["read-logs"] }"#;
+    const LIFECYCLE: &str = r#"namespace "default" { capabilities = ["alloc-lifecycle"] }"#;
     let (service, method) = rpc.split_once('/').expect("service/method");
     Some(match (service.trim_start_matches("drover.v1."), method) {
         ("JobService", "Register" | "Plan" | "Deregister") => SUBMIT,
@@ -56,6 +58,11 @@ fn grant(rpc: &str) -> Option<&'static str> {
         ("WorkerService", _) => OP_WRITE,
         ("SearchService", "PrefixSearch") => READ_JOB,
         ("StatusService", _) => OP_READ,
+        ("AllocService", "Logs") => LOGS,
+        // An empty request asks for no access: any of the two capabilities lets it be
+        // decoded (and refused as invalid).
+        ("AllocService", "CheckAccess") => LOGS,
+        ("AllocService", _) => LIFECYCLE,
         ("AclService", "TokenSelf") => "",
         ("AclService", _) => return None,
         _ => panic!("{rpc}: no row in the ACL table; say what it needs"),

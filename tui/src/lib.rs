@@ -86,6 +86,8 @@ pub async fn run(options: ConsoleOptions) -> Result<(), ConsoleError> {
     let input_thread = terminal::spawn_input(input_tx, stop_input.clone());
 
     let follower = tokio::spawn(net::follow(channels.clone(), update_tx.clone()));
+    let log_updates = update_tx.clone();
+    let mut log_stream: Option<tokio::task::JoinHandle<()>> = None;
     let commander = {
         let channel = channels.unary.clone();
         tokio::spawn(async move {
@@ -164,8 +166,24 @@ pub async fn run(options: ConsoleOptions) -> Result<(), ConsoleError> {
                     tracing::warn!(%error, "copying to the clipboard failed");
                 }
             }
+            Action::StreamLogs(target) => {
+                if let Some(old) = log_stream.take() {
+                    old.abort();
+                }
+                let stream =
+                    net::logs::stream(channels.stream.clone(), target, log_updates.clone());
+                log_stream = Some(tokio::spawn(stream));
+            }
+            Action::StopLogs => {
+                if let Some(old) = log_stream.take() {
+                    old.abort();
+                }
+            }
         }
     };
+    if let Some(stream) = log_stream {
+        stream.abort();
+    }
 
     follower.abort();
     commander.abort();

@@ -227,3 +227,39 @@ fn operator_screens_small_and_large() {
         }
     }
 }
+
+/// The logs pane of an allocation: following with output, paused after scrolling up, and
+/// after its stream ended with an error.
+#[test]
+fn logs_pane_following_paused_and_ended() {
+    for (width, height) in [(80, 24), (200, 50)] {
+        let mut app = fixtures::app(40, 200, width, height);
+        keys(&mut app, ":jobs\n\nl");
+        let target = app.logs.as_ref().expect("l opens the pane").target.clone();
+        let text: String = (0..60)
+            .map(|i| {
+                format!(
+                    "2025-01-01T00:00:{:02}Z request {i} served in {}ms\n",
+                    i % 60,
+                    i * 7 % 90
+                )
+            })
+            .collect();
+        app.handle(Input::Update(Update::Logs(
+            target.clone(),
+            drover_tui::app::LogNews::Data(text.into_bytes()),
+        )));
+        let following = screen(&mut app, Theme { color: true });
+        insta::assert_snapshot!(format!("logs_following_{width}x{height}"), following);
+        keys(&mut app, "kkkkk");
+        let paused = screen(&mut app, Theme { color: true });
+        insta::assert_snapshot!(format!("logs_paused_{width}x{height}"), paused);
+        app.handle(Input::Update(Update::Logs(
+            target,
+            drover_tui::app::LogNews::Ended(Err("cannot reach the agent of node 7".into())),
+        )));
+        keys(&mut app, "G");
+        let ended = screen(&mut app, Theme { color: true });
+        insta::assert_snapshot!(format!("logs_ended_{width}x{height}"), ended);
+    }
+}

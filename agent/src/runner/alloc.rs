@@ -12,6 +12,7 @@ use crate::state::AllocRecord;
 use drover_core::fsm::AllocClientUpdate;
 use drover_core::types::{AllocId, ClientStatus, TaskEvent, TaskGroup, TaskRunState};
 use drover_proto::convert::ClientAllocUpdate;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -42,6 +43,8 @@ pub struct AllocRunner {
     latest: watch::Receiver<Option<ClientAllocUpdate>>,
     /// Set once the servers consider the allocation over: its updates are no longer sent.
     silenced: Arc<AtomicBool>,
+    /// Per task, the restart requests it follows (a counter bumped per request).
+    restarts: BTreeMap<String, watch::Sender<u64>>,
     join: JoinHandle<()>,
 }
 
@@ -53,12 +56,27 @@ impl AllocRunner {
         let (in_place_tx, in_place_rx) = mpsc::unbounded_channel();
         let (latest_tx, latest_rx) = watch::channel(None);
         let silenced = Arc::new(AtomicBool::new(false));
+        let restarts: BTreeMap<String, watch::Sender<u64>> = record
+            .group
+            .tasks
+            .iter()
+            .map(|t| (t.name.clone(), watch::channel(0).0))
+            .collect();
+        let followers = restarts
+            .iter()
+            .map(|(name, tx)| (name.clone(), tx.subscribe()))
+            .collect();
         let publisher = Publisher {
             ctx: ctx.clone(),
             latest: latest_tx,
             silenced: silenced.clone(),
         };
-        let join = tokio::spawn(run_alloc(ctx, record, desired_rx, in_place_rx, publisher));
+        let channels = Channels {
+            desired: desired_rx,
+            in_place: in_place_rx,
+            restarts: followers,
+        };
+        let join = tokio::spawn(run_alloc(ctx, record, channels, publisher));
         Self {
             id,
             desired: desired_tx,
@@ -66,8 +84,34 @@ impl AllocRunner {
             job_version,
             latest: latest_rx,
             silenced,
+            restarts,
             join,
         }
+    }
+
+    /// The allocation's task names.
+    pub fn tasks(&self) -> impl Iterator<Item = &str> {
+        self.restarts.keys().map(String::as_str)
+    }
+
+    /// Restarts `task` (or every task) in place if it is running; returns the tasks asked.
+    pub fn restart(&self, task: Option<&str>) -> Vec<String> {
+        let running = |name: &str| {
+            self.latest.borrow().as_ref().is_some_and(|l| {
+                l.update
+                    .task_states
+                    .get(name)
+                    .is_some_and(|s| s.state == TaskRunState::Running)
+            })
+        };
+        let mut restarted = Vec::new();
+        for (name, tx) in &self.restarts {
+            if task.is_none_or(|t| t == name) && running(name) {
+                tx.send_modify(|n| *n += 1);
+                restarted.push(name.clone());
+            }
+        }
+        restarted
     }
 
     pub fn id(&self) -> AllocId {
@@ -165,13 +209,24 @@ fn command_for(desired: Desired) -> TaskCommand {
     }
 }
 
+/// What an allocation's supervisor listens to.
+struct Channels {
+    desired: watch::Receiver<Desired>,
+    in_place: mpsc::UnboundedReceiver<(u64, TaskGroup)>,
+    restarts: BTreeMap<String, watch::Receiver<u64>>,
+}
+
 async fn run_alloc(
     ctx: Arc<RunnerContext>,
     mut record: AllocRecord,
-    mut desired: watch::Receiver<Desired>,
-    mut in_place: mpsc::UnboundedReceiver<(u64, TaskGroup)>,
+    channels: Channels,
     publisher: Publisher,
 ) {
+    let Channels {
+        mut desired,
+        mut in_place,
+        restarts,
+    } = channels;
     let alloc_id = record.alloc.id;
     let alloc_dir = ctx.alloc_dir(alloc_id);
     let runs_to_completion = record.alloc.job_type.runs_to_completion();
@@ -213,6 +268,10 @@ async fn run_alloc(
             restart: record.group.restart.clone(),
             runs_to_completion,
             record: entry.clone(),
+            restarts: restarts
+                .get(&task.name)
+                .cloned()
+                .unwrap_or_else(|| watch::channel(0).1),
             task,
         };
         tasks.spawn(run_task(

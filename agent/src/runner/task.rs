@@ -46,6 +46,8 @@ pub struct TaskRun {
     pub runs_to_completion: bool,
     /// The state to continue from: fresh, or restored from disk.
     pub record: TaskRecord,
+    /// Changes each time an operator asks to restart the task in place.
+    pub restarts: watch::Receiver<u64>,
 }
 
 pub fn now() -> Timestamp {
@@ -137,7 +139,9 @@ pub async fn run_task(
         restart,
         runs_to_completion,
         record,
+        mut restarts,
     } = run;
+    restarts.mark_unchanged();
     let mut me = Runner {
         name: task.name.clone(),
         record,
@@ -221,11 +225,34 @@ pub async fn run_task(
             Step::Wait(mut handle) => {
                 let killed = tokio::select! {
                     outcome = handle.wait() => Err(outcome),
-                    () = kill_requested(&mut commands) => Ok(()),
+                    () = kill_requested(&mut commands) => Ok(false),
+                    Ok(()) = restarts.changed() => Ok(true),
                 };
                 match killed {
                     Err(outcome) => Step::Exited(outcome),
-                    Ok(()) => {
+                    Ok(true) => {
+                        let signal = kill_signal(&task);
+                        me.event(
+                            "Restart Signaled",
+                            format!("restart requested by an operator; sent {signal}"),
+                            None,
+                            false,
+                        );
+                        me.send(false);
+                        let outcome = handle.kill(signal, task.kill_timeout).await;
+                        me.record.process = None;
+                        me.record.state.restarts += 1;
+                        me.record.state.state = TaskRunState::Pending;
+                        me.event(
+                            "Restarting",
+                            format!("task {}; starting again now", outcome.describe()),
+                            outcome.exit_code(),
+                            false,
+                        );
+                        me.send(false);
+                        Step::Start
+                    }
+                    Ok(false) => {
                         let signal = kill_signal(&task);
                         me.event(
                             "Killing",
@@ -288,6 +315,7 @@ pub async fn run_task(
             Step::Sleep(delay) => {
                 tokio::select! {
                     () = tokio::time::sleep(delay) => Step::Start,
+                    Ok(()) = restarts.changed() => Step::Start,
                     () = kill_requested(&mut commands) => {
                         me.finish(false);
                         me.event("Killed", "stopped while waiting to restart".into(), None, false);

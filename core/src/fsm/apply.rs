@@ -25,6 +25,8 @@ pub enum ApplyError {
         expected: Index,
         actual: Index,
     },
+    #[error("allocation {0} not found")]
+    AllocNotFound(AllocId),
     #[error("acl bootstrap already done (at index {0})")]
     AclAlreadyBootstrapped(Index),
     #[error("acl policy {0:?} not found")]
@@ -163,6 +165,11 @@ impl Apply<'_> {
                 now,
                 evals,
             } => self.node_health(*node_id, *health, Some(reason), *now, evals),
+            Command::AllocStop {
+                alloc_id,
+                eval,
+                now,
+            } => self.alloc_stop(*alloc_id, eval, *now),
             Command::NodeSnapshot {
                 node_id,
                 snapshot,
@@ -560,6 +567,33 @@ impl Apply<'_> {
             ));
         }
         self.upsert_evals(evals);
+        Ok(())
+    }
+
+    /// Marks the allocation to stop (unless it already is) and writes the eval that
+    /// replaces it.
+    fn alloc_stop(
+        &mut self,
+        alloc_id: AllocId,
+        eval: &Evaluation,
+        now: Timestamp,
+    ) -> Result<(), ApplyError> {
+        let Some(alloc) = self.store.alloc(&alloc_id) else {
+            return Err(ApplyError::AllocNotFound(alloc_id));
+        };
+        if alloc.desired_status == DesiredStatus::Run {
+            let mut a = (**alloc).clone();
+            a.desired_status = DesiredStatus::Stop;
+            a.desired_description = "alloc stopped by operator".into();
+            a.modify_index = self.index;
+            a.alloc_modify_index = self.index;
+            a.modify_time = now;
+            self.touch_job(&a.namespace, &a.job_id);
+            let a = self.store.put_alloc(self.index, a);
+            self.events
+                .push(Event::alloc(self.index, EventType::AllocationUpdated, &a));
+        }
+        self.put_eval(eval.clone());
         Ok(())
     }
 

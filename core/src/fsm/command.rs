@@ -174,6 +174,14 @@ pub enum Command {
     AclTokenDelete {
         accessor_ids: Vec<AccessorId>,
     },
+    /// An operator stops one allocation (`alloc stop`): it is marked to stop and `eval`
+    /// has the scheduler replace it, since its job still wants the slot. Appended like
+    /// `JobRegisterChecked`, so older logs decode unchanged.
+    AllocStop {
+        alloc_id: AllocId,
+        eval: Evaluation,
+        now: Timestamp,
+    },
 }
 
 impl Command {
@@ -198,6 +206,7 @@ impl Command {
             Command::ApplyPlan { .. } => "apply_plan",
             Command::SchedulerConfig { .. } => "scheduler_config",
             Command::JobRegisterChecked { .. } => "job_register_checked",
+            Command::AllocStop { .. } => "alloc_stop",
             Command::NodeHealthExplained { .. } => "node_health_explained",
             Command::AclBootstrap { .. } => "acl_bootstrap",
             Command::AclPolicyUpsert { .. } => "acl_policy_upsert",

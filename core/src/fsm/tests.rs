@@ -928,3 +928,56 @@ fn job_deregister_cancels_the_jobs_blocked_evals_in_the_same_entry() {
         }
     }
 }
+
+#[test]
+fn alloc_stop_marks_the_allocation_and_writes_the_replacing_eval() {
+    let job = mock::service_job("web", 2);
+    let n1 = mock::node_id(1);
+    let setup = [
+        register_node(1),
+        register_job(&job, 1),
+        mock::place(mock::eval_id(1), vec![mock::alloc(1, &job, n1, 0)], T0),
+    ];
+    let mut eval = mock::eval(2, &job);
+    eval.triggered_by = TriggeredBy::AllocStop;
+    let stop = Command::AllocStop {
+        alloc_id: mock::alloc_id(1),
+        eval: eval.clone(),
+        now: T0,
+    };
+    let (s, ev, idx) = check(&setup, stop.clone());
+    let a = s.alloc(&mock::alloc_id(1)).unwrap();
+    assert_eq!(a.desired_status, DesiredStatus::Stop);
+    assert_eq!(a.desired_description, "alloc stopped by operator");
+    assert_eq!(a.alloc_modify_index, idx);
+    assert_eq!(s.eval(&eval.id).unwrap().status, EvalStatus::Pending);
+    assert!(ev.contains(&(
+        Topic::Allocation,
+        EventType::AllocationUpdated,
+        mock::alloc_id(1).to_string()
+    )));
+    assert!(ev.contains(&(
+        Topic::Evaluation,
+        EventType::EvaluationUpdated,
+        eval.id.to_string()
+    )));
+    assert_eq!(decode_command(&encode_command(&stop)).unwrap(), stop);
+
+    // Stopping it again only writes the eval; an unknown allocation is refused.
+    let mut again = setup.to_vec();
+    again.push(stop.clone());
+    let (s, ev, _) = check(&again, stop);
+    assert_eq!(s.alloc(&mock::alloc_id(1)).unwrap().alloc_modify_index, 4);
+    assert_eq!(ev.len(), 1, "{ev:?}");
+    let mut store = StateStore::new();
+    let unknown = Command::AllocStop {
+        alloc_id: mock::alloc_id(9),
+        eval,
+        now: T0,
+    };
+    let err = apply(&mut store, 1, &unknown).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("allocation {} not found", mock::alloc_id(9))
+    );
+}

@@ -10,6 +10,7 @@
 
 mod acl;
 mod alloc_watch;
+mod allocs;
 mod decode_status;
 mod evals;
 mod events;
@@ -25,6 +26,7 @@ mod status;
 mod workers;
 
 pub use acl::AclApi;
+pub use allocs::AllocApi;
 pub use evals::EvalApi;
 pub use events::EventApi;
 pub use jobs::JobApi;
@@ -239,6 +241,10 @@ pub async fn router(handle: ServerHandle, opts: ApiOptions) -> Result<ApiRouter,
         .add_service(svc!(
             pb::acl_service_server::AclServiceServer<AclApi>,
             AclApi(api.clone())
+        ))
+        .add_service(svc!(
+            pb::alloc_service_server::AllocServiceServer<AllocApi>,
+            AllocApi::new(api.clone())
         ))
         .add_service(svc!(
             pb::status_service_server::StatusServiceServer<StatusApi>,

@@ -3,12 +3,14 @@
 //! request types, checks what needs state, and writes through Raft.
 
 mod acl;
+mod allocs;
 mod jobs;
 mod nodes;
 mod operator;
 mod workers;
 
 pub use acl::{CreatedToken, TokenRequest};
+pub use allocs::AllocStopped;
 pub use jobs::{JobDeregistered, JobDispatched, JobRegistered};
 pub use nodes::{HeartbeatAck, NodeRegistered};
 

@@ -26,7 +26,7 @@ pub struct ServerTls {
 }
 
 impl ServerTls {
-    fn files(&self) -> TlsFiles {
+    pub fn files(&self) -> TlsFiles {
         TlsFiles {
             ca_file: Some(self.ca_file.clone()),
             cert_file: Some(self.cert_file.clone()),

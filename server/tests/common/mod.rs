@@ -219,7 +219,8 @@ pub async fn register_on_leader(servers: &[Server]) -> NodeRegistered {
     }
 }
 
-/// Every RPC of the drover services the client API serves (Raft is on its own listener),
+/// Every RPC of the drover services the client API serves (Raft is on its own listener,
+/// AgentService on agents),
 /// from the embedded descriptor set, with whether it streams its answer: tests that must
 /// cover every RPC walk this, so a new RPC is covered without editing them.
 pub fn api_rpcs() -> Vec<(String, bool)> {
@@ -228,7 +229,11 @@ pub fn api_rpcs() -> Vec<(String, bool)> {
         .expect("descriptor set");
     let mut rpcs = Vec::new();
     for file in set.file {
-        for service in file.service.iter().filter(|s| s.name() != "RaftService") {
+        for service in file
+            .service
+            .iter()
+            .filter(|s| !matches!(s.name(), "RaftService" | "AgentService"))
+        {
             for m in &service.method {
                 rpcs.push((
                     format!("{}.{}/{}", file.package(), service.name(), m.name()),

@@ -38,6 +38,8 @@ pub enum Update {
     AllocDetail(Box<Allocation>),
     /// What the console's token may do (asked at each load when ACLs are on).
     Permissions(super::Permissions),
+    /// From the stream of the logs pane's target (news of another target is dropped).
+    Logs(super::LogTarget, super::LogNews),
 }
 
 /// The state of the link to the server, which the status bar shows.
@@ -101,4 +103,8 @@ pub enum Action {
     Run(Command),
     /// Put this text on the clipboard (OSC 52).
     Copy(String),
+    /// Stream this task output into the logs pane, ending any stream before it.
+    StreamLogs(super::LogTarget),
+    /// The logs pane closed: end its stream.
+    StopLogs,
 }

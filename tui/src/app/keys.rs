@@ -20,6 +20,7 @@ impl App {
             return Action::Quit;
         }
         match self.mode.clone() {
+            Mode::Normal if self.logs.is_some() => self.on_logs_key(key),
             Mode::Normal => self.on_normal_key(key),
             Mode::Help => {
                 if matches!(key.code, KeyCode::Esc | KeyCode::Char('?' | 'q')) {
@@ -87,6 +88,7 @@ impl App {
                     None => Action::None,
                 };
             }
+            KeyCode::Char('l') if self.view == ViewKind::Allocs => return self.open_logs(),
             KeyCode::Char(' ') if self.view == ViewKind::Nodes => {
                 self.list_mut().toggle_mark();
                 self.list_mut().move_by(1);

@@ -8,6 +8,8 @@ mod filter;
 mod input;
 mod keys;
 mod list;
+mod logs;
+mod logs_keys;
 mod modes;
 mod order;
 mod permissions;
@@ -19,6 +21,7 @@ pub use command_line::{CommandLine, NodeVerb};
 pub use filter::RowFilter;
 pub use input::{Action, Command, Connection, Input, Update};
 pub use list::{ListState, Sort};
+pub use logs::{LogNews, LogPane, LogTarget, TAIL_LINES as LOG_TAIL_LINES};
 pub use modes::{Confirm, Mode, Prompt, PromptKind};
 pub use order::{Rank, RowOrder};
 pub use permissions::{Area, JobRights, Permissions};
@@ -77,6 +80,8 @@ pub struct App {
     pub alloc_job: Option<JobKey>,
     pub alloc_detail: Option<Allocation>,
     pub placements: PlacementRate,
+    /// The logs pane, while open (`l` on an allocation).
+    pub logs: Option<LogPane>,
     /// Something visible changed since the last frame.
     pub dirty: bool,
 }
@@ -106,6 +111,7 @@ impl App {
             alloc_job: None,
             alloc_detail: None,
             placements: PlacementRate::default(),
+            logs: None,
             dirty: true,
         }
     }
@@ -310,6 +316,11 @@ impl App {
             // Read by the detail pane only: no row moves.
             Update::AllocDetail(alloc) => self.alloc_detail = Some(*alloc),
             Update::Permissions(permissions) => self.permissions = permissions,
+            Update::Logs(target, news) => {
+                if let Some(pane) = self.logs.as_mut().filter(|p| p.target == target) {
+                    pane.apply(news);
+                }
+            }
         }
     }
 

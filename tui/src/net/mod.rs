@@ -6,6 +6,7 @@
 
 mod commands;
 mod load;
+pub mod logs;
 
 pub use commands::execute;
 

@@ -16,6 +16,8 @@ pub struct Areas {
     pub summary: Option<Rect>,
     pub table: Rect,
     pub detail: Option<Rect>,
+    /// The logs pane, over the summary, table and detail, while it is open.
+    pub logs: Option<Rect>,
     pub status: Rect,
 }
 
@@ -56,8 +58,21 @@ pub fn areas(app: &App) -> Areas {
         summary: has_summary.then_some(summary),
         table,
         detail,
+        logs: app.logs.is_some().then(|| {
+            Rect::new(
+                full.x,
+                tabs.bottom(),
+                full.width,
+                status.y.saturating_sub(tabs.bottom()),
+            )
+        }),
         status,
     }
+}
+
+/// How many lines of output the logs pane shows (inside its border).
+pub fn logs_rows(app: &App) -> u16 {
+    areas(app).logs.map_or(0, |r| r.height.saturating_sub(2))
 }
 
 /// How many data rows the table shows (inside its border, below the column titles).

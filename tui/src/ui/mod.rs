@@ -5,6 +5,7 @@ pub mod table;
 pub mod theme;
 
 mod header;
+mod logs;
 mod overlay;
 mod status;
 
@@ -38,9 +39,14 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
             .collect();
         frame.render_widget(Paragraph::new(lines), summary);
     }
-    table::draw(frame, areas.table, app, theme);
-    if let Some(detail) = areas.detail {
-        overlay::draw_detail(frame, detail, app, theme);
+    match (areas.logs, &app.logs) {
+        (Some(area), Some(pane)) => logs::draw(frame, area, pane, theme),
+        _ => {
+            table::draw(frame, areas.table, app, theme);
+            if let Some(detail) = areas.detail {
+                overlay::draw_detail(frame, detail, app, theme);
+            }
+        }
     }
     status::draw(frame, areas.status, app, theme);
     match &app.mode {

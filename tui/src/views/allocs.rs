@@ -43,7 +43,10 @@ const COLUMNS: &[Column] = &[
     col("AGE", 5, 2),
 ];
 
-const KEYS: &[KeyHelp] = &[];
+const KEYS: &[KeyHelp] = &[super::key(
+    "l",
+    "the task's output, followed (j/k scroll, e stderr, t task)",
+)];
 
 impl TableView for AllocsView {
     fn kind(&self) -> ViewKind {

@@ -323,4 +323,5 @@ fn connection_changes_reach_the_state() {
 }
 
 mod actions;
+mod logs;
 mod typing;

@@ -1,4 +1,8 @@
-//! `drover alloc status`, and the allocation table the job and node views share.
+//! `drover alloc status|logs|stop|restart`, and the allocation table the job and node
+//! views share.
+
+mod lifecycle;
+mod logs;
 
 use crate::client::Client;
 use crate::error::{CliError, Exit, rpc_failed};
@@ -13,10 +17,30 @@ use std::io::Write;
 pub enum AllocCommand {
     /// Show one allocation: its placement, status history and task states
     Status {
-        /// The allocation's full id
+        /// The allocation's id, or a unique prefix of it
         alloc_id: String,
         #[command(flatten)]
         output: OutputArgs,
+    },
+    /// Print what a task wrote to stdout (or stderr), read from its node's agent
+    Logs(logs::LogsArgs),
+    /// Stop an allocation; the scheduler places a replacement if its job still wants one
+    Stop {
+        /// The allocation's id, or a unique prefix of it
+        alloc_id: String,
+        /// Return once the stop is written instead of following the evaluation
+        #[arg(long)]
+        detach: bool,
+        /// Print full ids
+        #[arg(long)]
+        verbose: bool,
+    },
+    /// Restart an allocation's running tasks in place, on the same node
+    Restart {
+        /// The allocation's id, or a unique prefix of it
+        alloc_id: String,
+        /// Only this task (default: every running task)
+        task: Option<String>,
     },
 }
 
@@ -25,8 +49,27 @@ pub async fn run(
     cmd: AllocCommand,
     out: &mut dyn Write,
 ) -> Result<Exit, CliError> {
-    let AllocCommand::Status { alloc_id, output } = cmd;
-    let alloc_id = resolve::id(client, Kind::Alloc, &alloc_id).await?;
+    match cmd {
+        AllocCommand::Status { alloc_id, output } => status(client, &alloc_id, output, out).await,
+        AllocCommand::Logs(args) => logs::run(client, args, out).await,
+        AllocCommand::Stop {
+            alloc_id,
+            detach,
+            verbose,
+        } => lifecycle::stop(client, &alloc_id, detach, verbose, out).await,
+        AllocCommand::Restart { alloc_id, task } => {
+            lifecycle::restart(client, &alloc_id, task, out).await
+        }
+    }
+}
+
+async fn status(
+    client: &Client,
+    alloc_id: &str,
+    output: OutputArgs,
+    out: &mut dyn Write,
+) -> Result<Exit, CliError> {
+    let alloc_id = resolve::id(client, Kind::Alloc, alloc_id).await?;
     let answer = client
         .operator()
         .alloc_get(pb::AllocGetRequest {
