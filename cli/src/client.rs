@@ -5,6 +5,7 @@ use drover_proto::bearer::BearerChannel;
 use drover_proto::tls::TlsFiles;
 use drover_proto::v1::acl_service_client::AclServiceClient;
 use drover_proto::v1::alloc_service_client::AllocServiceClient;
+use drover_proto::v1::cluster_service_client::ClusterServiceClient;
 use drover_proto::v1::eval_service_client::EvalServiceClient;
 use drover_proto::v1::event_service_client::EventServiceClient;
 use drover_proto::v1::job_service_client::JobServiceClient;
@@ -207,6 +208,11 @@ impl Client {
 
     pub fn status(&self) -> StatusServiceClient<BearerChannel> {
         StatusServiceClient::new(self.channel.clone()).max_decoding_message_size(MAX_ANSWER_BYTES)
+    }
+
+    /// The Raft membership (answered by the leader).
+    pub fn cluster(&self) -> ClusterServiceClient<BearerChannel> {
+        ClusterServiceClient::new(self.channel.clone()).max_decoding_message_size(MAX_ANSWER_BYTES)
     }
 
     pub fn acl(&self) -> AclServiceClient<BearerChannel> {

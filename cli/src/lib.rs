@@ -24,6 +24,7 @@ pub mod monitor;
 pub mod nodes;
 pub mod operator;
 pub mod output;
+pub mod raft;
 pub mod resolve;
 pub mod serve;
 pub mod servers;

@@ -4,6 +4,7 @@
 use crate::client::Client;
 use crate::error::{CliError, Exit, rpc_failed};
 use crate::output::{self, key_values};
+use crate::raft::RaftCommand;
 use crate::workers::{self, WorkerCommand};
 use drover_core::{SchedulerAlgorithm, SchedulerConfig};
 use drover_proto::v1 as pb;
@@ -17,6 +18,9 @@ pub enum OperatorCommand {
     /// The scheduler workers of each server: list, pause, resume, resize
     #[command(subcommand)]
     Workers(WorkerCommand),
+    /// The servers that form the cluster: list, add, remove, hand leadership over
+    #[command(subcommand)]
+    Raft(RaftCommand),
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -62,6 +66,7 @@ pub async fn run(
 ) -> Result<Exit, CliError> {
     match cmd {
         OperatorCommand::Workers(cmd) => workers::run(client, cmd, out).await,
+        OperatorCommand::Raft(cmd) => crate::raft::run(client, cmd, out).await,
         OperatorCommand::Scheduler(SchedulerCommand::GetConfig { json }) => {
             let config = get_config(client).await?;
             if json {

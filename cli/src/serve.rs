@@ -49,11 +49,16 @@ pub struct ServerArgs {
     /// A voter of the initial cluster as ID=HOST:PORT, where HOST:PORT is its Raft
     /// address; repeat for each, this server included. Without any, the server forms a
     /// cluster of its own
-    #[arg(long = "peer", value_name = "ID=HOST:PORT", conflicts_with = "join")]
+    #[arg(long = "peer", value_name = "ID=HOST:PORT", conflicts_with_all = ["join", "bootstrap_expect"])]
     peers: Vec<String>,
-    /// Wait to be added to an existing cluster by its leader
-    #[arg(long)]
-    join: bool,
+    /// Join a cluster through another server's Raft address (repeat for several); with
+    /// no address, wait for `drover operator raft add-peer` on the leader
+    #[arg(long, value_name = "HOST:PORT", num_args = 0..=1, action = clap::ArgAction::Append)]
+    join: Option<Vec<String>>,
+    /// Form a new cluster once this many servers, found through --join, are up (none of
+    /// them in a cluster yet); the lowest server id forms it
+    #[arg(long, value_name = "N")]
+    bootstrap_expect: Option<usize>,
     /// Require an ACL token on every API call (as `acl { enabled = true }`); bootstrap
     /// the first one with `drover acl bootstrap`
     #[arg(long)]
@@ -81,6 +86,7 @@ impl ServerArgs {
             config.cluster_secret = Some(secret.clone());
         }
         if let Some(id) = self.server_id {
+            anyhow::ensure!(id > 0, "--server-id 0: a server id is at least 1");
             config.server_id = id;
         }
         if let Some(name) = &self.name {
@@ -99,8 +105,11 @@ impl ServerArgs {
         if self.acl {
             config.acl_enabled = true;
         }
-        if self.join {
-            config.bootstrap = Bootstrap::Join;
+        if self.join.is_some() || self.bootstrap_expect.is_some() {
+            config.bootstrap = drover_server::config::join_bootstrap(
+                self.join.clone().unwrap_or_default(),
+                self.bootstrap_expect,
+            )?;
         } else if !self.peers.is_empty() {
             config.bootstrap = Bootstrap::Cluster(parse_peers(&self.peers)?);
         }
@@ -204,5 +213,34 @@ mod tests {
         assert_eq!(peers.get(&2).map(String::as_str), Some("b:2"));
         let err = config(&["--peer", "x=a:1"]).expect_err("bad id");
         assert!(err.to_string().contains("\"x\""), "{err}");
+    }
+
+    #[test]
+    fn join_and_bootstrap_expect_make_a_join_plan() {
+        let plan = |args: &[&str]| match config(args).expect("valid").bootstrap {
+            Bootstrap::Join(plan) => (plan.addrs, plan.expect),
+            other => panic!("not a join bootstrap: {other:?}"),
+        };
+        assert_eq!(plan(&["--join"]), (vec![], None));
+        assert_eq!(
+            plan(&["--join", "a:1", "--join", "b:2", "--bootstrap-expect", "3"]),
+            (vec!["a:1".to_string(), "b:2".to_string()], Some(3))
+        );
+        let single = config(&["--bootstrap-expect", "1"]).expect("valid");
+        assert_eq!(single.bootstrap, Bootstrap::SingleNode);
+        let refused = [
+            (&["--bootstrap-expect", "3"][..], "needs join addresses"),
+            (
+                &["--bootstrap-expect", "0", "--join", "a:1"][..],
+                "at least 1",
+            ),
+            (&["--join", "nohost"][..], "host:port"),
+            (&["--server-id", "0"][..], "--server-id 0"),
+        ];
+        for (args, want) in refused {
+            let err = config(args).expect_err("refused");
+            assert!(err.to_string().contains(want), "{args:?}: {err}");
+        }
+        assert!(config(&["--peer", "1=a:1", "--join", "b:2"]).is_err());
     }
 }

@@ -67,7 +67,18 @@ const EXPECTED: &[(&str, &[&str])] = &[
     ),
     (
         "RaftService",
-        &["AppendEntries", "Vote", "InstallSnapshot", "Info"],
+        &[
+            "AppendEntries",
+            "Vote",
+            "InstallSnapshot",
+            "Info",
+            "Join",
+            "StartElection",
+        ],
+    ),
+    (
+        "ClusterService",
+        &["ListPeers", "AddPeer", "RemovePeer", "TransferLeadership"],
     ),
     ("SearchService", &["PrefixSearch"]),
     (
@@ -135,7 +146,7 @@ fn every_proto_file_is_compiled_one_area_each() {
         .collect();
     let expected: BTreeSet<String> = [
         "types", "jobs", "evals", "nodes", "operator", "workers", "events", "status", "raft",
-        "search", "acl", "allocs",
+        "search", "acl", "allocs", "cluster",
     ]
     .iter()
     .map(|a| format!("drover/v1/{a}.proto"))

@@ -8,8 +8,9 @@ use crate::error::StartError;
 use crate::events::{EventRing, Fanout};
 use crate::handle::{Inner, ServerHandle};
 use crate::leader::{self, Leadership};
+use crate::membership::Membership;
 use crate::metrics::Metrics;
-use crate::raft::{GrpcTransport, RaftGrpcService, RaftListener, RaftNode};
+use crate::raft::{Bootstrap, GrpcTransport, RaftGrpcService, RaftListener, RaftNode};
 use crate::scrape::MetricsServer;
 use crate::worker::{EvalSource, WorkerPool};
 use crate::write::Writer;
@@ -34,6 +35,8 @@ pub struct Server {
     monitor: Option<JoinHandle<()>>,
     metrics_server: Option<MetricsServer>,
     raft_listener: Option<RaftListener>,
+    /// Gets a server started outside any cluster into one (see [`crate::discovery`]).
+    discovery: Option<JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for Server {
@@ -93,13 +96,15 @@ impl Server {
                 server_id: config.server_id,
                 name: config.name.clone(),
                 api_addr: String::new(),
-                version: env!("CARGO_PKG_VERSION").to_string(),
+                version: config.advertised_version.clone(),
                 scheme: if config.tls.is_some() {
                     "https"
                 } else {
                     "http"
                 }
                 .to_string(),
+                raft_addr: advertise.clone(),
+                ..Default::default()
             }));
         let directory = crate::forward::Directory::new(
             raft.clone(),
@@ -107,14 +112,28 @@ impl Server {
             config.tls.clone(),
             config.raft.election_timeout_max * 4,
         );
+        let membership = Membership::new(
+            raft.clone(),
+            transport_for_forwarding.clone(),
+            config.raft.election_timeout_max,
+            config.raft.heartbeat_interval,
+            config.raft.catch_up_timeout,
+        );
         let raft_listener = RaftListener::serve(
             raft_socket,
-            RaftGrpcService::new(raft.rpc_handler(), self_info.clone()),
+            RaftGrpcService::new(raft.rpc_handler(), self_info.clone())
+                .with_membership(membership.clone()),
             secret,
             config.max_message_bytes,
             raft_tls,
         )
         .map_err(|e| config_error(format!("cannot serve raft on {raft_bind}: {e}")))?;
+        let discovery = match &config.bootstrap {
+            Bootstrap::Join(plan) if !plan.addrs.is_empty() => Some(tokio::spawn(
+                crate::discovery::run(raft.clone(), transport_for_forwarding.clone(), plan.clone()),
+            )),
+            _ => None,
+        };
         let state = raft.state();
         ring.start_at(state.applied_index());
         let metrics = Arc::new(Metrics::new());
@@ -169,6 +188,7 @@ impl Server {
                 shutdown,
                 self_info,
                 directory,
+                membership,
             }),
         };
         let metrics_server =
@@ -185,6 +205,7 @@ impl Server {
             monitor: Some(monitor),
             metrics_server,
             raft_listener: Some(raft_listener),
+            discovery,
         })
     }
 
@@ -253,6 +274,9 @@ impl Server {
         tracing::info!(server_id = inner.config.server_id, "server shutting down");
         if let Some(m) = self.metrics_server.take() {
             m.shutdown().await;
+        }
+        if let Some(d) = self.discovery.take() {
+            d.abort();
         }
         inner.workers.lock().await.stop().await;
         inner.shutdown.send_replace(true);

@@ -58,6 +58,8 @@ fn grant(rpc: &str) -> Option<&'static str> {
         ("WorkerService", _) => OP_WRITE,
         ("SearchService", "PrefixSearch") => READ_JOB,
         ("StatusService", _) => OP_READ,
+        ("ClusterService", "ListPeers") => OP_READ,
+        ("ClusterService", _) => OP_WRITE,
         ("AllocService", "Logs") => LOGS,
         // An empty request asks for no access: any of the two capabilities lets it be
         // decoded (and refused as invalid).

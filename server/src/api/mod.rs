@@ -11,6 +11,7 @@
 mod acl;
 mod alloc_watch;
 mod allocs;
+mod cluster;
 mod decode_status;
 mod evals;
 mod events;
@@ -27,6 +28,7 @@ mod workers;
 
 pub use acl::AclApi;
 pub use allocs::AllocApi;
+pub use cluster::ClusterApi;
 pub use evals::EvalApi;
 pub use events::EventApi;
 pub use jobs::JobApi;
@@ -245,6 +247,10 @@ pub async fn router(handle: ServerHandle, opts: ApiOptions) -> Result<ApiRouter,
         .add_service(svc!(
             pb::alloc_service_server::AllocServiceServer<AllocApi>,
             AllocApi::new(api.clone())
+        ))
+        .add_service(svc!(
+            pb::cluster_service_server::ClusterServiceServer<ClusterApi>,
+            ClusterApi(api.clone())
         ))
         .add_service(svc!(
             pb::status_service_server::StatusServiceServer<StatusApi>,

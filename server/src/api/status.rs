@@ -87,6 +87,7 @@ impl StatusService for StatusApi {
             committed_index: m.last_applied.map_or(0, |l| l.index),
             applied_index: applied,
             snapshot_index: m.snapshot.map_or(0, |l| l.index),
+            purged_index: m.purged.map_or(0, |l| l.index),
             nodes: Some((&gauges_of(&self.0.handle.snapshot())).into()),
             index: applied,
         }))
@@ -104,6 +105,15 @@ impl StatusService for StatusApi {
         let stale_ms = u64::try_from(handle.config().raft.election_timeout_max.as_millis())
             .unwrap_or(u64::MAX);
         let membership = m.membership_config.membership();
+        let asked: Vec<(u64, String)> = membership
+            .nodes()
+            .map(|(id, node)| (*id, node.addr.clone()))
+            .collect();
+        let infos = handle
+            .inner
+            .membership
+            .ask_all(&asked, std::time::Duration::from_millis(stale_ms.max(200)))
+            .await;
         let members = membership
             .nodes()
             .map(|(id, node)| {
@@ -117,23 +127,24 @@ impl StatusService for StatusApi {
                 } else {
                     pb::RaftRole::Learner
                 };
-                let (status, last_contact_ms) = peer_status(&m, me, *id, stale_ms);
+                let info = infos.get(id).cloned().flatten();
+                let (status, last_contact_ms) = peer_status(&m, me, *id, stale_ms, info.is_some());
+                let (name, version) = match info {
+                    Some(i) => (i.name, i.version),
+                    None if *id == me => (
+                        handle.config().name.clone(),
+                        handle.config().advertised_version.clone(),
+                    ),
+                    None => (String::new(), String::new()),
+                };
                 pb::Member {
                     id: id.to_string(),
-                    name: if *id == me {
-                        handle.config().name.clone()
-                    } else {
-                        format!("server-{id}")
-                    },
+                    name,
                     address: node.addr.clone(),
                     role: member_role.into(),
                     status: status.into(),
                     last_contact_ms,
-                    version: if *id == me {
-                        env!("CARGO_PKG_VERSION").to_string()
-                    } else {
-                        String::new()
-                    },
+                    version,
                 }
             })
             .collect();
@@ -146,8 +157,15 @@ impl StatusService for StatusApi {
 
 /// What this server knows of a peer's liveness: itself is alive; a leader knows each
 /// follower from replication (alive while replicated to and the quorum acked recently);
-/// a follower knows only its current leader, alive while it is recognised.
-fn peer_status(m: &RaftMetrics, me: u64, id: u64, stale_ms: u64) -> (pb::MemberStatus, u64) {
+/// a follower knows its current leader, alive while it is recognised; any other peer is
+/// alive when its Raft listener just answered (`answered`).
+fn peer_status(
+    m: &RaftMetrics,
+    me: u64,
+    id: u64,
+    stale_ms: u64,
+    answered: bool,
+) -> (pb::MemberStatus, u64) {
     if id == me {
         return (pb::MemberStatus::Alive, 0);
     }
@@ -164,8 +182,8 @@ fn peer_status(m: &RaftMetrics, me: u64, id: u64, stale_ms: u64) -> (pb::MemberS
             (pb::MemberStatus::Unreachable, 0)
         };
     }
-    if m.current_leader == Some(id) {
+    if m.current_leader == Some(id) || answered {
         return (pb::MemberStatus::Alive, 0);
     }
-    (pb::MemberStatus::Unspecified, 0)
+    (pb::MemberStatus::Unreachable, 0)
 }

@@ -12,7 +12,10 @@
 //!             verify_incoming = true  verify_server_hostname = true }
 //! acl       { enabled = true }                 # every API call needs a token
 //! raft      { heartbeat_interval = "100ms"  election_timeout_min = "500ms"
-//!             election_timeout_max = "1s"  snapshot_every = 10000 }
+//!             election_timeout_max = "1s"  snapshot_every = 10000
+//!             logs_kept_after_snapshot = 1000  catch_up_timeout = "5m" }
+//! join             = ["10.0.0.6:4648", "10.0.0.7:4648"]   # other servers' raft addresses
+//! bootstrap_expect = 3                    # form a cluster once 3 servers found each other
 //! workers   { count = 2  enabled = ["service", "batch"]  wait_index_limit = "5s" }
 //! heartbeat { min_ttl = "10s"  max_per_second = 50  grace = "10s"  failover_ttl = "5m" }
 //! health    { lost_grace = "1m"  flaky_threshold = 3  flaky_cool_down = "15m" }
@@ -79,6 +82,9 @@ pub struct ConfigFile {
     pub raft: Option<RaftBlock>,
     pub tls: Option<TlsBlock>,
     pub acl: Option<AclBlock>,
+    /// Raft addresses of other servers to join through.
+    pub join: Option<Vec<String>>,
+    pub bootstrap_expect: Option<usize>,
 }
 
 /// `acl { enabled = true }`: every API call needs a token.
@@ -181,6 +187,9 @@ pub struct RaftBlock {
     pub election_timeout_min: Option<Duration>,
     #[serde(default, with = "humantime_serde")]
     pub election_timeout_max: Option<Duration>,
+    pub logs_kept_after_snapshot: Option<u64>,
+    #[serde(default, with = "humantime_serde")]
+    pub catch_up_timeout: Option<Duration>,
 }
 
 fn positive(key: &'static str, value: usize) -> Result<usize, ConfigError> {
@@ -211,6 +220,19 @@ impl ConfigFile {
             }
         }
         set(&mut config.server_id, &self.server_id);
+        if config.server_id == 0 {
+            return Err(ConfigError::Value {
+                key: "server_id",
+                value: "0".into(),
+                reason: "must be at least 1".into(),
+            });
+        }
+        if self.join.is_some() || self.bootstrap_expect.is_some() {
+            config.bootstrap = super::join_bootstrap(
+                self.join.clone().unwrap_or_default(),
+                self.bootstrap_expect,
+            )?;
+        }
         set(&mut config.name, &self.name);
         set(&mut config.data_dir, &self.data_dir);
         set(&mut config.bind_addr, &self.bind_addr);
@@ -313,6 +335,11 @@ impl ConfigFile {
             config.raft.snapshot_every = v;
         }
         if let Some(r) = &self.raft {
+            set(
+                &mut config.raft.logs_kept_after_snapshot,
+                &r.logs_kept_after_snapshot,
+            );
+            set(&mut config.raft.catch_up_timeout, &r.catch_up_timeout);
             set(&mut config.raft.heartbeat_interval, &r.heartbeat_interval);
             set(
                 &mut config.raft.election_timeout_min,

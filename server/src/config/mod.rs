@@ -7,7 +7,7 @@ mod file;
 
 pub use file::{ConfigError, ConfigFile};
 
-use crate::raft::{Bootstrap, DEFAULT_MAX_MESSAGE_BYTES, RaftConfig, ServerId};
+use crate::raft::{Bootstrap, DEFAULT_MAX_MESSAGE_BYTES, JoinPlan, RaftConfig, ServerId};
 use drover_core::SchedulerType;
 use drover_core::blocked::BlockedConfig;
 use drover_core::broker::BrokerConfig;
@@ -57,6 +57,11 @@ pub struct RaftTimings {
     pub election_timeout_max: Duration,
     /// Build a Raft snapshot every this many applied entries.
     pub snapshot_every: u64,
+    /// Entries already in a snapshot that stay in the log, so a follower a little behind
+    /// catches up from the log; one further behind is sent the snapshot.
+    pub logs_kept_after_snapshot: u64,
+    /// How long adding a server may wait for it to catch up before it becomes a voter.
+    pub catch_up_timeout: Duration,
 }
 
 impl Default for RaftTimings {
@@ -73,7 +78,41 @@ impl Default for RaftTimings {
             election_timeout_min: Duration::from_millis(500),
             election_timeout_max: Duration::from_millis(1000),
             snapshot_every: 10_000,
+            logs_kept_after_snapshot: 1_000,
+            catch_up_timeout: Duration::from_secs(300),
         }
+    }
+}
+
+/// The bootstrap of a server that joins through `addrs` (other servers' Raft addresses)
+/// or, with `expect`, forms a cluster once that many servers found each other. One
+/// expected server is a cluster of its own.
+pub fn join_bootstrap(addrs: Vec<String>, expect: Option<usize>) -> Result<Bootstrap, ConfigError> {
+    for addr in &addrs {
+        let valid = addr
+            .rsplit_once(':')
+            .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+        if !valid {
+            return Err(ConfigError::Value {
+                key: "join",
+                value: addr.clone(),
+                reason: "not a raft address of the form host:port".into(),
+            });
+        }
+    }
+    match expect {
+        Some(0) => Err(ConfigError::Value {
+            key: "bootstrap_expect",
+            value: "0".into(),
+            reason: "must be at least 1".into(),
+        }),
+        Some(1) if addrs.is_empty() => Ok(Bootstrap::SingleNode),
+        Some(n) if addrs.is_empty() => Err(ConfigError::Value {
+            key: "bootstrap_expect",
+            value: n.to_string(),
+            reason: "needs join addresses to find the other servers".into(),
+        }),
+        expect => Ok(Bootstrap::Join(JoinPlan { addrs, expect })),
     }
 }
 
@@ -117,6 +156,9 @@ pub struct ServerConfig {
     pub server_id: ServerId,
     /// The name `StatusService/Members` shows for it.
     pub name: String,
+    /// The version this server tells its peers it runs: this build's. Upgrade tests set
+    /// an older one to stand in for a server not yet upgraded (see [`crate::versions`]).
+    pub advertised_version: String,
     /// Holds the Raft log and snapshots; created if missing.
     pub data_dir: PathBuf,
     /// Where the client API (every drover gRPC service) listens.
@@ -174,6 +216,7 @@ impl ServerConfig {
         Self {
             server_id: 1,
             name: "drover-1".into(),
+            advertised_version: env!("CARGO_PKG_VERSION").into(),
             data_dir: data_dir.into(),
             bind_addr: "127.0.0.1:4647".into(),
             raft_addr: None,
@@ -260,7 +303,7 @@ impl ServerConfig {
                 "cluster_secret is required when the cluster has peers: every server must present it to the others"
                     .to_string(),
             ),
-            (None, Bootstrap::Join) => Err(
+            (None, Bootstrap::Join(_)) => Err(
                 "cluster_secret is required to join a cluster: the other servers refuse calls without it"
                     .to_string(),
             ),
@@ -275,6 +318,7 @@ impl ServerConfig {
         c.election_timeout_min = self.raft.election_timeout_min;
         c.election_timeout_max = self.raft.election_timeout_max;
         c.snapshot_every = self.raft.snapshot_every;
+        c.logs_kept_after_snapshot = self.raft.logs_kept_after_snapshot;
         c.bootstrap = self.bootstrap.clone();
         c
     }

@@ -81,6 +81,12 @@ impl ServerHandle {
                 "acl bootstrap already done (at index {at})"
             )));
         }
+        // The first ACL entry: every server must be able to apply it.
+        self.inner
+            .membership
+            .require(crate::versions::Feature::AclTables)
+            .await
+            .map_err(|s| ServerError::precondition(s.message()))?;
         let now = crate::clock::now();
         let (token, secret) = Self::new_token(
             TokenKind::Management,

@@ -44,6 +44,8 @@ pub(crate) struct Inner {
     pub(crate) self_info: crate::forward::SelfInfo,
     /// Where the leader's API is, for the calls a follower forwards.
     pub(crate) directory: Arc<crate::forward::Directory>,
+    /// Adds and removes servers, hands leadership over (on the leader).
+    pub(crate) membership: Arc<crate::membership::Membership>,
 }
 
 /// The server's API, cheap to clone; what the gRPC services call.
@@ -115,6 +117,15 @@ impl ServerHandle {
     }
 
     /// Whether this server runs the leader duties.
+    /// Hands leadership to voter `target` (or the most caught-up other voter); on the
+    /// leader only. Returns the new leader and its term.
+    pub async fn transfer_leadership(
+        &self,
+        target: Option<crate::raft::ServerId>,
+    ) -> Result<(crate::raft::ServerId, u64), crate::membership::MembershipError> {
+        self.inner.membership.transfer(target).await
+    }
+
     pub fn is_leader(&self) -> bool {
         self.inner.leadership.is_leading()
     }

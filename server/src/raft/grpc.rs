@@ -10,7 +10,10 @@ use super::network::{RaftRpc, RaftRpcHandler, RaftTransport, RpcFuture, Transpor
 use super::types::ServerId;
 use drover_proto::v1::raft_service_client::RaftServiceClient;
 use drover_proto::v1::raft_service_server::{RaftService, RaftServiceServer};
-use drover_proto::v1::{RaftRequest, RaftResponse};
+use drover_proto::v1::{
+    JoinRequest, JoinResponse, RaftRequest, RaftResponse, StartElectionRequest,
+    StartElectionResponse,
+};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -115,6 +118,16 @@ impl GrpcTransport {
 }
 
 impl GrpcTransport {
+    /// A call to a peer's listener: with the cluster secret and a deadline.
+    fn request<T>(&self, message: T, timeout: Duration) -> Request<T> {
+        let mut req = Request::new(message);
+        req.set_timeout(timeout);
+        if let Some(secret) = &self.secret {
+            secret.attach(&mut req);
+        }
+        req
+    }
+
     /// Asks the server `target` at Raft address `addr` who it is (see `crate::forward`).
     pub async fn server_info(
         &self,
@@ -122,20 +135,60 @@ impl GrpcTransport {
         addr: &str,
     ) -> Result<drover_proto::v1::ServerInfo, TransportError> {
         let mut client = self.client(target, addr)?;
-        let mut req = Request::new(drover_proto::v1::ServerInfoRequest {});
-        req.set_timeout(self.connect_timeout * 2);
-        if let Some(secret) = &self.secret {
-            secret.attach(&mut req);
-        }
+        let req = self.request(
+            drover_proto::v1::ServerInfoRequest {},
+            self.connect_timeout * 2,
+        );
         client
             .info(req)
             .await
             .map(Response::into_inner)
-            .map_err(|status| TransportError::Unreachable {
-                target,
-                addr: addr.to_string(),
-                reason: format!("{:?}: {}", status.code(), status.message()),
-            })
+            .map_err(|status| unreachable(target, addr, &status))
+    }
+
+    /// Asks the server at `addr` to take `join.server_id` into the cluster (see
+    /// `crate::membership`). The answer keeps its gRPC status, so the caller can tell "no
+    /// leader yet" (retry) from a refusal.
+    pub async fn join(
+        &self,
+        addr: &str,
+        join: JoinRequest,
+        timeout: Duration,
+        forwarded: bool,
+    ) -> Result<JoinResponse, Status> {
+        let mut client = self
+            .client(0, addr)
+            .map_err(|e| Status::unavailable(e.to_string()))?;
+        let mut req = self.request(join, timeout);
+        if forwarded {
+            req.metadata_mut().insert(
+                JOIN_FORWARDED_HEADER,
+                tonic::metadata::MetadataValue::from_static("1"),
+            );
+        }
+        client.join(req).await.map(Response::into_inner)
+    }
+
+    /// Tells `target` to start an election now (a leadership transfer's last step).
+    pub async fn start_election(&self, target: ServerId, addr: &str) -> Result<(), TransportError> {
+        let mut client = self.client(target, addr)?;
+        let req = self.request(StartElectionRequest {}, self.connect_timeout * 2);
+        client
+            .start_election(req)
+            .await
+            .map(|_| ())
+            .map_err(|status| unreachable(target, addr, &status))
+    }
+}
+
+/// Set on a `Join` a follower passed on to the leader: it is never passed on again.
+pub const JOIN_FORWARDED_HEADER: &str = "drover-join-forwarded";
+
+fn unreachable(target: ServerId, addr: &str, status: &Status) -> TransportError {
+    TransportError::Unreachable {
+        target,
+        addr: addr.to_string(),
+        reason: format!("{:?}: {}", status.code(), status.message()),
     }
 }
 
@@ -186,12 +239,24 @@ impl RaftTransport for GrpcTransport {
 pub struct RaftGrpcService {
     handler: RaftRpcHandler,
     info: crate::forward::SelfInfo,
+    /// Takes joining servers in; without it `Join` is refused.
+    membership: Option<Arc<crate::membership::Membership>>,
 }
 
 impl RaftGrpcService {
     /// Serves `handler`'s Raft RPCs, and `info` to peers that ask who this server is.
     pub fn new(handler: RaftRpcHandler, info: crate::forward::SelfInfo) -> Self {
-        Self { handler, info }
+        Self {
+            handler,
+            info,
+            membership: None,
+        }
+    }
+
+    /// Answers `Join` with `membership`.
+    pub fn with_membership(mut self, membership: Arc<crate::membership::Membership>) -> Self {
+        self.membership = Some(membership);
+        self
     }
 
     /// The tonic service to add to the server's router, accepting messages up to
@@ -244,7 +309,42 @@ impl RaftService for RaftGrpcService {
         &self,
         _request: Request<drover_proto::v1::ServerInfoRequest>,
     ) -> Result<Response<drover_proto::v1::ServerInfo>, Status> {
-        let info = self.info.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let mut info = self.info.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let m = self.handler.raft().metrics().borrow().clone();
+        info.in_cluster = m
+            .membership_config
+            .membership()
+            .voter_ids()
+            .next()
+            .is_some();
+        info.leader_id = m.current_leader.unwrap_or(0);
         Ok(Response::new(info))
+    }
+
+    async fn join(&self, request: Request<JoinRequest>) -> Result<Response<JoinResponse>, Status> {
+        let forwarded = request.metadata().contains_key(JOIN_FORWARDED_HEADER);
+        let Some(membership) = &self.membership else {
+            return Err(Status::failed_precondition(
+                "this server does not take servers in",
+            ));
+        };
+        membership
+            .join(request.into_inner(), forwarded)
+            .await
+            .map(Response::new)
+    }
+
+    async fn start_election(
+        &self,
+        _request: Request<StartElectionRequest>,
+    ) -> Result<Response<StartElectionResponse>, Status> {
+        tracing::info!("starting an election: leadership is handed to this server");
+        self.handler
+            .raft()
+            .trigger()
+            .elect()
+            .await
+            .map_err(|e| Status::unavailable(format!("raft stopped: {e}")))?;
+        Ok(Response::new(StartElectionResponse {}))
     }
 }

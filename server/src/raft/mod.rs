@@ -28,7 +28,7 @@ pub mod types;
 #[cfg(test)]
 mod tests;
 
-pub use grpc::{DEFAULT_MAX_MESSAGE_BYTES, GrpcTransport, RaftGrpcService};
+pub use grpc::{DEFAULT_MAX_MESSAGE_BYTES, GrpcTransport, JOIN_FORWARDED_HEADER, RaftGrpcService};
 pub use listener::{CLUSTER_SECRET_HEADER, ClusterSecret, RaftListener, SecretError};
 pub use log_store::{LOG_FILE, LogStore, LogStoreError};
 pub use network::{
@@ -62,8 +62,19 @@ pub enum Bootstrap {
     /// Form a cluster of these voters (node id → address); it must include this node. Every
     /// member may be given the same map: initializing twice with one config is safe.
     Cluster(BTreeMap<ServerId, String>),
-    /// Wait to be added to an existing cluster by its leader.
-    Join,
+    /// Start outside any cluster and be taken in (see `crate::discovery`).
+    Join(JoinPlan),
+}
+
+/// How a server started with [`Bootstrap::Join`] gets into a cluster.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct JoinPlan {
+    /// Raft addresses of other servers to ask to be taken in; none: wait for an operator's
+    /// `drover operator raft add-peer`.
+    pub addrs: Vec<String>,
+    /// Form a new cluster once this many servers (this one included) found each other
+    /// through `addrs` and none of them is in a cluster yet (Nomad's `bootstrap_expect`).
+    pub expect: Option<usize>,
 }
 
 /// How to start a [`RaftNode`].
@@ -217,6 +228,18 @@ pub struct RaftNode {
     data_dir: PathBuf,
     raft: Raft,
     state: StateHandle,
+    /// True while a leadership transfer holds new writes back (see [`RaftNode::hold_writes`]).
+    held: watch::Sender<bool>,
+}
+
+/// Holds new writes back while it lives (see [`RaftNode::hold_writes`]).
+#[derive(Debug)]
+pub struct WriteHold(watch::Sender<bool>);
+
+impl Drop for WriteHold {
+    fn drop(&mut self) {
+        self.0.send_replace(false);
+    }
 }
 
 impl fmt::Debug for RaftNode {
@@ -297,7 +320,7 @@ impl RaftNode {
 
         let initialized = raft.is_initialized().await.map_err(fatal)?;
         let members = match (&config.bootstrap, initialized) {
-            (_, true) | (Bootstrap::Join, false) => None,
+            (_, true) | (Bootstrap::Join(_), false) => None,
             (Bootstrap::SingleNode, false) => Some(BTreeMap::from([(
                 node_id,
                 BasicNode::new(config.addr.clone()),
@@ -308,42 +331,56 @@ impl RaftNode {
                     .collect(),
             ),
         };
-        match members {
-            Some(members) => {
-                let ids: Vec<ServerId> = members.keys().copied().collect();
-                match raft.initialize(members).await {
-                    Ok(()) => {}
-                    // Another member initialized first and reached us: the cluster exists.
-                    Err(openraft::error::RaftError::APIError(InitializeError::NotAllowed(e))) => {
-                        tracing::info!(node_id, reason = %e, "cluster already initialized");
-                    }
-                    Err(e) => {
-                        let _ = raft.shutdown().await;
-                        return Err(RaftError::Initialize {
-                            node_id,
-                            members: ids,
-                            reason: e.to_string(),
-                        });
-                    }
-                }
-                tracing::info!(node_id, members = ?ids, data_dir = %data_dir.display(), "raft cluster initialized");
-            }
-            None => tracing::info!(
-                node_id,
-                data_dir = %data_dir.display(),
-                recovered = initialized,
-                applied_index = state.applied_index(),
-                "raft node started"
-            ),
-        }
-
-        Ok(RaftNode {
+        let node = RaftNode {
             node_id,
             addr: config.addr,
             data_dir,
             raft,
             state,
-        })
+            held: watch::channel(false).0,
+        };
+        match members {
+            Some(members) => {
+                if let Err(e) = node.initialize(members).await {
+                    let _ = node.raft.shutdown().await;
+                    return Err(e);
+                }
+            }
+            None => tracing::info!(
+                node_id,
+                data_dir = %node.data_dir.display(),
+                recovered = initialized,
+                applied_index = node.state.applied_index(),
+                "raft node started"
+            ),
+        }
+        Ok(node)
+    }
+
+    /// Forms a cluster of `members` (this node among them). Safe when another member
+    /// formed the same cluster first; refused on a node that belongs to another one.
+    pub async fn initialize(
+        &self,
+        members: BTreeMap<ServerId, BasicNode>,
+    ) -> Result<(), RaftError> {
+        let node_id = self.node_id;
+        let ids: Vec<ServerId> = members.keys().copied().collect();
+        match self.raft.initialize(members).await {
+            Ok(()) => {}
+            // Another member initialized first and reached us: the cluster exists.
+            Err(openraft::error::RaftError::APIError(InitializeError::NotAllowed(e))) => {
+                tracing::info!(node_id, reason = %e, "cluster already initialized");
+            }
+            Err(e) => {
+                return Err(RaftError::Initialize {
+                    node_id,
+                    members: ids,
+                    reason: e.to_string(),
+                });
+            }
+        }
+        tracing::info!(node_id, members = ?ids, data_dir = %self.data_dir.display(), "raft cluster initialized");
+        Ok(())
     }
 
     pub fn node_id(&self) -> ServerId {
@@ -373,12 +410,25 @@ impl RaftNode {
         RaftRpcHandler::new(self.raft.clone())
     }
 
+    /// Holds new writes back until the returned guard is dropped: a leader handing over
+    /// its lead keeps quiet, since every entry it replicates renews the followers' leader
+    /// lease and makes them refuse the new leader's election. Writes wait, then go to
+    /// whichever server leads by then (a follower answers them with the leader's address).
+    pub fn hold_writes(&self) -> WriteHold {
+        self.held.send_replace(true);
+        WriteHold(self.held.clone())
+    }
+
     /// Appends `cmd` and returns once it is committed and applied: its index and the FSM's
     /// verdict (the entry is committed either way).
     pub async fn client_write(
         &self,
         cmd: Command,
     ) -> Result<(Index, Result<(), ApplyError>), WriteError> {
+        if *self.held.borrow() {
+            let mut held = self.held.subscribe();
+            let _ = held.wait_for(|h| !h).await;
+        }
         let kind = cmd.kind();
         match self.raft.client_write(cmd).await {
             Ok(resp) => {

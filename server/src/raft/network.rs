@@ -188,6 +188,13 @@ impl fmt::Debug for RaftRpcHandler {
     }
 }
 
+impl RaftRpcHandler {
+    /// The node the RPCs go to.
+    pub fn raft(&self) -> &Raft {
+        &self.raft
+    }
+}
+
 fn encode_reply<T: Serialize>(what: &'static str, value: &T) -> Result<Vec<u8>, BadRequest> {
     codec::encode_rpc(what, value).map_err(|source| BadRequest { rpc: what, source })
 }
