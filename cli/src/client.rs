@@ -39,7 +39,8 @@ const MAX_ANSWER_BYTES: usize = 256 * 1024 * 1024;
 /// The options every client command takes.
 #[derive(Clone, Debug, clap::Args)]
 pub struct ClientArgs {
-    /// The server's gRPC address (`http://host:port`; `host:port` is read as http)
+    /// The server's gRPC address (`http://host:port`; `host:port` is read as http); a
+    /// comma-separated list names several servers of one cluster, tried in order
     #[arg(long, global = true, env = ADDRESS_ENV, default_value = DEFAULT_ADDRESS)]
     pub address: String,
     /// How long each call waits for the server's answer (`30s`, `2m`); streams that follow
@@ -120,8 +121,45 @@ impl Client {
     }
 
     /// [`Self::connect`] with a deadline of `timeout` on every unary call, over TLS when
-    /// `tls` names a CA.
+    /// `tls` names a CA. `address` may list several servers separated by commas (as
+    /// `DROVER_ADDR` does for a cluster): they are tried in order and the first that
+    /// accepts the connection is used, so a server that is down does not stop the command
+    /// (any server answers; followers forward to the leader).
     pub async fn connect_with(
+        address: &str,
+        timeout: Duration,
+        tls: &TlsFiles,
+    ) -> Result<Client, CliError> {
+        let addresses: Vec<&str> = address
+            .split(',')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .collect();
+        let mut failures = Vec::new();
+        for one in &addresses {
+            match Self::connect_one(one, timeout, tls).await {
+                Ok(client) => return Ok(client),
+                Err(CliError::Connect { address, reason }) if addresses.len() > 1 => {
+                    failures.push(format!("{address} ({reason})"));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(CliError::Connect {
+            address: if addresses.is_empty() {
+                format!("{address:?}")
+            } else {
+                addresses.join(",")
+            },
+            reason: if failures.is_empty() {
+                "no server address given".to_string()
+            } else {
+                format!("no server answers: {}", failures.join("; "))
+            },
+        })
+    }
+
+    async fn connect_one(
         address: &str,
         timeout: Duration,
         tls: &TlsFiles,

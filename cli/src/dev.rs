@@ -4,13 +4,14 @@
 //! order of start: console, simulator, agent, server.
 
 use crate::client::Client;
+use crate::dev_servers::DevServers;
 use crate::error::rpc_failed;
 use crate::logging;
 use anyhow::Context;
 use drover_agent::sim::{SimConfig, Simulator};
 use drover_agent::{Agent, AgentConfig};
 use drover_proto::v1 as pb;
-use drover_server::api::ApiOptions;
+use drover_server::api::{ApiOptions, ApiServer};
 use drover_server::{Server, ServerConfig};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -39,6 +40,64 @@ pub struct DevArgs {
     /// Do not register the sample job
     #[arg(long)]
     no_sample_job: bool,
+    /// Servers to run: more than one forms a Raft cluster of `drover server` processes
+    /// (ports from --bind's up: API, Raft, API, Raft, ...) for trying failover by hand
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=7))]
+    servers: u8,
+}
+
+/// The dev cluster's servers: one in this process, or several processes.
+enum Servers {
+    InProcess { server: Server, api: ApiServer },
+    Processes(DevServers),
+}
+
+impl Servers {
+    async fn start(args: &DevArgs, data_dir: &Path) -> anyhow::Result<(Servers, String)> {
+        if args.servers > 1 {
+            let cluster = DevServers::start(data_dir, &args.bind, usize::from(args.servers))
+                .await
+                .context("dev servers do not start")?;
+            let urls = cluster.addresses();
+            return Ok((Servers::Processes(cluster), urls));
+        }
+        let mut config = ServerConfig::new(data_dir.join("server"));
+        config.bind_addr = args.bind.clone();
+        // A dev cluster of one server: its Raft listener (unused, locked by a random
+        // secret) takes any free loopback port rather than one next to the API.
+        config.raft_addr = Some("127.0.0.1:0".into());
+        let server = Server::start(config)
+            .await
+            .context("server does not start")?;
+        let api = server
+            .serve(ApiOptions::default())
+            .await
+            .context("gRPC API does not start")?;
+        let url = format!("http://{}", api.local_addr());
+        anyhow::ensure!(
+            server
+                .handle()
+                .wait_for_leadership(LEADERSHIP_DEADLINE)
+                .await,
+            "the dev server did not become leader within {LEADERSHIP_DEADLINE:?}"
+        );
+        Ok((Servers::InProcess { server, api }, url))
+    }
+
+    async fn shutdown(self) -> anyhow::Result<()> {
+        match self {
+            Servers::InProcess { server, api } => {
+                api.shutdown().await.context("gRPC API does not stop")?;
+                server.shutdown().await.context("server does not stop")?;
+            }
+            Servers::Processes(cluster) => {
+                tokio::task::spawn_blocking(move || cluster.shutdown())
+                    .await
+                    .context("dev servers do not stop")?;
+            }
+        }
+        Ok(())
+    }
 }
 
 pub async fn run(args: DevArgs) -> anyhow::Result<()> {
@@ -62,29 +121,11 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         logging::to_stderr("warn");
     }
 
-    let mut config = ServerConfig::new(data_dir.join("server"));
-    config.bind_addr = args.bind.clone();
-    // A dev cluster is one server: its Raft listener (unused, locked by a random secret)
-    // takes any free loopback port rather than one next to the API.
-    config.raft_addr = Some("127.0.0.1:0".into());
-    let server = Server::start(config)
-        .await
-        .context("server does not start")?;
-    let api = server
-        .serve(ApiOptions::default())
-        .await
-        .context("gRPC API does not start")?;
-    let url = format!("http://{}", api.local_addr());
-    anyhow::ensure!(
-        server
-            .handle()
-            .wait_for_leadership(LEADERSHIP_DEADLINE)
-            .await,
-        "the dev server did not become leader within {LEADERSHIP_DEADLINE:?}"
-    );
+    let (servers, url) = Servers::start(&args, &data_dir).await?;
+    let server_urls: Vec<String> = url.split(',').map(String::from).collect();
 
     let agent = Agent::start(AgentConfig {
-        servers: vec![url.clone()],
+        servers: server_urls.clone(),
         data_dir: data_dir.join("agent"),
         name: Some("dev-agent".into()),
         ..AgentConfig::default()
@@ -94,7 +135,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     let sim = if args.nodes > 0 {
         Some(
             Simulator::start(SimConfig {
-                servers: vec![url.clone()],
+                servers: server_urls.clone(),
                 nodes: args.nodes,
                 ..SimConfig::default()
             })
@@ -112,6 +153,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     };
     print_banner(
         &url,
+        &servers,
         &data_dir,
         &agent,
         args.nodes,
@@ -136,8 +178,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         sim.shutdown().await;
     }
     agent.shutdown_and_stop_tasks().await;
-    api.shutdown().await.context("gRPC API does not stop")?;
-    server.shutdown().await.context("server does not stop")?;
+    servers.shutdown().await?;
     println!("==> drover dev stopped");
     waited
 }
@@ -161,6 +202,7 @@ async fn register_sample(url: &str) -> anyhow::Result<String> {
 
 fn print_banner(
     url: &str,
+    servers: &Servers,
     data_dir: &Path,
     agent: &Agent,
     nodes: usize,
@@ -168,7 +210,22 @@ fn print_banner(
     console: bool,
 ) {
     println!("==> drover dev cluster is up");
-    println!("    gRPC API:        {url}");
+    match servers {
+        Servers::InProcess { .. } => println!("    gRPC API:        {url}"),
+        Servers::Processes(cluster) => {
+            for s in &cluster.servers {
+                println!(
+                    "    Server {}:        {} (raft {}, pid {}, log {})",
+                    s.id,
+                    s.url,
+                    s.raft_addr,
+                    s.pid(),
+                    s.log.display()
+                );
+            }
+            println!("    Try failover:    kill -9 the leader's pid (drover server members)");
+        }
+    }
     println!("    Data dir:        {}", data_dir.display());
     println!(
         "    Agent node:      {} (runs real processes)",

@@ -15,6 +15,7 @@ pub mod bench;
 pub mod client;
 pub mod console;
 pub mod dev;
+pub mod dev_servers;
 pub mod error;
 pub mod evals;
 pub mod events;

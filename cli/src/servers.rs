@@ -73,13 +73,20 @@ pub async fn members(
 pub fn render(members: &[MemberView]) -> String {
     let mut table = Table::new(["Name", "ID", "Address", "Role", "Status", "Version"]);
     for m in members {
+        let or_dash = |v: &str| {
+            if v.is_empty() {
+                "-".to_string()
+            } else {
+                v.to_string()
+            }
+        };
         table.row([
-            m.name.clone(),
+            or_dash(&m.name),
             m.id.clone(),
             m.address.clone(),
             m.role.clone(),
             m.status.clone(),
-            m.version.clone(),
+            or_dash(&m.version),
         ]);
     }
     table.render()

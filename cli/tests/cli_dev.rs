@@ -95,3 +95,110 @@ async fn dev_serves_health_runs_the_sample_job_and_stops_on_ctrl_c() {
         l.contains("drover dev stopped")
     });
 }
+
+/// Kills the pids it holds when dropped: the dev servers are `drover dev`'s children and
+/// would outlive a test that failed before stopping it.
+struct KillOnDrop(Vec<i32>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        for pid in &self.0 {
+            let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
+        }
+    }
+}
+
+/// The leader's id as the servers at `address` (a list) report it.
+async fn leader_of(address: &str) -> Option<String> {
+    let out = drover_at(address, &["server", "members", "-json"]).await;
+    let members: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+    members
+        .as_array()?
+        .iter()
+        .find(|m| m["role"] == "leader")
+        .and_then(|m| m["id"].as_str().map(String::from))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dev_with_three_servers_elects_a_new_leader_when_one_is_killed() {
+    let data_dir = tempfile::tempdir().expect("temp dir");
+    let dir = data_dir.path().to_str().expect("utf-8").to_string();
+    let mut dev = spawn(
+        "http://127.0.0.1:1",
+        &[
+            "dev",
+            "--servers",
+            "3",
+            "--bind",
+            "127.0.0.1:0",
+            "--nodes",
+            "2",
+            "--no-sample-job",
+            "--data-dir",
+            &dir,
+        ],
+    );
+    // "    Server 2:        http://127.0.0.1:P (raft 127.0.0.1:R, pid N, log ...)"
+    let mut pids = std::collections::BTreeMap::new();
+    for _ in 0..3 {
+        let line = wait_for_line(&dev, "a server line", |l| {
+            l.trim_start().starts_with("Server ")
+        });
+        let id = line.trim_start()["Server ".len()..]
+            .split(':')
+            .next()
+            .expect("an id")
+            .to_string();
+        let pid: i32 = line
+            .split("pid ")
+            .nth(1)
+            .and_then(|rest| rest.split(',').next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no pid in {line:?}"));
+        pids.insert(id, pid);
+    }
+    let _guard = KillOnDrop(pids.values().copied().collect());
+    let export = wait_for_line(&dev, "the DROVER_ADDR line", |l| l.contains("DROVER_ADDR="));
+    let address = export
+        .split('=')
+        .nth(1)
+        .expect("a value")
+        .trim()
+        .to_string();
+    assert_eq!(address.split(',').count(), 3, "{address}");
+
+    let leader = eventually("a leader", DEADLINE, || leader_of(&address)).await;
+    eventually("the agent and 2 simulated nodes", DEADLINE, || async {
+        let nodes = json(&drover_at(&address, &["node", "status", "-json"]).await);
+        (nodes.as_array()?.len() == 3).then_some(())
+    })
+    .await;
+
+    kill(Pid::from_raw(pids[&leader]), Signal::SIGKILL).expect("the leader is killed");
+    let new_leader = eventually("a new leader", DEADLINE, || async {
+        leader_of(&address).await.filter(|l| *l != leader)
+    })
+    .await;
+    eprintln!("server {leader} killed; server {new_leader} leads");
+    let nodes = json(&drover_at(&address, &["node", "status", "-json"]).await);
+    assert_eq!(nodes.as_array().map(Vec::len), Some(3), "{nodes}");
+
+    kill(
+        Pid::from_raw(i32::try_from(dev.child.id()).unwrap()),
+        Signal::SIGINT,
+    )
+    .unwrap();
+    let status = eventually("drover dev to exit after Ctrl-C", DEADLINE, || {
+        let exited = dev.child.try_wait().expect("waits");
+        async move { exited }
+    })
+    .await;
+    assert!(status.success(), "drover dev exited with {status}");
+    for (id, pid) in &pids {
+        let gone = kill(Pid::from_raw(*pid), None).is_err();
+        assert!(
+            gone,
+            "server {id} (pid {pid}) still runs after drover dev stopped"
+        );
+    }
+}

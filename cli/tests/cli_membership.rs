@@ -223,6 +223,12 @@ async fn servers_join_leave_and_catch_up_while_the_cluster_serves() {
     drop(servers[0].take());
     acked_grows(&acked, 3, "registrations after server 1 left").await;
 
+    // A client that knows several servers moves past the one that is gone.
+    let several = format!("{},{}", cluster.url(0), cluster.url(1));
+    let out = drover_at(&several, &["operator", "raft", "list-peers", "-json"]).await;
+    let listed = json(&out);
+    assert_eq!(listed.as_array().map(Vec::len), Some(3), "{listed}");
+
     // Server 3 is killed; the others write on until their logs no longer hold what it
     // lacks, so only a snapshot can bring it back.
     let last_before_kill = index(&cluster.url(2), "last_log_index")

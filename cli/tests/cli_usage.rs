@@ -57,6 +57,17 @@ fn exit_codes_and_messages() {
             1,
             "cannot reach drover at http://127.0.0.1:1",
         ),
+        // Several addresses: each is tried, and each failure is named.
+        (
+            &["node", "status", "--address", "127.0.0.1:1, 127.0.0.1:2"],
+            1,
+            "no server answers: http://127.0.0.1:1 (",
+        ),
+        (
+            &["node", "status", "--address", " , "],
+            1,
+            "no server address given",
+        ),
     ];
     for (args, want_code, want_text) in cases {
         let out = drover(args);

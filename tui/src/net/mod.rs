@@ -41,22 +41,51 @@ pub struct Channels {
 
 impl Channels {
     /// Channels that connect on first use (and reconnect after failures by themselves).
+    /// `address` may list several servers of one cluster, comma-separated: calls are then
+    /// spread over those that answer, and a server that goes away is left out until it
+    /// is back (any server answers; followers forward to the leader).
     pub fn lazy(
         address: &str,
         tls: &drover_proto::tls::TlsFiles,
         token: Option<&str>,
     ) -> Result<Self, ConsoleError> {
-        let endpoint = drover_proto::tls::endpoint(address, tls)
-            .map_err(|source| ConsoleError::Address {
-                address: address.to_owned(),
-                source,
-            })?
-            .connect_timeout(CONNECT_TIMEOUT);
+        let mut listed: Vec<&str> = address
+            .split(',')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .collect();
+        if listed.is_empty() {
+            // Nothing to try: let the address itself be refused, naming it.
+            listed.push(address);
+        }
+        let endpoints = listed
+            .into_iter()
+            .map(|one| {
+                drover_proto::tls::endpoint(one, tls)
+                    .map(|e| e.connect_timeout(CONNECT_TIMEOUT))
+                    .map_err(|source| ConsoleError::Address {
+                        address: one.to_owned(),
+                        source,
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let with_token =
             |channel| Channel::new(channel, token).map_err(|e| ConsoleError::Token(e.to_string()));
+        let (unary, stream) = match endpoints.as_slice() {
+            [one] => (
+                one.clone().timeout(CALL_TIMEOUT).connect_lazy(),
+                one.clone().connect_lazy(),
+            ),
+            _ => (
+                tonic::transport::Channel::balance_list(
+                    endpoints.iter().map(|e| e.clone().timeout(CALL_TIMEOUT)),
+                ),
+                tonic::transport::Channel::balance_list(endpoints.into_iter()),
+            ),
+        };
         Ok(Self {
-            unary: with_token(endpoint.clone().timeout(CALL_TIMEOUT).connect_lazy())?,
-            stream: with_token(endpoint.connect_lazy())?,
+            unary: with_token(unary)?,
+            stream: with_token(stream)?,
         })
     }
 }
