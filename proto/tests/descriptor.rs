@@ -74,6 +74,7 @@ const EXPECTED: &[(&str, &[&str])] = &[
             "Info",
             "Join",
             "StartElection",
+            "Scheduling",
         ],
     ),
     (

@@ -29,6 +29,7 @@ pub mod forward;
 pub mod handle;
 mod layers;
 pub mod leader;
+pub mod leader_link;
 pub mod membership;
 pub mod metrics;
 pub mod raft;

@@ -153,6 +153,11 @@ impl Membership {
         })
     }
 
+    /// The node whose membership this changes.
+    pub fn raft(&self) -> &RaftNode {
+        &self.raft
+    }
+
     fn metrics(&self) -> RaftMetrics {
         self.raft.metrics().borrow().clone()
     }

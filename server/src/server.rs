@@ -8,6 +8,7 @@ use crate::error::StartError;
 use crate::events::{EventRing, Fanout};
 use crate::handle::{Inner, ServerHandle};
 use crate::leader::{self, Leadership};
+use crate::leader_link::{AnySource, LeaderLink};
 use crate::membership::Membership;
 use crate::metrics::Metrics;
 use crate::raft::{Bootstrap, GrpcTransport, RaftGrpcService, RaftListener, RaftNode};
@@ -119,21 +120,6 @@ impl Server {
             config.raft.heartbeat_interval,
             config.raft.catch_up_timeout,
         );
-        let raft_listener = RaftListener::serve(
-            raft_socket,
-            RaftGrpcService::new(raft.rpc_handler(), self_info.clone())
-                .with_membership(membership.clone()),
-            secret,
-            config.max_message_bytes,
-            raft_tls,
-        )
-        .map_err(|e| config_error(format!("cannot serve raft on {raft_bind}: {e}")))?;
-        let discovery = match &config.bootstrap {
-            Bootstrap::Join(plan) if !plan.addrs.is_empty() => Some(tokio::spawn(
-                crate::discovery::run(raft.clone(), transport_for_forwarding.clone(), plan.clone()),
-            )),
-            _ => None,
-        };
         let state = raft.state();
         ring.start_at(state.applied_index());
         let metrics = Arc::new(Metrics::new());
@@ -147,9 +133,29 @@ impl Server {
         .map_err(|e| StartError::Config {
             reason: e.to_string(),
         })?;
+        let raft_listener = RaftListener::serve(
+            raft_socket,
+            RaftGrpcService::new(raft.rpc_handler(), self_info.clone())
+                .with_membership(membership.clone())
+                .with_scheduling(leadership.clone()),
+            secret,
+            config.max_message_bytes,
+            raft_tls,
+        )
+        .map_err(|e| config_error(format!("cannot serve raft on {raft_bind}: {e}")))?;
+        let discovery = match &config.bootstrap {
+            Bootstrap::Join(plan) if !plan.addrs.is_empty() => Some(tokio::spawn(
+                crate::discovery::run(raft.clone(), transport_for_forwarding.clone(), plan.clone()),
+            )),
+            _ => None,
+        };
+        // Workers schedule on every server: through the leader's broker and applier when
+        // another server leads (see `crate::leader_link`).
+        let link = LeaderLink::new(raft.clone(), transport_for_forwarding.clone());
+        let source = AnySource::new(leadership.clone(), raft.clone(), link.clone());
         let deps = crate::worker::WorkerDeps {
-            source: leadership.clone() as Arc<dyn EvalSource>,
-            writer: writer.clone(),
+            source: Arc::new(source) as Arc<dyn EvalSource>,
+            writer: writer.clone().with_link(link),
             state: state.clone(),
             dequeue_timeout: config.workers.dequeue_timeout,
             wait_limit: config.workers.wait_index_limit,

@@ -1,9 +1,10 @@
 //! The write path: every change goes through Raft as a [`Command`], acknowledged once it is
-//! committed and applied. A follower's write surfaces as [`ServerError::NotLeader`] naming
-//! the leader, so a caller (the gRPC layer, later) can forward it; an FSM refusal surfaces
-//! as [`ServerError::Refused`] with the entry's index.
+//! committed and applied. A follower's own writes (its workers' evals) go to the leader
+//! over the [`LeaderLink`]; without one they surface as [`ServerError::NotLeader`] naming
+//! the leader. An FSM refusal surfaces as [`ServerError::Refused`] with the entry's index.
 
 use crate::error::ServerError;
+use crate::leader_link::LeaderLink;
 use crate::metrics::Metrics;
 use crate::raft::RaftNode;
 use drover_core::Index;
@@ -15,16 +16,43 @@ use std::sync::Arc;
 pub struct Writer {
     raft: Arc<RaftNode>,
     metrics: Arc<Metrics>,
+    /// Where a follower's own writes (its workers' evals) go.
+    link: Option<LeaderLink>,
 }
 
 impl Writer {
     /// Writes through `raft`, recording each commit's latency in `metrics`.
     pub fn new(raft: Arc<RaftNode>, metrics: Arc<Metrics>) -> Self {
-        Self { raft, metrics }
+        Self {
+            raft,
+            metrics,
+            link: None,
+        }
     }
 
-    /// Appends `cmd` and waits for its commit and apply; returns the entry's index.
+    /// Sends the writes made while another server leads to it over `link`.
+    pub fn with_link(mut self, link: LeaderLink) -> Self {
+        self.link = Some(link);
+        self
+    }
+
+    /// Appends `cmd` and waits for its commit and apply; returns the entry's index. On a
+    /// follower with a link, the entry is written through the leader.
     pub async fn write(&self, cmd: Command) -> Result<Index, ServerError> {
+        if let Some(link) = &self.link
+            && self
+                .raft
+                .current_leader()
+                .is_some_and(|l| l != self.raft.node_id())
+        {
+            return link.write(cmd).await;
+        }
+        self.write_here(cmd).await
+    }
+
+    /// Appends `cmd` on this server's Raft only (a follower refuses with the leader's
+    /// address): what the leader does with the writes followers send it.
+    pub async fn write_here(&self, cmd: Command) -> Result<Index, ServerError> {
         let kind = cmd.kind();
         let started = std::time::Instant::now();
         let written = self.raft.client_write(cmd).await;

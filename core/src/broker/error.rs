@@ -3,7 +3,7 @@
 use crate::EvalId;
 use thiserror::Error;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Error)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Error, serde::Serialize, serde::Deserialize)]
 pub enum BrokerError {
     /// The broker only runs on the leader; this server is not (or no longer) it.
     #[error("broker is disabled")]

@@ -37,7 +37,7 @@ use crate::state::StateSnapshot;
 use crate::types::*;
 
 /// Why the applier cannot do what it was asked.
-#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum ApplierError {
     /// The state handed to `check` is older than the last committed plan or the plan's
     /// snapshot: wait until the store reaches `required`, then check again.

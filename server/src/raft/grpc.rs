@@ -169,6 +169,23 @@ impl GrpcTransport {
         client.join(req).await.map(Response::into_inner)
     }
 
+    /// Sends a follower's scheduling call (see `crate::leader_link`) to the leader at
+    /// `addr`; the answer's bytes.
+    pub async fn scheduling(
+        &self,
+        addr: &str,
+        payload: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<Vec<u8>, TransportError> {
+        let mut client = self.client(0, addr)?;
+        let req = self.request(RaftRequest { payload }, timeout);
+        client
+            .scheduling(req)
+            .await
+            .map(|r| r.into_inner().payload)
+            .map_err(|status| unreachable(0, addr, &status))
+    }
+
     /// Tells `target` to start an election now (a leadership transfer's last step).
     pub async fn start_election(&self, target: ServerId, addr: &str) -> Result<(), TransportError> {
         let mut client = self.client(target, addr)?;
@@ -241,6 +258,9 @@ pub struct RaftGrpcService {
     info: crate::forward::SelfInfo,
     /// Takes joining servers in; without it `Join` is refused.
     membership: Option<Arc<crate::membership::Membership>>,
+    /// Serves followers' workers while this server leads; without it `Scheduling` is
+    /// refused.
+    scheduling: Option<Arc<crate::leader::Leadership>>,
 }
 
 impl RaftGrpcService {
@@ -250,7 +270,14 @@ impl RaftGrpcService {
             handler,
             info,
             membership: None,
+            scheduling: None,
         }
+    }
+
+    /// Answers `Scheduling` with `leadership`'s broker and plan applier.
+    pub fn with_scheduling(mut self, leadership: Arc<crate::leader::Leadership>) -> Self {
+        self.scheduling = Some(leadership);
+        self
     }
 
     /// Answers `Join` with `membership`.
@@ -332,6 +359,26 @@ impl RaftService for RaftGrpcService {
             .join(request.into_inner(), forwarded)
             .await
             .map(Response::new)
+    }
+
+    async fn scheduling(
+        &self,
+        request: Request<RaftRequest>,
+    ) -> Result<Response<RaftResponse>, Status> {
+        let Some(leadership) = &self.scheduling else {
+            return Err(Status::failed_precondition(
+                "this server does not serve scheduling calls",
+            ));
+        };
+        let raft = self.membership.as_ref().map(|m| m.raft());
+        let Some(raft) = raft else {
+            return Err(Status::failed_precondition(
+                "this server does not serve scheduling calls",
+            ));
+        };
+        let payload =
+            crate::leader_link::serve(leadership, raft, &request.into_inner().payload).await;
+        Ok(Response::new(RaftResponse { payload }))
     }
 
     async fn start_election(

@@ -15,7 +15,7 @@
 //! Writes are acknowledged only once committed and applied: [`RaftNode::client_write`]
 //! returns the entry's index and the FSM's verdict, or tells a follower where the leader is.
 
-mod codec;
+pub mod codec;
 pub mod grpc;
 pub mod listener;
 pub mod log_store;

@@ -91,7 +91,9 @@ impl fmt::Debug for StateHandle {
 }
 
 /// The state did not reach an index in time.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, thiserror::Error)]
+#[derive(
+    Clone, Copy, PartialEq, Eq, Debug, thiserror::Error, serde::Serialize, serde::Deserialize,
+)]
 #[error("state did not reach index {wanted} within {waited:?} (applied index is {applied})")]
 pub struct WaitTimeout {
     pub wanted: Index,

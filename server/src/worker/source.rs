@@ -1,8 +1,8 @@
 //! Where a worker gets its evals and sends its plans: the leader's broker and plan queue.
 //!
-//! On the leader the source is in-process ([`crate::leader::Leadership`] implements it). A
-//! follower's workers will use an implementation that makes the same calls over gRPC to the
-//! leader; nothing in the worker depends on which one it has. Futures are boxed so the trait
+//! On the leader the source is in-process ([`crate::leader::Leadership`] implements it); a
+//! follower's workers make the same calls to the leader over the server transport
+//! ([`crate::leader_link`]). Nothing in the worker depends on which one it has. Futures are boxed so the trait
 //! can be used as `Arc<dyn EvalSource>`.
 
 use crate::error::ServerError;
@@ -21,7 +21,7 @@ use std::time::Duration;
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Why the source could not serve a worker's call.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum SourceError {
     /// This server does not lead (or stopped leading while the call waited).
     #[error("not the leader")]
@@ -37,7 +37,7 @@ pub enum SourceError {
 }
 
 /// Why the plan applier could not commit a plan; the worker retries or nacks by kind.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum PlanApplyError {
     /// The state did not reach the index the plan must be checked at, in time.
     #[error(transparent)]
