@@ -330,6 +330,7 @@ pub fn app(nodes: u64, allocs: u64, width: u16, height: u16) -> App {
             leader_id: "server-1".into(),
             role: "leader",
             applied_index: 1_020,
+            servers: Vec::new(),
         }),
         Update::Workers(workers()),
         Update::Scheduling(stats()),

@@ -263,3 +263,34 @@ fn logs_pane_following_paused_and_ended() {
         insta::assert_snapshot!(format!("logs_ended_{width}x{height}"), ended);
     }
 }
+
+/// With several servers the header's first line names each one's state, a server the
+/// console's server cannot reach as down.
+#[test]
+fn the_header_shows_each_servers_state() {
+    use drover_tui::model::{ClusterInfo, ServerState};
+    let server = |id: &str, role: &'static str, reachable| ServerState {
+        id: id.into(),
+        name: format!("dev-{id}"),
+        role,
+        reachable,
+    };
+    let mut app = fixtures::app(40, 200, 160, 40);
+    app.handle(Input::Update(Update::Cluster(ClusterInfo {
+        server_id: "2".into(),
+        leader_id: "2".into(),
+        role: "leader",
+        applied_index: 1_020,
+        servers: vec![
+            server("1", "follower", false),
+            server("2", "leader", true),
+            server("3", "follower", true),
+        ],
+    })));
+    let text = screen(&mut app, Theme { color: false });
+    let first = text.lines().next().unwrap_or_default();
+    assert!(
+        first.contains("leader 2  servers dev-1:down dev-2:leader dev-3:follower  index 1020"),
+        "{first}"
+    );
+}

@@ -78,6 +78,34 @@ pub struct ClusterInfo {
     pub leader_id: String,
     pub role: &'static str,
     pub applied_index: u64,
+    /// Every server of the cluster (empty when the token may not list them).
+    pub servers: Vec<ServerState>,
+}
+
+/// One server as the header shows it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ServerState {
+    pub id: String,
+    /// Its configured name; its id when it did not say.
+    pub name: String,
+    pub role: &'static str,
+    /// Whether the server the console talks to reaches it.
+    pub reachable: bool,
+}
+
+impl ServerState {
+    pub fn from_member(m: &pb::Member) -> Self {
+        ServerState {
+            id: m.id.clone(),
+            name: if m.name.is_empty() {
+                m.id.clone()
+            } else {
+                m.name.clone()
+            },
+            role: role_label(m.role),
+            reachable: m.status != pb::MemberStatus::Unreachable as i32,
+        }
+    }
 }
 
 /// One allocation in full, for the allocation detail.

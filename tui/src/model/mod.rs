@@ -7,7 +7,7 @@ mod job_evals;
 mod rows;
 
 pub use change::{
-    AllocDetail, Change, ClusterInfo, DecodeError, HealthPeriods, Snapshot, alloc_row,
+    AllocDetail, Change, ClusterInfo, DecodeError, HealthPeriods, ServerState, Snapshot, alloc_row,
     decode_alloc, decode_blocked, decode_event, decode_job_entry, decode_worker, health_periods,
     job_row, role_label, scheduling_stats,
 };

@@ -292,11 +292,24 @@ async fn poll_leader(channel: &Channel, updates: &mpsc::Sender<Update>) -> Resul
         .cluster_status(pb::ClusterStatusRequest {})
         .await?
         .into_inner();
+    // Every server's state for the header; a token without operator read gets none.
+    let servers = status
+        .members(pb::MembersRequest {})
+        .await
+        .map(|m| {
+            m.into_inner()
+                .members
+                .iter()
+                .map(crate::model::ServerState::from_member)
+                .collect()
+        })
+        .unwrap_or_default();
     let info = ClusterInfo {
         server_id: cluster.server_id,
         leader_id: cluster.leader_id,
         role: role_label(cluster.role),
         applied_index: cluster.applied_index,
+        servers,
     };
     let mut sends = vec![Update::Cluster(info)];
     sends.extend(load::leader_state(channel).await);

@@ -49,6 +49,20 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             dim,
         ));
     }
+    // With several servers, each one's state: a server down shows before anyone asks.
+    if info.servers.len() > 1 {
+        spans.push(Span::styled("  servers", dim));
+        for s in &info.servers {
+            let (state, tone) = match (s.reachable, s.role) {
+                (false, _) => ("down", Tone::Bad),
+                (true, "leader") => ("leader", Tone::Good),
+                (true, "candidate") => ("candidate", Tone::Warn),
+                (true, role) => (role, Tone::Normal),
+            };
+            spans.push(Span::raw(format!(" {}:", s.name)));
+            spans.push(Span::styled(state, theme.tone(tone)));
+        }
+    }
     spans.push(Span::styled("  index ", dim));
     spans.push(Span::raw(app.cluster.index.to_string()));
     // Why nothing (or less) gets scheduled, where the operator looks first in every view.
