@@ -58,6 +58,12 @@ use tracked::{Slot, Tracked, latest_index};
 use unblock_index::UnblockIndexes;
 
 /// The status description the leader writes on a duplicate it cancels.
+/// Why the leader cancels the blocked evals [`BlockedEvals::untrack`] drops: nothing will
+/// ever unblock them, and an eval left blocked in state would be tracked again by every
+/// new leader.
+pub const OBSOLETE_CANCEL_REASON: &str =
+    "the job was stopped or all of it placed: nothing is left to unblock";
+
 pub const DUPLICATE_CANCEL_REASON: &str = "superseded by a newer blocked evaluation of the job";
 
 /// The leader's tracker of blocked evals. Starts disabled: only the leader enables it.

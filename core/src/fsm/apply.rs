@@ -511,9 +511,20 @@ impl Apply<'_> {
         }
     }
 
+    /// Writes evals. A blocked eval of a job that is stopped or gone by the time it is
+    /// applied (a worker scheduled from a snapshot taken before the stop) is written
+    /// canceled: nothing could unblock it, and the stop already canceled its job's
+    /// blocked evals in its own entry.
     fn upsert_evals(&mut self, evals: &[Evaluation]) {
         for e in evals {
-            self.put_eval(e.clone());
+            let mut e = e.clone();
+            if e.status == EvalStatus::Blocked
+                && self.store.job(&e.job_key()).is_none_or(|j| j.stop)
+            {
+                e.status = EvalStatus::Canceled;
+                e.status_description = "job stopped before the eval was blocked".into();
+            }
+            self.put_eval(e);
         }
     }
 

@@ -981,3 +981,31 @@ fn alloc_stop_marks_the_allocation_and_writes_the_replacing_eval() {
         format!("allocation {} not found", mock::alloc_id(9))
     );
 }
+
+/// A worker that scheduled from a snapshot taken before the stop may block an eval after
+/// it: the FSM writes it canceled, so no eval of a stopped (or purged) job stays open.
+#[test]
+fn an_eval_blocked_after_its_job_stopped_is_written_canceled() {
+    for (purge, running) in [(false, false), (true, false), (false, true)] {
+        let job = mock::service_job("web", 1);
+        let mut setup = vec![register_job(&job, 1)];
+        if !running {
+            setup.push(Command::JobDeregister {
+                job: keys(&job),
+                purge,
+                eval: None,
+                now: T0,
+            });
+        }
+        let mut late = mock::eval(3, &job);
+        late.status = EvalStatus::Blocked;
+        let (s, _, _) = check(&setup, Command::EvalUpsert { evals: vec![late] });
+        let e = s.eval(&mock::eval_id(3)).unwrap();
+        let want = if running {
+            EvalStatus::Blocked
+        } else {
+            EvalStatus::Canceled
+        };
+        assert_eq!(e.status, want, "purge {purge}, running {running}");
+    }
+}

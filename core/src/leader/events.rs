@@ -2,7 +2,9 @@
 //! blocked evals, and whatever frees capacity or changes a node unblocks what waits for it.
 
 use super::{Action, LeaderEngine, Step, cancel_command};
-use crate::blocked::{BlockOutcome, BlockedEvals, DUPLICATE_CANCEL_REASON, Unblocked};
+use crate::blocked::{
+    BlockOutcome, BlockedEvals, DUPLICATE_CANCEL_REASON, OBSOLETE_CANCEL_REASON, Unblocked,
+};
 use crate::broker::{EvalBroker, Token};
 use crate::fsm::{Event, EventPayload, EventType};
 use crate::plan_check::Prioritized;
@@ -27,6 +29,7 @@ impl<P: Prioritized> LeaderEngine<P> {
         let mut actions = Vec::new();
         let mut pending: Vec<Arc<Evaluation>> = Vec::new();
         let mut unblocked: Vec<Unblocked> = Vec::new();
+        let mut obsolete: Vec<Evaluation> = Vec::new();
         let mut resumed = false;
         for ev in batch.iter().filter(|e| e.index > after) {
             match (&ev.event_type, &ev.payload) {
@@ -47,7 +50,7 @@ impl<P: Prioritized> LeaderEngine<P> {
                     EvalStatus::Complete
                         if e.failed_tg_allocs.is_empty() && e.blocked_eval.is_none() =>
                     {
-                        self.blocked.untrack(&e.job_key());
+                        obsolete.extend(self.blocked.untrack(&e.job_key()));
                     }
                     _ => {}
                 },
@@ -56,12 +59,12 @@ impl<P: Prioritized> LeaderEngine<P> {
                         tracing::warn!(job_id = %j.id, error = %e, "periodic job not tracked");
                     }
                     if j.stop {
-                        self.blocked.untrack(&j.key());
+                        obsolete.extend(self.blocked.untrack(&j.key()));
                     }
                 }
                 (EventType::JobDeregistered, EventPayload::JobKey(k)) => {
                     self.periodic.untrack(k);
-                    self.blocked.untrack(k);
+                    obsolete.extend(self.blocked.untrack(k));
                 }
                 (
                     EventType::NodeRegistration
@@ -105,6 +108,12 @@ impl<P: Prioritized> LeaderEngine<P> {
             .enqueue_all(pending.into_iter().map(|e| (e, None)), now);
         enqueue_unblocked(&mut self.broker, unblocked, now);
         take_duplicates(&mut self.blocked, now, &mut actions);
+        if !obsolete.is_empty() {
+            actions.push(Action::Write(
+                cancel_command(obsolete, OBSOLETE_CANCEL_REASON, now),
+                "cancel obsolete blocked evals",
+            ));
+        }
         Step {
             actions,
             evals_ready,

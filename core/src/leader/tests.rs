@@ -584,3 +584,30 @@ fn the_same_seed_makes_the_same_decisions() {
     };
     assert_eq!(run(), run());
 }
+
+/// An eval that completes with everything placed leaves its job's blocked eval nothing to
+/// wait for: the leader cancels it, so no eval stays blocked in state for good.
+#[test]
+fn a_blocked_eval_made_obsolete_by_a_complete_eval_is_canceled() {
+    let mut sim = Sim::leading();
+    let web = mock::service_job("web", 1);
+    sim.register_job(&web, 1);
+    let mut blocked = mock::eval(2, &web);
+    blocked.status = EvalStatus::Blocked;
+    sim.write(Command::EvalUpsert {
+        evals: vec![blocked],
+    });
+    assert_eq!(sim.engine.blocked.stats().total_blocked, 1);
+    let mut done = mock::eval(3, &web);
+    done.status = EvalStatus::Complete;
+    sim.write(Command::EvalUpsert { evals: vec![done] });
+    assert_eq!(sim.engine.blocked.stats().total_blocked, 0);
+    let e = sim
+        .store
+        .snapshot()
+        .eval(&mock::eval_id(2))
+        .cloned()
+        .unwrap();
+    assert_eq!(e.status, EvalStatus::Canceled);
+    assert_eq!(e.status_description, crate::blocked::OBSOLETE_CANCEL_REASON);
+}
