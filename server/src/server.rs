@@ -11,7 +11,9 @@ use crate::leader::{self, Leadership};
 use crate::leader_link::{AnySource, LeaderLink};
 use crate::membership::Membership;
 use crate::metrics::Metrics;
-use crate::raft::{Bootstrap, GrpcTransport, RaftGrpcService, RaftListener, RaftNode};
+use crate::raft::{
+    Bootstrap, GrpcTransport, RaftGrpcService, RaftListener, RaftNode, RaftTransport,
+};
 use crate::scrape::MetricsServer;
 use crate::worker::{EvalSource, WorkerPool};
 use crate::write::Writer;
@@ -52,6 +54,16 @@ impl Server {
     /// Starts the Raft node on the config's data dir (bootstrapping or recovering it), the
     /// leadership monitor and the worker pool.
     pub async fn start(config: ServerConfig) -> Result<Server, StartError> {
+        Self::start_with_raft_transport(config, |grpc| Arc::new(grpc)).await
+    }
+
+    /// [`Server::start`] with Raft's messages sent through what `wrap` makes of the gRPC
+    /// transport: how simulations lose, delay and partition them (see
+    /// `server/tests/sim_cluster.rs`). Everything else still uses gRPC.
+    pub async fn start_with_raft_transport(
+        config: ServerConfig,
+        wrap: impl FnOnce(GrpcTransport) -> Arc<dyn RaftTransport>,
+    ) -> Result<Server, StartError> {
         let pool_config = crate::worker::pool_config(&config).map_err(|e| StartError::Config {
             reason: e.to_string(),
         })?;
@@ -90,7 +102,7 @@ impl Server {
         let raft_config = config
             .raft_config(&advertise)
             .with_events(Arc::new(sink))
-            .with_transport(Arc::new(transport));
+            .with_transport(wrap(transport));
         let raft = Arc::new(RaftNode::start(raft_config).await?);
         let self_info: crate::forward::SelfInfo =
             Arc::new(std::sync::RwLock::new(drover_proto::v1::ServerInfo {

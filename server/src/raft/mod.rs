@@ -32,8 +32,8 @@ pub use grpc::{DEFAULT_MAX_MESSAGE_BYTES, GrpcTransport, JOIN_FORWARDED_HEADER, 
 pub use listener::{CLUSTER_SECRET_HEADER, ClusterSecret, RaftListener, SecretError};
 pub use log_store::{LOG_FILE, LogStore, LogStoreError};
 pub use network::{
-    BadRequest, LoopbackTransport, Network, NoTransport, RaftRpcHandler, RaftTransport, RpcFuture,
-    TransportError,
+    BadRequest, LoopbackTransport, Network, NoTransport, RaftRpc, RaftRpcHandler, RaftTransport,
+    RpcFuture, TransportError,
 };
 pub use snapshot_store::{SNAPSHOT_FILE, SnapshotError, SnapshotStore};
 pub use state_machine::{EventSink, StateHandle, StateMachine, WaitTimeout};
