@@ -35,6 +35,22 @@ async fn run_plan_status_and_stop_a_job() {
     let replan = drover(&server, &["job", "plan", file]).await;
     assert_code(&replan, 0);
 
+    // One field changed in the file: the plan names that field, and only it.
+    let scaled_dir = tempfile::tempdir().expect("temp dir");
+    let scaled = write_job(scaled_dir.path(), "web", 4);
+    let diff = drover(&server, &["job", "plan", scaled.to_str().unwrap()]).await;
+    assert_code(&diff, 1);
+    let text = stdout(&diff);
+    let fields: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("    ") && !l.trim().is_empty())
+        .collect();
+    assert_eq!(fields.len(), 1, "{text}");
+    assert!(
+        fields[0].trim().starts_with("~ groups[") && fields[0].ends_with(".count: 3 => 4"),
+        "{text}"
+    );
+
     // Status, as a table and as JSON that parses.
     let status = drover(&server, &["job", "status", "web"]).await;
     assert_code(&status, 0);

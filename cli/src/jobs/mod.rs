@@ -5,6 +5,7 @@
 //! - [`show`]: the read commands (`status`, `history`, `inspect`) and their output.
 
 pub mod change;
+pub mod diff;
 pub mod show;
 pub mod submit;
 

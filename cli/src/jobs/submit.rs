@@ -75,6 +75,8 @@ pub struct PlanView {
     pub failures: BTreeMap<String, AllocMetric>,
     /// What `job run -check-index` must be given to register exactly this plan.
     pub job_modify_index: u64,
+    /// The registered spec's fields the file changes (empty for a new job).
+    pub fields: Vec<super::diff::FieldChange>,
 }
 
 /// Asks the server what registering `job` would do, prints it, and exits 1 when it
@@ -86,7 +88,8 @@ pub async fn plan(
     out: &mut dyn Write,
 ) -> Result<Exit, CliError> {
     let id = job.id.to_string();
-    let current = current_modify_index(client, &job).await?;
+    let registered = registered_job(client, &job).await?;
+    let current = registered.as_ref().map(|j| j.job_modify_index);
     let answer = client
         .jobs()
         .plan(pb::PlanJobRequest {
@@ -95,7 +98,12 @@ pub async fn plan(
         .await
         .map_err(rpc_failed(format_args!("planning job {id:?}")))?
         .into_inner();
-    let view = decode_plan(&job, current, answer)?;
+    let mut view = decode_plan(&job, current, answer)?;
+    if let Some(registered) = &registered
+        && view.spec_changed
+    {
+        view.fields = super::diff::job_diff(registered, &job);
+    }
     write!(out, "{}", render_plan(&view, &file.display().to_string()))?;
     Ok(if view.has_changes {
         Exit::CHANGES
@@ -104,8 +112,8 @@ pub async fn plan(
     })
 }
 
-/// The registered job's modify index, `None` when it is not registered.
-async fn current_modify_index(client: &Client, job: &Job) -> Result<Option<u64>, CliError> {
+/// The registered job of `job`'s id, `None` when it is not registered.
+async fn registered_job(client: &Client, job: &Job) -> Result<Option<Job>, CliError> {
     let answer = client
         .jobs()
         .get(pb::GetJobRequest {
@@ -115,7 +123,7 @@ async fn current_modify_index(client: &Client, job: &Job) -> Result<Option<u64>,
         })
         .await;
     match answer {
-        Ok(found) => Ok(found.into_inner().job.map(|j| j.job_modify_index)),
+        Ok(found) => Ok(found.into_inner().job.map(Job::try_from).transpose()?),
         Err(status) if status.code() == tonic::Code::NotFound => Ok(None),
         Err(status) => Err(rpc_failed(format_args!(
             "querying job {:?}",
@@ -166,6 +174,7 @@ fn decode_plan(
         groups,
         failures,
         job_modify_index: current.unwrap_or(0),
+        fields: Vec::new(),
     })
 }
 
@@ -179,6 +188,9 @@ pub fn render_plan(plan: &PlanView, file: &str) -> String {
         (false, false) => "",
     };
     let _ = writeln!(text, "{job_mark}Job: {:?}", plan.job_id);
+    for change in &plan.fields {
+        let _ = writeln!(text, "    {}", change.line());
+    }
     for (group, updates) in &plan.groups {
         let counts = update_counts(updates);
         let mark = group_mark(updates, plan.new_job);
@@ -342,6 +354,7 @@ mod tests {
                 .collect(),
             failures: BTreeMap::new(),
             job_modify_index: if new_job { 0 } else { 12 },
+            fields: Vec::new(),
         }
     }
 
@@ -394,6 +407,27 @@ mod tests {
                 ..Default::default()
             },
         );
+        insta::assert_snapshot!(render_plan(&view, "web.hcl"));
+    }
+
+    #[test]
+    fn plan_lists_the_changed_fields() {
+        let mut view = plan_view(
+            false,
+            &[(
+                "api",
+                DesiredUpdates {
+                    destructive_update: 2,
+                    ..Default::default()
+                },
+            )],
+        );
+        let mut registered = drover_core::mock::service_job("web", 2);
+        drover_core::validate::canonicalize(&mut registered);
+        let mut file = registered.clone();
+        file.groups[0].count = 3;
+        file.groups[0].tasks[0].resources.cpu_mhz = 200;
+        view.fields = crate::jobs::diff::job_diff(&registered, &file);
         insta::assert_snapshot!(render_plan(&view, "web.hcl"));
     }
 
