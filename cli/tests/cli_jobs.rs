@@ -185,6 +185,14 @@ async fn dispatch_a_parameterized_job() {
         .filter(|j| j["parent_id"] == "transcode")
         .count();
     assert_eq!(children, 1, "{jobs}");
+    // The parent's status lists what was dispatched from it.
+    let parent = drover(&server, &["job", "status", "transcode"]).await;
+    assert_code(&parent, 0);
+    let text = stdout(&parent);
+    assert!(text.contains("Dispatched Jobs"), "{text}");
+    assert!(text.contains("transcode/dispatch-"), "{text}");
+    let view = json(&drover(&server, &["job", "status", "transcode", "-json"]).await);
+    assert_eq!(view["children"].as_array().map(Vec::len), Some(1), "{view}");
     server.stop().await;
 }
 
