@@ -294,3 +294,33 @@ fn the_header_shows_each_servers_state() {
         "{first}"
     );
 }
+
+/// `:ns NAME` scopes the jobs, evals and blocked views to one namespace and says so in
+/// the title; `:ns *` shows every namespace again.
+#[test]
+fn a_namespace_scopes_the_job_views() {
+    let mut app = fixtures::app(40, 200, 160, 40);
+    keys(&mut app, ":jobs\n");
+    let title = |app: &mut App| {
+        screen(app, Theme { color: false })
+            .lines()
+            .find(|l| l.contains(" jobs ("))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let all = app.list().order.len();
+    assert!(all > 0, "the fixture has jobs");
+    for (command, rows, shown) in [
+        (":ns prod\n", 0, Some("namespace prod")),
+        (":ns default\n", all, Some("namespace default")),
+        (":ns *\n", all, None),
+    ] {
+        keys(&mut app, command);
+        let t = title(&mut app);
+        assert_eq!(app.list().order.len(), rows, "{command:?}: {t}");
+        match shown {
+            Some(text) => assert!(t.contains(text), "{command:?}: {t}"),
+            None => assert!(!t.contains("namespace"), "{command:?}: {t}"),
+        }
+    }
+}

@@ -13,6 +13,7 @@ const NODE_USAGE: &str =
     "usage: :node offline|online|drain|undrain|eligible|ineligible NODE [DEADLINE]";
 const WORKERS_USAGE: &str = "usage: :workers pause|resume [WORKER]";
 const JOB_USAGE: &str = "usage: :job stop JOB";
+const NS_USAGE: &str = "usage: :ns NAMESPACE (or * for every namespace)";
 
 /// What a node key or `:node` command does.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,6 +42,8 @@ pub enum CommandLine {
         worker: Option<String>,
     },
     StopJob(String),
+    /// Scope the jobs, evals and blocked views to one namespace; `None`: all (`*`).
+    Namespace(Option<String>),
 }
 
 impl CommandLine {
@@ -74,6 +77,9 @@ impl CommandLine {
                 }
             }
             ("job" | "jobs", ["stop", job]) => Ok(CommandLine::StopJob((*job).to_owned())),
+            ("ns" | "namespace", ["*"]) => Ok(CommandLine::Namespace(None)),
+            ("ns" | "namespace", [ns]) => Ok(CommandLine::Namespace(Some((*ns).to_owned()))),
+            ("ns" | "namespace", _) => Err(NS_USAGE.to_owned()),
             ("job" | "jobs", [_, ..]) => Err(JOB_USAGE.to_owned()),
             (name, []) => ViewKind::parse(name)
                 .map(CommandLine::View)
@@ -164,6 +170,18 @@ impl App {
             }
             CommandLine::View(ViewKind::Allocs) if self.alloc_job.is_none() => {
                 Err("no job chosen: open one from :jobs with enter".to_owned())
+            }
+            CommandLine::Namespace(ns) => {
+                let told = match &ns {
+                    Some(ns) => format!("showing namespace {ns:?}"),
+                    None => "showing every namespace".to_owned(),
+                };
+                self.namespace = ns;
+                for view in [ViewKind::Jobs, ViewKind::Evals, ViewKind::Blocked] {
+                    self.invalidate(view);
+                }
+                self.tell(told, Tone::Normal);
+                Ok(Action::None)
             }
             CommandLine::View(view) => {
                 self.switch_to(view);
@@ -310,6 +328,9 @@ mod tests {
                 }),
             ),
             ("job stop web", Ok(CommandLine::StopJob("web".into()))),
+            ("ns prod", Ok(CommandLine::Namespace(Some("prod".into())))),
+            ("namespace *", Ok(CommandLine::Namespace(None))),
+            ("ns", Err(NS_USAGE)),
             ("node offline", Err(NODE_USAGE)),
             ("node reboot n1", Err("unknown node action \"reboot\"")),
             ("workers nap", Err("unknown workers action \"nap\"")),

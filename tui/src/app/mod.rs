@@ -76,6 +76,9 @@ pub struct App {
     pub health: HealthFilter,
     /// Index into [`TOPICS`].
     pub topic: usize,
+    /// The namespace the jobs, evals and blocked views show (`:ns NAME`, `:ns *`);
+    /// `None`: every namespace.
+    pub namespace: Option<String>,
     /// The job whose allocations the allocations view shows.
     pub alloc_job: Option<JobKey>,
     pub alloc_detail: Option<Allocation>,
@@ -108,6 +111,7 @@ impl App {
             clock_offset: 0,
             health: HealthFilter::All,
             topic: 0,
+            namespace: None,
             alloc_job: None,
             alloc_detail: None,
             placements: PlacementRate::default(),
@@ -238,6 +242,7 @@ impl App {
             alloc_job: self.alloc_job.as_ref(),
             health: self.health,
             topic: self.topic_filter(),
+            namespace: self.namespace.as_deref(),
             alloc_detail: self.alloc_detail.as_ref(),
             clock_offset: self.clock_offset,
         }

@@ -155,6 +155,16 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         {
             t.push_str(&format!(" · {}", app.health.label()));
         }
+        if let Some(ns) = app.namespace.as_deref().filter(|_| {
+            matches!(
+                app.view,
+                crate::views::ViewKind::Jobs
+                    | crate::views::ViewKind::Evals
+                    | crate::views::ViewKind::Blocked
+            )
+        }) {
+            t.push_str(&format!(" · namespace {ns}"));
+        }
         if app.view == crate::views::ViewKind::Events {
             t.push_str(&format!(
                 " · {}",

@@ -57,7 +57,7 @@ impl TableView for BlockedView {
 
     /// Longest blocked first.
     fn natural_rank(&self, ctx: &Ctx, key: &RowKey) -> Option<Vec<SortKey>> {
-        let b = blocked(ctx, key)?;
+        let b = blocked(ctx, key).filter(|b| ctx.in_namespace(&b.job.namespace))?;
         Some(vec![SortKey::Num(b.blocked_since.as_millis())])
     }
 

@@ -145,7 +145,7 @@ impl TableView for EvalsView {
 
     /// Newest first.
     fn natural_rank(&self, ctx: &Ctx, key: &RowKey) -> Option<Vec<SortKey>> {
-        let e = eval(ctx, key)?;
+        let e = eval(ctx, key).filter(|e| ctx.in_namespace(&e.namespace))?;
         Some(vec![SortKey::Num(u64::MAX - e.create_index)])
     }
 

@@ -68,7 +68,7 @@ impl TableView for JobsView {
     }
 
     fn natural_rank(&self, ctx: &Ctx, key: &RowKey) -> Option<Vec<SortKey>> {
-        let j = job(ctx, key)?;
+        let j = job(ctx, key).filter(|j| ctx.in_namespace(&j.key.namespace))?;
         Some(vec![
             SortKey::text(&j.key.namespace),
             SortKey::text(j.key.id.as_str()),

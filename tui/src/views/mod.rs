@@ -149,6 +149,8 @@ pub struct Ctx<'a> {
     pub health: HealthFilter,
     /// Only events of this topic; `None`: all.
     pub topic: Option<&'static str>,
+    /// Only jobs, evals and blocked evals of this namespace; `None`: every namespace.
+    pub namespace: Option<&'a str>,
     /// The allocation fetched in full for the allocation detail, when it has arrived.
     pub alloc_detail: Option<&'a drover_core::Allocation>,
     /// Seconds east of UTC of the operator's clock, for times of day (0 in tests).
@@ -202,6 +204,10 @@ pub const GLOBAL_KEYS: &[KeyHelp] = &[
         ":workers pause",
         "or resume (all, or one: :worker pause ID); :job stop ID",
     ),
+    key(
+        ":ns NAME",
+        "jobs, evals, blocked of one namespace (:ns * for all)",
+    ),
     key("/", "filter: text, !text inverts, ~regex (esc clears)"),
     key("1-9", "sort by that column (again: reverse)"),
     key(
@@ -212,3 +218,10 @@ pub const GLOBAL_KEYS: &[KeyHelp] = &[
     key("y", "copy the selected id to the clipboard"),
     key("? / q ctrl-c", "this help / quit"),
 ];
+
+impl Ctx<'_> {
+    /// Whether a row of `namespace` is in the console's namespace scope.
+    pub fn in_namespace(&self, namespace: &str) -> bool {
+        self.namespace.is_none_or(|ns| ns == namespace)
+    }
+}

@@ -280,6 +280,7 @@ mod tests {
             alloc_job: None,
             health: HealthFilter::All,
             topic: None,
+            namespace: None,
             alloc_detail: None,
             clock_offset: 0,
         };
