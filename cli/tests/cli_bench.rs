@@ -71,6 +71,49 @@ fn a_small_run_places_every_allocation_and_reports_its_timings() {
     );
 }
 
+/// The latency scenario times each job from Register to its eval's COMPLETE event, and
+/// its phases add up to the whole.
+#[test]
+fn the_latency_scenario_times_each_phase_of_a_job() {
+    let report = json(&bench(&[
+        "--scenario",
+        "latency",
+        "--nodes",
+        "10",
+        "--jobs",
+        "5",
+        "--count",
+        "2",
+        "--json",
+    ]));
+    assert_eq!(report["scenario"], "latency", "{report:#}");
+    assert_eq!(report["samples"], 5, "{report:#}");
+    assert_eq!(report["count_per_job"], 2, "{report:#}");
+    let ms = |phase: &str, p: &str| {
+        report[phase][p]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{phase}.{p} in {report:#}"))
+    };
+    for phase in ["total", "commit", "schedule", "finish"] {
+        assert!(
+            ms(phase, "p50_ms") <= ms(phase, "p99_ms"),
+            "{phase}: {report:#}"
+        );
+        assert!(
+            ms(phase, "p99_ms") <= ms(phase, "max_ms"),
+            "{phase}: {report:#}"
+        );
+    }
+    assert!(ms("total", "p50_ms") > 0.0, "{report:#}");
+    // No phase of a job outlasts the whole of the slowest one.
+    for phase in ["commit", "schedule", "finish"] {
+        assert!(
+            ms(phase, "max_ms") <= ms("total", "max_ms") + 1e-6,
+            "{phase}: {report:#}"
+        );
+    }
+}
+
 #[test]
 fn until_running_waits_for_the_nodes_to_report_them_running() {
     let report = json(&bench(&[

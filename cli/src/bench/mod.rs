@@ -11,6 +11,7 @@
 
 pub mod error;
 pub mod jobs;
+pub mod latency;
 pub mod memory;
 pub mod nodes;
 pub mod progress;
@@ -34,15 +35,18 @@ use workload::Workload;
 
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
+    /// What to measure
+    #[arg(long, value_enum, default_value_t = Scenario::C1m)]
+    pub scenario: Scenario,
     /// Simulated nodes to register (in this process)
     #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u32).range(1..))]
     pub nodes: u32,
-    /// Service jobs to submit
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
-    pub jobs: u32,
-    /// Allocations per job
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
-    pub count: u32,
+    /// Service jobs to submit (default: 100; latency: 200, one at a time)
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: Option<u32>,
+    /// Allocations per job (default: 100; latency: 10)
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub count: Option<u32>,
     /// Job registrations in flight at once
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
     pub in_flight: u32,
@@ -64,6 +68,24 @@ pub struct BenchArgs {
     /// Print the report as JSON (also accepted as `-json`)
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scenario {
+    /// Placements per second: many jobs of many allocations at once (Nomad's C1M)
+    C1m,
+    /// Register → eval complete for one small job at a time, and where the time goes
+    Latency,
+}
+
+impl Scenario {
+    /// (jobs, allocations per job) unless the flags say otherwise.
+    fn default_shape(self) -> (u32, u32) {
+        match self {
+            Scenario::C1m => (100, 100),
+            Scenario::Latency => (200, 10),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -96,7 +118,14 @@ pub async fn run(args: BenchArgs, out: &mut dyn Write) -> Result<(), BenchError>
     // openraft warns once per client write still waiting when the server stops (as it
     // does after a missed deadline): noise next to the error that ended the run.
     logging::to_stderr("warn,openraft=error");
-    let workload = Workload::new(args.nodes, args.jobs, args.count, args.cpu, args.memory)?;
+    let (jobs, count) = args.scenario.default_shape();
+    let workload = Workload::new(
+        args.nodes,
+        args.jobs.unwrap_or(jobs),
+        args.count.unwrap_or(count),
+        args.cpu,
+        args.memory,
+    )?;
     let mut progress = Progress::new(!args.json);
     let target = match &args.address {
         Some(url) => Target::Remote { url: url.clone() },
@@ -105,7 +134,14 @@ pub async fn run(args: BenchArgs, out: &mut dyn Write) -> Result<(), BenchError>
             Target::start_in_process().await?
         }
     };
-    let measured = measure(&target, &workload, &args, &mut progress).await;
+    let measured = match args.scenario {
+        Scenario::C1m => measure(&target, &workload, &args, &mut progress)
+            .await
+            .map(Measured::C1m),
+        Scenario::Latency => measure_latency(&target, &workload, &args, &mut progress)
+            .await
+            .map(Measured::Latency),
+    };
     let stopped = target.stop().await;
     let report = match (measured, stopped) {
         (Ok(report), stopped) => {
@@ -119,12 +155,48 @@ pub async fn run(args: BenchArgs, out: &mut dyn Write) -> Result<(), BenchError>
             return Err(e);
         }
     };
-    if args.json {
-        print_json(out, &report)?;
-    } else {
-        write!(out, "{}", report.render()).map_err(crate::CliError::from)?;
-    }
+    let text = match (&report, args.json) {
+        (Measured::C1m(r), true) => return Ok(print_json(out, r)?),
+        (Measured::Latency(r), true) => return Ok(print_json(out, r)?),
+        (Measured::C1m(r), false) => r.render(),
+        (Measured::Latency(r), false) => r.render(),
+    };
+    write!(out, "{text}").map_err(crate::CliError::from)?;
     Ok(())
+}
+
+/// One scenario's figures.
+enum Measured {
+    C1m(Report),
+    Latency(latency::LatencyReport),
+}
+
+/// The latency scenario: nodes up, then one job at a time; the jobs are purged from a
+/// shared server afterwards.
+async fn measure_latency(
+    target: &Target,
+    workload: &Workload,
+    args: &BenchArgs,
+    progress: &mut Progress,
+) -> Result<latency::LatencyReport, BenchError> {
+    let client = Client::connect(target.url()).await?;
+    let deadline = Instant::now() + args.timeout;
+    progress.phase(&format!(
+        "registering {} simulated nodes with {}",
+        workload.nodes,
+        client.address()
+    ));
+    let sim = nodes::start(&client, workload, deadline, args.timeout, progress).await?;
+    progress.phase(&format!(
+        "timing {} jobs of {} allocations, one at a time",
+        workload.jobs, workload.count
+    ));
+    let measured = latency::measure(&client, workload, deadline, args.timeout, progress).await;
+    if !target.is_in_process() {
+        jobs::purge(&client, workload, args.in_flight as usize).await;
+    }
+    sim.shutdown().await;
+    measured
 }
 
 /// Everything between a reachable server and the report: nodes, jobs, the wait, and the
