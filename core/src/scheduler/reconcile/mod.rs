@@ -286,11 +286,19 @@ impl<'a> GroupReconciler<'a, '_> {
         for (a, why, place) in decided.replaced {
             self.replace(a, why, place);
         }
+        // An operator's `alloc stop` asks for a replacement: it follows the stopped one.
+        let stopped = self
+            .eval
+            .related_alloc
+            .filter(|_| self.eval.triggered_by == TriggeredBy::AllocStop)
+            .and_then(|id| self.snapshot.alloc(&id))
+            .filter(|a| a.task_group == self.group.name);
         for name in decided.free {
+            let previous = stopped.filter(|a| a.name == name).cloned();
             self.out.place.push(Placement {
                 group: self.group.name.clone(),
                 name,
-                previous: None,
+                previous,
                 kind: PlacementKind::New,
             });
             self.desired().place += 1;

@@ -643,3 +643,41 @@ fn dry_run_reports_changes_without_committing() {
         "a dry run commits nothing"
     );
 }
+
+/// `alloc stop` stops one allocation and its eval places a replacement of the same name
+/// that follows it (`previous_allocation`), on any node.
+#[test]
+fn an_operator_stopped_allocation_is_replaced_by_one_that_follows_it() {
+    let mut w = World::with_nodes(3);
+    let job = mock::service_job("web", 3);
+    w.run_job(&job);
+    let stopped = w
+        .live(&job)
+        .into_values()
+        .flatten()
+        .next()
+        .expect("a live allocation");
+    let key = job.key();
+    let stored = (**w.h.state.job(&key).unwrap()).clone();
+    let mut eval = Evaluation::new(mock::eval_id(4242), &stored, TriggeredBy::AllocStop, NOW);
+    eval.related_alloc = Some(stopped.id);
+    w.h.apply(Command::AllocStop {
+        alloc_id: stopped.id,
+        eval: eval.clone(),
+        now: NOW,
+    });
+    let eval = w.stored_eval(eval.id);
+    w.run(&eval);
+    let placed: Vec<_> =
+        w.h.last_plan()
+            .expect("a plan")
+            .node_allocation
+            .values()
+            .flatten()
+            .cloned()
+            .collect();
+    assert_eq!(placed.len(), 1, "{placed:?}");
+    assert_eq!(placed[0].name, stopped.name);
+    assert_eq!(placed[0].previous_allocation, Some(stopped.id));
+    assert_eq!(w.live_count(&job), 3);
+}
