@@ -64,6 +64,11 @@ fn a_small_run_places_every_allocation_and_reports_its_timings() {
         "{report:#}"
     );
     positive(&report, "peak_rss_mib");
+    // The same placements through core alone, and the ratio of the two rates.
+    assert_eq!(report["core"]["placed"], 20, "{report:#}");
+    let core = positive(&report["core"], "placements_per_sec");
+    let ratio = positive(&report, "end_to_end_vs_core");
+    assert!((ratio * core - rate).abs() < 1e-6 * rate.max(1.0), "{report:#}");
     assert!(
         report["server_address"]
             .as_str()

@@ -9,6 +9,7 @@
 //! - [`jobs`]: submitting the jobs and waiting until every allocation is placed or running.
 //! - [`report`]: the figures, for people or as JSON.
 
+pub mod core_run;
 pub mod error;
 pub mod jobs;
 pub mod latency;
@@ -155,6 +156,13 @@ pub async fn run(args: BenchArgs, out: &mut dyn Write) -> Result<(), BenchError>
             return Err(e);
         }
     };
+    let mut report = report;
+    if let Measured::C1m(r) = &mut report {
+        progress.phase("the same placements through core alone, in this process");
+        let core = core_run::run(&workload, crate::output::now());
+        r.end_to_end_vs_core = Some(r.placements_per_sec / core.placements_per_sec.max(1e-9));
+        r.core = Some(core);
+    }
     let text = match (&report, args.json) {
         (Measured::C1m(r), true) => return Ok(print_json(out, r)?),
         (Measured::Latency(r), true) => return Ok(print_json(out, r)?),
@@ -247,6 +255,8 @@ async fn measure(
         placement_secs: secs(timed.placed),
         running_secs: timed.running.map(|(d, _)| secs(d)),
         placements_per_sec: timed.placed_tally.placed as f64 / secs(timed.placed).max(1e-9),
+        core: None,
+        end_to_end_vs_core: None,
         raft_entries_applied: timed.raft_entries,
         peak_rss_mib: memory::peak_rss_kib().map(|kib| kib as f64 / 1024.0),
         peak_rss_scope: rss_scope,

@@ -38,6 +38,10 @@ pub struct Report {
     /// First job submitted to every allocation running; only with `--until running`.
     pub running_secs: Option<f64>,
     pub placements_per_sec: f64,
+    /// The same placements through core alone, in this process, after the server stopped.
+    pub core: Option<super::core_run::CoreRun>,
+    /// End-to-end placement rate over core's (1.0: no cost around core).
+    pub end_to_end_vs_core: Option<f64>,
     /// Raft entries the server applied between the first submit and the end of the wait.
     pub raft_entries_applied: u64,
     /// VmHWM of this process; absent where `/proc` is not there.
@@ -125,6 +129,16 @@ impl Report {
                 format!("{:.0} allocations/s", self.placements_per_sec),
             ),
             (
+                "Core alone",
+                match (&self.core, self.end_to_end_vs_core) {
+                    (Some(c), Some(ratio)) => format!(
+                        "{:.0} allocations/s in process, no IO (end to end is {ratio:.3} of it)",
+                        c.placements_per_sec
+                    ),
+                    _ => "not measured".into(),
+                },
+            ),
+            (
                 "Raft entries applied",
                 self.raft_entries_applied.to_string(),
             ),
@@ -184,6 +198,12 @@ mod tests {
             placement_secs: 3.1,
             running_secs: running.then_some(4.25),
             placements_per_sec: 3225.8,
+            core: Some(super::super::core_run::CoreRun {
+                placed: 10_000,
+                secs: 0.05,
+                placements_per_sec: 200_000.0,
+            }),
+            end_to_end_vs_core: Some(0.016),
             raft_entries_applied: 312,
             peak_rss_mib: Some(245.31),
             peak_rss_scope: RSS_IN_PROCESS,
