@@ -68,7 +68,10 @@ fn a_small_run_places_every_allocation_and_reports_its_timings() {
     assert_eq!(report["core"]["placed"], 20, "{report:#}");
     let core = positive(&report["core"], "placements_per_sec");
     let ratio = positive(&report, "end_to_end_vs_core");
-    assert!((ratio * core - rate).abs() < 1e-6 * rate.max(1.0), "{report:#}");
+    assert!(
+        (ratio * core - rate).abs() < 1e-6 * rate.max(1.0),
+        "{report:#}"
+    );
     assert!(
         report["server_address"]
             .as_str()
@@ -117,6 +120,32 @@ fn the_latency_scenario_times_each_phase_of_a_job() {
             "{phase}: {report:#}"
         );
     }
+}
+
+/// The storm scenario places every system job on every node that registered at once,
+/// and counts the evaluations that took.
+#[test]
+fn the_storm_scenario_places_every_system_job_on_every_node() {
+    let report = json(&bench(&[
+        "--scenario",
+        "storm",
+        "--nodes",
+        "12",
+        "--jobs",
+        "3",
+        "--json",
+    ]));
+    assert_eq!(report["scenario"], "storm", "{report:#}");
+    assert_eq!(report["allocations"], 36, "{report:#}");
+    assert_eq!(report["placed"], 36, "{report:#}");
+    positive(&report, "all_placed_secs");
+    // At least the three registrations' evals, and at least one per (node, job) is not
+    // required: a node's registration may cover several jobs.
+    assert!(report["evals_created"].as_u64() >= Some(3), "{report:#}");
+    assert!(
+        report["max_outstanding_per_job"].as_u64().is_some(),
+        "{report:#}"
+    );
 }
 
 #[test]

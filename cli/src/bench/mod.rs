@@ -17,6 +17,7 @@ pub mod memory;
 pub mod nodes;
 pub mod progress;
 pub mod report;
+pub mod storm;
 pub mod target;
 pub mod workload;
 
@@ -77,6 +78,8 @@ pub enum Scenario {
     C1m,
     /// Register → eval complete for one small job at a time, and where the time goes
     Latency,
+    /// Every node registers at once while system jobs exist (10 by default)
+    Storm,
 }
 
 impl Scenario {
@@ -85,6 +88,7 @@ impl Scenario {
         match self {
             Scenario::C1m => (100, 100),
             Scenario::Latency => (200, 10),
+            Scenario::Storm => (10, 1),
         }
     }
 }
@@ -120,10 +124,15 @@ pub async fn run(args: BenchArgs, out: &mut dyn Write) -> Result<(), BenchError>
     // does after a missed deadline): noise next to the error that ended the run.
     logging::to_stderr("warn,openraft=error");
     let (jobs, count) = args.scenario.default_shape();
+    // A system job has an allocation on every node: the count is the node count.
+    let count = match args.scenario {
+        Scenario::Storm => args.nodes,
+        _ => args.count.unwrap_or(count),
+    };
     let workload = Workload::new(
         args.nodes,
         args.jobs.unwrap_or(jobs),
-        args.count.unwrap_or(count),
+        count,
         args.cpu,
         args.memory,
     )?;
@@ -142,6 +151,9 @@ pub async fn run(args: BenchArgs, out: &mut dyn Write) -> Result<(), BenchError>
         Scenario::Latency => measure_latency(&target, &workload, &args, &mut progress)
             .await
             .map(Measured::Latency),
+        Scenario::Storm => measure_storm(&target, &workload, &args, &mut progress)
+            .await
+            .map(Measured::Storm),
     };
     let stopped = target.stop().await;
     let report = match (measured, stopped) {
@@ -166,6 +178,8 @@ pub async fn run(args: BenchArgs, out: &mut dyn Write) -> Result<(), BenchError>
     let text = match (&report, args.json) {
         (Measured::C1m(r), true) => return Ok(print_json(out, r)?),
         (Measured::Latency(r), true) => return Ok(print_json(out, r)?),
+        (Measured::Storm(r), true) => return Ok(print_json(out, r)?),
+        (Measured::Storm(r), false) => r.render(),
         (Measured::C1m(r), false) => r.render(),
         (Measured::Latency(r), false) => r.render(),
     };
@@ -177,6 +191,23 @@ pub async fn run(args: BenchArgs, out: &mut dyn Write) -> Result<(), BenchError>
 enum Measured {
     C1m(Report),
     Latency(latency::LatencyReport),
+    Storm(storm::StormReport),
+}
+
+/// The storm scenario; the jobs are purged from a shared server afterwards.
+async fn measure_storm(
+    target: &Target,
+    workload: &Workload,
+    args: &BenchArgs,
+    progress: &mut Progress,
+) -> Result<storm::StormReport, BenchError> {
+    let client = Client::connect(target.url()).await?;
+    let deadline = Instant::now() + args.timeout;
+    let measured = storm::measure(&client, workload, deadline, args.timeout, progress).await;
+    if !target.is_in_process() {
+        jobs::purge(&client, workload, args.in_flight as usize).await;
+    }
+    measured
 }
 
 /// The latency scenario: nodes up, then one job at a time; the jobs are purged from a

@@ -6,7 +6,7 @@
 
 use super::error::BenchError;
 use drover_agent::sim::{NodeResources, SimConfig};
-use drover_core::types::{Job, JobType, Resources, Task, TaskGroup};
+use drover_core::types::{Job, JobType, ReschedulePolicy, Resources, Task, TaskGroup};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The one group of every benchmark job.
@@ -120,6 +120,15 @@ impl Workload {
             vec![TaskGroup::new(GROUP, self.count, vec![task])],
         );
         job.datacenters = vec![self.datacenter()];
+        job
+    }
+
+    /// System job `n`: one allocation on every node of the run's datacenter.
+    pub fn system_job(&self, n: u32) -> Job {
+        let mut job = self.job(n);
+        job.job_type = JobType::System;
+        job.groups[0].count = 1;
+        job.groups[0].reschedule = ReschedulePolicy::disabled();
         job
     }
 
