@@ -60,6 +60,8 @@ pub struct AgentArgs {
         hide_env_values = true
     )]
     token: Option<String>,
+    #[command(flatten)]
+    pub log: logging::LogArgs,
 }
 
 impl AgentArgs {
@@ -114,7 +116,7 @@ impl AgentArgs {
 /// Runs the agent (or the simulator) until Ctrl-C. The real agent leaves its tasks running
 /// when it stops, as Nomad's does: started again, it re-attaches to them.
 pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
-    logging::to_stderr("info");
+    args.log.to_stderr("info")?;
     let config = args.config()?;
     if let Some(nodes) = args.simulate {
         let sim = Simulator::start(SimConfig {

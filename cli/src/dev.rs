@@ -44,6 +44,8 @@ pub struct DevArgs {
     /// (ports from --bind's up: API, Raft, API, Raft, ...) for trying failover by hand
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=7))]
     servers: u8,
+    #[command(flatten)]
+    log: logging::LogArgs,
 }
 
 /// The dev cluster's servers: one in this process, or several processes.
@@ -115,10 +117,9 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&data_dir)
         .with_context(|| format!("cannot create data dir {}", data_dir.display()))?;
     if args.console {
-        logging::to_file(&data_dir.join("dev.log"), "warn")
-            .context("cannot open the dev log file")?;
+        args.log.to_file(&data_dir.join("dev.log"), "warn")?;
     } else {
-        logging::to_stderr("warn");
+        args.log.to_stderr("warn")?;
     }
 
     let (servers, url) = Servers::start(&args, &data_dir).await?;

@@ -13,6 +13,7 @@ pub mod allocs;
 pub mod argv;
 pub mod bench;
 pub mod client;
+pub mod conflict;
 pub mod console;
 pub mod dev;
 pub mod dev_servers;

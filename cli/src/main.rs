@@ -158,6 +158,8 @@ fn main() -> ExitCode {
                     return ExitCode::SUCCESS;
                 }
                 eprintln!("Error: {cli_error}");
+            } else if let Some(conflict) = drover_cli::conflict::port_conflict(&e) {
+                eprintln!("Error: {conflict}");
             } else if let Some(bench_error) = e.downcast_ref::<BenchError>() {
                 eprintln!("Error: {bench_error}");
             } else {

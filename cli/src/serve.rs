@@ -63,6 +63,8 @@ pub struct ServerArgs {
     /// the first one with `drover acl bootstrap`
     #[arg(long)]
     acl: bool,
+    #[command(flatten)]
+    pub log: logging::LogArgs,
 }
 
 impl ServerArgs {
@@ -134,7 +136,7 @@ fn parse_peers(peers: &[String]) -> anyhow::Result<BTreeMap<u64, String>> {
 
 /// Runs the server until Ctrl-C, then stops the API and the server cleanly.
 pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
-    logging::to_stderr("info");
+    args.log.to_stderr("info")?;
     let config = args.config()?;
     let server = drover_server::Server::start(config.clone())
         .await

@@ -148,6 +148,24 @@ pub enum StartError {
     Raft(#[from] RaftError),
     #[error("invalid server config: {reason}")]
     Config { reason: String },
+    /// A listener's address cannot be bound (most often: it is in use).
+    #[error("cannot bind the {listener} address {addr}: {source}")]
+    Bind {
+        /// Which listener: `raft` or `metrics`.
+        listener: &'static str,
+        addr: String,
+        source: std::io::Error,
+    },
+}
+
+impl StartError {
+    pub(crate) fn bind(listener: &'static str, addr: &str) -> impl FnOnce(std::io::Error) -> Self {
+        move |source| StartError::Bind {
+            listener,
+            addr: addr.to_string(),
+            source,
+        }
+    }
 }
 
 /// A node field beyond the server's limits is the caller's mistake: INVALID_ARGUMENT, with

@@ -80,7 +80,7 @@ impl Server {
         let raft_bind = config.raft_bind_addr();
         let raft_socket = TcpListener::bind(&raft_bind)
             .await
-            .map_err(|e| config_error(format!("cannot bind the raft address {raft_bind}: {e}")))?;
+            .map_err(StartError::bind("raft", &raft_bind))?;
         let raft_local = raft_socket
             .local_addr()
             .map_err(|e| config_error(format!("raft address {raft_bind}: {e}")))?;
@@ -209,15 +209,14 @@ impl Server {
                 membership,
             }),
         };
-        let metrics_server =
-            match metrics_addr {
-                Some(addr) => Some(crate::scrape::serve(handle.clone(), &addr).await.map_err(
-                    |e| StartError::Config {
-                        reason: format!("cannot serve metrics on {addr}: {e}"),
-                    },
-                )?),
-                None => None,
-            };
+        let metrics_server = match metrics_addr {
+            Some(addr) => Some(
+                crate::scrape::serve(handle.clone(), &addr)
+                    .await
+                    .map_err(StartError::bind("metrics", &addr))?,
+            ),
+            None => None,
+        };
         Ok(Server {
             handle,
             monitor: Some(monitor),

@@ -122,7 +122,9 @@ fn parse_timeout(text: &str) -> Result<Duration, String> {
 pub async fn run(args: BenchArgs, out: &mut dyn Write) -> Result<(), BenchError> {
     // openraft warns once per client write still waiting when the server stops (as it
     // does after a missed deadline): noise next to the error that ended the run.
-    logging::to_stderr("warn,openraft=error");
+    // A bench takes no logging flags: RUST_LOG only. Its filter names openraft, so the
+    // directive is kept as is.
+    let _ = logging::LogArgs::default().to_stderr("warn,openraft=error");
     let (jobs, count) = args.scenario.default_shape();
     // A system job has an allocation on every node: the count is the node count.
     let count = match args.scenario {
