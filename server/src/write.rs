@@ -30,6 +30,11 @@ impl Writer {
         }
     }
 
+    /// The registry commits are recorded in, for the leader's other figures.
+    pub(crate) fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
     /// Sends the writes made while another server leads to it over `link`.
     pub fn with_link(mut self, link: LeaderLink) -> Self {
         self.link = Some(link);

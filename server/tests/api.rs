@@ -382,10 +382,25 @@ async fn metrics_are_served_over_http() {
     heartbeat(&a.h, &agents[0]).await;
     register(&a.h, mock::service_job("web", 2)).await;
     wait_until(&a.h, "placed", |s| live_allocs(s, "web").len() == 2).await;
+    a.jobs()
+        .list(pb::ListJobsRequest::default())
+        .await
+        .expect("jobs listed");
+    // The eval is acked just after its plan commits.
+    eventually(&a.h, "the eval's latency", || async {
+        http_get(addr, "/metrics")
+            .await
+            .1
+            .contains("drover_eval_seconds_count{scheduler=\"service\"} 1")
+    })
+    .await;
 
     let (status, body) = http_get(addr, "/metrics").await;
     assert!(status.contains("200"), "{status}");
     for needle in [
+        "drover_rpc_seconds_count{method=\"/drover.v1.JobService/List\"} 1",
+        "drover_plan_apply_seconds_count 1",
+        "drover_placements_total 2",
         "drover_heartbeats_total ",
         "drover_raft_commit_seconds_bucket{",
         "command=\"apply_plan\"",

@@ -24,6 +24,7 @@ mod page;
 pub mod request_limits;
 mod search;
 mod status;
+pub mod timing;
 mod workers;
 
 pub use acl::AclApi;
@@ -51,7 +52,8 @@ use tonic::transport::server::Router;
 
 /// The layer every API response passes through (see [`decode_status`]).
 type ResponseMap = fn(http::Response<tonic::body::Body>) -> http::Response<tonic::body::Body>;
-/// The API's router: every service behind the decode-status layer and the auth layer.
+/// The API's router: every service behind the timing, decode-status, auth, limit and
+/// forwarding layers (outermost first).
 pub type ApiRouter = Router<
     tower::layer::util::Stack<
         crate::forward::ForwardLayer,
@@ -61,7 +63,7 @@ pub type ApiRouter = Router<
                 crate::auth::AuthLayer,
                 tower::layer::util::Stack<
                     tower::util::MapResponseLayer<ResponseMap>,
-                    tower::layer::util::Identity,
+                    tower::layer::util::Stack<timing::TimingLayer, tower::layer::util::Identity>,
                 >,
             >,
         >,
@@ -203,6 +205,7 @@ pub async fn router(handle: ServerHandle, opts: ApiOptions) -> Result<ApiRouter,
         .max_concurrent_streams(Some(MAX_STREAMS_PER_CONNECTION))
         .initial_stream_window_size(Some(STREAM_WINDOW))
         .initial_connection_window_size(Some(STREAM_WINDOW * MAX_STREAMS_PER_CONNECTION))
+        .layer(timing::TimingLayer(api.handle.metrics()))
         .layer(tower::util::MapResponseLayer::new(decode_status))
         .layer(crate::auth::AuthLayer(auth))
         .layer(request_limits::LimitLayer(budget))

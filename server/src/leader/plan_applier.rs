@@ -16,6 +16,7 @@ use std::fmt;
 use std::sync::Arc;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 /// A plan waiting at the applier, with the channel to answer its worker on.
 pub(crate) struct PendingPlan {
@@ -42,6 +43,8 @@ impl Prioritized for PendingPlan {
 /// A plan whose `ApplyPlan` write is in flight.
 struct InFlight {
     write: JoinHandle<Result<Index, PlanApplyError>>,
+    /// When the applier took the plan.
+    started: Instant,
     result: PlanResult,
     eval_id: EvalId,
     token: Token,
@@ -96,6 +99,7 @@ async fn apply_one(
 ) {
     let PendingPlan { plan, token, reply } = pending;
     let eval_id = plan.eval_id;
+    let started = Instant::now();
     loop {
         let outcome = loop {
             let snap = shared.state.snapshot();
@@ -133,6 +137,7 @@ async fn apply_one(
             tracing::debug!(%eval_id, refused = outcome.result.rejected_nodes.len(), "plan partly refused");
         }
         let Some(apply) = outcome.apply else {
+            shared.writer.metrics().plan_applied(started.elapsed(), 0);
             answer(shared, eval_id, token, reply, Ok(outcome.result)).await;
             return;
         };
@@ -148,6 +153,7 @@ async fn apply_one(
                 });
                 *in_flight = Some(InFlight {
                     write,
+                    started,
                     result: outcome.result,
                     eval_id,
                     token,
@@ -169,6 +175,7 @@ async fn apply_one(
 async fn finish(shared: &Leadership, applier: &mut PlanApplier, f: InFlight) {
     let InFlight {
         write,
+        started,
         mut result,
         eval_id,
         token,
@@ -184,6 +191,11 @@ async fn finish(shared: &Leadership, applier: &mut PlanApplier, f: InFlight) {
         Ok(index) => {
             let _ = applier.committed(index);
             result.alloc_index = index;
+            let placed = result.node_allocation.values().map(Vec::len).sum();
+            shared
+                .writer
+                .metrics()
+                .plan_applied(started.elapsed(), placed);
             tracing::debug!(%eval_id, index, "plan committed");
             Ok(result)
         }

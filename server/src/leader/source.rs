@@ -42,10 +42,17 @@ impl Leadership {
         if !core.is_enabled() {
             return Err(SourceError::NotLeader);
         }
-        core.broker.ack(eval_id, token, now())?;
+        let acked_at = now();
+        core.broker.ack(eval_id, token, acked_at)?;
         // The reaper's batch after each ack: cancellations paced by scheduler progress.
         let cancel = core.cancel_superseded_after_ack(now());
         drop(core);
+        if let Some(eval) = self.state.snapshot().eval(&eval_id) {
+            let took = acked_at.since(eval.create_time);
+            self.writer
+                .metrics()
+                .eval_acked(eval.scheduler.as_str(), took);
+        }
         self.evals_ready.notify_waiters();
         self.run_actions(cancel.into_iter().collect());
         Ok(())

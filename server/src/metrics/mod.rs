@@ -8,7 +8,9 @@
 //!
 //! Two kinds of figures: counters and histograms updated where things happen (heartbeats
 //! handled, Raft commit latency per command kind, which for `command="apply_plan"` is
-//! the plan applier's commit latency), and gauges read from the server's structures when
+//! the plan applier's commit latency; API call latency per method; eval latency from
+//! creation to ack; plan apply latency from the applier taking a plan to its answer;
+//! allocations placed), and gauges read from the server's structures when
 //! scraped (broker depth per scheduler and state, blocked evals, plan queue depth,
 //! workers per status, nodes per health), so they cost nothing between scrapes.
 //!
@@ -34,11 +36,20 @@ fn commit_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.000_25, 2.0, 16))
 }
 
+fn eval_histogram() -> Histogram {
+    // 1 ms to about 9 min: an eval may wait in the broker behind many others.
+    Histogram::new(exponential_buckets(0.001, 2.0, 20))
+}
+
 /// Every metric of one server.
 pub struct Metrics {
     registry: Registry,
     heartbeats: Counter,
     commit_seconds: Family<Labels, Histogram, fn() -> Histogram>,
+    rpc_seconds: Family<Labels, Histogram, fn() -> Histogram>,
+    eval_seconds: Family<Labels, Histogram, fn() -> Histogram>,
+    plan_apply_seconds: Histogram,
+    placements: Counter,
     broker_evals: Family<Labels, Gauge>,
     blocked_evals: Gauge,
     plan_queue_depth: Gauge,
@@ -70,6 +81,10 @@ impl Metrics {
         let m = Metrics {
             heartbeats: Counter::default(),
             commit_seconds: Family::new_with_constructor(commit_histogram),
+            rpc_seconds: Family::new_with_constructor(commit_histogram),
+            eval_seconds: Family::new_with_constructor(eval_histogram),
+            plan_apply_seconds: commit_histogram(),
+            placements: Counter::default(),
             broker_evals: Family::default(),
             blocked_evals: Gauge::default(),
             plan_queue_depth: Gauge::default(),
@@ -91,6 +106,30 @@ impl Metrics {
             "Time from proposing a Raft entry to its commit and apply, per command kind \
              (command=\"apply_plan\" is the plan applier's commit latency)",
             m.commit_seconds.clone(),
+        );
+        registry.register(
+            "rpc_seconds",
+            "Time from an API call's arrival to its answer's headers, per gRPC method \
+             (for a streaming method, until the stream starts); method=\"other\" for \
+             paths the API does not serve",
+            m.rpc_seconds.clone(),
+        );
+        registry.register(
+            "eval_seconds",
+            "Time from an evaluation's creation (the register, node update or timer that \
+             made it) to its ack by a worker, per scheduler type",
+            m.eval_seconds.clone(),
+        );
+        registry.register(
+            "plan_apply_seconds",
+            "Time from the plan applier taking a plan to its answer to the worker: checks, \
+             waiting for state, and the commit",
+            m.plan_apply_seconds.clone(),
+        );
+        registry.register(
+            "placements",
+            "Allocations committed by the plan applier (placements and in-place updates)",
+            m.placements.clone(),
         );
         registry.register(
             "broker_evals",
@@ -139,6 +178,24 @@ impl Metrics {
         self.commit_seconds
             .get_or_create(&vec![("command", command.to_string())])
             .observe(took.as_secs_f64());
+    }
+
+    pub(crate) fn rpc(&self, method: &str, took: Duration) {
+        self.rpc_seconds
+            .get_or_create(&vec![("method", method.to_string())])
+            .observe(took.as_secs_f64());
+    }
+
+    pub(crate) fn eval_acked(&self, scheduler: &'static str, took: Duration) {
+        self.eval_seconds
+            .get_or_create(&vec![("scheduler", scheduler.to_string())])
+            .observe(took.as_secs_f64());
+    }
+
+    pub(crate) fn plan_applied(&self, took: Duration, placed: usize) {
+        self.plan_apply_seconds.observe(took.as_secs_f64());
+        self.placements
+            .inc_by(u64::try_from(placed).unwrap_or(u64::MAX));
     }
 
     fn set(family: &Family<Labels, Gauge>, labels: Labels, value: usize) {
