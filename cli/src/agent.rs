@@ -123,6 +123,12 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
             servers: config.servers.clone(),
             nodes,
             datacenters: drover_agent::sim::Mix::single(config.datacenter.clone()),
+            // Told apart from real nodes wherever nodes are listed, unless named otherwise.
+            classes: drover_agent::sim::Mix::single(if config.node_class.is_empty() {
+                crate::dev::SIMULATED_CLASS.to_string()
+            } else {
+                config.node_class.clone()
+            }),
             token: config.token.clone(),
             tls: config.tls.clone(),
             ..SimConfig::default()

@@ -1,6 +1,8 @@
-//! `drover dev`: a whole cluster in one process for trying drover out: a server, one real
-//! agent running processes on this machine, simulated nodes, and a sample job, optionally
-//! with the console on top. Ctrl-C (or quitting the console) stops everything in reverse
+//! `drover dev`: a whole cluster in one process for trying drover out: a server (with its
+//! `/metrics`), one real agent running processes on this machine, simulated nodes (of
+//! class `simulated`, so they are told apart everywhere nodes are listed; their batch
+//! tasks end after a simulated run time), and a sample job that runs on the real agent
+//! (so `ps` shows it), optionally with the console on top. Ctrl-C (or quitting the console) stops everything in reverse
 //! order of start: console, simulator, agent, server.
 
 use crate::client::Client;
@@ -8,8 +10,9 @@ use crate::dev_servers::DevServers;
 use crate::error::rpc_failed;
 use crate::logging;
 use anyhow::Context;
-use drover_agent::sim::{SimConfig, Simulator};
+use drover_agent::sim::{Mix, SimConfig, Simulator};
 use drover_agent::{Agent, AgentConfig};
+use drover_core::types::{Constraint, Operator};
 use drover_proto::v1 as pb;
 use drover_server::api::{ApiOptions, ApiServer};
 use drover_server::{Server, ServerConfig};
@@ -19,6 +22,10 @@ use std::time::Duration;
 /// The job registered on start, so the console has something to show.
 const SAMPLE_JOB: &str = include_str!("../../examples/web.nomad.hcl");
 const SAMPLE_JOB_FILE: &str = "examples/web.nomad.hcl";
+
+/// The node class of simulated nodes (`drover dev`'s, and `drover agent -simulate`'s
+/// unless given another): `node status` and the console show it.
+pub const SIMULATED_CLASS: &str = "simulated";
 
 /// How long the single dev server may take to elect itself.
 const LEADERSHIP_DEADLINE: Duration = Duration::from_secs(10);
@@ -44,6 +51,16 @@ pub struct DevArgs {
     /// (ports from --bind's up: API, Raft, API, Raft, ...) for trying failover by hand
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=7))]
     servers: u8,
+    /// How long tasks of batch and sysbatch jobs run on the simulated nodes before they
+    /// complete
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "10s")]
+    sim_batch_duration: Duration,
+    /// Where to serve Prometheus metrics over HTTP
+    #[arg(long, value_name = "HOST:PORT", default_value = crate::serve::DEFAULT_METRICS_ADDR)]
+    metrics_addr: String,
+    /// Serve no metrics
+    #[arg(long)]
+    no_metrics: bool,
     #[command(flatten)]
     log: logging::LogArgs,
 }
@@ -68,6 +85,7 @@ impl Servers {
         // A dev cluster of one server: its Raft listener (unused, locked by a random
         // secret) takes any free loopback port rather than one next to the API.
         config.raft_addr = Some("127.0.0.1:0".into());
+        config.metrics_addr = (!args.no_metrics).then(|| args.metrics_addr.clone());
         let server = Server::start(config)
             .await
             .context("server does not start")?;
@@ -138,6 +156,8 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
             Simulator::start(SimConfig {
                 servers: server_urls.clone(),
                 nodes: args.nodes,
+                classes: Mix::single(SIMULATED_CLASS),
+                batch_duration: Some(args.sim_batch_duration),
                 ..SimConfig::default()
             })
             .await
@@ -152,15 +172,16 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     } else {
         Some(register_sample(&url).await?)
     };
-    print_banner(
-        &url,
-        &servers,
-        &data_dir,
-        &agent,
-        args.nodes,
-        sample.as_deref(),
-        args.console,
-    );
+    print_banner(&Banner {
+        url: &url,
+        servers: &servers,
+        data_dir: &data_dir,
+        agent: &agent,
+        nodes: args.nodes,
+        batch_duration: args.sim_batch_duration,
+        sample: sample.as_deref(),
+        console: args.console,
+    });
 
     let waited = if args.console {
         drover_tui::run(drover_tui::ConsoleOptions {
@@ -186,8 +207,14 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
 
 /// Registers the sample job; returns its id.
 async fn register_sample(url: &str) -> anyhow::Result<String> {
-    let job = drover_core::jobspec::parse_hcl(SAMPLE_JOB, SAMPLE_JOB_FILE)
+    let mut job = drover_core::jobspec::parse_hcl(SAMPLE_JOB, SAMPLE_JOB_FILE)
         .context("the built-in sample job does not parse")?;
+    // On the real agent only: its processes are real, so `ps` and `alloc logs` show them.
+    job.constraints.push(Constraint::new(
+        "${node.class}",
+        Operator::NotEqual,
+        SIMULATED_CLASS,
+    ));
     let id = job.id.to_string();
     let client = Client::connect(url).await?;
     client
@@ -201,18 +228,27 @@ async fn register_sample(url: &str) -> anyhow::Result<String> {
     Ok(id)
 }
 
-fn print_banner(
-    url: &str,
-    servers: &Servers,
-    data_dir: &Path,
-    agent: &Agent,
+/// What the banner names.
+struct Banner<'a> {
+    url: &'a str,
+    servers: &'a Servers,
+    data_dir: &'a Path,
+    agent: &'a Agent,
     nodes: usize,
-    sample: Option<&str>,
+    batch_duration: Duration,
+    sample: Option<&'a str>,
     console: bool,
-) {
+}
+
+fn print_banner(b: &Banner<'_>) {
     println!("==> drover dev cluster is up");
-    match servers {
-        Servers::InProcess { .. } => println!("    gRPC API:        {url}"),
+    match b.servers {
+        Servers::InProcess { server, .. } => {
+            println!("    gRPC API:        {}", b.url);
+            if let Some(metrics) = server.metrics_addr() {
+                println!("    Metrics:         http://{metrics}/metrics");
+            }
+        }
         Servers::Processes(cluster) => {
             for s in &cluster.servers {
                 println!(
@@ -227,18 +263,22 @@ fn print_banner(
             println!("    Try failover:    kill -9 the leader's pid (drover server members)");
         }
     }
-    println!("    Data dir:        {}", data_dir.display());
+    println!("    Data dir:        {}", b.data_dir.display());
     println!(
         "    Agent node:      {} (runs real processes)",
-        agent.node_id()
+        b.agent.node_id()
     );
-    println!("    Simulated nodes: {nodes}");
-    if let Some(job) = sample {
-        println!("    Sample job:      {job} ({SAMPLE_JOB_FILE})");
+    println!(
+        "    Simulated nodes: {} (class {SIMULATED_CLASS:?}; tasks are not run, batch tasks \
+         end after {:?})",
+        b.nodes, b.batch_duration
+    );
+    if let Some(job) = b.sample {
+        println!("    Sample job:      {job} ({SAMPLE_JOB_FILE}, on the agent node)");
     }
     println!();
-    println!("    export DROVER_ADDR={url}");
-    if console {
+    println!("    export DROVER_ADDR={}", b.url);
+    if b.console {
         println!("==> Opening the console; quit it to stop the cluster");
     } else {
         println!("    drover console    # the operator console");

@@ -1,6 +1,7 @@
 //! `drover dev` as a person runs it: the real binary brings up a server, an agent,
-//! simulated nodes and the sample job, answers the gRPC health service, and stops cleanly
-//! on Ctrl-C (SIGINT).
+//! simulated nodes (marked as such, finishing batch work) and the sample job (on the real
+//! agent), answers the gRPC health service and `/metrics`, and stops cleanly on Ctrl-C
+//! (SIGINT).
 
 mod cli_support;
 
@@ -12,6 +13,47 @@ use std::time::Instant;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
+
+/// A batch job only the simulated nodes may run.
+const BATCH_ON_SIMULATED: &str = r#"
+job "crunch" {
+  datacenters = ["dc1"]
+  type        = "batch"
+  constraint {
+    attribute = "${node.class}"
+    value     = "simulated"
+  }
+  group "work" {
+    count = 2
+    task "t" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/true"
+      }
+      resources {
+        cpu    = 100
+        memory = 64
+      }
+    }
+  }
+}
+"#;
+
+/// A plain HTTP/1.1 GET; answers the body.
+fn http_get(addr: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut conn = std::net::TcpStream::connect(addr).expect("connects");
+    write!(
+        conn,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("request sent");
+    let mut raw = String::new();
+    conn.read_to_string(&mut raw).expect("answer read");
+    raw.split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default()
+}
 
 /// A port nothing listens on right now (the OS's pick for port 0).
 fn free_port() -> u16 {
@@ -48,7 +90,19 @@ async fn dev_serves_health_runs_the_sample_job_and_stops_on_ctrl_c() {
         .to_string();
     let mut dev = spawn(
         &url,
-        &["dev", "--nodes", "3", "--bind", &bind, "--data-dir", &dir],
+        &[
+            "dev",
+            "--nodes",
+            "3",
+            "--bind",
+            &bind,
+            "--data-dir",
+            &dir,
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "--sim-batch-duration",
+            "1s",
+        ],
     );
 
     eventually(
@@ -60,12 +114,25 @@ async fn dev_serves_health_runs_the_sample_job_and_stops_on_ctrl_c() {
     let to_health = started.elapsed();
     eprintln!("drover dev answered the gRPC health service {to_health:?} after spawn");
 
-    eventually("the agent and 3 simulated nodes", DEADLINE, || async {
+    let nodes = eventually("the agent and 3 simulated nodes", DEADLINE, || async {
         let nodes = json(&drover_at(&url, &["node", "status", "-json"]).await);
-        (nodes.as_array()?.len() == 4).then_some(())
+        (nodes.as_array()?.len() == 4).then_some(nodes)
     })
     .await;
-    eventually(
+    let class_of = |row: &serde_json::Value| row["node"]["node_class"].as_str().map(str::to_owned);
+    let agent_node: Vec<String> = nodes
+        .as_array()
+        .expect("a list")
+        .iter()
+        .filter(|row| class_of(row).as_deref() != Some("simulated"))
+        .filter_map(|row| row["node"]["id"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(
+        agent_node.len(),
+        1,
+        "one real node besides 3 simulated: {nodes}"
+    );
+    let sample = eventually(
         "the sample job's 3 allocations to run",
         DEADLINE,
         || async {
@@ -76,10 +143,53 @@ async fn dev_serves_health_runs_the_sample_job_and_stops_on_ctrl_c() {
             }
             let job = json(&out);
             let running = job["summary"]["groups"]["frontend"]["running"].as_u64()?;
-            (running == 3).then_some(())
+            (running == 3).then_some(job)
         },
     )
     .await;
+    let on_nodes: Vec<&str> = sample["allocations"]
+        .as_array()
+        .expect("allocations")
+        .iter()
+        .filter_map(|a| a["node_id"].as_str())
+        .collect();
+    assert!(
+        on_nodes.len() == 3 && on_nodes.iter().all(|n| *n == agent_node[0]),
+        "the sample job runs on the real agent {}: {on_nodes:?}",
+        agent_node[0]
+    );
+
+    let job_file = data_dir.path().join("crunch.hcl");
+    std::fs::write(&job_file, BATCH_ON_SIMULATED).expect("job file written");
+    let run = drover_at(
+        &url,
+        &["job", "run", "-detach", job_file.to_str().expect("utf-8")],
+    )
+    .await;
+    assert_eq!(run.status.code(), Some(0), "{run:?}");
+    eventually(
+        "the batch job on simulated nodes to complete",
+        DEADLINE,
+        || async {
+            let job = json(&drover_at(&url, &["job", "status", "crunch", "-json"]).await);
+            let complete = job["summary"]["groups"]["work"]["complete"].as_u64()?;
+            (complete == 2).then_some(())
+        },
+    )
+    .await;
+
+    let metrics = wait_for_line(&dev, "the metrics address", |l| l.contains("Metrics:"));
+    let metrics = metrics
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.strip_suffix("/metrics"))
+        .expect("an address in the banner")
+        .to_string();
+    let body = http_get(&metrics, "/metrics");
+    assert!(
+        body.contains("drover_rpc_seconds_bucket{"),
+        "dev's /metrics lacks the API latency:\n{body}"
+    );
 
     wait_for_line(&dev, "the banner with the address", |l| l.contains(&url));
 

@@ -101,6 +101,10 @@ impl NodeResources {
     };
 }
 
+/// How long a simulated batch or sysbatch task runs unless told otherwise: long enough to
+/// be seen running in the console, short enough that a dev cluster's batch jobs finish.
+pub const DEFAULT_BATCH_DURATION: Duration = Duration::from_secs(10);
+
 /// Everything [`super::Simulator::start`] needs.
 #[derive(Clone, Debug)]
 pub struct SimConfig {
@@ -120,8 +124,13 @@ pub struct SimConfig {
     pub resources: NodeResources,
     /// Held back on each node.
     pub reserved: NodeResources,
-    /// How long a mock task runs before it exits; `None`: until the servers stop it.
+    /// How long a mock task runs before it exits, whatever its job; `None`: as
+    /// `batch_duration` says.
     pub task_duration: Option<Duration>,
+    /// How long tasks of batch and sysbatch jobs run before they exit 0 (or fail, per
+    /// `failure_rate`) when `task_duration` is `None`; service and system tasks run until
+    /// the servers stop them. `None`: batch tasks run until stopped too.
+    pub batch_duration: Option<Duration>,
     /// The chance (0..=1) that a task exits 1 instead of 0 (drawn per allocation from the
     /// seed).
     pub failure_rate: f64,
@@ -161,6 +170,7 @@ impl Default for SimConfig {
             },
             reserved: NodeResources::ZERO,
             task_duration: None,
+            batch_duration: Some(DEFAULT_BATCH_DURATION),
             failure_rate: 0.0,
             seed: 0,
             streams_per_connection: 100,

@@ -18,7 +18,27 @@ use std::time::Duration;
 pub(crate) struct Behaviour {
     pub seed: u64,
     pub task_duration: Option<Duration>,
+    /// How long tasks of batch and sysbatch jobs run when `task_duration` is `None`.
+    pub batch_duration: Option<Duration>,
     pub failure_rate: f64,
+}
+
+impl Behaviour {
+    /// How long a task of an allocation runs before it exits (`None`: until stopped).
+    /// `runs_to_completion` is whether its job is batch or sysbatch, when known.
+    fn run_time(&self, runs_to_completion: bool) -> Option<Duration> {
+        self.task_duration
+            .or(self.batch_duration.filter(|_| runs_to_completion))
+    }
+}
+
+/// Whether the servers said this allocation's job runs to completion (batch, sysbatch).
+fn runs_to_completion(change: &pb::WatchAllocationsResponse, alloc: &pb::Allocation) -> bool {
+    let batch = [pb::JobType::Batch as i32, pb::JobType::Sysbatch as i32];
+    change
+        .job_types
+        .get(&alloc.id)
+        .is_some_and(|t| batch.contains(t))
 }
 
 /// How a task came to an end.
@@ -260,7 +280,8 @@ impl NodeAllocs {
             if seen.remove(&id).is_none() || !desired_run(a) || server_terminal(a) {
                 continue;
             }
-            let alloc = self.start(id, a, behaviour, now_ms, &mut timers);
+            let run_time = behaviour.run_time(runs_to_completion(change, a));
+            let alloc = self.start(id, a, behaviour, run_time, now_ms, &mut timers);
             self.allocs.push(alloc);
         }
         timers
@@ -271,6 +292,7 @@ impl NodeAllocs {
         id: AllocId,
         a: &pb::Allocation,
         behaviour: &Behaviour,
+        run_time: Option<Duration>,
         now_ms: u64,
         timers: &mut Vec<ExitTimer>,
     ) -> SimAlloc {
@@ -290,7 +312,7 @@ impl NodeAllocs {
             self.infra_pending -= 1;
             task.end = Some((End::DriverFailure, now_ms));
         } else {
-            match behaviour.task_duration {
+            match run_time {
                 Some(d) if d.is_zero() => task.end = Some((End::Exited(task.exit_code), now_ms)),
                 Some(after) => timers.push(ExitTimer {
                     alloc: id,

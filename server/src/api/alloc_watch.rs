@@ -5,8 +5,8 @@
 //! cluster's allocations. The stream now remembers what it sent (each allocation's modify
 //! index) and sends the difference.
 
-use drover_core::types::{AllocId, Allocation};
-use drover_proto::convert::NodeCredentials;
+use drover_core::types::{AllocId, Allocation, JobKey};
+use drover_proto::convert::{NodeCredentials, WireEnum};
 use drover_proto::v1 as pb;
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -57,6 +57,24 @@ fn difference<'a>(
     (changed, removed)
 }
 
+/// Each allocation's job type, for those whose job the state still holds.
+fn job_types<'a>(
+    handle: &crate::ServerHandle,
+    allocs: impl Iterator<Item = &'a Arc<Allocation>>,
+) -> std::collections::BTreeMap<String, i32> {
+    let snap = handle.snapshot();
+    allocs
+        .filter_map(|a| {
+            let key = JobKey {
+                namespace: a.namespace.clone(),
+                id: a.job_id.clone(),
+            };
+            let job = snap.job(&key)?;
+            Some((a.id.to_string(), job.job_type.to_wire()))
+        })
+        .collect()
+}
+
 /// What is sent of `allocs`, which are sorted by id (so the result is too).
 fn sent_of(allocs: &[Arc<Allocation>]) -> Vec<Sent> {
     allocs.iter().map(|a| (a.id, a.modify_index)).collect()
@@ -92,10 +110,12 @@ pub(super) async fn watch_loop(
                 index,
                 removed: Vec::new(),
                 complete: true,
+                job_types: job_types(&handle, allocs.iter()),
             }),
             Some(before) if index > sent_index => {
                 let (changed, removed) = difference(before, &allocs);
                 (!changed.is_empty() || !removed.is_empty()).then(|| pb::WatchAllocationsResponse {
+                    job_types: job_types(&handle, changed.iter().copied()),
                     allocations: changed.into_iter().map(|a| a.as_ref().into()).collect(),
                     index,
                     removed: removed.iter().map(ToString::to_string).collect(),

@@ -8,6 +8,7 @@ fn behaviour(task_duration: Option<Duration>, failure_rate: f64) -> Behaviour {
     Behaviour {
         seed: 7,
         task_duration,
+        batch_duration: None,
         failure_rate,
     }
 }
@@ -29,6 +30,7 @@ fn complete(view: &[pb::Allocation]) -> pb::WatchAllocationsResponse {
         index: 1,
         removed: Vec::new(),
         complete: true,
+        job_types: Default::default(),
     }
 }
 
@@ -48,6 +50,7 @@ fn delta(before: &[pb::Allocation], after: &[pb::Allocation]) -> pb::WatchAlloca
             .map(|b| b.id.clone())
             .collect(),
         complete: false,
+        job_types: Default::default(),
     }
 }
 
@@ -249,6 +252,7 @@ fn a_delta_leaves_unnamed_allocations_and_forgets_removed_ones() {
         index: 2,
         removed: vec![mock::alloc_id(3).to_string()],
         complete: false,
+        job_types: Default::default(),
     };
     node.take_updates();
     node.apply_server_change(&change, &b, NOW);
@@ -274,6 +278,60 @@ fn a_delta_leaves_unnamed_allocations_and_forgets_removed_ones() {
     assert_eq!(reported, want);
 }
 
+#[test]
+fn batch_tasks_end_after_the_batch_duration_and_the_rest_run_on() {
+    let secs = Duration::from_secs;
+    let view = [run(1), run(2), run(3), run(4), run(5)];
+    let mut change = complete(&view);
+    for (n, t) in [
+        (1, pb::JobType::Service),
+        (2, pb::JobType::Batch),
+        (3, pb::JobType::Sysbatch),
+        (4, pb::JobType::System),
+    ] {
+        change
+            .job_types
+            .insert(mock::alloc_id(n).to_string(), t.into());
+    }
+    // (task_duration, batch_duration, allocations with an exit timer and its delay)
+    let cases: &[(Option<Duration>, Option<Duration>, &[(u64, Duration)])] = &[
+        (None, None, &[]),
+        (None, Some(secs(10)), &[(2, secs(10)), (3, secs(10))]),
+        (
+            Some(secs(3)),
+            Some(secs(10)),
+            &[
+                (1, secs(3)),
+                (2, secs(3)),
+                (3, secs(3)),
+                (4, secs(3)),
+                (5, secs(3)),
+            ],
+        ),
+    ];
+    for (task_duration, batch_duration, want) in cases {
+        let b = Behaviour {
+            seed: 7,
+            task_duration: *task_duration,
+            batch_duration: *batch_duration,
+            failure_rate: 0.0,
+        };
+        let mut node = NodeAllocs::default();
+        let mut timers: Vec<(AllocId, Duration)> = node
+            .apply_server_change(&change, &b, NOW)
+            .into_iter()
+            .map(|t| (t.alloc, t.after))
+            .collect();
+        timers.sort();
+        let want: Vec<(AllocId, Duration)> =
+            want.iter().map(|(n, d)| (mock::alloc_id(*n), *d)).collect();
+        assert_eq!(
+            timers, want,
+            "task_duration {task_duration:?} batch_duration {batch_duration:?}"
+        );
+    }
+}
+
 proptest! {
     /// Following a watch by its deltas leaves the node exactly where following the whole
     /// view every time would: same reports, same running count.
@@ -283,7 +341,7 @@ proptest! {
             proptest::collection::vec((0u64..8, 1i32..4, 1i32..7), 0..8), 1..6),
         seed in any::<u64>(),
     ) {
-        let b = Behaviour { seed, task_duration: None, failure_rate: 0.5 };
+        let b = Behaviour { seed, task_duration: None, batch_duration: None, failure_rate: 0.5 };
         let mut whole = NodeAllocs::default();
         let mut by_delta = NodeAllocs::default();
         let mut before: Vec<pb::Allocation> = Vec::new();
@@ -313,7 +371,7 @@ proptest! {
         infra in 0u32..3,
         seed in any::<u64>(),
     ) {
-        let b = Behaviour { seed, task_duration: None, failure_rate: 0.5 };
+        let b = Behaviour { seed, task_duration: None, batch_duration: None, failure_rate: 0.5 };
         let mut node = NodeAllocs::default();
         node.fail_next_as_infra(infra);
         for view in views {

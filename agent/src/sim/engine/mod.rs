@@ -168,6 +168,7 @@ impl Engine {
         let behaviour = Behaviour {
             seed: config.seed,
             task_duration: config.task_duration,
+            batch_duration: config.batch_duration,
             failure_rate: config.failure_rate,
         };
         let count = config.nodes;
