@@ -1,7 +1,8 @@
 //! `drover node ...`: list and show nodes ([`show`]), and the operator's actions on one
-//! node (offline / online, drain, eligibility). Node ids may be given by their first
+//! node (offline / online, drain ([`drain`], followed until done), eligibility). Node ids may be given by their first
 //! characters, as tables print them.
 
+pub mod drain;
 pub mod show;
 
 use crate::client::Client;
@@ -47,6 +48,9 @@ pub enum NodeCommand {
         /// With -disable: keep the node ineligible for new placements
         #[arg(long)]
         keep_ineligible: bool,
+        /// With -enable: return at once instead of following the drain until done
+        #[arg(long)]
+        detach: bool,
     },
     /// Mark a node eligible or ineligible for new placements (running work stays)
     Eligibility {
@@ -100,36 +104,23 @@ pub async fn run(client: &Client, cmd: NodeCommand, out: &mut dyn Write) -> Resu
             force,
             ignore_system,
             keep_ineligible,
+            detach,
         } => {
             if enable == disable {
                 return Err(CliError::Usage(
                     "node drain needs exactly one of -enable and -disable".into(),
                 ));
             }
-            let id = resolve(client, &node_id).await?;
-            let answer = client
-                .operator()
-                .node_drain(pb::NodeDrainRequest {
-                    node_id: id.clone(),
-                    enable,
-                    deadline_ms: deadline.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-                    force,
-                    ignore_system_jobs: ignore_system,
-                    mark_eligible: disable && !keep_ineligible,
-                })
-                .await
-                .map_err(rpc_failed(format_args!("draining node {node_id:?}")))?
-                .into_inner();
-            let short = output::id(&id, false);
-            if enable {
-                writeln!(out, "Node {short:?} drain strategy set")?;
-            } else {
-                writeln!(out, "Node {short:?} drain strategy unset")?;
-            }
-            for eval in answer.eval_ids {
-                writeln!(out, "Evaluation ID: {eval}")?;
-            }
-            Ok(Exit::OK)
+            let args = drain::DrainArgs {
+                node_id,
+                enable,
+                deadline,
+                force,
+                ignore_system,
+                keep_ineligible,
+                detach,
+            };
+            drain::run(client, args, out).await
         }
         NodeCommand::Eligibility {
             node_id,
