@@ -185,14 +185,62 @@ async fn dispatch_a_parameterized_job() {
         .filter(|j| j["parent_id"] == "transcode")
         .count();
     assert_eq!(children, 1, "{jobs}");
-    // The parent's status lists what was dispatched from it.
-    let parent = drover(&server, &["job", "status", "transcode"]).await;
-    assert_code(&parent, 0);
-    let text = stdout(&parent);
+    let status = drover(&server, &["job", "status", "transcode"]).await;
+    assert_code(&status, 0);
+    let text = stdout(&status);
     assert!(text.contains("Dispatched Jobs"), "{text}");
     assert!(text.contains("transcode/dispatch-"), "{text}");
-    let view = json(&drover(&server, &["job", "status", "transcode", "-json"]).await);
-    assert_eq!(view["children"].as_array().map(Vec::len), Some(1), "{view}");
+    assert!(!text.contains("Next Periodic Launch"), "{text}");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn force_a_periodic_job_and_see_its_children_and_next_launch() {
+    let server = TestServer::start().await;
+    let _nodes = join_nodes(&server, 1).await;
+    let example = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/periodic.nomad.hcl"
+    );
+    assert_code(&drover(&server, &["job", "run", example]).await, 0);
+
+    let status = drover(&server, &["job", "status", "nightly-backup"]).await;
+    assert_code(&status, 0);
+    let text = stdout(&status);
+    assert!(text.contains("Next Periodic Launch"), "{text}");
+    assert!(text.contains("No child jobs"), "{text}");
+
+    let forced = drover(&server, &["job", "periodic", "force", "nightly-backup"]).await;
+    assert_code(&forced, 0);
+    let text = stdout(&forced);
+    assert!(text.contains("Launched Job ID"), "{text}");
+    assert!(text.contains("nightly-backup/periodic-"), "{text}");
+    assert!(text.contains("created: node"), "{text}");
+
+    let view = json(&drover(&server, &["job", "status", "nightly-backup", "-json"]).await);
+    let children = view["children"].as_array().expect("children");
+    assert_eq!(children.len(), 1, "{view}");
+    assert!(
+        view["next_launch"].is_string() || view["next_launch"].is_number(),
+        "{view}"
+    );
+
+    // Forcing a job that is not periodic says so, naming it.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = write_job(dir.path(), "web", 1);
+    assert_code(
+        &drover(
+            &server,
+            &["job", "run", "-detach", file.to_str().expect("utf-8")],
+        )
+        .await,
+        0,
+    );
+    let refused = drover(&server, &["job", "periodic", "force", "web"]).await;
+    assert_code(&refused, 1);
+    let err = stderr(&refused);
+    assert!(err.contains("job \"web\" is not periodic"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     server.stop().await;
 }
 

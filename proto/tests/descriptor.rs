@@ -21,6 +21,7 @@ const EXPECTED: &[(&str, &[&str])] = &[
             "Evaluations",
             "Summary",
             "Dispatch",
+            "PeriodicForce",
         ],
     ),
     (

@@ -42,7 +42,7 @@ fn grant(rpc: &str) -> Option<&'static str> {
     const LIFECYCLE: &str = r#"namespace "default" { capabilities = ["alloc-lifecycle"] }"#;
     let (service, method) = rpc.split_once('/').expect("service/method");
     Some(match (service.trim_start_matches("drover.v1."), method) {
-        ("JobService", "Register" | "Plan" | "Deregister") => SUBMIT,
+        ("JobService", "Register" | "Plan" | "Deregister" | "PeriodicForce") => SUBMIT,
         ("JobService", "Dispatch") => DISPATCH,
         ("JobService", _) => READ_JOB,
         ("EvalService", "List" | "Get") => READ_JOB,

@@ -3,9 +3,13 @@
 //! - [`submit`]: the commands that change something (`run`, `plan`, `stop`, `dispatch`).
 //! - [`change`]: the commands that change a registered job in place (`scale`, `revert`).
 //! - [`show`]: the read commands (`status`, `history`, `inspect`) and their output.
+//! - [`periodic`]: `periodic force`; [`children`]: a periodic or parameterized job's next
+//!   launch and children, for `status`.
 
 pub mod change;
+pub mod children;
 pub mod diff;
+pub mod periodic;
 pub mod show;
 pub mod submit;
 
@@ -108,6 +112,11 @@ pub enum JobCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Act on a periodic job (`periodic force JOB`: launch a child now)
+    Periodic {
+        #[command(subcommand)]
+        command: periodic::PeriodicCommand,
+    },
     /// Launch a child of a parameterized job
     Dispatch {
         /// The parameterized job
@@ -171,6 +180,7 @@ pub async fn run(client: &Client, cmd: JobCommand, out: &mut dyn Write) -> Resul
         JobCommand::Inspect {
             job_id, version, ..
         } => show::inspect(client, &job_id, version, out).await,
+        JobCommand::Periodic { command } => periodic::run(client, command, out).await,
         JobCommand::Dispatch {
             job_id,
             payload,

@@ -32,7 +32,7 @@ pub struct JobRow {
 }
 
 impl JobRow {
-    fn decode(e: pb::JobListEntry) -> Result<JobRow, CliError> {
+    pub(crate) fn decode(e: pb::JobListEntry) -> Result<JobRow, CliError> {
         Ok(JobRow {
             job_type: JobType::from_wire("job_type", e.job_type)?,
             status: JobStatus::from_wire("status", e.status)?,
@@ -108,63 +108,12 @@ pub struct JobStatusView {
     pub allocations: Vec<Allocation>,
     /// The newest evaluation: its failures say why allocations are pending.
     pub latest_evaluation: Option<Evaluation>,
-    /// A periodic or parameterized job's launches, newest first.
-    pub children: Vec<ChildJob>,
-}
-
-/// A job a periodic job launched or a parameterized one had dispatched.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct ChildJob {
-    pub id: String,
-    pub status: String,
-    pub submit_time: Timestamp,
-}
-
-/// The children of `job`: the jobs under `<id>/` whose parent it is, newest first.
-async fn children(client: &Client, job: &Job) -> Result<Vec<ChildJob>, CliError> {
-    if job.periodic.is_none() && job.parameterized.is_none() {
-        return Ok(Vec::new());
-    }
-    let listed = drover_proto::paging::job_list_all(
-        &client.jobs(),
-        pb::ListJobsRequest {
-            namespace: job.namespace.clone(),
-            id_prefix: format!("{}/", job.id),
-            ..Default::default()
-        },
-    )
-    .await
-    .map_err(rpc_failed(format_args!(
-        "listing the children of {:?}",
-        job.id.as_str()
-    )))?;
-    let mut children: Vec<ChildJob> = listed
-        .jobs
-        .into_iter()
-        .filter(|j| j.parent_id == job.id.as_str())
-        .map(|j| ChildJob {
-            status: <drover_core::JobStatus as drover_proto::WireEnum>::from_wire(
-                "status", j.status,
-            )
-            .map_or_else(
-                |_| format!("unknown ({})", j.status),
-                |s| status_text(s, j.stop),
-            ),
-            id: j.id,
-            submit_time: Timestamp::from_millis(j.submit_time_unix_ms),
-        })
-        .collect();
-    children.sort_by(|a, b| b.submit_time.cmp(&a.submit_time).then(a.id.cmp(&b.id)));
-    Ok(children)
-}
-
-/// When a periodic job launches next, from its cron spec: `None` when it is disabled,
-/// stopped, or its spec has no next time.
-fn next_launch(job: &Job, now: Timestamp) -> Option<Timestamp> {
-    let periodic = job.periodic.as_ref().filter(|p| p.enabled && !job.stop)?;
-    drover_core::periodic::Schedule::new(periodic)
-        .ok()?
-        .next_after(now)
+    /// A periodic job's next launch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_launch: Option<Timestamp>,
+    /// A periodic or parameterized job's children, newest first; empty for other jobs.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<JobRow>,
 }
 
 pub async fn status(
@@ -242,19 +191,27 @@ async fn fetch_status(client: &Client, job_id: &str) -> Result<JobStatusView, Cl
         .next()
         .map(Evaluation::try_from)
         .transpose()?;
-    let children = children(client, &job).await?;
+    let (next_launch, children) = if job.is_template() {
+        (
+            super::children::next_launch(&job, output::now()),
+            super::children::fetch(client, &job).await?,
+        )
+    } else {
+        (None, Vec::new())
+    };
     Ok(JobStatusView {
         job,
         summary,
         allocations,
         latest_evaluation,
+        next_launch,
         children,
     })
 }
 
 pub fn job_details(view: &JobStatusView, verbose: bool, now: Timestamp) -> String {
     let job = &view.job;
-    let mut rows = vec![
+    let mut text = key_values(&[
         ("ID", job.id.to_string()),
         ("Name", job.name.clone()),
         ("Submit Date", output::time(job.submit_time)),
@@ -266,45 +223,14 @@ pub fn job_details(view: &JobStatusView, verbose: bool, now: Timestamp) -> Strin
         ("Version", job.version.to_string()),
         ("Periodic", job.periodic.is_some().to_string()),
         ("Parameterized", job.parameterized.is_some().to_string()),
-    ];
-    if job.periodic.is_some() {
-        let next = match next_launch(job, now) {
-            Some(at) => format!(
-                "{} (in {})",
-                output::time(at),
-                output::duration(at.since(now))
-            ),
-            None => "none (disabled or stopped)".to_string(),
-        };
-        rows.push(("Next Periodic Launch", next));
-    }
-    let mut text = key_values(&rows);
-    if !view.children.is_empty() {
-        let count = |status: &str| {
-            view.children
-                .iter()
-                .filter(|c| c.status.starts_with(status))
-                .count()
-                .to_string()
-        };
-        text.push_str(
-            "
-Children Job Summary
-",
-        );
-        let mut table = Table::new(["Pending", "Running", "Dead"]);
-        table.row([count("pending"), count("running"), count("dead")]);
-        text.push_str(&table.render());
-        text.push_str(if job.periodic.is_some() {
-            "\nPreviously Launched Jobs\n"
-        } else {
-            "\nDispatched Jobs\n"
-        });
-        let mut table = Table::new(["ID", "Status", "Submit Date"]);
-        for c in &view.children {
-            table.row([c.id.clone(), c.status.clone(), output::time(c.submit_time)]);
-        }
-        text.push_str(&table.render());
+    ]);
+    if job.is_template() {
+        text.push_str(&super::children::section(
+            job,
+            view.next_launch,
+            &view.children,
+            now,
+        ));
     }
     if let Some(summary) = &view.summary {
         text.push_str("\nSummary\n");
@@ -481,34 +407,8 @@ mod tests {
             summary: None,
             allocations: allocs,
             latest_evaluation: None,
+            next_launch: None,
             children: Vec::new(),
-        };
-        insta::assert_snapshot!(job_details(&view, false, NOW));
-    }
-
-    #[test]
-    fn a_periodic_job_shows_its_next_launch_and_children() {
-        let mut job = web();
-        job.periodic = Some(drover_core::PeriodicConfig {
-            cron: "*/15 * * * *".into(),
-            prohibit_overlap: false,
-            time_zone: String::new(),
-            enabled: true,
-        });
-        let child = |id: &str, status: &str, at: u64| ChildJob {
-            id: format!("web/periodic-{id}"),
-            status: status.into(),
-            submit_time: Timestamp::from_millis(at),
-        };
-        let view = JobStatusView {
-            job,
-            summary: None,
-            allocations: Vec::new(),
-            latest_evaluation: None,
-            children: vec![
-                child("1699999200", "running", 1_699_999_200_000),
-                child("1699998300", "dead", 1_699_998_300_000),
-            ],
         };
         insta::assert_snapshot!(job_details(&view, false, NOW));
     }

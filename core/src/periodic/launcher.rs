@@ -324,21 +324,7 @@ impl PeriodicLauncher {
     }
 
     fn launch(&self, parent: &Job, slot: Timestamp, now: Timestamp, rng: &mut impl Rng) -> Launch {
-        let suffix = format!("{PERIODIC_SUFFIX}{}", slot.as_millis() / 1000);
-        let id = child::child_id(&parent.id, &suffix, self.max_id_len);
-        let job = child::derive(parent, id, slot);
-        let eval = Evaluation::new(
-            EvalId::from_bytes(rng.random()),
-            &job,
-            TriggeredBy::PeriodicJob,
-            now,
-        );
-        Launch {
-            parent: parent.key(),
-            launch_time: slot,
-            job,
-            eval,
-        }
+        launch_at(parent, slot, now, rng, self.max_id_len)
     }
 
     fn insert(&mut self, key: JobKey, t: Tracked) {
@@ -353,10 +339,36 @@ impl PeriodicLauncher {
     }
 }
 
+/// The launch of `parent`'s child for the cron slot `slot` (whole seconds), registered at
+/// `now`; the child's id is at most `max_id_len` bytes (see [`child::child_id`]).
+pub(super) fn launch_at(
+    parent: &Job,
+    slot: Timestamp,
+    now: Timestamp,
+    rng: &mut impl Rng,
+    max_id_len: usize,
+) -> Launch {
+    let suffix = format!("{PERIODIC_SUFFIX}{}", slot.as_millis() / 1000);
+    let id = child::child_id(&parent.id, &suffix, max_id_len);
+    let job = child::derive(parent, id, slot);
+    let eval = Evaluation::new(
+        EvalId::from_bytes(rng.random()),
+        &job,
+        TriggeredBy::PeriodicJob,
+        now,
+    );
+    Launch {
+        parent: parent.key(),
+        launch_time: slot,
+        job,
+        eval,
+    }
+}
+
 /// The periodic block of a job the launcher should launch: periodic and enabled, not
 /// stopped, and not itself a child (children never carry `periodic`, but a stored job is
 /// not trusted to).
-fn launchable(job: &Job) -> Option<&PeriodicConfig> {
+pub(super) fn launchable(job: &Job) -> Option<&PeriodicConfig> {
     job.periodic
         .as_ref()
         .filter(|p| p.enabled && !job.stop && job.parent_id.is_none())

@@ -8,6 +8,8 @@
 //!   follows Nomad's periodic dispatcher: children are `<parent>/periodic-<unix seconds>`,
 //!   `prohibit_overlap` skips a slot while an earlier child is not dead, stopped or disabled
 //!   jobs do not launch, and a new leader launches a missed slot once.
+//! * [`force`] launches a periodic job's child now, outside its schedule (`job periodic
+//!   force`).
 //! * [`dispatch`] checks a dispatch request against the parent's `parameterized` block and
 //!   builds the child `<parent>/dispatch-<unix seconds>-<8 hex>` and its eval, as Nomad's
 //!   `Job.Dispatch` does.
@@ -25,6 +27,7 @@
 
 mod child;
 mod dispatch;
+mod force;
 mod launcher;
 mod schedule;
 
@@ -33,5 +36,6 @@ mod tests;
 
 pub use child::{DISPATCH_SUFFIX, PERIODIC_SUFFIX, child_id, periodic_launch_time};
 pub use dispatch::{DispatchError, dispatch};
+pub use force::{ForceError, force};
 pub use launcher::{Launch, PeriodicLauncher, TrackError};
 pub use schedule::{Schedule, ScheduleError, zone};

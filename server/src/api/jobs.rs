@@ -128,6 +128,12 @@ impl JobService for JobApi {
             .filter(|j| req.namespace.is_empty() || j.namespace == req.namespace)
             .filter(|j| acl.allows(&Need::Namespace(Cap::ReadJob, &j.namespace)))
             .filter(|j| j.id.to_string().starts_with(&req.id_prefix))
+            .filter(|j| {
+                req.parent_id.is_empty()
+                    || j.parent_id
+                        .as_ref()
+                        .is_some_and(|p| p.as_str() == req.parent_id)
+            })
             .map(|j| job_list_entry(j, snap.job_summary(&j.key()).map(|s| s.as_ref())))
             .collect();
         jobs.sort_by(|a, b| (&a.namespace, &a.id).cmp(&(&b.namespace, &b.id)));
@@ -243,6 +249,24 @@ impl JobService for JobApi {
         let d = self.0.handle.dispatch_job(req).await?;
         Ok(Response::new(pb::DispatchJobResponse {
             dispatched_job_id: d.job_id.to_string(),
+            eval_id: d.eval_id.to_string(),
+            index: d.index,
+        }))
+    }
+
+    async fn periodic_force(
+        &self,
+        req: Request<pb::PeriodicForceRequest>,
+    ) -> Result<Response<pb::PeriodicForceResponse>, Status> {
+        authorize(
+            &req,
+            Need::Namespace(Cap::SubmitJob, ns_of(&req.get_ref().namespace)),
+        )?;
+        let req = req.into_inner();
+        let key = job_key(&req.namespace, &req.job_id)?;
+        let d = self.0.handle.force_periodic(key).await?;
+        Ok(Response::new(pb::PeriodicForceResponse {
+            child_job_id: d.job_id.to_string(),
             eval_id: d.eval_id.to_string(),
             index: d.index,
         }))

@@ -3,8 +3,9 @@
 use crate::clock::now;
 use crate::error::ServerError;
 use crate::handle::ServerHandle;
+use drover_core::fsm::ApplyError;
 use drover_core::fsm::Command;
-use drover_core::periodic::{DispatchError, dispatch};
+use drover_core::periodic::{DispatchError, ForceError, dispatch, force};
 use drover_core::state::StateSnapshot;
 use drover_core::types::*;
 use drover_core::validate::{canonicalize, validate_job};
@@ -140,6 +141,51 @@ impl ServerHandle {
             })
             .await?;
         tracing::info!(parent_id = %req.parent, %job_id, %eval_id, index, "job dispatched");
+        Ok(JobDispatched {
+            job_id,
+            eval_id,
+            index,
+        })
+    }
+
+    /// Launches a child of periodic job `key` now, outside its schedule. The child must
+    /// be new (a check-and-set register), so two forces in one second launch one child.
+    pub async fn force_periodic(&self, key: JobKey) -> Result<JobDispatched, ServerError> {
+        let snap = self.snapshot();
+        let parent = snap
+            .job(&key)
+            .ok_or_else(|| ServerError::not_found("job", &key))?;
+        crate::admission::check_registration(snap.scheduler_config())?;
+        self.check_room(&snap, true).await?;
+        let now = now();
+        let launch = force(parent, now, &mut rand::rng(), &self.inner.config.limits)
+            .map_err(|e: ForceError| ServerError::precondition(e.to_string()))?;
+        let job_id = launch.job.id.clone();
+        let eval_id = launch.eval.id;
+        let written = self
+            .inner
+            .writer
+            .write(Command::JobRegisterChecked {
+                job: launch.job,
+                eval: Some(launch.eval),
+                now,
+                enforce_index: 0,
+            })
+            .await;
+        let index = match written {
+            Ok(index) => index,
+            Err(ServerError::Refused {
+                error: ApplyError::JobIndexMismatch { .. },
+                ..
+            }) => {
+                return Err(ServerError::precondition(format!(
+                    "job {:?} was already launched this second (child {job_id:?}); try again",
+                    key.id.as_str()
+                )));
+            }
+            Err(e) => return Err(e),
+        };
+        tracing::info!(parent_id = %key, %job_id, %eval_id, index, "periodic job forced");
         Ok(JobDispatched {
             job_id,
             eval_id,
