@@ -14,7 +14,7 @@ use drover_agent::sim::{Mix, SimConfig, Simulator};
 use drover_agent::{Agent, AgentConfig};
 use drover_core::types::{Constraint, Operator};
 use drover_proto::v1 as pb;
-use drover_server::api::{ApiOptions, ApiServer};
+use drover_server::api::ApiServer;
 use drover_server::{Server, ServerConfig};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -86,13 +86,7 @@ impl Servers {
         // secret) takes any free loopback port rather than one next to the API.
         config.raft_addr = Some("127.0.0.1:0".into());
         config.metrics_addr = (!args.no_metrics).then(|| args.metrics_addr.clone());
-        let server = Server::start(config)
-            .await
-            .context("server does not start")?;
-        let api = server
-            .serve(ApiOptions::default())
-            .await
-            .context("gRPC API does not start")?;
+        let (server, api) = crate::serve::start_serving(config).await?;
         let url = format!("http://{}", api.local_addr());
         anyhow::ensure!(
             server

@@ -134,17 +134,31 @@ fn parse_peers(peers: &[String]) -> anyhow::Result<BTreeMap<u64, String>> {
         .collect()
 }
 
+/// Starts a server and its API. If the API cannot start (its address is taken), the
+/// server is stopped cleanly before the error is returned, so Raft does not die with the
+/// runtime and log its own death.
+pub async fn start_serving(
+    config: ServerConfig,
+) -> anyhow::Result<(drover_server::Server, drover_server::api::ApiServer)> {
+    let server = drover_server::Server::start(config)
+        .await
+        .context("server does not start")?;
+    match server.serve(ApiOptions::default()).await {
+        Ok(api) => Ok((server, api)),
+        Err(e) => {
+            if let Err(stop) = server.shutdown().await {
+                tracing::warn!(error = %stop, "server did not stop cleanly after the API failed");
+            }
+            Err(anyhow::Error::from(e).context("gRPC API does not start"))
+        }
+    }
+}
+
 /// Runs the server until Ctrl-C, then stops the API and the server cleanly.
 pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     args.log.to_stderr("info")?;
     let config = args.config()?;
-    let server = drover_server::Server::start(config.clone())
-        .await
-        .context("server does not start")?;
-    let api = server
-        .serve(ApiOptions::default())
-        .await
-        .context("gRPC API does not start")?;
+    let (server, api) = start_serving(config.clone()).await?;
     let scheme = if config.tls.is_some() {
         "https"
     } else {

@@ -209,21 +209,27 @@ impl Server {
                 membership,
             }),
         };
-        let metrics_server = match metrics_addr {
-            Some(addr) => Some(
-                crate::scrape::serve(handle.clone(), &addr)
-                    .await
-                    .map_err(StartError::bind("metrics", &addr))?,
-            ),
-            None => None,
-        };
-        Ok(Server {
+        let mut server = Server {
             handle,
             monitor: Some(monitor),
-            metrics_server,
+            metrics_server: None,
             raft_listener: Some(raft_listener),
             discovery,
-        })
+        };
+        if let Some(addr) = metrics_addr {
+            match crate::scrape::serve(server.handle.clone(), &addr).await {
+                Ok(m) => server.metrics_server = Some(m),
+                Err(e) => {
+                    // Raft and the workers run already: stop them in order, so the data
+                    // dir is left as a clean stop leaves it and nothing logs its own death.
+                    if let Err(stop) = server.shutdown().await {
+                        tracing::warn!(error = %stop, "server did not stop cleanly after a failed start");
+                    }
+                    return Err(StartError::bind("metrics", &addr)(e));
+                }
+            }
+        }
+        Ok(server)
     }
 
     pub fn handle(&self) -> ServerHandle {
