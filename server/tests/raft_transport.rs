@@ -86,6 +86,29 @@ async fn raft_is_refused_on_the_api_port_and_without_the_secret() {
     assert_eq!(info.api_addr, api.local_addr().to_string());
     assert_eq!(info.scheme, "http");
 
+    // Joining, forcing an election and the followers' scheduling calls are the secret's
+    // holders' too: without it each is refused before the server acts.
+    let join = client
+        .join(drover_proto::v1::JoinRequest {
+            server_id: 9,
+            raft_addr: "127.0.0.1:1".into(),
+        })
+        .await
+        .expect_err("join without the secret");
+    assert_eq!(join.code(), Code::Unauthenticated, "join");
+    let elect = client
+        .start_election(drover_proto::v1::StartElectionRequest {})
+        .await
+        .expect_err("election without the secret");
+    assert_eq!(elect.code(), Code::Unauthenticated, "start election");
+    let schedule = client
+        .scheduling(drover_proto::v1::RaftRequest {
+            payload: vec![1, 2, 3],
+        })
+        .await
+        .expect_err("scheduling without the secret");
+    assert_eq!(schedule.code(), Code::Unauthenticated, "scheduling");
+
     let after = h.raft_metrics();
     assert_eq!(after.current_term, before.current_term, "term unchanged");
     assert_eq!(
