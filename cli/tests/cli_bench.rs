@@ -36,7 +36,7 @@ fn a_small_run_places_every_allocation_and_reports_its_timings() {
         "--nodes", "20", "--jobs", "4", "--count", "5", "--json",
     ]));
     for (field, want) in [
-        ("server_mode", serde_json::json!("in-process")),
+        ("server_mode", serde_json::json!("child-process")),
         ("nodes", 20.into()),
         ("jobs", 4.into()),
         ("count_per_job", 5.into()),
@@ -63,7 +63,30 @@ fn a_small_run_places_every_allocation_and_reports_its_timings() {
         report["raft_entries_applied"].as_u64() >= Some(5),
         "{report:#}"
     );
-    positive(&report, "peak_rss_mib");
+    // The server's own figures, read from its process and its metrics.
+    positive(&report["server"], "peak_rss_mib");
+    positive(&report, "bench_peak_rss_mib");
+    positive(&report["server"], "cpu_secs");
+    let written = positive(&report["server"], "disk_written_bytes");
+    let per_placement = positive(&report, "disk_bytes_per_placement");
+    assert!(
+        (per_placement * 20.0 - written).abs() < 1e-6 * written,
+        "{report:#}"
+    );
+    // Every job's eval and at least one plan happened inside the measured span.
+    assert!(
+        report["server"]["eval_ms"]["count"].as_u64() >= Some(4),
+        "{report:#}"
+    );
+    assert!(
+        report["server"]["plan_apply_ms"]["count"].as_u64() >= Some(1),
+        "{report:#}"
+    );
+    for figure in ["eval_ms", "plan_apply_ms"] {
+        let p50 = positive(&report["server"][figure], "p50");
+        let p99 = positive(&report["server"][figure], "p99");
+        assert!(p50 <= p99, "{figure}: {report:#}");
+    }
     // The same placements through core alone, and the ratio of the two rates.
     assert_eq!(report["core"]["placed"], 20, "{report:#}");
     let core = positive(&report["core"], "placements_per_sec");
@@ -191,4 +214,109 @@ fn flags_that_cannot_work_are_refused_naming_the_flag() {
         );
         assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout");
     }
+}
+
+/// A server config with short heartbeat TTLs, so the heartbeat and detect scenarios run
+/// in seconds.
+fn fast_heartbeats() -> tempfile::NamedTempFile {
+    let file = tempfile::NamedTempFile::new().expect("a temp file");
+    std::fs::write(
+        file.path(),
+        "heartbeat {\n  min_ttl = \"1s\"\n  grace = \"1s\"\n}\n",
+    )
+    .expect("config written");
+    file
+}
+
+#[test]
+fn the_heartbeat_scenario_counts_heartbeats_and_their_cpu() {
+    let config = fast_heartbeats();
+    let report = json(&bench(&[
+        "--scenario",
+        "heartbeat",
+        "--nodes",
+        "20",
+        "--window",
+        "3s",
+        "--server-config",
+        config.path().to_str().expect("utf-8 path"),
+        "--json",
+    ]));
+    assert_eq!(report["scenario"], "heartbeat", "{report:#}");
+    let window = positive(&report, "window_secs");
+    assert!(window >= 3.0, "{report:#}");
+    // 20 nodes at a TTL of 1 to 2 s heartbeat at least 10 times a second in all.
+    let heartbeats = positive(&report, "heartbeats");
+    assert!(heartbeats >= 20.0, "{report:#}");
+    let rate = positive(&report, "heartbeats_per_sec");
+    assert!(
+        (rate * window - heartbeats).abs() < 1e-6 * heartbeats,
+        "{report:#}"
+    );
+    assert_eq!(report["heartbeat_errors"], 0, "{report:#}");
+    let us = positive(&report, "cpu_us_per_heartbeat");
+    let capacity = positive(&report, "capacity_per_core");
+    assert!((us * capacity - 1e6).abs() < 1.0, "{report:#}");
+    assert_eq!(report["server"]["heartbeats"].as_f64(), Some(heartbeats));
+}
+
+#[test]
+fn the_detect_scenario_times_a_silent_node_until_its_allocations_are_replaced() {
+    let config = fast_heartbeats();
+    let report = json(&bench(&[
+        "--scenario",
+        "detect",
+        "--nodes",
+        "10",
+        "--count",
+        "4",
+        "--server-config",
+        config.path().to_str().expect("utf-8 path"),
+        "--json",
+    ]));
+    assert_eq!(report["scenario"], "detect", "{report:#}");
+    assert!(
+        ["down", "disconnected"].contains(&report["marked_status"].as_str().unwrap_or("")),
+        "{report:#}"
+    );
+    // Never before the 1 s grace past a missed TTL; at most a 2 s TTL and the grace
+    // later, with room for a slow CI machine.
+    let marked = positive(&report, "marked_secs");
+    assert!((0.9..10.0).contains(&marked), "{report:#}");
+    let replaced = positive(&report, "replaced_secs");
+    assert!(replaced >= marked, "{report:#}");
+    assert!(
+        report["allocations_on_silent_node"].as_u64() >= Some(1),
+        "{report:#}"
+    );
+}
+
+#[test]
+fn the_restart_scenario_times_a_killed_server_until_it_reads_and_writes() {
+    let report = json(&bench(&[
+        "--scenario",
+        "restart",
+        "--nodes",
+        "10",
+        "--jobs",
+        "5",
+        "--count",
+        "4",
+        "--json",
+    ]));
+    assert_eq!(report["scenario"], "restart", "{report:#}");
+    assert_eq!(report["allocations"], 20, "{report:#}");
+    // The 5 registrations at least were applied before the kill.
+    assert!(report["applied_index"].as_u64() >= Some(5), "{report:#}");
+    positive(&report, "data_dir_mib");
+    positive(&report, "consistent_read_secs");
+    positive(&report, "write_secs");
+    positive(&report, "restarted_peak_rss_mib");
+}
+
+#[test]
+fn the_restart_scenario_refuses_a_server_it_did_not_start() {
+    let out = bench(&["--scenario", "restart", "--address", "http://127.0.0.1:1"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(stderr(&out).contains("--address"), "{}", stderr(&out));
 }

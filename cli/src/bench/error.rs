@@ -2,8 +2,6 @@
 
 use crate::error::CliError;
 use drover_agent::sim::SimError;
-use drover_server::StartError;
-use drover_server::api::ServeError;
 use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
@@ -13,16 +11,17 @@ pub enum BenchError {
     Setting { flag: &'static str, reason: String },
     #[error("cannot create a temporary data dir: {0}")]
     DataDir(std::io::Error),
-    #[error("the benchmarked server does not start: {0}")]
-    ServerStart(#[source] StartError),
-    #[error("the benchmarked server's gRPC API does not start: {0}")]
-    Serve(#[from] ServeError),
+    #[error("{what}: {source}")]
+    Io {
+        what: &'static str,
+        source: std::io::Error,
+    },
+    #[error("cannot start the benchmarked server ({exe}): {source}")]
+    Spawn { exe: String, source: std::io::Error },
+    #[error("the benchmarked server exited ({status}); its log ends:\n{log}")]
+    ServerExit { status: String, log: String },
     #[error("the benchmarked server did not become leader within {}", humantime::format_duration(*.0))]
     NoLeader(Duration),
-    #[error("the benchmarked server does not stop cleanly: {0}")]
-    ServerStop(#[source] StartError),
-    #[error("the benchmarked server's gRPC API does not stop cleanly: {0}")]
-    ServeStop(#[source] tonic::transport::Error),
     #[error(transparent)]
     Client(#[from] CliError),
     #[error("the node simulator failed: {0}")]

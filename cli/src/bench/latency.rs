@@ -12,6 +12,7 @@
 use super::error::BenchError;
 use super::progress::Progress;
 use super::report::secs;
+use super::server_figures::ServerFigures;
 use super::workload::Workload;
 use crate::client::Client;
 use crate::error::rpc_failed;
@@ -67,6 +68,8 @@ pub struct LatencyReport {
     pub schedule: Spread,
     /// First allocation event → the eval's COMPLETE event.
     pub finish: Spread,
+    /// The server's own figures over the timed jobs.
+    pub server: ServerFigures,
 }
 
 impl LatencyReport {
@@ -92,6 +95,8 @@ impl LatencyReport {
                 s.p50_ms, s.p90_ms, s.p99_ms, s.max_ms
             );
         }
+        text.push('\n');
+        text.push_str(&crate::output::key_values(&self.server.pairs()));
         text
     }
 }
@@ -200,6 +205,7 @@ pub async fn measure(
         commit: phase(|m| m.answered),
         schedule: phase(|m| m.first_alloc.saturating_sub(m.answered)),
         finish: phase(|m| m.complete.saturating_sub(m.first_alloc)),
+        server: ServerFigures::default(),
     })
 }
 

@@ -10,13 +10,18 @@
 //! - [`report`]: the figures, for people or as JSON.
 
 pub mod core_run;
+pub mod detect;
 pub mod error;
+pub mod heartbeat;
 pub mod jobs;
 pub mod latency;
-pub mod memory;
 pub mod nodes;
+pub mod procfs;
 pub mod progress;
 pub mod report;
+pub mod restart;
+pub mod scrape;
+pub mod server_figures;
 pub mod storm;
 pub mod target;
 pub mod workload;
@@ -28,10 +33,11 @@ use crate::logging;
 use crate::output::print_json;
 use jobs::{Goal, Tally};
 use progress::Progress;
-use report::{MODE_IN_PROCESS, MODE_REMOTE, RSS_IN_PROCESS, RSS_REMOTE, Report, Settings, secs};
+use report::{MODE_CHILD, MODE_REMOTE, Report, Settings, secs};
+use server_figures::{Probe, ServerFigures};
 use std::io::Write;
 use std::time::Duration;
-use target::Target;
+use target::{ServerSettings, Target};
 use tokio::time::Instant;
 use workload::Workload;
 
@@ -67,6 +73,12 @@ pub struct BenchArgs {
     /// Memory each allocation asks for, in MB (a simulated node has 8192)
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..))]
     pub memory: u64,
+    /// Heartbeat scenario: how long heartbeats are measured once every node is up
+    #[arg(long, default_value = "30s", value_parser = parse_timeout)]
+    pub window: Duration,
+    /// Settings for the server the run starts, as a `drover server` config file (HCL)
+    #[arg(long, value_name = "FILE", conflicts_with = "address")]
+    pub server_config: Option<std::path::PathBuf>,
     /// Print the report as JSON (also accepted as `-json`)
     #[arg(long)]
     pub json: bool,
@@ -80,6 +92,12 @@ pub enum Scenario {
     Latency,
     /// Every node registers at once while system jobs exist (10 by default)
     Storm,
+    /// Heartbeats handled per second and server CPU per heartbeat, at the server's TTL
+    Heartbeat,
+    /// One node goes silent: time until it is marked down and its allocations replaced
+    Detect,
+    /// SIGKILL a filled server and restart it: time until it reads and writes again
+    Restart,
 }
 
 impl Scenario {
@@ -89,6 +107,9 @@ impl Scenario {
             Scenario::C1m => (100, 100),
             Scenario::Latency => (200, 10),
             Scenario::Storm => (10, 1),
+            Scenario::Heartbeat => (1, 1),
+            Scenario::Detect => (1, 10),
+            Scenario::Restart => (100, 100),
         }
     }
 }
@@ -138,25 +159,29 @@ pub async fn run(args: BenchArgs, out: &mut dyn Write) -> Result<(), BenchError>
         args.cpu,
         args.memory,
     )?;
+    if args.scenario == Scenario::Restart && args.address.is_some() {
+        return Err(restart::needs_own_server());
+    }
     let mut progress = Progress::new(!args.json);
-    let target = match &args.address {
+    let mut target = match &args.address {
         Some(url) => Target::Remote { url: url.clone() },
         None => {
-            progress.phase("starting a server (on-disk raft log, production settings)");
-            Target::start_in_process().await?
+            progress.phase(
+                "starting drover server as a child process (on-disk raft log, production settings)",
+            );
+            let settings = match &args.server_config {
+                Some(path) => ServerSettings {
+                    config_hcl: std::fs::read_to_string(path).map_err(|e| BenchError::Setting {
+                        flag: "--server-config",
+                        reason: format!("cannot read {}: {e}", path.display()),
+                    })?,
+                },
+                None => ServerSettings::default(),
+            };
+            Target::start_child(&settings).await?
         }
     };
-    let measured = match args.scenario {
-        Scenario::C1m => measure(&target, &workload, &args, &mut progress)
-            .await
-            .map(Measured::C1m),
-        Scenario::Latency => measure_latency(&target, &workload, &args, &mut progress)
-            .await
-            .map(Measured::Latency),
-        Scenario::Storm => measure_storm(&target, &workload, &args, &mut progress)
-            .await
-            .map(Measured::Storm),
-    };
+    let measured = scenario(&mut target, &workload, &args, &mut progress).await;
     let stopped = target.stop().await;
     let report = match (measured, stopped) {
         (Ok(report), stopped) => {
@@ -181,9 +206,15 @@ pub async fn run(args: BenchArgs, out: &mut dyn Write) -> Result<(), BenchError>
         (Measured::C1m(r), true) => return Ok(print_json(out, r)?),
         (Measured::Latency(r), true) => return Ok(print_json(out, r)?),
         (Measured::Storm(r), true) => return Ok(print_json(out, r)?),
+        (Measured::Heartbeat(r), true) => return Ok(print_json(out, r)?),
+        (Measured::Detect(r), true) => return Ok(print_json(out, r)?),
+        (Measured::Restart(r), true) => return Ok(print_json(out, r)?),
         (Measured::Storm(r), false) => r.render(),
         (Measured::C1m(r), false) => r.render(),
         (Measured::Latency(r), false) => r.render(),
+        (Measured::Heartbeat(r), false) => r.render(),
+        (Measured::Detect(r), false) => r.render(),
+        (Measured::Restart(r), false) => r.render(),
     };
     write!(out, "{text}").map_err(crate::CliError::from)?;
     Ok(())
@@ -194,6 +225,63 @@ enum Measured {
     C1m(Report),
     Latency(latency::LatencyReport),
     Storm(storm::StormReport),
+    Heartbeat(heartbeat::HeartbeatReport),
+    Detect(detect::DetectReport),
+    Restart(restart::RestartReport),
+}
+
+/// Runs the scenario the flags name against the server.
+async fn scenario(
+    target: &mut Target,
+    workload: &Workload,
+    args: &BenchArgs,
+    progress: &mut Progress,
+) -> Result<Measured, BenchError> {
+    let deadline = Instant::now() + args.timeout;
+    match args.scenario {
+        Scenario::C1m => measure(target, workload, args, progress)
+            .await
+            .map(Measured::C1m),
+        Scenario::Latency => measure_latency(target, workload, args, progress)
+            .await
+            .map(Measured::Latency),
+        Scenario::Storm => measure_storm(target, workload, args, progress)
+            .await
+            .map(Measured::Storm),
+        Scenario::Heartbeat => {
+            let client = Client::connect(target.url()).await?;
+            heartbeat::measure(
+                target,
+                &client,
+                workload,
+                args.window,
+                deadline,
+                args.timeout,
+                progress,
+            )
+            .await
+            .map(Measured::Heartbeat)
+        }
+        Scenario::Detect => {
+            let client = Client::connect(target.url()).await?;
+            let measured =
+                detect::measure(target, &client, workload, deadline, args.timeout, progress).await;
+            if !target.is_child() {
+                jobs::purge(&client, workload, args.in_flight as usize).await;
+            }
+            measured.map(Measured::Detect)
+        }
+        Scenario::Restart => restart::measure(
+            target,
+            workload,
+            args.in_flight as usize,
+            deadline,
+            args.timeout,
+            progress,
+        )
+        .await
+        .map(Measured::Restart),
+    }
 }
 
 /// The storm scenario; the jobs are purged from a shared server afterwards.
@@ -205,8 +293,9 @@ async fn measure_storm(
 ) -> Result<storm::StormReport, BenchError> {
     let client = Client::connect(target.url()).await?;
     let deadline = Instant::now() + args.timeout;
-    let measured = storm::measure(&client, workload, deadline, args.timeout, progress).await;
-    if !target.is_in_process() {
+    let measured =
+        storm::measure(target, &client, workload, deadline, args.timeout, progress).await;
+    if !target.is_child() {
         jobs::purge(&client, workload, args.in_flight as usize).await;
     }
     measured
@@ -232,8 +321,14 @@ async fn measure_latency(
         "timing {} jobs of {} allocations, one at a time",
         workload.jobs, workload.count
     ));
+    let before = Probe::take(target).await;
     let measured = latency::measure(&client, workload, deadline, args.timeout, progress).await;
-    if !target.is_in_process() {
+    let after = Probe::take(target).await;
+    let measured = measured.map(|mut report| {
+        report.server = ServerFigures::between(&before, &after);
+        report
+    });
+    if !target.is_child() {
         jobs::purge(&client, workload, args.in_flight as usize).await;
     }
     sim.shutdown().await;
@@ -258,20 +353,21 @@ async fn measure(
     let started = Instant::now();
     let sim = nodes::start(&client, workload, deadline, args.timeout, progress).await?;
     let node_registration = started.elapsed();
+    let before = Probe::take(target).await;
     let timed = time_jobs(&client, workload, args, deadline, progress).await;
-    if !target.is_in_process() {
+    let after = Probe::take(target).await;
+    if !target.is_child() {
         jobs::purge(&client, workload, args.in_flight as usize).await;
     }
     sim.shutdown().await;
     let timed = timed?;
-    let rss_scope = if target.is_in_process() {
-        RSS_IN_PROCESS
-    } else {
-        RSS_REMOTE
-    };
+    let server = ServerFigures::between(&before, &after);
+    let disk_bytes_per_placement = server
+        .disk_written_bytes
+        .map(|b| b as f64 / timed.placed_tally.placed.max(1) as f64);
     Ok(Report {
-        server_mode: if target.is_in_process() {
-            MODE_IN_PROCESS
+        server_mode: if target.is_child() {
+            MODE_CHILD
         } else {
             MODE_REMOTE
         },
@@ -291,8 +387,9 @@ async fn measure(
         core: None,
         end_to_end_vs_core: None,
         raft_entries_applied: timed.raft_entries,
-        peak_rss_mib: memory::peak_rss_kib().map(|kib| kib as f64 / 1024.0),
-        peak_rss_scope: rss_scope,
+        server,
+        disk_bytes_per_placement,
+        bench_peak_rss_mib: procfs::peak_rss_kib().map(|kib| kib as f64 / 1024.0),
         settings: Settings {
             run_id: workload.run_id.clone(),
             in_flight: u64::from(args.in_flight),

@@ -5,18 +5,14 @@ use crate::output::key_values;
 use serde::Serialize;
 use std::time::Duration;
 
-pub const MODE_IN_PROCESS: &str = "in-process";
-pub const MODE_REMOTE: &str = "remote";
+use super::server_figures::ServerFigures;
 
-/// Where the peak RSS was measured, which decides what it includes.
-pub const RSS_IN_PROCESS: &str =
-    "this process: the server, the simulated nodes and the load generator together";
-pub const RSS_REMOTE: &str =
-    "this process only: the simulated nodes and the load generator; the server runs elsewhere";
+pub const MODE_CHILD: &str = "child-process";
+pub const MODE_REMOTE: &str = "remote";
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Report {
-    /// `in-process` (started by the run) or `remote` (`--address`).
+    /// `child-process` (a `drover server` started by the run) or `remote` (`--address`).
     pub server_mode: &'static str,
     pub server_address: String,
     /// Scheduler workers of the cluster, as the server lists them.
@@ -44,9 +40,12 @@ pub struct Report {
     pub end_to_end_vs_core: Option<f64>,
     /// Raft entries the server applied between the first submit and the end of the wait.
     pub raft_entries_applied: u64,
-    /// VmHWM of this process; absent where `/proc` is not there.
-    pub peak_rss_mib: Option<f64>,
-    pub peak_rss_scope: &'static str,
+    /// The server's own figures over the same span (absent against a remote server).
+    pub server: ServerFigures,
+    /// Disk bytes the server wrote during the span over the placements made.
+    pub disk_bytes_per_placement: Option<f64>,
+    /// VmHWM of the bench process: the simulated nodes and the load generator.
+    pub bench_peak_rss_mib: Option<f64>,
     pub settings: Settings,
 }
 
@@ -70,7 +69,7 @@ pub fn secs(d: Duration) -> f64 {
 
 impl Report {
     fn server(&self) -> String {
-        let what = if self.server_mode == MODE_IN_PROCESS {
+        let what = if self.server_mode == MODE_CHILD {
             " (started for the run: production settings, raft log on disk)"
         } else {
             ""
@@ -142,10 +141,20 @@ impl Report {
                 "Raft entries applied",
                 self.raft_entries_applied.to_string(),
             ),
+        ]);
+        pairs.extend(self.server.pairs());
+        pairs.extend([
             (
-                "Peak RSS",
-                match self.peak_rss_mib {
-                    Some(mib) => format!("{mib:.1} MiB ({})", self.peak_rss_scope),
+                "Disk per placement",
+                match self.disk_bytes_per_placement {
+                    Some(b) => format!("{b:.0} bytes"),
+                    None => "unknown".into(),
+                },
+            ),
+            (
+                "Bench peak RSS",
+                match self.bench_peak_rss_mib {
+                    Some(mib) => format!("{mib:.1} MiB (simulated nodes and load generator)"),
                     None => "unknown (no /proc on this system)".into(),
                 },
             ),
@@ -184,7 +193,7 @@ mod tests {
 
     fn report(running: bool) -> Report {
         Report {
-            server_mode: MODE_IN_PROCESS,
+            server_mode: MODE_CHILD,
             server_address: "http://127.0.0.1:40123".into(),
             scheduler_workers: 2,
             nodes: 1_000,
@@ -205,8 +214,24 @@ mod tests {
             }),
             end_to_end_vs_core: Some(0.016),
             raft_entries_applied: 312,
-            peak_rss_mib: Some(245.31),
-            peak_rss_scope: RSS_IN_PROCESS,
+            server: ServerFigures {
+                peak_rss_mib: Some(245.31),
+                cpu_secs: Some(4.5),
+                disk_written_bytes: Some(3_250_000),
+                eval_ms: Some(super::super::server_figures::Quantiles {
+                    count: 100,
+                    p50: 3.5,
+                    p99: 41.0,
+                }),
+                plan_apply_ms: Some(super::super::server_figures::Quantiles {
+                    count: 300,
+                    p50: 1.25,
+                    p99: 9.5,
+                }),
+                heartbeats: Some(2_000),
+            },
+            disk_bytes_per_placement: Some(325.0),
+            bench_peak_rss_mib: Some(120.0),
             settings: Settings {
                 run_id: "0a1b2c3d".into(),
                 in_flight: 64,

@@ -8,6 +8,8 @@ use super::error::BenchError;
 use super::jobs::{self, Goal};
 use super::progress::Progress;
 use super::report::secs;
+use super::server_figures::{Probe, ServerFigures};
+use super::target::Target;
 use super::workload::Workload;
 use crate::client::Client;
 use crate::error::rpc_failed;
@@ -38,11 +40,13 @@ pub struct StormReport {
     /// Evaluations of the run's jobs that exist at the end, over the node count.
     pub evals_created: u64,
     pub evals_per_node: f64,
+    /// The server's own figures over the storm.
+    pub server: ServerFigures,
 }
 
 impl StormReport {
     pub fn render(&self) -> String {
-        crate::output::key_values(&[
+        let mut pairs = vec![
             (
                 "Storm",
                 format!(
@@ -73,7 +77,9 @@ impl StormReport {
                     self.evals_created, self.evals_per_node
                 ),
             ),
-        ])
+        ];
+        pairs.extend(self.server.pairs());
+        crate::output::key_values(&pairs)
     }
 }
 
@@ -113,6 +119,7 @@ async fn outstanding_now(client: &Client, workload: &Workload) -> Result<u64, Be
 
 /// Registers the system jobs, then lets the nodes loose and times the storm.
 pub async fn measure(
+    target: &Target,
     client: &Client,
     workload: &Workload,
     deadline: Instant,
@@ -147,6 +154,7 @@ pub async fn measure(
             }
         })
     };
+    let before = Probe::take(target).await;
     let started = Instant::now();
     let sim = tokio::time::timeout_at(
         deadline,
@@ -162,6 +170,7 @@ pub async fn measure(
     let placed = jobs::wait_for(client, workload, Goal::Placed, deadline, timeout, progress).await;
     let all_placed = started.elapsed();
     sampler.abort();
+    let after = Probe::take(target).await;
     let last = outstanding_now(client, workload).await.unwrap_or(0);
     max_seen.fetch_max(last, Ordering::SeqCst);
     let evals =
@@ -185,5 +194,6 @@ pub async fn measure(
         max_outstanding_per_job: max_seen.load(Ordering::SeqCst),
         evals_created: evals,
         evals_per_node: evals as f64 / f64::from(workload.nodes.max(1)),
+        server: ServerFigures::between(&before, &after),
     })
 }

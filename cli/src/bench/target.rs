@@ -1,105 +1,263 @@
-//! The server under test: one started in this process with production settings on a
-//! temporary data dir (the Raft log on disk, every commit durable), or one already running
-//! elsewhere that the run only talks to.
+//! The server under test: a `drover server` child process started here with production
+//! settings on a temporary data dir (the Raft log on disk, every commit durable), or one
+//! already running elsewhere that the run only talks to.
+//!
+//! A child process, not a server inside the bench, so that the server's own peak memory,
+//! CPU time and disk writes are read from `/proc/PID` apart from the simulator's and the
+//! load generator's, and so that the restart scenario can SIGKILL it.
 
 use super::error::BenchError;
-use drover_server::api::{ApiOptions, ApiServer};
-use drover_server::{Server, ServerConfig};
+use super::procfs::{self, Usage};
+use crate::client::Client;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
+use tokio::time::Instant;
 
-/// How long a fresh single server may take to elect itself.
-const LEADERSHIP_DEADLINE: Duration = Duration::from_secs(30);
+/// How long a fresh single server may take to elect itself and serve.
+const LEADERSHIP_DEADLINE: Duration = Duration::from_secs(60);
 
 /// Where the benchmarked server runs.
 #[derive(Debug)]
 pub enum Target {
-    InProcess(Box<InProcess>),
+    Child(Box<ChildServer>),
     Remote { url: String },
 }
 
-/// A server of this process and what it needs to live: its API and its data dir, which is
-/// deleted when the run ends.
+/// A `drover server` started for the run, and the data dir deleted when the run ends.
 #[derive(Debug)]
-pub struct InProcess {
-    server: Server,
-    api: ApiServer,
+pub struct ChildServer {
+    child: Child,
     url: String,
-    _data_dir: tempfile::TempDir,
+    metrics_addr: String,
+    args: Vec<String>,
+    log: PathBuf,
+    data_dir: tempfile::TempDir,
+}
+
+/// Extra settings for the child server, as lines of its HCL config file.
+#[derive(Clone, Debug, Default)]
+pub struct ServerSettings {
+    pub config_hcl: String,
 }
 
 impl Target {
-    /// Starts a single server on loopback (a free port) and waits until it leads.
-    pub async fn start_in_process() -> Result<Target, BenchError> {
+    /// Starts `drover server` (this binary) on free loopback ports and waits until it
+    /// leads and answers.
+    pub async fn start_child(settings: &ServerSettings) -> Result<Target, BenchError> {
         let data_dir = tempfile::Builder::new()
             .prefix("drover-bench-")
             .tempdir()
             .map_err(BenchError::DataDir)?;
-        let mut config = ServerConfig::new(data_dir.path().join("server"));
-        config.bind_addr = "127.0.0.1:0".into();
-        let server = Server::start(config)
-            .await
-            .map_err(BenchError::ServerStart)?;
-        let api = match server.serve(ApiOptions::default()).await {
-            Ok(api) => api,
-            Err(e) => {
-                stop_quietly(server).await;
-                return Err(e.into());
-            }
+        let [api, raft, metrics] = free_ports().map_err(io("finding free ports"))?;
+        let config = data_dir.path().join("server.hcl");
+        std::fs::write(&config, &settings.config_hcl).map_err(BenchError::DataDir)?;
+        let args = vec![
+            "server".to_string(),
+            "--config".into(),
+            config.display().to_string(),
+            "--data-dir".into(),
+            data_dir.path().join("server").display().to_string(),
+            "--bind".into(),
+            format!("127.0.0.1:{api}"),
+            "--raft-addr".into(),
+            format!("127.0.0.1:{raft}"),
+            "--metrics-addr".into(),
+            format!("127.0.0.1:{metrics}"),
+            "--log-level".into(),
+            "warn".into(),
+        ];
+        let log = data_dir.path().join("server.log");
+        let child = spawn(&args, &log)?;
+        let mut server = ChildServer {
+            child,
+            url: format!("http://127.0.0.1:{api}"),
+            metrics_addr: format!("127.0.0.1:{metrics}"),
+            args,
+            log,
+            data_dir,
         };
-        let url = format!("http://{}", api.local_addr());
-        let target = Target::InProcess(Box::new(InProcess {
-            server,
-            api,
-            url,
-            _data_dir: data_dir,
-        }));
-        if let Target::InProcess(local) = &target
-            && !local
-                .server
-                .handle()
-                .wait_for_leadership(LEADERSHIP_DEADLINE)
-                .await
-        {
-            // The server is of no use; stopping it is only tidying up.
-            if let Err(e) = target.stop().await {
-                tracing::warn!(error = %e, "leaderless bench server did not stop cleanly");
-            }
-            return Err(BenchError::NoLeader(LEADERSHIP_DEADLINE));
+        if let Err(e) = server.wait_until_serving(LEADERSHIP_DEADLINE).await {
+            server.kill();
+            return Err(e);
         }
-        Ok(target)
+        Ok(Target::Child(Box::new(server)))
     }
 
     pub fn url(&self) -> &str {
         match self {
-            Target::InProcess(local) => &local.url,
+            Target::Child(child) => &child.url,
             Target::Remote { url } => url,
         }
     }
 
-    pub fn is_in_process(&self) -> bool {
-        matches!(self, Target::InProcess(_))
+    /// The server started for the run; `None` for a remote one.
+    pub fn child(&self) -> Option<&ChildServer> {
+        match self {
+            Target::Child(child) => Some(child),
+            Target::Remote { .. } => None,
+        }
     }
 
-    /// Stops a server of this process (API first, then the server) and removes its data;
-    /// a remote server is left as it is.
+    pub fn child_mut(&mut self) -> Option<&mut ChildServer> {
+        match self {
+            Target::Child(child) => Some(child),
+            Target::Remote { .. } => None,
+        }
+    }
+
+    pub fn is_child(&self) -> bool {
+        matches!(self, Target::Child(_))
+    }
+
+    /// Stops a server started for the run (SIGINT, as Ctrl-C, then waits) and removes its
+    /// data; a remote server is left as it is.
     pub async fn stop(self) -> Result<(), BenchError> {
-        let Target::InProcess(local) = self else {
+        let Target::Child(mut server) = self else {
             return Ok(());
         };
-        let InProcess {
-            server,
-            api,
-            _data_dir,
-            ..
-        } = *local;
-        let api_stopped = api.shutdown().await.map_err(BenchError::ServeStop);
-        server.shutdown().await.map_err(BenchError::ServerStop)?;
-        api_stopped
+        server.interrupt();
+        let status = tokio::task::spawn_blocking(move || {
+            let status = server.child.wait();
+            (status, server)
+        })
+        .await;
+        match status {
+            Ok((Ok(status), _)) if status.success() => Ok(()),
+            Ok((Ok(status), server)) => Err(BenchError::ServerExit {
+                status: status.to_string(),
+                log: server.log_tail(),
+            }),
+            Ok((Err(e), _)) => Err(io("waiting for the server to stop")(e)),
+            Err(e) => Err(io("waiting for the server to stop")(std::io::Error::other(
+                e,
+            ))),
+        }
     }
 }
 
-async fn stop_quietly(server: Server) {
-    if let Err(e) = server.shutdown().await {
-        tracing::warn!(error = %e, "bench server did not stop cleanly");
+impl ChildServer {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Where the server serves Prometheus metrics (`host:port`).
+    pub fn metrics_addr(&self) -> &str {
+        &self.metrics_addr
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        self.data_dir.path()
+    }
+
+    /// The server's own CPU time, disk writes and memory so far.
+    pub fn usage(&self) -> Option<Usage> {
+        procfs::usage(self.pid())
+    }
+
+    /// SIGKILL: the server gets no chance to flush or say goodbye.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    fn interrupt(&mut self) {
+        use nix::sys::signal::{Signal, kill};
+        use nix::unistd::Pid;
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = kill(Pid::from_raw(self.child.id() as i32), Signal::SIGINT);
+        }
+    }
+
+    /// Starts the server again on the same data dir, ports and settings, after [`kill`]
+    /// (Self::kill). Returns once it is a process again; serving is the caller's to wait
+    /// for.
+    pub fn restart(&mut self) -> Result<(), BenchError> {
+        self.child = spawn(&self.args, &self.log)?;
+        Ok(())
+    }
+
+    /// Waits until the server answers as leader, or fails with its log's tail if it
+    /// exits or the deadline passes.
+    pub async fn wait_until_serving(&mut self, within: Duration) -> Result<(), BenchError> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(BenchError::ServerExit {
+                    status: status.to_string(),
+                    log: self.log_tail(),
+                });
+            }
+            if let Ok(client) = Client::connect(&self.url).await
+                && client
+                    .status()
+                    .leader(drover_proto::v1::LeaderRequest {})
+                    .await
+                    .is_ok()
+            {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(BenchError::NoLeader(within));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// The last lines the server logged, to explain why it stopped.
+    fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(10)..].join("\n")
+    }
+}
+
+impl Drop for ChildServer {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            self.kill();
+        }
+    }
+}
+
+fn io(what: &'static str) -> impl FnOnce(std::io::Error) -> BenchError {
+    move |source| BenchError::Io { what, source }
+}
+
+fn spawn(args: &[String], log: &Path) -> Result<Child, BenchError> {
+    let exe = std::env::current_exe().map_err(io("finding the drover binary"))?;
+    let out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .map_err(io("opening the server's log"))?;
+    let err = out.try_clone().map_err(io("opening the server's log"))?;
+    Command::new(&exe)
+        .args(args)
+        .env_remove("DROVER_ADDR")
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .map_err(|e| BenchError::Spawn {
+            exe: exe.display().to_string(),
+            source: e,
+        })
+}
+
+/// Three free loopback ports (API, Raft, metrics), found by binding port 0; the
+/// listeners are closed just before the server binds them.
+fn free_ports() -> std::io::Result<[u16; 3]> {
+    let held = (0..3)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut ports = [0; 3];
+    for (port, listener) in ports.iter_mut().zip(&held) {
+        *port = listener.local_addr()?.port();
+    }
+    Ok(ports)
 }

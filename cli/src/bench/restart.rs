@@ -1,0 +1,232 @@
+//! `drover bench --scenario restart`: how long a big server is out after a crash. The
+//! run fills the server (nodes, then jobs until every allocation is placed), notes the
+//! Raft index it applied, SIGKILLs it and starts it again on the same data dir. Measured
+//! from the restart: until it serves a read that shows everything it had applied (the
+//! jobs listed at an index at least the one before the kill), and until it accepts a
+//! write (a job registration).
+//!
+//! Needs the server started by the run: a remote server cannot be killed from here.
+
+use super::error::BenchError;
+use super::jobs::{self, Goal};
+use super::progress::Progress;
+use super::report::secs;
+use super::target::Target;
+use super::workload::Workload;
+use crate::client::Client;
+use drover_proto::v1 as pb;
+use serde::Serialize;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// How often the restarted server is asked while it comes back.
+const POLL_EVERY: Duration = Duration::from_millis(20);
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RestartReport {
+    pub scenario: &'static str,
+    pub server_address: String,
+    pub nodes: u64,
+    pub allocations: u64,
+    /// Raft index applied before the kill.
+    pub applied_index: u64,
+    /// The data dir's size on disk at the kill.
+    pub data_dir_mib: f64,
+    /// The server's RSS before the kill (what serving that state takes).
+    pub rss_before_kill_mib: Option<f64>,
+    /// Filling the server: first job submitted to every allocation placed.
+    pub fill_secs: f64,
+    /// Restart → a read at or past the index applied before the kill.
+    pub consistent_read_secs: f64,
+    /// Restart → a job registration accepted.
+    pub write_secs: f64,
+    /// The restarted server's peak RSS while it came back.
+    pub restarted_peak_rss_mib: Option<f64>,
+}
+
+impl RestartReport {
+    pub fn render(&self) -> String {
+        let mib = |m: Option<f64>| m.map_or("unknown".into(), |m| format!("{m:.1} MiB"));
+        crate::output::key_values(&[
+            (
+                "Restart",
+                format!(
+                    "SIGKILL and restart with {} allocations on {} nodes in state",
+                    self.allocations, self.nodes
+                ),
+            ),
+            ("Server", self.server_address.clone()),
+            (
+                "State",
+                format!(
+                    "raft index {}, data dir {:.1} MiB, RSS {} before the kill",
+                    self.applied_index,
+                    self.data_dir_mib,
+                    mib(self.rss_before_kill_mib)
+                ),
+            ),
+            ("Fill", format!("{:.2}s (all placed)", self.fill_secs)),
+            (
+                "Consistent read",
+                format!(
+                    "{:.2}s after restart (reads at index >= {})",
+                    self.consistent_read_secs, self.applied_index
+                ),
+            ),
+            (
+                "Write accepted",
+                format!("{:.2}s after restart", self.write_secs),
+            ),
+            ("Restarted peak RSS", mib(self.restarted_peak_rss_mib)),
+        ])
+    }
+}
+
+pub async fn measure(
+    target: &mut Target,
+    workload: &Workload,
+    in_flight: usize,
+    deadline: Instant,
+    timeout: Duration,
+    progress: &mut Progress,
+) -> Result<RestartReport, BenchError> {
+    if !target.is_child() {
+        return Err(needs_own_server());
+    }
+    let client = Client::connect(target.url()).await?;
+    progress.phase(&format!(
+        "registering {} simulated nodes with {}",
+        workload.nodes,
+        client.address()
+    ));
+    let sim = super::nodes::start(&client, workload, deadline, timeout, progress).await?;
+    let measured = fill_kill_restart(
+        target, &client, workload, in_flight, deadline, timeout, progress,
+    )
+    .await;
+    sim.shutdown().await;
+    measured
+}
+
+async fn fill_kill_restart(
+    target: &mut Target,
+    client: &Client,
+    workload: &Workload,
+    in_flight: usize,
+    deadline: Instant,
+    timeout: Duration,
+    progress: &mut Progress,
+) -> Result<RestartReport, BenchError> {
+    progress.phase(&format!(
+        "filling: {} jobs of {} allocations",
+        workload.jobs, workload.count
+    ));
+    let started = Instant::now();
+    jobs::submit(client, workload, in_flight, deadline, timeout).await?;
+    let tally = jobs::wait_for(client, workload, Goal::Placed, deadline, timeout, progress).await?;
+    let fill = started.elapsed();
+    let applied_index = jobs::applied_index(client).await?;
+    let Some(server) = target.child_mut() else {
+        return Err(needs_own_server());
+    };
+    let data_dir_mib = dir_bytes(server.data_dir()) as f64 / 1_048_576.0;
+    let rss_before_kill_mib = server.usage().map(|u| u.rss_kib as f64 / 1024.0);
+    progress.phase(&format!(
+        "SIGKILL at raft index {applied_index} ({data_dir_mib:.0} MiB on disk), then restart"
+    ));
+    server.kill();
+    server.restart()?;
+    let restarted = Instant::now();
+    let url = server.url().to_string();
+    let consistent_read = loop {
+        if let Some(index) = jobs_index(&url, workload).await
+            && index >= applied_index
+        {
+            break restarted.elapsed();
+        }
+        give_up_at(deadline, timeout, "consistent reads after the restart")?;
+        tokio::time::sleep(POLL_EVERY).await;
+    };
+    progress.phase(&format!(
+        "reads back after {:.2}s; waiting for a write",
+        secs(consistent_read)
+    ));
+    let probe_job = workload.job(workload.jobs);
+    let write = loop {
+        if let Ok(c) = Client::connect(&url).await
+            && c.jobs()
+                .register(pb::RegisterJobRequest {
+                    job: Some((&probe_job).into()),
+                    enforce_index: None,
+                })
+                .await
+                .is_ok()
+        {
+            break restarted.elapsed();
+        }
+        give_up_at(deadline, timeout, "writes after the restart")?;
+        tokio::time::sleep(POLL_EVERY).await;
+    };
+    Ok(RestartReport {
+        scenario: "restart",
+        server_address: url,
+        nodes: u64::from(workload.nodes),
+        allocations: tally.placed,
+        applied_index,
+        data_dir_mib,
+        rss_before_kill_mib,
+        fill_secs: secs(fill),
+        consistent_read_secs: secs(consistent_read),
+        write_secs: secs(write),
+        restarted_peak_rss_mib: server.usage().map(|u| u.peak_rss_kib as f64 / 1024.0),
+    })
+}
+
+pub fn needs_own_server() -> BenchError {
+    BenchError::Setting {
+        flag: "--address",
+        reason: "the restart scenario kills its server, so it starts its own".into(),
+    }
+}
+
+fn give_up_at(deadline: Instant, timeout: Duration, what: &'static str) -> Result<(), BenchError> {
+    if Instant::now() >= deadline {
+        return Err(BenchError::Deadline {
+            what,
+            done: 0,
+            wanted: 1,
+            timeout,
+        });
+    }
+    Ok(())
+}
+
+/// The index the server answers the run's job list at, once it lists all of them.
+async fn jobs_index(url: &str, workload: &Workload) -> Option<u64> {
+    let client = Client::connect(url).await.ok()?;
+    let answer = drover_proto::paging::job_list_all(
+        &client.jobs(),
+        pb::ListJobsRequest {
+            id_prefix: workload.job_prefix(),
+            ..Default::default()
+        },
+    )
+    .await
+    .ok()?;
+    (answer.jobs.len() as u64 >= u64::from(workload.jobs)).then_some(answer.index)
+}
+
+/// Bytes of the files under `dir`, recursively.
+fn dir_bytes(dir: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_bytes(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
