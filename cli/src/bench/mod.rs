@@ -356,6 +356,9 @@ async fn measure(
     let before = Probe::take(target).await;
     let timed = time_jobs(&client, workload, args, deadline, progress).await;
     let after = Probe::take(target).await;
+    let data_dir_mib = target
+        .child()
+        .map(|c| c.data_dir_bytes() as f64 / 1_048_576.0);
     if !target.is_child() {
         jobs::purge(&client, workload, args.in_flight as usize).await;
     }
@@ -389,6 +392,7 @@ async fn measure(
         raft_entries_applied: timed.raft_entries,
         server,
         disk_bytes_per_placement,
+        data_dir_mib,
         bench_peak_rss_mib: procfs::peak_rss_kib().map(|kib| kib as f64 / 1024.0),
         settings: Settings {
             run_id: workload.run_id.clone(),

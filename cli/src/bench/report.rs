@@ -44,6 +44,8 @@ pub struct Report {
     pub server: ServerFigures,
     /// Disk bytes the server wrote during the span over the placements made.
     pub disk_bytes_per_placement: Option<f64>,
+    /// The server's data dir at the end of the span (Raft log and snapshots).
+    pub data_dir_mib: Option<f64>,
     /// VmHWM of the bench process: the simulated nodes and the load generator.
     pub bench_peak_rss_mib: Option<f64>,
     pub settings: Settings,
@@ -152,6 +154,13 @@ impl Report {
                 },
             ),
             (
+                "Data dir",
+                match self.data_dir_mib {
+                    Some(mib) => format!("{mib:.1} MiB at the end"),
+                    None => "unknown (remote server)".into(),
+                },
+            ),
+            (
                 "Bench peak RSS",
                 match self.bench_peak_rss_mib {
                     Some(mib) => format!("{mib:.1} MiB (simulated nodes and load generator)"),
@@ -231,6 +240,7 @@ mod tests {
                 heartbeats: Some(2_000),
             },
             disk_bytes_per_placement: Some(325.0),
+            data_dir_mib: Some(12.5),
             bench_peak_rss_mib: Some(120.0),
             settings: Settings {
                 run_id: "0a1b2c3d".into(),

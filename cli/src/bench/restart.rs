@@ -129,7 +129,7 @@ async fn fill_kill_restart(
     let Some(server) = target.child_mut() else {
         return Err(needs_own_server());
     };
-    let data_dir_mib = dir_bytes(server.data_dir()) as f64 / 1_048_576.0;
+    let data_dir_mib = server.data_dir_bytes() as f64 / 1_048_576.0;
     let rss_before_kill_mib = server.usage().map(|u| u.rss_kib as f64 / 1024.0);
     progress.phase(&format!(
         "SIGKILL at raft index {applied_index} ({data_dir_mib:.0} MiB on disk), then restart"
@@ -214,19 +214,4 @@ async fn jobs_index(url: &str, workload: &Workload) -> Option<u64> {
     .await
     .ok()?;
     (answer.jobs.len() as u64 >= u64::from(workload.jobs)).then_some(answer.index)
-}
-
-/// Bytes of the files under `dir`, recursively.
-fn dir_bytes(dir: &std::path::Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .filter_map(Result::ok)
-        .map(|e| match e.metadata() {
-            Ok(m) if m.is_dir() => dir_bytes(&e.path()),
-            Ok(m) => m.len(),
-            Err(_) => 0,
-        })
-        .sum()
 }

@@ -154,6 +154,11 @@ impl ChildServer {
         self.data_dir.path()
     }
 
+    /// Bytes of the files under the data dir now (Raft log, snapshots, the log file).
+    pub fn data_dir_bytes(&self) -> u64 {
+        dir_bytes(self.data_dir.path())
+    }
+
     /// The server's own CPU time, disk writes and memory so far.
     pub fn usage(&self) -> Option<Usage> {
         procfs::usage(self.pid())
@@ -260,4 +265,19 @@ fn free_ports() -> std::io::Result<[u16; 3]> {
         *port = listener.local_addr()?.port();
     }
     Ok(ports)
+}
+
+/// Bytes of the files under `dir`, recursively.
+fn dir_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_bytes(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
 }

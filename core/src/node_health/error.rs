@@ -30,4 +30,7 @@ pub enum NodeHealthError {
     /// The rate divides the node count; it must be a positive, finite number.
     #[error("max heartbeats per second must be positive and finite, got {0}")]
     InvalidHeartbeatRate(f64),
+    /// The share of a core heartbeats may take, when the rate is derived from their cost.
+    #[error("heartbeat cpu share must be above 0 and at most 1, got {0}")]
+    InvalidCpuShare(f64),
 }

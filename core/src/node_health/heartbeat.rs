@@ -1,11 +1,12 @@
 //! Heartbeat TTLs and the leader's per-node heartbeat timers (Nomad's `heartbeat.go`).
 //!
 //! A node is told a TTL on every heartbeat and must heartbeat again within it. The TTL
-//! scales with the cluster so the leader never absorbs more than
-//! `max_heartbeats_per_second`, and carries a random part so that nodes registered together
-//! spread their heartbeats instead of arriving in waves. The leader's own timer waits the
-//! TTL plus a grace before it declares the heartbeat missed.
+//! scales with the cluster so the leader never absorbs more heartbeats than its rate
+//! (fixed, or derived from the measured cost of one), and carries a random part so that
+//! nodes registered together spread their heartbeats instead of arriving in waves. The
+//! leader's own timer waits the TTL plus a grace before it declares the heartbeat missed.
 
+use super::config::{ASSUMED_HEARTBEAT_COST, MIN_DERIVED_RATE};
 use super::{HeartbeatConfig, NodeHealthError};
 use crate::{NodeId, Timestamp};
 use rand::Rng;
@@ -13,22 +14,37 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 impl HeartbeatConfig {
-    /// The TTL before jitter: `max(min_ttl, nodes / max_heartbeats_per_second)`.
+    /// The heartbeats a second the leader takes: the fixed cap if one is set, otherwise
+    /// [`cpu_share`](Self::cpu_share) of a core over `cost` (one heartbeat's measured
+    /// cost; [`ASSUMED_HEARTBEAT_COST`] before any was measured), never below
+    /// [`MIN_DERIVED_RATE`].
+    pub fn rate(&self, cost: Option<Duration>) -> f64 {
+        if let Some(fixed) = self.max_heartbeats_per_second {
+            return fixed;
+        }
+        let cost = cost
+            .unwrap_or(ASSUMED_HEARTBEAT_COST)
+            .as_secs_f64()
+            .max(1e-6);
+        (self.cpu_share / cost).max(MIN_DERIVED_RATE)
+    }
+
+    /// The TTL before jitter: `max(min_ttl, nodes / rate)`.
     ///
-    /// With the defaults, clusters up to 500 nodes get 10 s; 10,000 nodes get 200 s, which
-    /// keeps the leader at 50 heartbeats a second on average.
-    pub fn base_ttl(&self, nodes: usize) -> Duration {
+    /// With the defaults and a heartbeat measured at 50 µs (2,000 a second on a tenth of
+    /// a core), clusters up to 10,000 nodes get 5 s and 50,000 nodes get 25 s.
+    pub fn base_ttl(&self, nodes: usize, cost: Option<Duration>) -> Duration {
         // `validate` guarantees a positive finite rate; the division is finite and >= 0.
-        let scaled = Duration::try_from_secs_f64(nodes as f64 / self.max_heartbeats_per_second)
-            .unwrap_or(Duration::MAX);
+        let scaled =
+            Duration::try_from_secs_f64(nodes as f64 / self.rate(cost)).unwrap_or(Duration::MAX);
         let scaled = Duration::from_millis(scaled.as_millis().min(u64::MAX as u128) as u64);
         scaled.max(self.min_ttl)
     }
 
     /// The TTL told to a node: [`base_ttl`](Self::base_ttl) plus a uniform random part in
     /// `[0, base_ttl)`, in whole milliseconds, so the result lies in `[ttl, 2 x ttl)`.
-    pub fn ttl(&self, nodes: usize, rng: &mut impl Rng) -> Duration {
-        let base = self.base_ttl(nodes);
+    pub fn ttl(&self, nodes: usize, cost: Option<Duration>, rng: &mut impl Rng) -> Duration {
+        let base = self.base_ttl(nodes, cost);
         let base_ms = base.as_millis().min(u64::MAX as u128) as u64;
         let jitter = if base_ms == 0 {
             0
@@ -49,6 +65,8 @@ pub struct HeartbeatTimers {
     config: HeartbeatConfig,
     by_node: BTreeMap<NodeId, Timestamp>,
     due: BTreeSet<(Timestamp, NodeId)>,
+    /// What one heartbeat costs the leader, as the runtime last measured it.
+    cost: Option<Duration>,
 }
 
 impl HeartbeatTimers {
@@ -58,6 +76,7 @@ impl HeartbeatTimers {
             config,
             by_node: BTreeMap::new(),
             due: BTreeSet::new(),
+            cost: None,
         })
     }
 
@@ -65,12 +84,23 @@ impl HeartbeatTimers {
         &self.config
     }
 
+    /// The runtime's latest measure of what handling one heartbeat costs (a smoothed
+    /// average); the TTLs handed out from now on follow it.
+    pub fn set_measured_cost(&mut self, cost: Duration) {
+        self.cost = Some(cost);
+    }
+
+    /// The TTL before jitter that a node heartbeating now would get.
+    pub fn base_ttl(&self) -> Duration {
+        self.config.base_ttl(self.by_node.len(), self.cost)
+    }
+
     /// Records a heartbeat (or a registration) of `node_id` at `now` and returns the TTL to
     /// tell the node. The leader's deadline is `now + ttl + grace`. The TTL scales with the
     /// number of nodes that have a timer, this one included.
     pub fn reset(&mut self, node_id: NodeId, now: Timestamp, rng: &mut impl Rng) -> Duration {
         let nodes = self.by_node.len() + usize::from(!self.by_node.contains_key(&node_id));
-        let ttl = self.config.ttl(nodes, rng);
+        let ttl = self.config.ttl(nodes, self.cost, rng);
         self.set(
             node_id,
             now.saturating_add(ttl).saturating_add(self.config.grace),

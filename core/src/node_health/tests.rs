@@ -836,24 +836,38 @@ fn invalid_configs_are_refused_with_the_value() {
         ),
         (
             HeartbeatConfig {
-                max_heartbeats_per_second: 0.0,
+                max_heartbeats_per_second: Some(0.0),
                 ..hb.clone()
             },
             "max heartbeats per second must be positive and finite, got 0",
         ),
         (
             HeartbeatConfig {
-                max_heartbeats_per_second: f64::NAN,
+                max_heartbeats_per_second: Some(f64::NAN),
                 ..hb.clone()
             },
             "max heartbeats per second must be positive and finite, got NaN",
         ),
         (
             HeartbeatConfig {
-                max_heartbeats_per_second: f64::INFINITY,
+                max_heartbeats_per_second: Some(f64::INFINITY),
                 ..hb.clone()
             },
             "max heartbeats per second must be positive and finite, got inf",
+        ),
+        (
+            HeartbeatConfig {
+                cpu_share: 0.0,
+                ..hb.clone()
+            },
+            "heartbeat cpu share must be above 0 and at most 1, got 0",
+        ),
+        (
+            HeartbeatConfig {
+                cpu_share: 1.5,
+                ..hb.clone()
+            },
+            "heartbeat cpu share must be above 0 and at most 1, got 1.5",
         ),
     ];
     for (config, message) in cases {
@@ -888,41 +902,98 @@ fn defaults_are_the_documented_ones() {
         (
             b.min_ttl,
             b.max_heartbeats_per_second,
+            b.cpu_share,
             b.grace,
             b.failover_ttl
         ),
         (
-            Duration::from_secs(10),
-            50.0,
-            Duration::from_secs(10),
+            Duration::from_secs(5),
+            None,
+            0.1,
+            Duration::from_secs(5),
             Duration::from_secs(300)
         )
     );
 }
 
-#[test]
-fn base_ttl_is_the_minimum_for_small_clusters_and_scales_with_large_ones() {
-    let c = HeartbeatConfig::default();
-    let cases: [(usize, Duration); 6] = [
-        (0, Duration::from_secs(10)),
-        (1, Duration::from_secs(10)),
-        (500, Duration::from_secs(10)),
-        (501, Duration::from_millis(10_020)),
-        (1_000, Duration::from_secs(20)),
-        (10_000, Duration::from_secs(200)),
-    ];
-    for (nodes, ttl) in cases {
-        assert_eq!(c.base_ttl(nodes), ttl, "{nodes} nodes");
+/// Nomad's settings: a 10 s minimum TTL and grace, and a fixed cap of 50 a second.
+fn nomad_heartbeats() -> HeartbeatConfig {
+    HeartbeatConfig {
+        min_ttl: Duration::from_secs(10),
+        max_heartbeats_per_second: Some(50.0),
+        grace: Duration::from_secs(10),
+        ..HeartbeatConfig::default()
     }
 }
 
 #[test]
+fn base_ttl_is_the_minimum_for_small_clusters_and_scales_with_large_ones() {
+    let us = Duration::from_micros;
+    let (nomad, derived) = (nomad_heartbeats(), HeartbeatConfig::default());
+    let cases: &[(&HeartbeatConfig, Option<Duration>, usize, Duration)] = &[
+        // A fixed cap ignores the measured cost.
+        (&nomad, Some(us(50)), 0, Duration::from_secs(10)),
+        (&nomad, None, 1, Duration::from_secs(10)),
+        (&nomad, Some(us(50)), 500, Duration::from_secs(10)),
+        (&nomad, None, 501, Duration::from_millis(10_020)),
+        (&nomad, Some(us(1)), 1_000, Duration::from_secs(20)),
+        (&nomad, None, 10_000, Duration::from_secs(200)),
+        // Derived: a tenth of a core at 50 µs is 2,000 a second.
+        (&derived, Some(us(50)), 1, Duration::from_secs(5)),
+        (&derived, Some(us(50)), 10_000, Duration::from_secs(5)),
+        (&derived, Some(us(50)), 50_000, Duration::from_secs(25)),
+        // Cheaper heartbeats, shorter TTLs; dearer ones, longer.
+        (&derived, Some(us(10)), 50_000, Duration::from_secs(5)),
+        (&derived, Some(us(500)), 10_000, Duration::from_secs(50)),
+        // Unmeasured: 200 µs assumed, 500 a second.
+        (&derived, None, 10_000, Duration::from_secs(20)),
+        // A stall never makes it slower than Nomad's 50 a second.
+        (
+            &derived,
+            Some(Duration::from_millis(10)),
+            10_000,
+            Duration::from_secs(200),
+        ),
+    ];
+    for (config, cost, nodes, ttl) in cases {
+        assert_eq!(
+            config.base_ttl(*nodes, *cost),
+            *ttl,
+            "{nodes} nodes at {cost:?} with {config:?}"
+        );
+    }
+}
+
+#[test]
+fn measured_cost_moves_the_ttls_handed_out() {
+    let mut timers = HeartbeatTimers::new(HeartbeatConfig::default()).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    for i in 0..19_999 {
+        timers.reset(n(i), T0, &mut rng);
+    }
+    timers.set_measured_cost(Duration::from_micros(50));
+    let ttl = timers.reset(n(20_000), T0, &mut rng);
+    assert_eq!(timers.base_ttl(), Duration::from_secs(10));
+    assert!(
+        ttl >= Duration::from_secs(10) && ttl < Duration::from_secs(20),
+        "{ttl:?}"
+    );
+    timers.set_measured_cost(Duration::from_micros(500));
+    let ttl = timers.reset(n(20_000), T0, &mut rng);
+    assert_eq!(timers.base_ttl(), Duration::from_secs(100));
+    assert!(
+        ttl >= Duration::from_secs(100) && ttl < Duration::from_secs(200),
+        "{ttl:?}"
+    );
+}
+
+#[test]
 fn ttl_jitter_stays_in_ttl_to_twice_ttl() {
-    let c = HeartbeatConfig::default();
+    let c = nomad_heartbeats();
     let mut rng = ChaCha8Rng::seed_from_u64(7);
     for nodes in [1usize, 2_000] {
-        let base = c.base_ttl(nodes);
-        let ttls: Vec<Duration> = (0..2_000).map(|_| c.ttl(nodes, &mut rng)).collect();
+        let base = c.base_ttl(nodes, None);
+        let ttls: Vec<Duration> = (0..2_000).map(|_| c.ttl(nodes, None, &mut rng)).collect();
         assert!(
             ttls.iter().all(|t| *t >= base && *t < base * 2),
             "{nodes} nodes"
@@ -939,12 +1010,16 @@ fn ttl_jitter_stays_in_ttl_to_twice_ttl() {
     }
     let mut a = ChaCha8Rng::seed_from_u64(1);
     let mut b = ChaCha8Rng::seed_from_u64(1);
-    assert_eq!(c.ttl(10, &mut a), c.ttl(10, &mut b), "same seed, same ttl");
+    assert_eq!(
+        c.ttl(10, None, &mut a),
+        c.ttl(10, None, &mut b),
+        "same seed, same ttl"
+    );
 }
 
 #[test]
 fn heartbeat_timers_add_the_grace_and_expire_once() {
-    let mut timers = HeartbeatTimers::new(HeartbeatConfig::default()).unwrap();
+    let mut timers = HeartbeatTimers::new(nomad_heartbeats()).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(3);
     let ttl = timers.reset(n(1), T0, &mut rng);
     assert!(ttl >= Duration::from_secs(10) && ttl < Duration::from_secs(20));
@@ -977,8 +1052,8 @@ fn heartbeat_timers_add_the_grace_and_expire_once() {
 #[test]
 fn ttl_scales_with_the_number_of_timers() {
     let config = HeartbeatConfig {
-        max_heartbeats_per_second: 1.0,
-        ..HeartbeatConfig::default()
+        max_heartbeats_per_second: Some(1.0),
+        ..nomad_heartbeats()
     };
     let mut timers = HeartbeatTimers::new(config).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(5);

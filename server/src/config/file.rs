@@ -17,7 +17,8 @@
 //! join             = ["10.0.0.6:4648", "10.0.0.7:4648"]   # other servers' raft addresses
 //! bootstrap_expect = 3                    # form a cluster once 3 servers found each other
 //! workers   { count = 2  enabled = ["service", "batch"]  wait_index_limit = "5s" }
-//! heartbeat { min_ttl = "10s"  max_per_second = 50  grace = "10s"  failover_ttl = "5m" }
+//! heartbeat { min_ttl = "5s"  cpu_share = 0.1  grace = "5s"  failover_ttl = "5m" }
+//!                                    # or max_per_second = 50: Nomad's fixed cap
 //! health    { lost_grace = "1m"  flaky_threshold = 3  flaky_cool_down = "15m" }
 //! limits    { max_message_bytes = 16777216  max_requests_in_flight = 1024
 //!             max_request_bytes_in_flight = 134217728  max_request_wait = "5s"  max_jobs = 100000  max_outstanding_evals = 100000
@@ -112,6 +113,7 @@ pub struct HeartbeatBlock {
     #[serde(default, with = "humantime_serde")]
     pub min_ttl: Option<Duration>,
     pub max_per_second: Option<f64>,
+    pub cpu_share: Option<f64>,
     #[serde(default, with = "humantime_serde")]
     pub grace: Option<Duration>,
     #[serde(default, with = "humantime_serde")]
@@ -266,10 +268,10 @@ impl ConfigFile {
         }
         if let Some(h) = &self.heartbeat {
             set(&mut config.heartbeat.min_ttl, &h.min_ttl);
-            set(
-                &mut config.heartbeat.max_heartbeats_per_second,
-                &h.max_per_second,
-            );
+            if h.max_per_second.is_some() {
+                config.heartbeat.max_heartbeats_per_second = h.max_per_second;
+            }
+            set(&mut config.heartbeat.cpu_share, &h.cpu_share);
             set(&mut config.heartbeat.grace, &h.grace);
             set(&mut config.heartbeat.failover_ttl, &h.failover_ttl);
         }
@@ -449,6 +451,7 @@ mod tests {
             heartbeat {
               min_ttl        = "20s"
               max_per_second = 100
+              cpu_share      = 0.2
               grace          = "15s"
               failover_ttl   = "1m"
             }
@@ -491,7 +494,8 @@ mod tests {
         );
         assert_eq!(c.workers.wait_index_limit, Duration::from_secs(2));
         assert_eq!(c.heartbeat.min_ttl, Duration::from_secs(20));
-        assert_eq!(c.heartbeat.max_heartbeats_per_second, 100.0);
+        assert_eq!(c.heartbeat.max_heartbeats_per_second, Some(100.0));
+        assert_eq!(c.heartbeat.cpu_share, 0.2);
         assert_eq!(c.heartbeat.grace, Duration::from_secs(15));
         assert_eq!(c.heartbeat.failover_ttl, Duration::from_secs(60));
         assert_eq!(c.health.lost_grace, Duration::from_secs(120));

@@ -91,6 +91,7 @@ impl ServerHandle {
     /// The heartbeat: resets the node's timer, brings a down or disconnected node back,
     /// and reports its readiness.
     pub async fn heartbeat(&self, hb: Heartbeat) -> Result<HeartbeatAck, ServerError> {
+        let started = std::time::Instant::now();
         let snap = self.snapshot();
         let node = self.authenticated(&snap, &hb.auth)?;
         if let Some(s) = &hb.last_snapshot {
@@ -121,6 +122,14 @@ impl ServerHandle {
         let (status, health) = after
             .node(&node.id)
             .map_or((node.status, node.health), |n| (n.status, n.health));
+        // Only a heartbeat that wrote nothing is a sample of the steady cost: one that
+        // waited for a Raft commit (a node coming back) measures the disk.
+        if index == snap.latest_index() {
+            self.inner
+                .leadership
+                .heartbeat_cost
+                .record(started.elapsed());
+        }
         Ok(HeartbeatAck {
             heartbeat_ttl: outcome.ttl,
             status,

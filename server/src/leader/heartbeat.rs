@@ -9,7 +9,44 @@ use drover_core::leader::HeartbeatOutcome;
 use drover_core::node_health::Readiness;
 use drover_core::state::StateSnapshot;
 use drover_core::{Node, NodeId, Timestamp};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+
+/// The smoothed time a heartbeat takes to handle (an exponentially weighted average over
+/// roughly the last eight), kept lock-free because every heartbeat updates it.
+///
+/// The time measured is the handler's (authentication, then the leader's decision under
+/// its lock), wall clock: on a loaded server it grows with the waiting for a thread or
+/// the lock, which is what should lengthen the TTLs. The gRPC transport around it is not
+/// counted; the default CPU share leaves room for it (see `HeartbeatConfig`). `0` until
+/// the first heartbeat.
+#[derive(Debug, Default)]
+pub(crate) struct HeartbeatCost {
+    nanos: AtomicU64,
+}
+
+impl HeartbeatCost {
+    pub(crate) fn record(&self, took: Duration) {
+        let sample = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX).max(1);
+        let _ = self
+            .nanos
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {
+                Some(if old == 0 {
+                    sample
+                } else {
+                    // old + (sample - old) / 8, in signed arithmetic.
+                    (old as i128 + (sample as i128 - old as i128) / 8).max(1) as u64
+                })
+            });
+    }
+
+    pub(crate) fn get(&self) -> Option<Duration> {
+        match self.nanos.load(Ordering::Relaxed) {
+            0 => None,
+            n => Some(Duration::from_nanos(n)),
+        }
+    }
+}
 
 fn not_leader() -> ServerError {
     ServerError::NotLeader {
@@ -39,11 +76,13 @@ impl Leadership {
         readiness: Readiness,
         now: Timestamp,
     ) -> Result<HeartbeatOutcome, ServerError> {
-        let decided = self
-            .core
-            .lock()
-            .await
-            .node_heartbeat(snap, node, readiness, now);
+        let decided = {
+            let mut core = self.core.lock().await;
+            if let Some(cost) = self.heartbeat_cost.get() {
+                core.heartbeats.set_measured_cost(cost);
+            }
+            core.node_heartbeat(snap, node, readiness, now)
+        };
         self.wake.notify_one();
         Ok(decided.ok_or_else(not_leader)??)
     }
@@ -80,5 +119,30 @@ impl Leadership {
             .node_failures(snap, node_id, reasons, now);
         self.wake.notify_one();
         commands
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::HeartbeatCost;
+    use std::time::Duration;
+
+    #[test]
+    fn the_cost_starts_unmeasured_and_follows_samples_smoothly() {
+        let cost = HeartbeatCost::default();
+        assert_eq!(cost.get(), None);
+        cost.record(Duration::from_micros(80));
+        assert_eq!(cost.get(), Some(Duration::from_micros(80)));
+        // One slow heartbeat moves it an eighth of the way.
+        cost.record(Duration::from_micros(880));
+        assert_eq!(cost.get(), Some(Duration::from_micros(180)));
+        for _ in 0..200 {
+            cost.record(Duration::from_micros(40));
+        }
+        let settled = cost.get().expect("measured");
+        assert!(
+            settled >= Duration::from_micros(40) && settled < Duration::from_micros(41),
+            "{settled:?}"
+        );
     }
 }

@@ -67,6 +67,8 @@ pub struct Leadership {
     pub(crate) config: ServerConfig,
     pub(crate) state: StateHandle,
     pub(crate) writer: Writer,
+    /// What handling one heartbeat costs, smoothed; the TTLs handed out follow it.
+    pub(crate) heartbeat_cost: heartbeat::HeartbeatCost,
     events: broadcast::Sender<Arc<Vec<Event>>>,
     leading: watch::Sender<bool>,
     /// This value's own `Arc`, for tasks it spawns.
@@ -101,6 +103,7 @@ impl Leadership {
         Ok(Arc::new_cyclic(|me| Self {
             core: Mutex::new(core),
             evals_ready: Notify::new(),
+            heartbeat_cost: heartbeat::HeartbeatCost::default(),
             plans_ready: Notify::new(),
             wake: Notify::new(),
             config,
