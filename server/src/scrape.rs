@@ -22,6 +22,7 @@ async fn scrape(State(handle): State<ServerHandle>) -> impl IntoResponse {
         state: handle.snapshot(),
         leader: handle.broker_stats().await.ok(),
         workers,
+        raft_log: handle.raft_log_counts(),
     };
     let body = handle.metrics().render(&readings).await;
     (

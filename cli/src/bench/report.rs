@@ -238,6 +238,12 @@ mod tests {
                     p99: 9.5,
                 }),
                 heartbeats: Some(2_000),
+                raft_log: Some(super::super::server_figures::RaftLogFigures {
+                    appends: 200,
+                    entries: 312,
+                    bytes: 1_625_000,
+                    write_amplification: Some(2.0),
+                }),
             },
             disk_bytes_per_placement: Some(325.0),
             data_dir_mib: Some(12.5),

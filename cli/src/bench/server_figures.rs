@@ -61,6 +61,20 @@ pub struct ServerFigures {
     pub plan_apply_ms: Option<Quantiles>,
     /// Heartbeats the server handled (`drover_heartbeats_total`).
     pub heartbeats: Option<u64>,
+    /// What the Raft log appended (`drover_raft_log_*_total`).
+    pub raft_log: Option<RaftLogFigures>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct RaftLogFigures {
+    /// Append transactions, each one fsync.
+    pub appends: u64,
+    pub entries: u64,
+    /// Encoded bytes of the entries.
+    pub bytes: u64,
+    /// Disk bytes written over log bytes: what the storage engine adds (snapshots
+    /// included).
+    pub write_amplification: Option<f64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -81,6 +95,28 @@ fn quantiles_ms(h: &Histogram) -> Option<Quantiles> {
 impl ServerFigures {
     pub fn between(before: &Probe, after: &Probe) -> ServerFigures {
         let usage = before.usage.zip(after.usage);
+        let delta = |name: &str| {
+            before
+                .counter(name)
+                .zip(after.counter(name))
+                .map(|(b, a)| (a - b).max(0.0) as u64)
+        };
+        let disk_written_bytes = usage.map(|(b, a)| a.write_bytes.saturating_sub(b.write_bytes));
+        let raft_log = match (
+            delta("drover_raft_log_appends_total"),
+            delta("drover_raft_log_entries_total"),
+            delta("drover_raft_log_bytes_total"),
+        ) {
+            (Some(appends), Some(entries), Some(bytes)) => Some(RaftLogFigures {
+                appends,
+                entries,
+                bytes,
+                write_amplification: disk_written_bytes
+                    .filter(|_| bytes > 0)
+                    .map(|d| d as f64 / bytes as f64),
+            }),
+            _ => None,
+        };
         let eval = after
             .histogram("drover_eval_seconds")
             .since(&before.histogram("drover_eval_seconds"));
@@ -90,13 +126,11 @@ impl ServerFigures {
         ServerFigures {
             peak_rss_mib: after.usage.map(|u| u.peak_rss_kib as f64 / 1024.0),
             cpu_secs: usage.map(|(b, a)| (a.cpu_secs - b.cpu_secs).max(0.0)),
-            disk_written_bytes: usage.map(|(b, a)| a.write_bytes.saturating_sub(b.write_bytes)),
+            disk_written_bytes,
             eval_ms: quantiles_ms(&eval),
             plan_apply_ms: quantiles_ms(&plan),
-            heartbeats: before
-                .counter("drover_heartbeats_total")
-                .zip(after.counter("drover_heartbeats_total"))
-                .map(|(b, a)| (a - b).max(0.0) as u64),
+            heartbeats: delta("drover_heartbeats_total"),
+            raft_log,
         }
     }
 
@@ -125,6 +159,21 @@ impl ServerFigures {
                 "Server disk writes",
                 self.disk_written_bytes
                     .map_or_else(unknown, |b| format!("{:.1} MiB", b as f64 / 1_048_576.0)),
+            ),
+            (
+                "Raft log",
+                match &self.raft_log {
+                    Some(l) => format!(
+                        "{} entries in {} appends, {:.1} MiB{}",
+                        l.entries,
+                        l.appends,
+                        l.bytes as f64 / 1_048_576.0,
+                        l.write_amplification
+                            .map(|w| format!(" (disk writes {w:.1}x the log)"))
+                            .unwrap_or_default()
+                    ),
+                    None => unknown(),
+                },
             ),
             ("Eval latency", q(&self.eval_ms)),
             ("Plan apply", q(&self.plan_apply_ms)),

@@ -135,6 +135,11 @@ impl ServerHandle {
         self.inner.raft.metrics().borrow().clone()
     }
 
+    /// What the Raft log appended since this server started.
+    pub fn raft_log_counts(&self) -> crate::raft::log_store::LogCounts {
+        self.inner.raft.log_counts()
+    }
+
     /// Raft's metrics as they change, for whatever follows leadership (the gRPC health).
     pub fn watch_raft_metrics(&self) -> tokio::sync::watch::Receiver<crate::raft::RaftMetrics> {
         self.inner.raft.metrics()

@@ -58,6 +58,9 @@ pub struct Metrics {
     nodes: Family<Labels, Gauge>,
     leader: Gauge,
     applied_index: Gauge,
+    raft_log_appends: Counter,
+    raft_log_entries: Counter,
+    raft_log_bytes: Counter,
     /// Scrapes refresh the gauges and encode under this lock, so two concurrent scrapes
     /// never interleave a clear and a set.
     scrape: tokio::sync::Mutex<()>,
@@ -93,6 +96,9 @@ impl Metrics {
             nodes: Family::default(),
             leader: Gauge::default(),
             applied_index: Gauge::default(),
+            raft_log_appends: Counter::default(),
+            raft_log_entries: Counter::default(),
+            raft_log_bytes: Counter::default(),
             scrape: tokio::sync::Mutex::new(()),
             registry: Registry::default(),
         };
@@ -166,6 +172,21 @@ impl Metrics {
             "applied_index",
             "The newest Raft index applied to this server's state",
             m.applied_index.clone(),
+        );
+        registry.register(
+            "raft_log_appends",
+            "Raft log append transactions this server committed (each one fsync)",
+            m.raft_log_appends.clone(),
+        );
+        registry.register(
+            "raft_log_entries",
+            "Raft log entries this server appended",
+            m.raft_log_entries.clone(),
+        );
+        registry.register(
+            "raft_log_bytes",
+            "Encoded bytes of the Raft log entries this server appended",
+            m.raft_log_bytes.clone(),
         );
         Metrics { registry, ..m }
     }
@@ -256,6 +277,15 @@ impl Metrics {
             self.blocked_evals.set(0);
             self.plan_queue_depth.set(0);
         }
+        // The log keeps its own counts; the counters catch up to them.
+        let log = readings.raft_log;
+        for (counter, now) in [
+            (&self.raft_log_appends, log.appends),
+            (&self.raft_log_entries, log.entries),
+            (&self.raft_log_bytes, log.bytes),
+        ] {
+            counter.inc_by(now.saturating_sub(counter.get()));
+        }
         self.workers.clear();
         for (&(status, workload), &n) in &readings.workers {
             let labels = vec![("status", status.into()), ("workload", workload.into())];
@@ -273,4 +303,6 @@ pub struct Readings {
     pub leader: Option<LeaderStats>,
     /// This server's workers, counted per (status, workload).
     pub workers: std::collections::BTreeMap<(&'static str, &'static str), usize>,
+    /// What the Raft log appended since the server started.
+    pub raft_log: crate::raft::log_store::LogCounts,
 }

@@ -81,6 +81,44 @@ pub enum LogStoreError {
 #[derive(Clone)]
 pub struct LogStore {
     db: Arc<LogDb>,
+    stats: Arc<LogStats>,
+}
+
+/// What the log has appended since the server started: transactions (each one fsync),
+/// entries and their encoded bytes. Set against the disk's bytes written, they show the
+/// storage engine's write amplification.
+#[derive(Debug, Default)]
+pub struct LogStats {
+    appends: std::sync::atomic::AtomicU64,
+    entries: std::sync::atomic::AtomicU64,
+    bytes: std::sync::atomic::AtomicU64,
+}
+
+/// One reading of [`LogStats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LogCounts {
+    pub appends: u64,
+    pub entries: u64,
+    pub bytes: u64,
+}
+
+impl LogStats {
+    fn appended(&self, rows: &[(u64, Vec<u8>)]) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.appends.fetch_add(1, Relaxed);
+        self.entries.fetch_add(rows.len() as u64, Relaxed);
+        let bytes: usize = rows.iter().map(|(_, b)| b.len()).sum();
+        self.bytes.fetch_add(bytes as u64, Relaxed);
+    }
+
+    pub fn read(&self) -> LogCounts {
+        use std::sync::atomic::Ordering::Relaxed;
+        LogCounts {
+            appends: self.appends.load(Relaxed),
+            entries: self.entries.load(Relaxed),
+            bytes: self.bytes.load(Relaxed),
+        }
+    }
 }
 
 struct LogDb {
@@ -141,7 +179,15 @@ impl LogStore {
             last_log = ?state.last_log_id.map(|l| l.index),
             "raft log opened"
         );
-        Ok(LogStore { db: Arc::new(db) })
+        Ok(LogStore {
+            db: Arc::new(db),
+            stats: Arc::default(),
+        })
+    }
+
+    /// The counters of what this log appended (shared by its clones).
+    pub fn stats(&self) -> Arc<LogStats> {
+        self.stats.clone()
     }
 
     /// The file this log lives in.
@@ -459,7 +505,14 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             return Ok(());
         }
         let (first, last) = (rows[0].0, rows[rows.len() - 1].0);
-        let res = self.blocking(move |db| db.append(&rows)).await;
+        let stats = self.stats.clone();
+        let res = self
+            .blocking(move |db| {
+                db.append(&rows)?;
+                stats.appended(&rows);
+                Ok(())
+            })
+            .await;
         match res {
             Ok(()) => {
                 tracing::trace!(first, last, "raft log entries appended");

@@ -230,6 +230,7 @@ pub struct RaftNode {
     state: StateHandle,
     /// True while a leadership transfer holds new writes back (see [`RaftNode::hold_writes`]).
     held: watch::Sender<bool>,
+    log_stats: Arc<log_store::LogStats>,
 }
 
 /// Holds new writes back while it lives (see [`RaftNode::hold_writes`]).
@@ -293,6 +294,7 @@ impl RaftNode {
         let wait = config.open_timeout;
         let opened = log_path.clone();
         let log_store = blocking(move || LogStore::open(&log_path, node_id, wait)).await?;
+        let log_stats = log_store.stats();
         private::private_file(&opened).map_err(|source| RaftError::DataDir {
             path: opened.clone(),
             source,
@@ -338,6 +340,7 @@ impl RaftNode {
             raft,
             state,
             held: watch::channel(false).0,
+            log_stats,
         };
         match members {
             Some(members) => {
@@ -459,6 +462,11 @@ impl RaftNode {
             .map_err(|e| WriteError::Stopped {
                 reason: e.to_string(),
             })
+    }
+
+    /// What the Raft log appended since this server started.
+    pub fn log_counts(&self) -> log_store::LogCounts {
+        self.log_stats.read()
     }
 
     /// Raft's metrics; the receiver sees every change (leader, term, applied index, ...).
