@@ -8,9 +8,12 @@
 //! it is written without its own fsync: redb makes it durable with the next durable commit or
 //! on close.
 //!
-//! redb calls block (they read and fsync the file), so each runs on tokio's blocking pool.
+//! redb calls block (they read and fsync the file): reads run on tokio's blocking pool,
+//! and every change to the log table goes through one writer thread that commits
+//! whatever queued up meanwhile in one transaction ([`log_writer`](super::log_writer)).
 
 use super::codec::{self, RecordError};
+use super::log_writer::{self, Op, Pending};
 use super::types::{Entry, LogId, ServerId, StorageError, TypeConfig, Vote};
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
 use openraft::{AnyError, ErrorSubject, ErrorVerb, OptionalSend, RaftLogReader, StorageIOError};
@@ -18,7 +21,7 @@ use redb::{Database, DatabaseError, Durability, ReadableDatabase, ReadableTable,
 use std::fmt;
 use std::ops::{Bound, RangeBounds};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The log file's name inside the data dir.
@@ -82,6 +85,9 @@ pub enum LogStoreError {
 pub struct LogStore {
     db: Arc<LogDb>,
     stats: Arc<LogStats>,
+    /// Appended, not yet committed: what readers see besides the table.
+    pending: Arc<Mutex<Pending>>,
+    writer: Arc<log_writer::Writer>,
 }
 
 /// What the log has appended since the server started: transactions (each one fsync),
@@ -103,12 +109,17 @@ pub struct LogCounts {
 }
 
 impl LogStats {
-    fn appended(&self, rows: &[(u64, Vec<u8>)]) {
+    /// One committed append transaction holding entries of these sizes.
+    pub(crate) fn appended(&self, sizes: impl Iterator<Item = usize>) {
         use std::sync::atomic::Ordering::Relaxed;
+        let (mut entries, mut bytes) = (0u64, 0u64);
+        for size in sizes {
+            entries += 1;
+            bytes += size as u64;
+        }
         self.appends.fetch_add(1, Relaxed);
-        self.entries.fetch_add(rows.len() as u64, Relaxed);
-        let bytes: usize = rows.iter().map(|(_, b)| b.len()).sum();
-        self.bytes.fetch_add(bytes as u64, Relaxed);
+        self.entries.fetch_add(entries, Relaxed);
+        self.bytes.fetch_add(bytes, Relaxed);
     }
 
     pub fn read(&self) -> LogCounts {
@@ -121,7 +132,7 @@ impl LogStats {
     }
 }
 
-struct LogDb {
+pub(crate) struct LogDb {
     db: Database,
     path: PathBuf,
 }
@@ -179,9 +190,21 @@ impl LogStore {
             last_log = ?state.last_log_id.map(|l| l.index),
             "raft log opened"
         );
+        let db = Arc::new(db);
+        let stats = Arc::<LogStats>::default();
+        let pending = Arc::<Mutex<Pending>>::default();
+        let writer =
+            log_writer::spawn(db.clone(), pending.clone(), stats.clone()).map_err(|e| {
+                LogStoreError::Task {
+                    path: path.to_path_buf(),
+                    reason: format!("cannot start the log writer: {e}"),
+                }
+            })?;
         Ok(LogStore {
-            db: Arc::new(db),
-            stats: Arc::default(),
+            db,
+            stats,
+            pending,
+            writer: Arc::new(writer),
         })
     }
 
@@ -193,6 +216,29 @@ impl LogStore {
     /// The file this log lives in.
     pub fn path(&self) -> &Path {
         &self.db.path
+    }
+
+    fn pending(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn writer_gone(&self) -> LogStoreError {
+        LogStoreError::Task {
+            path: self.db.path.clone(),
+            reason: "the log writer has stopped".into(),
+        }
+    }
+
+    /// Queues `op` behind every append submitted before it and waits for its answer.
+    async fn submit(
+        &self,
+        op: Op,
+        answer: tokio::sync::oneshot::Receiver<Result<(), LogStoreError>>,
+    ) -> Result<(), LogStoreError> {
+        if !self.writer.send(op) {
+            return Err(self.writer_gone());
+        }
+        answer.await.map_err(|_| self.writer_gone())?
     }
 
     async fn blocking<T, F>(&self, f: F) -> Result<T, LogStoreError>
@@ -333,16 +379,29 @@ impl LogDb {
         Ok(entry)
     }
 
-    fn entries(&self, range: (Bound<u64>, Bound<u64>)) -> Result<Vec<Entry>, LogStoreError> {
+    /// The committed entries in `range`, with `pending` (appended, not yet committed)
+    /// laid over them.
+    fn entries(
+        &self,
+        range: (Bound<u64>, Bound<u64>),
+        pending: Vec<(u64, Arc<[u8]>)>,
+    ) -> Result<Vec<Entry>, LogStoreError> {
         let txn = self.db.begin_read().map_err(self.db_err("begin read"))?;
         let log = txn.open_table(LOG).map_err(self.db_err("open log table"))?;
+        let first_pending = pending.first().map_or(u64::MAX, |(i, _)| *i);
         let mut out = Vec::new();
         for row in log
             .range::<u64>(range)
             .map_err(self.db_err("read log range"))?
         {
             let (k, v) = row.map_err(self.db_err("read log entry"))?;
+            if k.value() >= first_pending {
+                break;
+            }
             out.push(self.decode_stored(k.value(), v.value())?);
+        }
+        for (index, bytes) in pending {
+            out.push(self.decode_stored(index, &bytes)?);
         }
         Ok(out)
     }
@@ -378,14 +437,18 @@ impl LogDb {
         })
     }
 
-    fn append(&self, rows: &[(u64, Vec<u8>)]) -> Result<(), LogStoreError> {
+    /// Writes `rows` in one durable transaction.
+    pub(crate) fn append<'a>(
+        &self,
+        rows: impl Iterator<Item = &'a (u64, Arc<[u8]>)>,
+    ) -> Result<(), LogStoreError> {
         let mut txn = self.db.begin_write().map_err(self.db_err("begin write"))?;
         txn.set_durability(Durability::Immediate)
             .map_err(|e| self.db_err("set durability")(redb::Error::from(e)))?;
         {
             let mut log = txn.open_table(LOG).map_err(self.db_err("open log table"))?;
             for (index, bytes) in rows {
-                log.insert(*index, bytes.as_slice())
+                log.insert(*index, &**bytes)
                     .map_err(self.db_err("append log entry"))?;
             }
         }
@@ -393,7 +456,7 @@ impl LogDb {
     }
 
     /// Removes every entry at or after `from`.
-    fn truncate(&self, from: u64) -> Result<(), LogStoreError> {
+    pub(crate) fn truncate(&self, from: u64) -> Result<(), LogStoreError> {
         let txn = self.db.begin_write().map_err(self.db_err("begin write"))?;
         {
             let mut log = txn.open_table(LOG).map_err(self.db_err("open log table"))?;
@@ -404,7 +467,7 @@ impl LogDb {
     }
 
     /// Records `upto` as purged and removes every entry up to it, in one transaction.
-    fn purge(&self, upto: LogId) -> Result<(), LogStoreError> {
+    pub(crate) fn purge(&self, upto: LogId) -> Result<(), LogStoreError> {
         let bytes = self.encode_meta(KEY_PURGED, &upto)?;
         let txn = self.db.begin_write().map_err(self.db_err("begin write"))?;
         {
@@ -431,7 +494,8 @@ impl RaftLogReader<TypeConfig> for LogStore {
         range: RB,
     ) -> Result<Vec<Entry>, StorageError> {
         let range = bounds(&range);
-        self.blocking(move |db| db.entries(range))
+        let pending = self.pending().range(range);
+        self.blocking(move |db| db.entries(range, pending))
             .await
             .map_err(|e| storage_error(ErrorSubject::Logs, ErrorVerb::Read, e))
     }
@@ -441,9 +505,16 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     type LogReader = LogStore;
 
     async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, StorageError> {
-        self.blocking(|db| db.log_state())
-            .await
-            .map_err(|e| storage_error(ErrorSubject::Logs, ErrorVerb::Read, e))
+        let pending_last = self.pending().last();
+        self.blocking(move |db| {
+            let mut state = db.log_state()?;
+            if let Some((index, bytes)) = pending_last {
+                state.last_log_id = Some(db.decode_stored(index, &bytes)?.log_id);
+            }
+            Ok(state)
+        })
+        .await
+        .map_err(|e| storage_error(ErrorSubject::Logs, ErrorVerb::Read, e))
     }
 
     async fn get_log_reader(&mut self) -> Self::LogReader {
@@ -485,7 +556,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         I: IntoIterator<Item = Entry> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
-        let mut rows = Vec::new();
+        let mut rows: Vec<(u64, Arc<[u8]>)> = Vec::new();
         for entry in entries {
             let bytes = codec::encode_entry(&entry).map_err(|source| {
                 storage_error(
@@ -498,44 +569,48 @@ impl RaftLogStorage<TypeConfig> for LogStore {
                     },
                 )
             })?;
-            rows.push((entry.log_id.index, bytes));
+            rows.push((entry.log_id.index, Arc::from(bytes)));
         }
         if rows.is_empty() {
             callback.log_io_completed(Ok(()));
             return Ok(());
         }
-        let (first, last) = (rows[0].0, rows[rows.len() - 1].0);
-        let stats = self.stats.clone();
-        let res = self
-            .blocking(move |db| {
-                db.append(&rows)?;
-                stats.appended(&rows);
-                Ok(())
-            })
-            .await;
-        match res {
-            Ok(()) => {
-                tracing::trace!(first, last, "raft log entries appended");
-                callback.log_io_completed(Ok(()));
-                Ok(())
-            }
-            Err(e) => {
-                callback.log_io_completed(Err(std::io::Error::other(e.to_string())));
-                Err(storage_error(ErrorSubject::Logs, ErrorVerb::Write, e))
-            }
+        // Readable from here on; durable when the writer calls back.
+        let seq = self.pending().add(&rows);
+        let sent = self.writer.send(Op::Append {
+            rows,
+            seq,
+            done: callback,
+        });
+        if !sent {
+            return Err(storage_error(
+                ErrorSubject::Logs,
+                ErrorVerb::Write,
+                self.writer_gone(),
+            ));
         }
+        Ok(())
     }
 
     async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {
         tracing::debug!(from = log_id.index, "truncating raft log");
-        self.blocking(move |db| db.truncate(log_id.index))
-            .await
-            .map_err(|e| storage_error(ErrorSubject::Logs, ErrorVerb::Delete, e))
+        self.pending().truncate(log_id.index);
+        let (done, answer) = tokio::sync::oneshot::channel();
+        self.submit(
+            Op::Truncate {
+                from: log_id.index,
+                done,
+            },
+            answer,
+        )
+        .await
+        .map_err(|e| storage_error(ErrorSubject::Logs, ErrorVerb::Delete, e))
     }
 
     async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError> {
         tracing::debug!(upto = log_id.index, "purging raft log");
-        self.blocking(move |db| db.purge(log_id))
+        let (done, answer) = tokio::sync::oneshot::channel();
+        self.submit(Op::Purge { upto: log_id, done }, answer)
             .await
             .map_err(|e| storage_error(ErrorSubject::Logs, ErrorVerb::Delete, e))
     }

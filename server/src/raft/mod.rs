@@ -19,6 +19,7 @@ pub mod codec;
 pub mod grpc;
 pub mod listener;
 pub mod log_store;
+mod log_writer;
 pub mod network;
 pub mod private;
 pub mod snapshot_store;

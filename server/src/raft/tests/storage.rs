@@ -150,6 +150,41 @@ async fn the_log_store_keeps_everything_across_reopen() {
     assert!(log.try_get_log_entries(..).await.unwrap().is_empty());
 }
 
+/// Appends submitted while a commit is on disk share the next one: a hundred appends
+/// issued together take far fewer than a hundred transactions, and every entry is
+/// readable as soon as its append returns and durable across a reopen once answered.
+#[tokio::test]
+async fn appends_in_flight_together_share_one_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(LOG_FILE);
+    {
+        let log = LogStore::open(&path, 1, Duration::ZERO).unwrap();
+        let appends = (1..=100).map(|i| {
+            let mut log = log.clone();
+            async move { log.blocking_append([command_entry(1, i, i)]).await }
+        });
+        for done in futures::future::join_all(appends).await {
+            done.unwrap();
+        }
+        let counts = log.stats().read();
+        assert_eq!(counts.entries, 100);
+        assert!(
+            counts.appends <= 50,
+            "100 appends in flight at once took {} commits",
+            counts.appends
+        );
+    }
+    let mut log = LogStore::open(&path, 1, Duration::ZERO).unwrap();
+    let got: Vec<u64> = log
+        .try_get_log_entries(..)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.log_id.index)
+        .collect();
+    assert_eq!(got, (1..=100).collect::<Vec<_>>());
+}
+
 #[tokio::test]
 async fn a_corrupt_entry_is_a_storage_error_naming_its_index() {
     let dir = tempfile::tempdir().unwrap();
