@@ -90,7 +90,7 @@ pub fn encode_snapshot(store: &StateStore) -> Vec<u8> {
     encode(
         SNAPSHOT_MAGIC,
         SNAPSHOT_FORMAT,
-        &(store.to_parts(), store.acl_parts()),
+        &(store.parts_ref(), store.acl_parts()),
     )
 }
 

@@ -19,7 +19,57 @@ pub struct StoreParts {
     pub scheduler_config: SchedulerConfig,
 }
 
+/// The primary tables borrowed from a live store: serializes to exactly the bytes of the
+/// [`StoreParts`] that [`StateStore::to_parts`] would copy out, without copying a record.
+/// Snapshots are encoded through it, so building one costs the encoded bytes and no
+/// second copy of every allocation.
+#[derive(Serialize)]
+pub struct StorePartsRef<'a> {
+    indexes: &'a TableIndexes,
+    jobs: Records<'a, JobKey, Job>,
+    job_versions: Records<'a, (JobKey, u64), Job>,
+    nodes: Records<'a, NodeId, Node>,
+    allocs: Records<'a, AllocId, Allocation>,
+    evals: Records<'a, EvalId, Evaluation>,
+    scheduler_config: &'a SchedulerConfig,
+}
+
+impl std::fmt::Debug for StorePartsRef<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StorePartsRef")
+            .field("allocs", &self.allocs.0.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A table's records, serialized as the sequence a `Vec` of them would be.
+struct Records<'a, K, V>(&'a imbl::OrdMap<K, Arc<V>>);
+
+impl<K: Ord + Clone, V: Serialize> Serialize for Records<'_, K, V> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
+        for record in self.0.values() {
+            seq.serialize_element(&**record)?;
+        }
+        seq.end()
+    }
+}
+
 impl StateStore {
+    /// The primary tables, borrowed, for encoding (see [`StorePartsRef`]).
+    pub fn parts_ref(&self) -> StorePartsRef<'_> {
+        StorePartsRef {
+            indexes: &self.indexes,
+            jobs: Records(&self.jobs),
+            job_versions: Records(&self.job_versions),
+            nodes: Records(&self.nodes),
+            allocs: Records(&self.allocs),
+            evals: Records(&self.evals),
+            scheduler_config: &self.scheduler_config,
+        }
+    }
+
     /// The primary tables, in key order (so their encoding is deterministic).
     pub fn to_parts(&self) -> StoreParts {
         StoreParts {
