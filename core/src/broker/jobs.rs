@@ -46,7 +46,8 @@ pub(super) struct JobState {
     /// Evals of the job that became ready while another was outstanding.
     pub(super) pending: BinaryHeap<PendingKey>,
     /// The highest modify index of the job's evals seen since the job last had no eval in
-    /// the broker. The state store is the authority on older ones.
+    /// the broker, raised further by [`super::EvalBroker::raise_waiting`] (a node change
+    /// the job's waiting eval must see). The state store is the authority on older ones.
     pub(super) wait_index: Index,
     /// How many tracked evals (any state but cancelable) belong to the job; the slot is
     /// idle at zero.
@@ -184,6 +185,11 @@ impl JobTable {
             busy
         });
         self.idle = 0;
+    }
+
+    /// The slot of the job `namespace`/`id`, if it is interned (busy or idle).
+    pub(super) fn find(&self, namespace: &str, id: &str) -> Option<JobSlot> {
+        self.index.get(&(namespace, id) as &dyn JobName).copied()
     }
 
     pub(super) fn get(&self, slot: JobSlot) -> &JobState {

@@ -399,6 +399,42 @@ impl EvalBroker {
         }
     }
 
+    /// Makes the eval of job `namespace`/`job_id` that is still to be handed out, if there
+    /// is one, wait for state index `index`: every later delivery of the job's evals
+    /// carries a wait index of at least `index`. Returns whether there was such an eval.
+    ///
+    /// "Still to be handed out" is the job's outstanding eval while it is ready or backing
+    /// off after a nack, or an eval pending behind the outstanding one. An eval delayed by
+    /// its own `wait` does not count (raising it would hold the change back for the whole
+    /// delay), nor does one handed out, which may already hold its snapshot, or a failed
+    /// one, which will not run again.
+    ///
+    /// This is how a node change joins a job's waiting eval instead of adding one
+    /// (`crate::leader`'s coalescing of node-update evals): the check and the raise happen
+    /// in one call, so no dequeue can come between them, and the dequeue that later hands
+    /// the eval out reads the raised index.
+    pub fn raise_waiting(&mut self, namespace: &str, job_id: &str, index: Index) -> bool {
+        if !self.enabled {
+            return false;
+        }
+        let Some(slot) = self.jobs.find(namespace, job_id) else {
+            return false;
+        };
+        let job = self.jobs.get(slot);
+        let waiting = !job.pending.is_empty()
+            || job.outstanding.is_some_and(|id| {
+                matches!(
+                    self.evals.get(&id).map(|t| &t.state),
+                    Some(State::Ready | State::Delayed)
+                )
+            });
+        if waiting {
+            let job = self.jobs.get_mut(slot);
+            job.wait_index = job.wait_index.max(index);
+        }
+        waiting
+    }
+
     /// The token of `id`'s current delivery, if it is handed out.
     pub fn outstanding(&self, id: EvalId) -> Option<Token> {
         match self.evals.get(&id)?.state {

@@ -3,7 +3,8 @@
 //! After every step: the internal structures and counters are consistent (recounted from
 //! scratch), at most one eval per job is handed out, every token is new, and the broker
 //! tracks exactly the evals the test enqueued and has not seen finish (acked, taken as
-//! cancelable, or dropped by a disable). At the end, draining the broker finishes every
+//! cancelable, or dropped by a disable), and a job whose waiting eval took a raised index
+//! waits for it at its next delivery. At the end, draining the broker finishes every
 //! eval it still held: nothing is lost or stuck.
 
 use super::*;
@@ -38,6 +39,11 @@ enum Op {
     TakeFailed,
     TakeCancelable(u8),
     SetEnabled(bool),
+    /// A node change asks to join job `job`'s waiting eval at state index `index`.
+    Raise {
+        job: u8,
+        index: u16,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -56,6 +62,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => Just(Op::TakeFailed),
         2 => (0u8..4).prop_map(Op::TakeCancelable),
         1 => any::<bool>().prop_map(Op::SetEnabled),
+        2 => (0u8..5, 0u16..3000).prop_map(|(job, index)| Op::Raise { job, index }),
     ]
 }
 
@@ -71,6 +78,9 @@ struct Model {
     live: HashSet<EvalId>,
     /// Requeues the broker accepted, by eval, with the delivery they wait on.
     requeued: HashMap<EvalId, Token>,
+    /// Per job, the index its next delivery must wait for: the highest one a
+    /// [`EvalBroker::raise_waiting`] accepted since its last delivery.
+    raised: HashMap<JobKey, Index>,
 }
 
 impl Model {
@@ -95,6 +105,7 @@ impl Model {
             tokens: HashSet::new(),
             live: HashSet::new(),
             requeued: HashMap::new(),
+            raised: HashMap::new(),
         }
     }
 
@@ -116,6 +127,14 @@ impl Model {
             d.token
         );
         assert!(d.wait_index >= d.eval.modify_index);
+        if let Some(floor) = self.raised.remove(&d.eval.job_key()) {
+            assert!(
+                d.wait_index >= floor,
+                "{} delivered waiting for {}, below the raise to {floor}",
+                d.eval.id,
+                d.wait_index
+            );
+        }
         self.deliveries.push(d);
     }
 
@@ -226,6 +245,18 @@ impl Model {
                 if !enabled {
                     self.live.clear();
                     self.requeued.clear();
+                    self.raised.clear();
+                }
+            }
+            Op::Raise { job, index } => {
+                let key = Job::new(format!("job-{job}"), JobType::Service, Vec::new()).key();
+                let index = Index::from(index);
+                if self
+                    .broker
+                    .raise_waiting(&key.namespace, key.id.as_str(), index)
+                {
+                    let floor = self.raised.entry(key).or_default();
+                    *floor = (*floor).max(index);
                 }
             }
             Op::EnqueueAgain(_) => {}

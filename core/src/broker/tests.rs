@@ -793,3 +793,132 @@ fn a_paused_broker_takes_evals_in_but_hands_none_out_until_resumed() {
         std::iter::from_fn(|| f.dequeue(&[Service]).map(|d| d.eval.id)).collect();
     assert_eq!(got, vec![high, low], "resuming keeps the usual order");
 }
+
+/// Where job "j"'s evals stand when a node change asks to join its waiting eval.
+#[derive(Clone, Copy, Debug)]
+enum JobIs {
+    Unknown,
+    Ready,
+    Unacked,
+    PendingBehindUnacked,
+    BackingOffAfterNack,
+    DelayedByItsOwnWait,
+    Failed,
+    Idle,
+}
+
+/// Puts job "j" in `state`, asks [`EvalBroker::raise_waiting`] to index 1000, and checks the
+/// answer and the wait index of the job's next delivery (`None`: nothing left to deliver).
+fn check_raise(state: JobIs, joins: bool, next_wait: Option<Index>) {
+    let mut f = Fixture::with_config(BrokerConfig {
+        delivery_limit: 1,
+        ..BrokerConfig::default()
+    });
+    let first = f.eval("j", Service, 50);
+    let mut in_flight = None;
+    match state {
+        JobIs::Unknown => {}
+        JobIs::Ready => f.enqueue(&first),
+        JobIs::Unacked | JobIs::PendingBehindUnacked => {
+            f.enqueue(&first);
+            in_flight = f.dequeue_all_types();
+            if let JobIs::PendingBehindUnacked = state {
+                f.add("j", Service, 50);
+            }
+        }
+        JobIs::BackingOffAfterNack => {
+            f.broker.config.delivery_limit = 3;
+            f.enqueue(&first);
+            let d = f.dequeue_all_types().unwrap();
+            f.nack(&d).unwrap();
+        }
+        JobIs::DelayedByItsOwnWait => {
+            let mut e = first.clone();
+            e.wait = Some(SECOND * 30);
+            f.enqueue(&e);
+        }
+        JobIs::Failed => {
+            f.enqueue(&first);
+            let d = f.dequeue_all_types().unwrap();
+            f.nack(&d).unwrap();
+        }
+        JobIs::Idle => {
+            f.enqueue(&first);
+            let d = f.dequeue_all_types().unwrap();
+            f.ack(&d).unwrap();
+        }
+    }
+    let ns = first.namespace.clone();
+    assert_eq!(
+        f.broker.raise_waiting(&ns, "j", 1000),
+        joins,
+        "{state:?}: joins the waiting eval"
+    );
+    f.broker.assert_consistent();
+    if let Some(d) = in_flight {
+        assert!(
+            d.wait_index < 1000,
+            "{state:?}: a delivery made before is unchanged"
+        );
+        f.ack(&d).unwrap();
+    }
+    f.advance(SECOND * 60);
+    let mut next = f.dequeue_all_types();
+    if let JobIs::Failed = state {
+        next = f.broker.take_failed(f.now, &mut f.rng).pop();
+    }
+    assert_eq!(
+        next.map(|d| d.wait_index),
+        next_wait,
+        "{state:?}: wait index of the next delivery"
+    );
+}
+
+#[test]
+fn a_node_change_joins_only_an_eval_still_to_be_handed_out() {
+    // Evals get modify indexes 1, 2, ...: an unraised delivery waits for its own.
+    check_raise(JobIs::Unknown, false, None);
+    check_raise(JobIs::Idle, false, None);
+    check_raise(JobIs::Ready, true, Some(1000));
+    check_raise(JobIs::PendingBehindUnacked, true, Some(1000));
+    check_raise(JobIs::BackingOffAfterNack, true, Some(1000));
+    // A new eval must be made for these: the handed-out one may hold an older snapshot,
+    // the delayed one would hold the change back for its whole wait, the failed one never
+    // runs again.
+    check_raise(JobIs::Unacked, false, None);
+    check_raise(JobIs::DelayedByItsOwnWait, false, Some(1));
+    check_raise(JobIs::Failed, false, Some(1));
+}
+
+#[test]
+fn a_raised_index_outlives_the_collapse_of_pending_evals() {
+    let mut f = Fixture::new();
+    f.add("j", Service, 50);
+    let first = f.dequeue_all_types().unwrap();
+    f.add("j", Service, 50);
+    let ns = first.eval.namespace.clone();
+    assert!(f.broker.raise_waiting(&ns, "j", 500));
+    // A newer eval supersedes the raised one; the job keeps the raised index.
+    let newer = f.add("j", Service, 50);
+    f.ack(&first).unwrap();
+    let next = f.dequeue_all_types().unwrap();
+    assert_eq!((next.eval.id, next.wait_index), (newer, 500));
+    assert_eq!(
+        f.stats(),
+        QueueCounts {
+            cancelable: 1,
+            ..counts(0, 1, 0, 0)
+        }
+    );
+    // Once the job has no eval left, the raise is forgotten with it.
+    f.ack(&next).unwrap();
+    let again = f.add("j", Service, 50);
+    let d = f.dequeue_all_types().unwrap();
+    assert_eq!((d.eval.id, d.wait_index), (again, d.eval.modify_index));
+    assert!(!f.broker.raise_waiting(&ns, "j", 600), "handed out");
+    let disabled = {
+        f.broker.set_enabled(false);
+        f.broker.raise_waiting(&ns, "j", 700)
+    };
+    assert!(!disabled, "a disabled broker has nothing waiting");
+}
