@@ -23,6 +23,10 @@
 //!               past delivery limit└──► failed ── take_failed (token) ─► unacked
 //! ```
 //!
+//! A job's next delivery waits for state at the highest modify index of the job's evals,
+//! or higher if [`EvalBroker::raise_waiting`] raised it: a node change the leader folds
+//! into an eval that is still waiting instead of writing one more (see `leader`).
+//!
 //! Failed evals keep their job's slot, as in Nomad: the leader takes them with
 //! [`EvalBroker::take_failed`], which hands each out under a token like a dequeue, writes
 //! the eval as failed together with its follow-up ([`failed_follow_up`]), then acks it.

@@ -1,6 +1,7 @@
 //! Everything that falls due with time: broker timers and its failed and superseded evals,
-//! heartbeat expiries, health timers and readiness checks, periodic launches, the
-//! blocked-eval sweeps and garbage collection.
+//! the coalescing's pass after establishing and its retries, heartbeat expiries, health
+//! timers and readiness checks, periodic launches, the blocked-eval sweeps and garbage
+//! collection.
 
 use super::events::{enqueue_unblocked, take_duplicates};
 use super::{Action, LeaderConfig, LeaderEngine, SUPERSEDED_REASON, Step, cancel_command, health};
@@ -60,6 +61,8 @@ impl<P: Prioritized> LeaderEngine<P> {
                 "cancel superseded evals",
             ));
         }
+
+        self.run_coalescer_due(snap, now, &mut actions);
 
         for node_id in self.heartbeats.expired(now) {
             self.heartbeat_expired(snap, node_id, now, &mut actions);

@@ -1,14 +1,20 @@
-//! The evals the leader attaches to node changes, as Nomad's `createNodeEvals` does: one
-//! node-update eval for every job with work on the node, and one for every system and
-//! sysbatch job (a node joining or leaving changes where they run).
+//! The evals the leader attaches to node changes, as Nomad's `createNodeEvals` does for
+//! the jobs with work on the node: one node-update eval for each, written in the node's own
+//! entry.
+//!
+//! Live system and sysbatch jobs are not among them, whether or not they run on the node: a
+//! node change can move every one of them, and their evals are coalesced per job after
+//! the node's entry is applied (`coalesce.rs`), so a storm of node changes makes a handful
+//! of evals per job, not one per node.
 
+use super::coalesce::follows_nodes;
 use crate::state::StateSnapshot;
 use crate::types::{EvalId, Evaluation, JobKey, NodeId, Timestamp, TriggeredBy};
 use rand::Rng;
 use std::collections::BTreeSet;
 
-/// A node-update eval for each job in `jobs` that exists, plus every live system and
-/// sysbatch job; ids drawn from `rng`.
+/// A node-update eval for each job in `jobs` that exists, is not a template, and is not a
+/// live system or sysbatch job (those are coalesced); ids drawn from `rng`.
 pub fn node_update_evals(
     snap: &StateSnapshot,
     node_id: NodeId,
@@ -16,15 +22,10 @@ pub fn node_update_evals(
     now: Timestamp,
     rng: &mut impl Rng,
 ) -> Vec<Evaluation> {
-    let mut keys: BTreeSet<JobKey> = jobs.into_iter().collect();
-    keys.extend(
-        snap.jobs()
-            .filter(|j| j.job_type.is_per_node() && !j.stop && !j.is_template())
-            .map(|j| j.key()),
-    );
+    let keys: BTreeSet<JobKey> = jobs.into_iter().collect();
     keys.into_iter()
         .filter_map(|key| snap.job(&key))
-        .filter(|job| !job.is_template())
+        .filter(|job| !job.is_template() && !follows_nodes(job))
         .map(|job| {
             let id = EvalId::from_bytes(rng.random());
             let mut e = Evaluation::new(id, job, TriggeredBy::NodeUpdate, now);

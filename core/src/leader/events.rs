@@ -1,5 +1,7 @@
 //! Applied entries on the leader: pending evals go to the broker, blocked ones to the
-//! blocked evals, and whatever frees capacity or changes a node unblocks what waits for it.
+//! blocked evals, whatever frees capacity or changes a node unblocks what waits for it,
+//! and a node change reaches every system and sysbatch job through the coalescing of
+//! their node-update evals (`coalesce.rs`).
 
 use super::{Action, LeaderEngine, Step, cancel_command};
 use crate::blocked::{
@@ -15,7 +17,11 @@ use std::sync::Arc;
 impl<P: Prioritized> LeaderEngine<P> {
     /// Acts on the events of applied entries newer than `after` (the index leadership was
     /// established at: older entries are already in the restored structures). `snap` is
-    /// state at or after the batch.
+    /// state at or after the batch, and batches come in log order.
+    ///
+    /// A node's status, eligibility, drain or health changing marks every live per-node
+    /// job dirty at the entry's index. The batch's evals are enqueued first, so an eval the
+    /// coalescing is still writing is known to land after every entry of the batch.
     pub fn on_events(
         &mut self,
         batch: &[Event],
@@ -31,7 +37,25 @@ impl<P: Prioritized> LeaderEngine<P> {
         let mut unblocked: Vec<Unblocked> = Vec::new();
         let mut obsolete: Vec<Evaluation> = Vec::new();
         let mut resumed = false;
+        // The last entry of the batch that changed a node in a way per-node jobs follow.
+        let mut node_changed: Option<Index> = None;
         for ev in batch.iter().filter(|e| e.index > after) {
+            if let EventPayload::Node(_) = ev.payload
+                && matches!(
+                    ev.event_type,
+                    EventType::NodeStatus
+                        | EventType::NodeEligibility
+                        | EventType::NodeDrain
+                        | EventType::NodeHealth
+                )
+            {
+                node_changed = node_changed.max(Some(ev.index));
+            }
+            if let (EventType::EvaluationUpdated, EventPayload::Evaluation(e)) =
+                (&ev.event_type, &ev.payload)
+            {
+                self.coalescer.seen(e);
+            }
             match (&ev.event_type, &ev.payload) {
                 (EventType::EvaluationUpdated, EventPayload::Evaluation(e)) => match e.status {
                     EvalStatus::Pending => pending.push(e.clone()),
@@ -107,6 +131,9 @@ impl<P: Prioritized> LeaderEngine<P> {
         self.broker
             .enqueue_all(pending.into_iter().map(|e| (e, None)), now);
         enqueue_unblocked(&mut self.broker, unblocked, now);
+        if let Some(index) = node_changed {
+            actions.extend(self.coalesce_node_change(snap, index, now));
+        }
         take_duplicates(&mut self.blocked, now, &mut actions);
         if !obsolete.is_empty() {
             actions.push(Action::Write(
@@ -121,7 +148,8 @@ impl<P: Prioritized> LeaderEngine<P> {
     }
 
     /// After missing events: every pending eval in state goes to the broker (a no-op for
-    /// those it tracks) and every blocked one to the blocked evals.
+    /// those it tracks) and every blocked one to the blocked evals, and every per-node job
+    /// is checked for node changes it may have missed.
     pub fn resync(&mut self, snap: &StateSnapshot, now: Timestamp) -> Step {
         if !self.enabled {
             return Step::default();
@@ -129,6 +157,7 @@ impl<P: Prioritized> LeaderEngine<P> {
         let mut actions = Vec::new();
         let mut unblocked = Vec::new();
         for e in snap.evals() {
+            self.coalescer.seen(e);
             match e.status {
                 EvalStatus::Pending => self.broker.enqueue(e.clone(), now),
                 EvalStatus::Blocked if self.broker.outstanding(e.id).is_none() => {
@@ -140,6 +169,7 @@ impl<P: Prioritized> LeaderEngine<P> {
             }
         }
         enqueue_unblocked(&mut self.broker, unblocked, now);
+        actions.extend(self.pass_over_per_node_jobs(snap, now));
         take_duplicates(&mut self.blocked, now, &mut actions);
         Step {
             actions,

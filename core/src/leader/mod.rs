@@ -17,13 +17,19 @@
 //!   it) the engine decides nothing: every method returns no actions.
 //! - A node gets at most one eval per job from one decision ([`crate::fsm::one_eval_per_job`]
 //!   on every batch of commands a heartbeat produces).
+//! - A system or sysbatch job has at most one node-update eval waiting (written, not yet
+//!   handed out) besides the one in flight, and every node change is seen by an eval of
+//!   the job scheduled from state at or after it (`coalesce.rs`).
 
+mod coalesce;
 mod due;
 mod evals;
 mod events;
 mod gc;
 mod health;
 mod nodes;
+#[cfg(test)]
+mod proptests;
 #[cfg(test)]
 mod tests;
 
@@ -42,6 +48,7 @@ use crate::plan_check::{PlanQueue, PlanQueueStats, Prioritized};
 use crate::state::StateSnapshot;
 use crate::types::{EvalId, Evaluation, NodeStatus, Timestamp};
 use crate::validate::Limits;
+use coalesce::Coalescer;
 use due::Sweeps;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -73,13 +80,21 @@ pub enum Action {
     },
     /// Commands committed one after the other, in order (periodic launches).
     Sequence(Vec<Command>, &'static str),
+    /// Writes the node-update evals coalesced for per-node jobs (an `EvalUpsert`). Should
+    /// the write fail, the runtime hands the command back to
+    /// [`LeaderEngine::coalesced_evals_lost`], or the jobs could miss a node change.
+    CoalescedEvals(Command),
 }
 
 impl Action {
     /// The commands this action writes, in order.
     pub fn commands(&self) -> Vec<&Command> {
         match self {
-            Action::Write(c, _) | Action::FailEval { command: c, .. } => vec![c],
+            Action::Write(c, _)
+            | Action::FailEval { command: c, .. }
+            | Action::CoalescedEvals(c) => {
+                vec![c]
+            }
             Action::Sequence(cs, _) => cs.iter().collect(),
         }
     }
@@ -123,6 +138,7 @@ pub struct LeaderEngine<P: Prioritized> {
     pub periodic: PeriodicLauncher,
     pub rng: ChaCha8Rng,
     sweeps: Sweeps,
+    coalescer: Coalescer,
     config: LeaderConfig,
 }
 
@@ -150,6 +166,7 @@ impl<P: Prioritized> LeaderEngine<P> {
             periodic: PeriodicLauncher::new(&config.limits),
             rng: ChaCha8Rng::seed_from_u64(seed),
             sweeps: Sweeps::new(&config, Timestamp(0)),
+            coalescer: Coalescer::default(),
             config,
         })
     }
@@ -174,7 +191,9 @@ impl<P: Prioritized> LeaderEngine<P> {
     /// Rebuilds every structure from `snap` and enables them: pending evals to the broker,
     /// blocked ones to the blocked evals (those already unblockable go to the broker), every
     /// node not down a heartbeat timer with the failover TTL (so no node is marked missing
-    /// because leadership moved), node health, and the periodic launches.
+    /// because leadership moved), node health, and the periodic launches. The first
+    /// [`Self::run_due`] then checks every system and sysbatch job for node changes the
+    /// previous leader wrote without their evals (see `coalesce.rs`).
     pub fn establish(&mut self, snap: &StateSnapshot, now: Timestamp) -> Established {
         self.broker.restore(snap.evals().cloned(), now);
         self.broker
@@ -200,6 +219,8 @@ impl<P: Prioritized> LeaderEngine<P> {
         }
         self.plans = PlanQueue::new();
         self.sweeps = Sweeps::new(&self.config, now);
+        self.coalescer.clear();
+        self.coalescer.schedule_pass(now);
         self.enabled = true;
         let stats = self.broker.stats();
         Established {
@@ -219,6 +240,7 @@ impl<P: Prioritized> LeaderEngine<P> {
         self.blocked.set_enabled(false);
         self.heartbeats.clear();
         self.periodic.clear();
+        self.coalescer.clear();
         self.plans.drain()
     }
 
@@ -234,6 +256,7 @@ impl<P: Prioritized> LeaderEngine<P> {
             self.heartbeats.next_deadline(),
             self.health.next_deadline(),
             self.periodic.next_deadline(),
+            self.coalescer.next_deadline(),
             Some(self.sweeps.next()),
         ]
         .into_iter()

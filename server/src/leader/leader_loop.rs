@@ -9,7 +9,7 @@
 use super::{LeaderCore, Leadership};
 use crate::clock::now;
 use drover_core::Index;
-use drover_core::fsm::Event;
+use drover_core::fsm::{Command, Event};
 use drover_core::leader::{Action, Step};
 use std::sync::Arc;
 use std::time::Duration;
@@ -89,7 +89,37 @@ impl Leadership {
                         super::reaper::spawn_fail_eval(me, command, eval_id, token);
                     }
                 }
+                Action::CoalescedEvals(command) => {
+                    if let Some(me) = self.me.upgrade() {
+                        spawn_coalesced_evals(me, command);
+                    }
+                }
             }
         }
     }
+}
+
+/// Writes the node-update evals the engine coalesced for system and sysbatch jobs. A failed
+/// write goes back to the engine, which makes them again shortly: the jobs would otherwise
+/// never see the node changes those evals stood for.
+fn spawn_coalesced_evals(shared: Arc<Leadership>, command: Command) {
+    tokio::spawn(async move {
+        if let Command::EvalUpsert { evals } = &command {
+            for e in evals {
+                tracing::debug!(eval_id = %e.id, job_id = %e.job_id, "writing coalesced node-update eval");
+            }
+        }
+        let written = shared
+            .writer
+            .write_logged(command.clone(), "coalesced node-update evals")
+            .await;
+        if written.is_none() {
+            shared
+                .core
+                .lock()
+                .await
+                .coalesced_evals_lost(&command, now());
+            shared.wake.notify_one();
+        }
+    });
 }

@@ -2,6 +2,8 @@
 //! store at increasing indexes, their events handed to the engine as the leader loop does,
 //! the engine's writes applied in turn, and time moved by the test.
 
+mod coalesce;
+
 use super::*;
 use crate::fsm::{Command, apply};
 use crate::mock;
@@ -26,6 +28,8 @@ struct Sim {
     decided: Vec<Command>,
     /// When each node's heartbeat timer runs out, from the TTLs the engine handed out.
     expires: std::collections::BTreeMap<u64, Timestamp>,
+    /// The most evals one job had pending or blocked in state after any write.
+    peak_live: usize,
 }
 
 impl Sim {
@@ -43,6 +47,7 @@ impl Sim {
             established_at: 0,
             decided: Vec::new(),
             expires: Default::default(),
+            peak_live: 0,
         }
     }
 
@@ -64,6 +69,13 @@ impl Sim {
         let events = apply(&mut self.store, self.index, &cmd)
             .unwrap_or_else(|e| panic!("{} refused: {e}", cmd.kind()));
         let snap = self.store.snapshot();
+        let mut live: std::collections::BTreeMap<JobKey, usize> = Default::default();
+        for e in snap.evals() {
+            if matches!(e.status, EvalStatus::Pending | EvalStatus::Blocked) {
+                *live.entry(e.job_key()).or_default() += 1;
+            }
+        }
+        self.peak_live = self.peak_live.max(live.into_values().max().unwrap_or(0));
         let step = self
             .engine
             .on_events(&events, self.established_at, &snap, self.now);
@@ -73,7 +85,7 @@ impl Sim {
     fn run(&mut self, actions: Vec<Action>) {
         for action in actions {
             match action {
-                Action::Write(cmd, _) => self.decided_write(cmd),
+                Action::Write(cmd, _) | Action::CoalescedEvals(cmd) => self.decided_write(cmd),
                 Action::Sequence(cmds, _) => cmds.into_iter().for_each(|c| self.decided_write(c)),
                 Action::FailEval {
                     command,
@@ -218,6 +230,34 @@ impl Sim {
         out
     }
 
+    /// Hands out every eval the broker holds, acking each, until none is left; returns the
+    /// highest wait index handed out per job id.
+    fn deliveries(&mut self) -> std::collections::BTreeMap<String, Index> {
+        let mut waits = std::collections::BTreeMap::new();
+        while let Some(d) =
+            self.engine
+                .broker
+                .dequeue(&SchedulerType::ALL, self.now, &mut self.engine.rng)
+        {
+            let wait: &mut Index = waits.entry(d.eval.job_id.to_string()).or_default();
+            *wait = (*wait).max(d.wait_index);
+            self.engine
+                .broker
+                .ack(d.eval.id, d.token, self.now)
+                .unwrap();
+        }
+        waits
+    }
+
+    /// How many evals of job `job` are pending or blocked in state.
+    fn live_evals(&self, job: &str) -> usize {
+        self.store
+            .snapshot()
+            .evals_by_job(&JobKey::default_ns(job))
+            .filter(|e| matches!(e.status, EvalStatus::Pending | EvalStatus::Blocked))
+            .count()
+    }
+
     /// The node-update evals the engine wrote for node `n`, by job id.
     fn node_update_jobs(&self, n: u64) -> Vec<String> {
         let id = mock::node_id(n);
@@ -288,10 +328,20 @@ fn a_silent_node_goes_down_and_lost_with_evals_for_its_jobs() {
     assert_eq!(sim.node(2).status, NodeStatus::Ready);
     assert_eq!(
         sim.node_update_jobs(1),
-        ["agent", "web"],
-        "its job and every system job"
+        ["web"],
+        "its service job, in the node's own entry"
     );
     assert!(sim.node_update_jobs(2).is_empty());
+    // The system job's eval was still waiting in the broker: the node's change joined it
+    // instead of adding one, and it is scheduled from state where node 1 is down.
+    assert_eq!(sim.live_evals("agent"), 1);
+    let down = sim.node(1).modify_index;
+    let waits = sim.deliveries();
+    assert!(
+        waits["agent"] >= down,
+        "the system job's eval waits for index {}, the node went down at {down}",
+        waits["agent"]
+    );
 }
 
 #[test]
