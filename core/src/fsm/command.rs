@@ -236,8 +236,9 @@ impl Command {
 /// Makes the writes of one node event (a heartbeat that brings a node `ready` and
 /// `healthy` writes its status and its health) carry at most one eval per job: the evals
 /// move to the last of them, once that write has made every change the schedulers must
-/// see, and a job's later duplicates are dropped. Without it, a registration storm of N
-/// nodes made 2N evals per system job.
+/// see, and a job's later duplicates are dropped. Without it, a node that comes back
+/// `ready` and `healthy` made two evals for every job it runs. (System and sysbatch jobs
+/// get no evals here at all: the leader coalesces theirs per job, `leader/coalesce.rs`.)
 pub fn one_eval_per_job(commands: &mut [Command]) {
     let Some(last) = commands
         .iter_mut()

@@ -1,7 +1,8 @@
 //! Heartbeats on the leader: a registration or heartbeat resets the node's timer and tells
 //! it its TTL; an expired timer marks the node `down` or `disconnected` (core's
-//! [`on_heartbeat_expiry`]) with one node-update eval per affected job plus the system
-//! jobs, and the node `suspended:lost` in the health view. Operator offline / online and
+//! [`on_heartbeat_expiry`]) with one node-update eval per affected job (system and
+//! sysbatch jobs follow through the coalescing of `coalesce.rs` once the write is
+//! applied), and the node `suspended:lost` in the health view. Operator offline / online and
 //! infrastructure failures go through the health tracker here too.
 
 use super::evals::{node_evals, node_update_evals};
