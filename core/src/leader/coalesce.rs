@@ -64,6 +64,7 @@ use crate::state::{StateSnapshot, Table};
 use crate::types::{EvalId, EvalStatus, Evaluation, Index, Job, JobKey, Timestamp, TriggeredBy};
 use rand::Rng;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How long after a failed write of coalesced evals they are made again.
@@ -84,6 +85,9 @@ pub(super) struct Coalescer {
     retry_at: Option<Timestamp>,
     /// When the pass over every per-node job is due (set by establish).
     pass_at: Option<Timestamp>,
+    /// The live per-node jobs as of a jobs-table index: node changes come by the thousand
+    /// in a storm, job changes rarely, and there may be many more jobs of other types.
+    per_node_jobs: Option<(Index, Vec<Arc<Job>>)>,
 }
 
 /// How one job took a node change.
@@ -115,6 +119,21 @@ impl Coalescer {
         }
     }
 
+    /// The live per-node jobs of `snap`, from the cache while its jobs table is unchanged
+    /// (state at one index is always the same state).
+    fn per_node_jobs(&mut self, snap: &StateSnapshot) -> Vec<Arc<Job>> {
+        let at = snap.table_index(Table::Jobs);
+        match &self.per_node_jobs {
+            Some((cached_at, jobs)) if *cached_at == at => jobs.clone(),
+            _ => {
+                let jobs: Vec<Arc<Job>> =
+                    snap.jobs().filter(|j| follows_nodes(j)).cloned().collect();
+                self.per_node_jobs = Some((at, jobs.clone()));
+                jobs
+            }
+        }
+    }
+
     pub(super) fn schedule_pass(&mut self, now: Timestamp) {
         self.pass_at = Some(now);
     }
@@ -143,8 +162,8 @@ impl<P: Prioritized> LeaderEngine<P> {
         now: Timestamp,
     ) -> Option<Action> {
         let mut made = Vec::new();
-        for job in snap.jobs().filter(|j| follows_nodes(j)) {
-            let how = self.coalesce_job(job, index, now, &mut made);
+        for job in self.coalescer.per_node_jobs(snap) {
+            let how = self.coalesce_job(&job, index, now, &mut made);
             tracing::trace!(job_id = %job.id, index, ?how, "node change coalesced");
         }
         coalesced_write(made)
@@ -161,7 +180,7 @@ impl<P: Prioritized> LeaderEngine<P> {
         // Every node write, deletions included, moves the table's index.
         let nodes_changed = snap.table_index(Table::Nodes);
         let mut made = Vec::new();
-        for job in snap.jobs().filter(|j| follows_nodes(j)) {
+        for job in self.coalescer.per_node_jobs(snap) {
             let up_to_date = snap
                 .evals_by_job(&job.key())
                 .any(|e| e.status == EvalStatus::Complete && e.snapshot_index >= nodes_changed);
@@ -173,7 +192,7 @@ impl<P: Prioritized> LeaderEngine<P> {
             } else if up_to_date {
                 Coalesced::UpToDate
             } else {
-                self.coalesce_job(job, index, now, &mut made)
+                self.coalesce_job(&job, index, now, &mut made)
             };
             tracing::debug!(job_id = %job.id, index, ?how, "per-node job checked for missed node changes");
         }
