@@ -2,6 +2,9 @@
 //! in the background tasks, so the pure state only ever sees well-formed values; anything
 //! malformed is reported as a [`DecodeError`] and skipped, never a panic.
 
+use super::alloc_name::AllocName;
+use super::alloc_wire::decode_alloc;
+use super::allocs::AllocTable;
 use super::rows::{AllocRow, BlockedKindLabel, BlockedRow, EventRow, JobRow, WorkerRow};
 use super::rows::{SchedulingStats, WorkerStatusLabel, workload_label};
 use drover_core::{AllocId, Allocation, EvalId, Evaluation, Job, JobKey, Node, NodeId, Timestamp};
@@ -49,7 +52,9 @@ pub enum Change {
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
     pub nodes: Vec<Node>,
-    pub allocs: Vec<AllocRow>,
+    /// Built, sums included, by the task that read it, so taking it over costs the
+    /// console's thread nothing.
+    pub allocs: AllocTable,
     pub jobs: Vec<JobRow>,
     pub evals: Vec<Evaluation>,
     /// The lowest index the reads answered at: events from here on may already be in the
@@ -117,12 +122,12 @@ pub struct AllocDetail {
 pub fn alloc_row(a: &Allocation) -> AllocRow {
     AllocRow {
         id: a.id,
-        name: a.name.clone(),
+        name: AllocName::new(&a.name, a.job_id.as_str(), &a.task_group),
         job: JobKey {
             namespace: a.namespace.clone(),
             id: a.job_id.clone(),
         },
-        task_group: a.task_group.clone(),
+        task_group: a.task_group.as_str().into(),
         node_id: a.node_id,
         desired: a.desired_status,
         client: a.client_status,
@@ -130,10 +135,6 @@ pub fn alloc_row(a: &Allocation) -> AllocRow {
         create_time: a.create_time,
         modify_index: a.modify_index,
     }
-}
-
-pub fn decode_alloc(p: pb::Allocation) -> Result<AllocRow, DecodeError> {
-    Ok(alloc_row(&Allocation::try_from(p)?))
 }
 
 pub fn job_row(j: &Job) -> JobRow {
@@ -305,7 +306,7 @@ pub fn decode_event(e: pb::Event, received: Timestamp) -> Result<(Change, EventR
             let row = decode_alloc(a)?;
             let summary = format!(
                 "{} {}/{}",
-                row.name,
+                row.name(),
                 row.desired.as_str(),
                 row.client.as_str()
             );

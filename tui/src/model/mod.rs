@@ -2,14 +2,21 @@
 //! event stream. Per-node and per-job allocation aggregates are maintained incrementally on
 //! every change, so no view ever walks all allocations to draw a frame.
 
+mod alloc_name;
+mod alloc_wire;
+mod allocs;
 mod change;
+mod intern;
 mod job_evals;
 mod rows;
 
+pub use alloc_name::AllocName;
+pub use alloc_wire::{JobStrings, decode_alloc, decode_alloc_with};
+pub use allocs::AllocTable;
 pub use change::{
     AllocDetail, Change, ClusterInfo, DecodeError, HealthPeriods, ServerState, Snapshot, alloc_row,
-    decode_alloc, decode_blocked, decode_event, decode_job_entry, decode_worker, health_periods,
-    job_row, role_label, scheduling_stats,
+    decode_blocked, decode_event, decode_job_entry, decode_worker, health_periods, job_row,
+    role_label, scheduling_stats,
 };
 pub use job_evals::JobEvals;
 pub use rows::{
@@ -17,7 +24,7 @@ pub use rows::{
     WorkerRow, WorkerStatusLabel, workload_label,
 };
 
-use drover_core::{AllocId, EvalId, Evaluation, JobKey, Node, NodeId};
+use drover_core::{EvalId, Evaluation, JobKey, Node, NodeId};
 use std::collections::{HashMap, VecDeque};
 
 /// How many lines of the live event stream are kept.
@@ -27,7 +34,8 @@ pub const EVENT_LOG_LEN: usize = 2_000;
 #[derive(Debug, Default)]
 pub struct Cluster {
     pub nodes: HashMap<NodeId, Node>,
-    pub allocs: HashMap<AllocId, AllocRow>,
+    /// With the per-node and per-job sums over it.
+    pub allocs: AllocTable,
     pub jobs: HashMap<JobKey, JobRow>,
     pub evals: HashMap<EvalId, Evaluation>,
     pub blocked: Vec<BlockedRow>,
@@ -39,10 +47,6 @@ pub struct Cluster {
     pub index: u64,
     /// The server's node health periods, from the last load (`None`: not sent).
     pub health_periods: Option<HealthPeriods>,
-    /// Invariant: equals the sum over live allocations in `allocs`, per node.
-    usage: HashMap<NodeId, Usage>,
-    /// Invariant: equals the counts over `allocs`, per job.
-    job_counts: HashMap<JobKey, JobCounts>,
     /// Invariant: equals a recount over `evals`, per job.
     job_evals: job_evals::JobEvalIndex,
     /// Invariant: equals [`HealthCounts::of`] over `nodes`. The header shows it every frame,
@@ -67,12 +71,8 @@ impl Cluster {
             .collect();
         self.evals = snapshot.evals.into_iter().map(|e| (e.id, e)).collect();
         self.job_evals = job_evals::JobEvalIndex::rebuild(self.evals.values());
-        self.allocs.clear();
-        self.usage.clear();
-        self.job_counts.clear();
-        for alloc in snapshot.allocs {
-            self.upsert_alloc(alloc);
-        }
+        // Built (sums included) by the task that loaded it, not on the console's thread.
+        self.allocs = snapshot.allocs;
         self.index = self.index.max(snapshot.index);
         self.health_periods = snapshot.health_periods;
     }
@@ -105,10 +105,12 @@ impl Cluster {
                     return false;
                 }
                 let placed = known.is_none() && row.is_live();
-                self.upsert_alloc(row);
+                self.allocs.upsert(row);
                 return placed;
             }
-            Change::AllocRemoved(id) => self.remove_alloc(id),
+            Change::AllocRemoved(id) => {
+                self.allocs.remove(&id);
+            }
             Change::Eval(eval) => {
                 if self
                     .evals
@@ -159,11 +161,11 @@ impl Cluster {
     }
 
     pub fn usage(&self, node: &NodeId) -> Usage {
-        self.usage.get(node).copied().unwrap_or_default()
+        self.allocs.usage(node)
     }
 
     pub fn job_counts(&self, job: &JobKey) -> JobCounts {
-        self.job_counts.get(job).copied().unwrap_or_default()
+        self.allocs.job_counts(job)
     }
 
     /// The evaluations a job's pending state is read from.
@@ -205,35 +207,6 @@ impl Cluster {
 
     pub fn health_counts(&self) -> HealthCounts {
         self.health_counts
-    }
-
-    fn upsert_alloc(&mut self, row: AllocRow) {
-        self.remove_alloc(row.id);
-        if row.is_live() {
-            self.usage
-                .entry(row.node_id)
-                .or_default()
-                .add(&row.resources);
-        }
-        self.job_counts
-            .entry(row.job.clone())
-            .or_default()
-            .apply(row.client, true);
-        self.allocs.insert(row.id, row);
-    }
-
-    fn remove_alloc(&mut self, id: AllocId) {
-        let Some(old) = self.allocs.remove(&id) else {
-            return;
-        };
-        if old.is_live()
-            && let Some(u) = self.usage.get_mut(&old.node_id)
-        {
-            u.remove(&old.resources);
-        }
-        if let Some(c) = self.job_counts.get_mut(&old.job) {
-            c.apply(old.client, false);
-        }
     }
 }
 

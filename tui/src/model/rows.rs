@@ -1,22 +1,26 @@
 //! What the console keeps of each object: enough to draw every view and detail, and no
-//! more, so that a cluster of 10,000 nodes and 100,000 allocations stays small in memory.
+//! more, so that a cluster of 100,000 nodes and 1,000,000 allocations stays small in memory.
 
+use super::alloc_name::AllocName;
 use drover_core::{
     AllocId, ClientStatus, DesiredStatus, JobKey, JobStatus, JobType, Resources, Timestamp,
 };
 use drover_proto::v1 as pb;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// One allocation as lists show it. Task states and history are fetched on demand (the
 /// allocation detail asks the server), because keeping them for every allocation would
-/// multiply the console's memory.
+/// multiply the console's memory. The job key's and group's strings are shared with every
+/// other row of the job once the row is in the [`AllocTable`](super::AllocTable).
 #[derive(Clone, Debug, PartialEq)]
 pub struct AllocRow {
     pub id: AllocId,
-    pub name: String,
+    /// Read it with [`AllocRow::name`]; usually only the index of the scheduler's name.
+    pub(crate) name: AllocName,
     pub job: JobKey,
-    pub task_group: String,
+    pub task_group: Arc<str>,
     pub node_id: drover_core::NodeId,
     pub desired: DesiredStatus,
     pub client: ClientStatus,
@@ -30,6 +34,11 @@ impl AllocRow {
     /// resource use are summed over.
     pub fn is_live(&self) -> bool {
         self.desired == DesiredStatus::Run && !self.client.is_terminal()
+    }
+
+    /// The allocation's name, `<job>.<group>[<index>]` as schedulers make them.
+    pub fn name(&self) -> Cow<'_, str> {
+        self.name.spell(self.job.id.as_str(), &self.task_group)
     }
 }
 

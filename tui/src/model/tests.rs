@@ -135,7 +135,7 @@ fn loading_a_snapshot_rebuilds_the_aggregates() {
     c.apply(Change::Alloc(row(50, 3, ClientStatus::Running, 1)));
     let periods = crate::fixtures::server_health_periods();
     c.load(Snapshot {
-        allocs: vec![row(1, 0, ClientStatus::Running, 1)],
+        allocs: [row(1, 0, ClientStatus::Running, 1)].into_iter().collect(),
         index: 40,
         health_periods: Some(periods),
         ..Default::default()

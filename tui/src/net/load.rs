@@ -2,8 +2,8 @@
 
 use crate::app::Update;
 use crate::model::{
-    Snapshot, decode_alloc, decode_blocked, decode_job_entry, decode_worker, health_periods,
-    scheduling_stats,
+    AllocTable, JobStrings, Snapshot, decode_alloc_with, decode_blocked, decode_job_entry,
+    decode_worker, health_periods, scheduling_stats,
 };
 use drover_core::{Evaluation, Node};
 use drover_proto::bearer::BearerChannel as Channel;
@@ -51,7 +51,7 @@ pub async fn snapshot(channel: &Channel) -> Result<Snapshot, tonic::Status> {
     let job_list =
         drover_proto::paging::job_list_all(&jobs_client, pb::ListJobsRequest::default()).await?;
     index = index.min(job_list.index);
-    let mut allocs = Vec::new();
+    let mut allocs = AllocTable::default();
     let mut jobs = Vec::with_capacity(job_list.jobs.len());
     for entry in job_list.jobs {
         let request = pb::JobAllocationsRequest {
@@ -62,11 +62,12 @@ pub async fn snapshot(channel: &Channel) -> Result<Snapshot, tonic::Status> {
         match drover_proto::paging::job_allocations_all(&jobs_client, request).await {
             Ok(answer) => {
                 index = index.min(answer.index);
+                let mut strings = JobStrings::default();
                 allocs.extend(
                     answer
                         .allocations
                         .into_iter()
-                        .filter_map(|a| keep("allocation", decode_alloc(a))),
+                        .filter_map(|a| keep("allocation", decode_alloc_with(a, &mut strings))),
                 );
             }
             // Purged between the list and this read: nothing to show.

@@ -64,7 +64,7 @@ impl TableView for AllocsView {
         ctx.cluster
             .allocs
             .values()
-            .filter(|a| &a.job == job)
+            .filter(|a| a.job == *job)
             .map(|a| RowKey::Alloc(a.id))
             .collect()
     }
@@ -72,7 +72,7 @@ impl TableView for AllocsView {
     fn natural_rank(&self, ctx: &Ctx, key: &RowKey) -> Option<Vec<SortKey>> {
         let a = alloc(ctx, key).filter(|a| Some(&a.job) == ctx.alloc_job)?;
         Some(vec![
-            SortKey::text(&a.name),
+            SortKey::text(a.name()),
             SortKey::Num(a.create_time.as_millis()),
         ])
     }
@@ -81,8 +81,8 @@ impl TableView for AllocsView {
         let a = alloc(ctx, key)?;
         Some(vec![
             Cell::tone(a.id.short(), Tone::Dim),
-            Cell::new(a.name.clone()),
-            Cell::new(a.task_group.clone()),
+            Cell::new(a.name()),
+            Cell::new(&*a.task_group),
             Cell::new(node_name(ctx, a)),
             Cell::tone(
                 a.desired.as_str(),
@@ -103,7 +103,7 @@ impl TableView for AllocsView {
         };
         match column {
             0 => SortKey::text(a.id.to_string()),
-            1 => SortKey::text(&a.name),
+            1 => SortKey::text(a.name()),
             2 => SortKey::text(&a.task_group),
             3 => SortKey::text(node_name(ctx, a)),
             4 => SortKey::text(a.desired.as_str()),
@@ -118,7 +118,7 @@ impl TableView for AllocsView {
         };
         let mut lines = vec![
             DetailLine::field("id", a.id.to_string()),
-            DetailLine::field("name", a.name.clone()),
+            DetailLine::field("name", a.name()),
             DetailLine::field("node", format!("{} ({})", node_name(ctx, a), a.node_id)),
             DetailLine::field("desired", a.desired.as_str()),
             DetailLine::toned("client", a.client.as_str(), client_tone(a.client)),
