@@ -137,6 +137,14 @@ pub fn alloc_row(a: &Allocation) -> AllocRow {
     }
 }
 
+/// A node as the console keeps it: without its attributes and meta, which no view shows
+/// and which are most of a real node's size (dozens of fingerprinted attributes each).
+pub fn decode_node(mut p: pb::Node) -> Result<Node, DecodeError> {
+    p.attributes = Default::default();
+    p.meta = Default::default();
+    Ok(Node::try_from(p)?)
+}
+
 pub fn job_row(j: &Job) -> JobRow {
     JobRow {
         key: JobKey::new(&j.namespace, j.id.as_str()),
@@ -289,7 +297,7 @@ pub fn decode_event(e: pb::Event, received: Timestamp) -> Result<(Change, EventR
     };
     let (change, summary) = match e.payload {
         Some(Payload::Node(n)) => {
-            let node = Node::try_from(n)?;
+            let node = decode_node(n)?;
             let summary = format!(
                 "{} {} {}",
                 node.name,
@@ -367,4 +375,23 @@ pub fn decode_event(e: pb::Event, received: Timestamp) -> Result<(Change, EventR
         payload,
     };
     Ok((change, row))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use drover_core::mock;
+
+    #[test]
+    fn nodes_are_kept_without_attributes_and_meta() {
+        let mut node = mock::node(1);
+        node.meta.insert("rack".into(), "r1".into());
+        let kept = decode_node(pb::Node::from(&node)).expect("a well-formed node");
+        assert!(kept.attributes.is_empty() && kept.meta.is_empty());
+        node.attributes.clear();
+        node.meta.clear();
+        // The secret never travels.
+        node.secret_id.clear();
+        assert_eq!(kept, node);
+    }
 }

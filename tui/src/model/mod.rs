@@ -15,8 +15,8 @@ pub use alloc_wire::{JobStrings, decode_alloc, decode_alloc_with};
 pub use allocs::AllocTable;
 pub use change::{
     AllocDetail, Change, ClusterInfo, DecodeError, HealthPeriods, ServerState, Snapshot, alloc_row,
-    decode_blocked, decode_event, decode_job_entry, decode_worker, health_periods, job_row,
-    role_label, scheduling_stats,
+    decode_blocked, decode_event, decode_job_entry, decode_node, decode_worker, health_periods,
+    job_row, role_label, scheduling_stats,
 };
 pub use job_evals::JobEvals;
 pub use rows::{

@@ -3,7 +3,7 @@
 use crate::app::Update;
 use crate::model::{
     AllocTable, JobStrings, Snapshot, decode_alloc_with, decode_blocked, decode_job_entry,
-    decode_worker, health_periods, scheduling_stats,
+    decode_node, decode_worker, health_periods, scheduling_stats,
 };
 use drover_core::{Evaluation, Node};
 use drover_proto::bearer::BearerChannel as Channel;
@@ -45,7 +45,7 @@ pub async fn snapshot(channel: &Channel) -> Result<Snapshot, tonic::Status> {
         .nodes
         .into_iter()
         .filter_map(|entry| entry.node)
-        .filter_map(|n| keep("node", Node::try_from(n)))
+        .filter_map(|n| keep("node", decode_node(n)))
         .collect();
 
     let job_list =
