@@ -1,9 +1,16 @@
 //! The read RPCs the console loads its copy of the cluster from.
+//!
+//! A large cluster is a hundred thousand nodes and a million allocations, answered in pages
+//! of at most the server's `limits.max_list_page`. So the nodes, the jobs with their
+//! allocations and the evaluations are read side by side; the allocations of several jobs
+//! at once, each job on a task of its own so that decoding one answer overlaps waiting for
+//! the next; and every page is decoded into rows as it arrives and dropped, so the messages
+//! of the whole cluster are never held next to its rows.
 
 use crate::app::Update;
 use crate::model::{
-    AllocTable, JobStrings, Snapshot, decode_alloc_with, decode_blocked, decode_job_entry,
-    decode_node, decode_worker, health_periods, scheduling_stats,
+    AllocRow, AllocTable, JobRow, JobStrings, Snapshot, decode_alloc_with, decode_blocked,
+    decode_job_entry, decode_node, decode_worker, health_periods, scheduling_stats,
 };
 use drover_core::{Evaluation, Node};
 use drover_proto::bearer::BearerChannel as Channel;
@@ -12,10 +19,16 @@ use pb::eval_service_client::EvalServiceClient;
 use pb::job_service_client::JobServiceClient;
 use pb::operator_service_client::OperatorServiceClient;
 use pb::worker_service_client::WorkerServiceClient;
+use tokio::task::JoinSet;
 
 /// Evaluations loaded at connect time (newest first); older ones are history an operator
 /// reaches through the CLI.
 const EVAL_LOAD_LIMIT: u32 = 2_000;
+/// Jobs whose allocations are read at once. A job's pages follow one another, so this is
+/// what keeps the server and the connection busy when most allocations belong to a few
+/// big jobs, and what saves a round trip per job when there are thousands of small ones;
+/// few enough that a console does not flood a server it shares with the schedulers.
+const ALLOC_READS: usize = 8;
 
 /// Keeps what decodes and logs what does not: one bad record must not blank the console.
 fn keep<T, E: std::fmt::Display>(what: &'static str, result: Result<T, E>) -> Option<T> {
@@ -30,76 +43,179 @@ fn keep<T, E: std::fmt::Display>(what: &'static str, result: Result<T, E>) -> Op
 
 /// Nodes, jobs with their allocations, and recent evaluations.
 pub async fn snapshot(channel: &Channel) -> Result<Snapshot, tonic::Status> {
-    let operator = OperatorServiceClient::new(channel.clone())
+    let (nodes, jobs, evals) =
+        tokio::try_join!(read_nodes(channel), read_jobs(channel), read_evals(channel),)?;
+    Ok(Snapshot {
+        health_periods: nodes.health_periods,
+        nodes: nodes.nodes,
+        allocs: jobs.allocs,
+        jobs: jobs.jobs,
+        evals: evals.0,
+        index: nodes.index.min(jobs.index).min(evals.1),
+    })
+}
+
+/// Every node, and what the node list says besides.
+struct NodesRead {
+    nodes: Vec<Node>,
+    health_periods: Option<crate::model::HealthPeriods>,
+    index: u64,
+}
+
+async fn read_nodes(channel: &Channel) -> Result<NodesRead, tonic::Status> {
+    let mut client = OperatorServiceClient::new(channel.clone())
         .max_decoding_message_size(super::MAX_ANSWER_BYTES);
-    let jobs_client =
-        JobServiceClient::new(channel.clone()).max_decoding_message_size(super::MAX_ANSWER_BYTES);
-    let evals_client =
-        EvalServiceClient::new(channel.clone()).max_decoding_message_size(super::MAX_ANSWER_BYTES);
-
-    let nodes =
-        drover_proto::paging::node_list_all(&operator, pb::NodeListRequest::default()).await?;
-    let mut index = nodes.index;
-    let health_periods = nodes.health_periods.as_ref().map(health_periods);
-    let nodes: Vec<Node> = nodes
-        .nodes
-        .into_iter()
-        .filter_map(|entry| entry.node)
-        .filter_map(|n| keep("node", decode_node(n)))
-        .collect();
-
-    let job_list =
-        drover_proto::paging::job_list_all(&jobs_client, pb::ListJobsRequest::default()).await?;
-    index = index.min(job_list.index);
-    let mut allocs = AllocTable::default();
-    let mut jobs = Vec::with_capacity(job_list.jobs.len());
-    for entry in job_list.jobs {
-        let request = pb::JobAllocationsRequest {
-            namespace: entry.namespace.clone(),
-            job_id: entry.id.clone(),
-            ..Default::default()
-        };
-        match drover_proto::paging::job_allocations_all(&jobs_client, request).await {
-            Ok(answer) => {
-                index = index.min(answer.index);
-                let mut strings = JobStrings::default();
-                allocs.extend(
-                    answer
-                        .allocations
-                        .into_iter()
-                        .filter_map(|a| keep("allocation", decode_alloc_with(a, &mut strings))),
-                );
-            }
-            // Purged between the list and this read: nothing to show.
-            Err(status) if status.code() == tonic::Code::NotFound => continue,
-            Err(status) => return Err(status),
+    let mut request = pb::NodeListRequest::default();
+    let mut read = NodesRead {
+        nodes: Vec::new(),
+        health_periods: None,
+        index: u64::MAX,
+    };
+    loop {
+        let page = client.node_list(request.clone()).await?.into_inner();
+        read.index = read.index.min(page.index);
+        if read.health_periods.is_none() {
+            read.health_periods = page.health_periods.as_ref().map(health_periods);
         }
-        jobs.extend(keep("job", decode_job_entry(entry)));
+        // Every page counts all nodes: room for them all at once.
+        if let Some(c) = &page.counts
+            && read.nodes.is_empty()
+        {
+            let total = c.healthy + c.suspended_new + c.suspended_lost + c.suspended_flaky;
+            read.nodes
+                .reserve(usize::try_from(total + c.offlined).unwrap_or(0));
+        }
+        read.nodes.extend(
+            page.nodes
+                .into_iter()
+                .filter_map(|entry| entry.node)
+                .filter_map(|n| keep("node", decode_node(n))),
+        );
+        match next_page(&request.next_token, page.next_token)? {
+            Some(token) => request.next_token = token,
+            None => return Ok(read),
+        }
     }
+}
 
-    let evals = drover_proto::paging::eval_list_all(
-        &evals_client,
-        pb::ListEvalsRequest {
-            limit: EVAL_LOAD_LIMIT,
-            ..Default::default()
-        },
-    )
-    .await?;
-    index = index.min(evals.index);
-    let evals: Vec<Evaluation> = evals
+/// The token of the page after one answered to `asked`, `None` after the last page.
+fn next_page(asked: &str, next: String) -> Result<Option<String>, tonic::Status> {
+    if next.is_empty() {
+        Ok(None)
+    } else if next == asked {
+        Err(tonic::Status::internal(format!(
+            "the server repeated the page token {next:?}"
+        )))
+    } else {
+        Ok(Some(next))
+    }
+}
+
+/// Every job and every allocation.
+struct JobsRead {
+    jobs: Vec<JobRow>,
+    allocs: AllocTable,
+    index: u64,
+}
+
+async fn read_jobs(channel: &Channel) -> Result<JobsRead, tonic::Status> {
+    let client =
+        JobServiceClient::new(channel.clone()).max_decoding_message_size(super::MAX_ANSWER_BYTES);
+    let list = drover_proto::paging::job_list_all(&client, pb::ListJobsRequest::default()).await?;
+    let expected: usize = list
+        .jobs
+        .iter()
+        .filter_map(|entry| entry.summary.as_ref())
+        .map(|summary| summary.total_allocs as usize)
+        .sum();
+    let mut read = JobsRead {
+        jobs: Vec::with_capacity(list.jobs.len()),
+        allocs: AllocTable::with_capacity(expected),
+        index: list.index,
+    };
+    // Jobs in list order; a job purged before its allocations were read is left out.
+    let mut listed: Vec<Option<JobRow>> = Vec::with_capacity(list.jobs.len());
+    let mut found = vec![false; list.jobs.len()];
+    let mut reads = JoinSet::new();
+    let mut entries = list.jobs.into_iter().enumerate();
+    loop {
+        while reads.len() < ALLOC_READS
+            && let Some((at, entry)) = entries.next()
+        {
+            let request = pb::JobAllocationsRequest {
+                namespace: entry.namespace.clone(),
+                job_id: entry.id.clone(),
+                ..Default::default()
+            };
+            let row = keep("job", decode_job_entry(entry));
+            let strings = row
+                .as_ref()
+                .map(|row| JobStrings::of(row.key.clone()))
+                .unwrap_or_default();
+            listed.push(row);
+            let client = client.clone();
+            reads.spawn(async move { (at, job_allocs(client, request, strings).await) });
+        }
+        let Some(done) = reads.join_next().await else {
+            break;
+        };
+        let (at, answer) = done.map_err(|e| tonic::Status::internal(e.to_string()))?;
+        if let Some((rows, index)) = answer? {
+            found[at] = true;
+            read.index = read.index.min(index);
+            read.allocs.extend(rows);
+        }
+    }
+    read.jobs = listed
+        .into_iter()
+        .zip(found)
+        .filter_map(|(row, found)| row.filter(|_| found))
+        .collect();
+    Ok(read)
+}
+
+/// Every allocation of one job, page by page, decoded as each page arrives. `None` when
+/// the job was purged since it was listed.
+async fn job_allocs(
+    mut client: JobServiceClient<Channel>,
+    mut request: pb::JobAllocationsRequest,
+    mut strings: JobStrings,
+) -> Result<Option<(Vec<AllocRow>, u64)>, tonic::Status> {
+    let mut rows = Vec::new();
+    let mut index = u64::MAX;
+    loop {
+        let page = match client.allocations(request.clone()).await {
+            Ok(answer) => answer.into_inner(),
+            Err(status) if status.code() == tonic::Code::NotFound => return Ok(None),
+            Err(status) => return Err(status),
+        };
+        index = index.min(page.index);
+        rows.extend(
+            page.allocations
+                .into_iter()
+                .filter_map(|a| keep("allocation", decode_alloc_with(a, &mut strings))),
+        );
+        match next_page(&request.next_token, page.next_token)? {
+            Some(token) => request.next_token = token,
+            None => return Ok(Some((rows, index))),
+        }
+    }
+}
+
+async fn read_evals(channel: &Channel) -> Result<(Vec<Evaluation>, u64), tonic::Status> {
+    let client =
+        EvalServiceClient::new(channel.clone()).max_decoding_message_size(super::MAX_ANSWER_BYTES);
+    let request = pb::ListEvalsRequest {
+        limit: EVAL_LOAD_LIMIT,
+        ..Default::default()
+    };
+    let answer = drover_proto::paging::eval_list_all(&client, request).await?;
+    let evals = answer
         .evaluations
         .into_iter()
         .filter_map(|e| keep("evaluation", Evaluation::try_from(e)))
         .collect();
-
-    Ok(Snapshot {
-        health_periods,
-        nodes,
-        allocs,
-        jobs,
-        evals,
-        index,
-    })
+    Ok((evals, answer.index))
 }
 
 /// Workers, broker and plan queue counters and blocked evaluations, each skipped when its
