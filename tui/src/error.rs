@@ -14,4 +14,8 @@ pub enum ConsoleError {
     Token(String),
     #[error("terminal i/o failed")]
     Terminal(#[from] std::io::Error),
+    /// Only from [`measure_initial_load`](crate::net::load::measure_initial_load): the
+    /// console itself keeps retrying.
+    #[error("loading the cluster failed: {0}")]
+    Load(#[source] Box<tonic::Status>),
 }

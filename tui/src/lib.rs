@@ -4,7 +4,8 @@
 //!
 //! The parts, from the outside in:
 //! - [`run`] takes over the terminal and wires the rest together;
-//! - `net` holds the background tasks that talk gRPC to a server and send [`app::Update`]s;
+//! - [`net`] holds the background tasks that talk gRPC to a server and send [`app::Update`]s
+//!   (of which only the timed initial load is public, for `drover bench`);
 //! - [`app::App`] is the whole state, changed only by [`app::App::handle`], which is pure;
 //! - [`views`] are the components (one per view), [`ui`] draws a frame from the state.
 
@@ -15,8 +16,9 @@ pub mod model;
 pub mod ui;
 pub mod views;
 
+pub mod net;
+
 mod error;
-mod net;
 mod terminal;
 
 pub use drover_core as core;

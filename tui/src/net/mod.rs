@@ -5,10 +5,10 @@
 //! again.
 
 mod commands;
-mod load;
-pub mod logs;
+pub mod load;
+pub(crate) mod logs;
 
-pub use commands::execute;
+pub(crate) use commands::execute;
 
 use crate::app::{Connection, Update};
 use crate::app::{JobRights, Permissions};
@@ -34,7 +34,7 @@ const MAX_ANSWER_BYTES: usize = 256 * 1024 * 1024;
 
 /// The two channels to the server: unary calls time out, the event stream must not.
 #[derive(Clone, Debug)]
-pub struct Channels {
+pub(crate) struct Channels {
     pub unary: Channel,
     pub stream: Channel,
 }
@@ -93,7 +93,7 @@ impl Channels {
 /// What the console's token may do, asked of the server for the default namespace and
 /// each of `namespaces`. `None` when ACLs are off or the server cannot be asked: then every
 /// action is offered, and the server still refuses what the token may not do.
-pub async fn token_permissions<'a>(
+pub(crate) async fn token_permissions<'a>(
     channel: &Channel,
     namespaces: impl IntoIterator<Item = &'a str>,
 ) -> Option<Permissions> {
@@ -150,7 +150,7 @@ impl From<tonic::Status> for SessionEnd {
 
 /// Follows the server until the state's receiver is dropped: connect, load, stream; on any
 /// failure report the lost connection and retry after a growing delay.
-pub async fn follow(channels: Channels, updates: mpsc::Sender<Update>) {
+pub(crate) async fn follow(channels: Channels, updates: mpsc::Sender<Update>) {
     let policy = backon::ExponentialBuilder::default()
         .with_min_delay(Duration::from_millis(250))
         .with_max_delay(Duration::from_secs(5))
