@@ -3,13 +3,13 @@
 //! of each, as every decoded event brings fresh ones.
 
 use drover_core::{JobId, JobKey};
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 use std::sync::Arc;
 
 /// Invariant: holds each text at most once; what it hands out is the copy it holds.
 #[derive(Clone, Debug, Default)]
 pub struct Interner {
-    texts: HashSet<Arc<str>>,
+    texts: FxHashSet<Arc<str>>,
     /// The job key asked for last and what was handed out for it: rows arrive grouped by
     /// job (a load reads one job's allocations at a time, and they share its key), so most
     /// rows carry exactly the pointers asked for last and skip the hashing.

@@ -238,6 +238,13 @@ pub struct JobCounts {
 }
 
 impl JobCounts {
+    pub(crate) fn add(&mut self, other: &JobCounts) {
+        self.running += other.running;
+        self.pending += other.pending;
+        self.failed += other.failed;
+        self.total += other.total;
+    }
+
     pub(crate) fn apply(&mut self, status: ClientStatus, added: bool) {
         let delta = |n: &mut u32| {
             if added {

@@ -195,7 +195,7 @@ async fn read_jobs(channel: &Channel, clock: &DecodeClock) -> Result<JobsRead, t
         if let Some((rows, index)) = answer? {
             found[at] = true;
             read.index = read.index.min(index);
-            read.allocs.extend(rows);
+            read.allocs.insert_batch(rows);
         }
     }
     read.jobs = listed
