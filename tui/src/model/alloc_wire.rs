@@ -1,6 +1,6 @@
 //! Allocations as the servers send them, decoded into the rows the console keeps. A load
-//! decodes a million of them, so only what a row keeps is read, and the rows of one job
-//! share its strings from the start.
+//! decodes a million of them, so only what a row keeps is read (see [`ListedAlloc`]), and
+//! the rows of one job share its strings from the start.
 
 use super::alloc_name::AllocName;
 use super::change::DecodeError;
@@ -52,6 +52,62 @@ impl JobStrings {
     }
 }
 
+/// The fields of `drover.v1.Allocation` that a row keeps, under that message's own tags. A
+/// load reads its answers as these: everything else (task states, history, metrics, most
+/// of an allocation's bytes) is skipped as it is read rather than built and thrown away,
+/// and the text fields stay slices of the answer until the row is made.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ListedAlloc {
+    #[prost(bytes = "bytes", tag = "1")]
+    pub id: prost::bytes::Bytes,
+    #[prost(bytes = "bytes", tag = "3")]
+    pub name: prost::bytes::Bytes,
+    #[prost(bytes = "bytes", tag = "4")]
+    pub namespace: prost::bytes::Bytes,
+    #[prost(bytes = "bytes", tag = "5")]
+    pub job_id: prost::bytes::Bytes,
+    #[prost(bytes = "bytes", tag = "7")]
+    pub task_group: prost::bytes::Bytes,
+    #[prost(bytes = "bytes", tag = "8")]
+    pub node_id: prost::bytes::Bytes,
+    #[prost(int32, tag = "9")]
+    pub desired_status: i32,
+    #[prost(int32, tag = "11")]
+    pub client_status: i32,
+    #[prost(message, optional, tag = "21")]
+    pub resources: Option<pb::Resources>,
+    #[prost(uint64, tag = "24")]
+    pub modify_index: u64,
+    #[prost(uint64, tag = "26")]
+    pub create_time_unix_ms: u64,
+}
+
+/// `drover.v1.JobAllocationsResponse`, its allocations read as [`ListedAlloc`]s.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ListedAllocPage {
+    #[prost(message, repeated, tag = "1")]
+    pub allocations: Vec<ListedAlloc>,
+    #[prost(uint64, tag = "2")]
+    pub index: u64,
+    #[prost(string, tag = "3")]
+    pub next_token: String,
+}
+
+/// An allocation's fields as either message gives them.
+struct Fields<'a> {
+    id: &'a str,
+    name: &'a str,
+    namespace: &'a str,
+    job_id: &'a str,
+    task_group: &'a str,
+    node_id: &'a str,
+    desired_status: i32,
+    client_status: i32,
+    resources: Option<pb::Resources>,
+    create_time_unix_ms: u64,
+    modify_index: u64,
+}
+
 /// The row of an allocation as the servers send it, sharing `strings` with the rows decoded
 /// before it. Only what the row keeps is read: the task states, history and metrics of a
 /// million allocations are not the lists' concern (the detail fetches them).
@@ -59,6 +115,54 @@ pub fn decode_alloc_with(
     p: pb::Allocation,
     strings: &mut JobStrings,
 ) -> Result<AllocRow, DecodeError> {
+    let fields = Fields {
+        id: &p.id,
+        name: &p.name,
+        namespace: &p.namespace,
+        job_id: &p.job_id,
+        task_group: &p.task_group,
+        node_id: &p.node_id,
+        desired_status: p.desired_status,
+        client_status: p.client_status,
+        resources: p.resources,
+        create_time_unix_ms: p.create_time_unix_ms,
+        modify_index: p.modify_index,
+    };
+    row(fields, strings)
+}
+
+pub fn decode_alloc(p: pb::Allocation) -> Result<AllocRow, DecodeError> {
+    decode_alloc_with(p, &mut JobStrings::default())
+}
+
+/// The row of an allocation as a load reads it, sharing `strings` with the rows before it.
+pub fn decode_listed_alloc(
+    a: &ListedAlloc,
+    strings: &mut JobStrings,
+) -> Result<AllocRow, DecodeError> {
+    let fields = Fields {
+        id: text("id", &a.id)?,
+        name: text("name", &a.name)?,
+        namespace: text("namespace", &a.namespace)?,
+        job_id: text("job_id", &a.job_id)?,
+        task_group: text("task_group", &a.task_group)?,
+        node_id: text("node_id", &a.node_id)?,
+        desired_status: a.desired_status,
+        client_status: a.client_status,
+        resources: a.resources,
+        create_time_unix_ms: a.create_time_unix_ms,
+        modify_index: a.modify_index,
+    };
+    row(fields, strings)
+}
+
+/// A text field of a [`ListedAlloc`] (`string` on the wire, so UTF-8 from a sound server).
+fn text<'a>(field: &str, bytes: &'a prost::bytes::Bytes) -> Result<&'a str, ConvertError> {
+    std::str::from_utf8(bytes)
+        .map_err(|_| ConvertError::new(field, Problem::Invalid("not utf-8")).within("alloc"))
+}
+
+fn row(p: Fields, strings: &mut JobStrings) -> Result<AllocRow, DecodeError> {
     let within = |e: ConvertError| e.within("alloc");
     if p.job_id.is_empty() {
         return Err(within(ConvertError::new("job_id", Problem::Missing)).into());
@@ -70,21 +174,17 @@ pub fn decode_alloc_with(
         .and_then(Resources::try_from)
         .map_err(within)?;
     Ok(AllocRow {
-        id: drover_proto::convert::parse_id("id", &p.id).map_err(within)?,
-        name: AllocName::new(&p.name, &p.job_id, &p.task_group),
-        job: strings.job(&p.namespace, &p.job_id),
-        task_group: strings.group(&p.task_group),
-        node_id: drover_proto::convert::parse_id("node_id", &p.node_id).map_err(within)?,
+        id: drover_proto::convert::parse_id("id", p.id).map_err(within)?,
+        name: AllocName::new(p.name, p.job_id, p.task_group),
+        job: strings.job(p.namespace, p.job_id),
+        task_group: strings.group(p.task_group),
+        node_id: drover_proto::convert::parse_id("node_id", p.node_id).map_err(within)?,
         desired: DesiredStatus::from_wire("desired_status", p.desired_status).map_err(within)?,
         client: ClientStatus::from_wire("client_status", p.client_status).map_err(within)?,
         resources,
         create_time: Timestamp::from_millis(p.create_time_unix_ms),
         modify_index: p.modify_index,
     })
-}
-
-pub fn decode_alloc(p: pb::Allocation) -> Result<AllocRow, DecodeError> {
-    decode_alloc_with(p, &mut JobStrings::default())
 }
 
 #[cfg(test)]
@@ -113,6 +213,48 @@ mod tests {
             .collect();
         assert!(Arc::ptr_eq(&rows[0].job.id.0, &rows[2].job.id.0));
         assert!(Arc::ptr_eq(&rows[0].task_group, &rows[2].task_group));
+    }
+
+    /// Read as a load reads them, allocations with everything an agent reports give the
+    /// same rows as their full conversion: the lean message's tags are the full one's.
+    #[test]
+    fn listed_allocations_decode_to_the_rows_of_their_full_conversion() {
+        use prost::Message;
+        let job = mock::batch_job("batch", 3);
+        let mut strings = JobStrings::default();
+        for n in 0..3 {
+            let mut alloc = mock::alloc(n, &job, mock::node_id(n), n as u32);
+            alloc.desired_status = DesiredStatus::Stop;
+            alloc.client_status = ClientStatus::Complete;
+            alloc.create_time = Timestamp::from_millis(7_000 + n);
+            alloc.modify_index = 40 + n;
+            alloc.client_description = "all tasks ran".into();
+            alloc.task_states.insert(
+                "server".into(),
+                drover_core::TaskState {
+                    state: drover_core::TaskRunState::Dead,
+                    events: vec![drover_core::TaskEvent {
+                        time: Timestamp::from_millis(8_000),
+                        kind: "Terminated".into(),
+                        message: "exit 0".into(),
+                        exit_code: Some(0),
+                        infra_failure: false,
+                    }],
+                    ..Default::default()
+                },
+            );
+            let answer = pb::JobAllocationsResponse {
+                allocations: vec![pb::Allocation::from(&alloc)],
+                index: 9,
+                next_token: "next".into(),
+            };
+            let page = ListedAllocPage::decode(answer.encode_to_vec().as_slice())
+                .expect("the same wire format");
+            assert_eq!((page.index, page.next_token.as_str()), (9, "next"));
+            let row = decode_listed_alloc(&page.allocations[0], &mut strings)
+                .expect("a well-formed allocation");
+            assert_eq!(row, alloc_row(&alloc));
+        }
     }
 
     #[test]

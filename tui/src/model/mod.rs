@@ -8,10 +8,13 @@ mod allocs;
 mod change;
 mod intern;
 mod job_evals;
+mod node_wire;
 mod rows;
 
 pub use alloc_name::AllocName;
-pub use alloc_wire::{JobStrings, decode_alloc, decode_alloc_with};
+pub use alloc_wire::{
+    JobStrings, ListedAlloc, ListedAllocPage, decode_alloc, decode_alloc_with, decode_listed_alloc,
+};
 pub use allocs::AllocTable;
 pub use change::{
     AllocDetail, Change, ClusterInfo, DecodeError, HealthPeriods, ServerState, Snapshot, alloc_row,
@@ -19,6 +22,7 @@ pub use change::{
     job_row, role_label, scheduling_stats,
 };
 pub use job_evals::JobEvals;
+pub use node_wire::{ListedNode, ListedNodeEntry, ListedNodePage};
 pub use rows::{
     AllocRow, BlockedKindLabel, BlockedRow, EventRow, JobCounts, JobRow, SchedulingStats, Usage,
     WorkerRow, WorkerStatusLabel, workload_label,
