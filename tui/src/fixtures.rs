@@ -38,6 +38,11 @@ pub fn node_id(n: u64) -> drover_core::NodeId {
     drover_core::NodeId::from_bytes(scattered(1, n))
 }
 
+/// The id of allocation `a` of [`snapshot`].
+pub fn alloc_id(a: u64) -> drover_core::AllocId {
+    drover_core::AllocId::from_bytes(scattered(2, a))
+}
+
 fn ago(secs: u64) -> Timestamp {
     now().saturating_sub(Duration::from_secs(secs))
 }
@@ -109,7 +114,7 @@ pub fn snapshot(nodes: u64, allocs: u64) -> Snapshot {
     // Allocation `a` belongs to job `a % 9`; added job by job, as a load adds them.
     for a in (0..9).flat_map(|job| (job..allocs).step_by(9)) {
         let mut row = templates[(a % 9) as usize].clone();
-        row.id = drover_core::AllocId::from_bytes(scattered(2, a));
+        row.id = alloc_id(a);
         // `mock::alloc` names allocation `a` of its job `<job>.web[a / 9]`.
         row.name = AllocName::Index((a / 9) as u32);
         row.node_id = node_id(a % nodes.max(1));
@@ -280,7 +285,7 @@ fn events(count: u64) -> Vec<(Change, EventRow)> {
     node.health = NodeHealth::Offlined;
     node.eligibility = Eligibility::Ineligible;
     let mut alloc = mock::alloc(3, &web0, node_id(3), 3);
-    alloc.id = drover_core::AllocId::from_bytes(scattered(2, 3));
+    alloc.id = alloc_id(3);
     alloc.client_status = ClientStatus::Pending;
     let mut eval = mock::eval(10, &mock::service_job("web-9", 10));
     eval.id = drover_core::EvalId::from_bytes(scattered(3, 10));
