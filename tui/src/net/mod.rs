@@ -32,6 +32,11 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// ten thousand nodes, the allocations of a large job.
 const MAX_ANSWER_BYTES: usize = 256 * 1024 * 1024;
 
+/// How much of one answer the server may send before the console acknowledges it. HTTP/2's
+/// default (64 KiB) holds a page of allocations (a few hundred KiB) back for several round
+/// trips; a load reads eight such pages at once, hence the connection's eight.
+const ANSWER_WINDOW: u32 = 1 << 20;
+
 /// The two channels to the server: unary calls time out, the event stream must not.
 #[derive(Clone, Debug)]
 pub(crate) struct Channels {
@@ -62,7 +67,11 @@ impl Channels {
             .into_iter()
             .map(|one| {
                 drover_proto::tls::endpoint(one, tls)
-                    .map(|e| e.connect_timeout(CONNECT_TIMEOUT))
+                    .map(|e| {
+                        e.connect_timeout(CONNECT_TIMEOUT)
+                            .initial_stream_window_size(Some(ANSWER_WINDOW))
+                            .initial_connection_window_size(Some(ANSWER_WINDOW * 8))
+                    })
                     .map_err(|source| ConsoleError::Address {
                         address: one.to_owned(),
                         source,
