@@ -72,7 +72,7 @@ impl AllocTable {
     /// strings are swapped for the copies the table already holds.
     pub fn upsert(&mut self, mut row: AllocRow) {
         row.job = self.strings.job(&row.job);
-        row.task_group = self.strings.group(&row.task_group);
+        row.task_group = self.strings.text(&row.task_group);
         self.count_node(&row, true);
         self.count_job(&row, true);
         if let Some(old) = self.put(row) {

@@ -10,11 +10,6 @@ use std::sync::Arc;
 #[derive(Clone, Debug, Default)]
 pub struct Interner {
     texts: FxHashSet<Arc<str>>,
-    /// The job key asked for last and what was handed out for it: rows arrive grouped by
-    /// job (a load reads one job's allocations at a time, and they share its key), so most
-    /// rows carry exactly the pointers asked for last and skip the hashing.
-    last_job: Option<(JobKey, JobKey)>,
-    last_group: Option<(Arc<str>, Arc<str>)>,
 }
 
 impl Interner {
@@ -31,30 +26,10 @@ impl Interner {
 
     /// `key` made of held copies.
     pub fn job(&mut self, key: &JobKey) -> JobKey {
-        if let Some((asked, held)) = &self.last_job
-            && Arc::ptr_eq(&asked.namespace, &key.namespace)
-            && Arc::ptr_eq(&asked.id.0, &key.id.0)
-        {
-            return held.clone();
-        }
-        let held = JobKey {
+        JobKey {
             namespace: self.text(&key.namespace),
             id: JobId(self.text(&key.id.0)),
-        };
-        self.last_job = Some((key.clone(), held.clone()));
-        held
-    }
-
-    /// The held copy of a task group's name.
-    pub fn group(&mut self, group: &Arc<str>) -> Arc<str> {
-        if let Some((asked, held)) = &self.last_group
-            && Arc::ptr_eq(asked, group)
-        {
-            return held.clone();
         }
-        let held = self.text(group);
-        self.last_group = Some((group.clone(), held.clone()));
-        held
     }
 }
 
@@ -72,12 +47,6 @@ mod tests {
         assert!(Arc::ptr_eq(&a.namespace, &c.namespace));
         assert_eq!(c, JobKey::new("default", "api"));
         let web: Arc<str> = Arc::from("web");
-        assert!(Arc::ptr_eq(&interner.group(&web), &a.id.0));
-        // Asked again with the same pointers, it hands out the held copies again.
-        let fresh = JobKey::new("default", "web");
-        let first = interner.job(&fresh);
-        let again = interner.job(&fresh);
-        assert!(Arc::ptr_eq(&first.namespace, &a.namespace));
-        assert!(Arc::ptr_eq(&again.id.0, &a.id.0));
+        assert!(Arc::ptr_eq(&interner.text(&web), &a.id.0));
     }
 }
