@@ -10,7 +10,8 @@
 //! Two shapes of cluster: ten jobs of 100,000 allocations (each job's pages follow one
 //! another) and 1,000 jobs of 1,000 (a round trip per job). `DROVER_BENCH_SCALE` scales
 //! both counts (default 1; criterion's `--test` mode, which CI smoke runs use, defaults to
-//! 0.05). Prints each phase, the CPU time the console used and its peak resident memory.
+//! 0.05). Prints each phase, the CPU time the console and the stand-in server used, and
+//! the console's peak resident memory.
 //!
 //! `cargo bench -p drover-tui --bench initial_load`
 
@@ -54,11 +55,12 @@ fn main() {
             .block_on(measure_initial_load(&address, None))
             .expect("the stand-in server answers");
         let cpu = process_cpu_time().saturating_sub(cpu);
+        let server_cpu = cpu_time_of(server.id());
         // Ends the server this bench started (its own child, by its handle).
         let _ = server.kill();
         let _ = server.wait();
         println!(
-            "initial load, {} nodes, {} allocations in {jobs} jobs: total {:.2?} (read {:.2?}, of which decoding {:.2?} summed over concurrent reads; state and first frame {:.2?}); the console's cpu {cpu:.2?}",
+            "initial load, {} nodes, {} allocations in {jobs} jobs: total {:.2?} (read {:.2?}, of which decoding {:.2?} summed over concurrent reads; state and first frame {:.2?}); cpu: the console {cpu:.2?}, the stand-in server {server_cpu:.2?}",
             load.nodes,
             load.allocs,
             load.total(),
@@ -110,6 +112,19 @@ fn process_cpu_time() -> Duration {
     nix::time::clock_gettime(nix::time::ClockId::CLOCK_PROCESS_CPUTIME_ID)
         .map(Duration::from)
         .unwrap_or_default()
+}
+
+/// CPU time process `pid` has used so far, over all its threads (from the scheduler's
+/// statistics, in nanoseconds: no clock-tick size to know).
+fn cpu_time_of(pid: u32) -> Duration {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten();
+    let nanos: u64 = tasks
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok())
+        .filter_map(|stat| stat.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    Duration::from_nanos(nanos)
 }
 
 /// The process's resident memory now and at its peak.
