@@ -87,6 +87,11 @@ fn a_small_run_places_every_allocation_and_reports_its_timings() {
         let p99 = positive(&report["server"][figure], "p99");
         assert!(p50 <= p99, "{figure}: {report:#}");
     }
+    // The console loaded everything placed: at least the run's 20 nodes and allocations.
+    let console = &report["console_load"];
+    assert!(console["nodes"].as_u64() >= Some(20), "{report:#}");
+    assert!(console["allocations"].as_u64() >= Some(20), "{report:#}");
+    positive(console, "total_secs");
     // The same placements through core alone, and the ratio of the two rates.
     assert_eq!(report["core"]["placed"], 20, "{report:#}");
     let core = positive(&report["core"], "placements_per_sec");

@@ -356,6 +356,13 @@ async fn measure(
     let before = Probe::take(target).await;
     let timed = time_jobs(&client, workload, args, deadline, progress).await;
     let after = Probe::take(target).await;
+    let console_load = match &timed {
+        Ok(_) => {
+            progress.phase("loading the placed state the way the console does");
+            console_load(target.url()).await
+        }
+        Err(_) => None,
+    };
     let data_dir_mib = target
         .child()
         .map(|c| c.data_dir_bytes() as f64 / 1_048_576.0);
@@ -394,6 +401,7 @@ async fn measure(
         disk_bytes_per_placement,
         data_dir_mib,
         bench_peak_rss_mib: procfs::peak_rss_kib().map(|kib| kib as f64 / 1024.0),
+        console_load,
         settings: Settings {
             run_id: workload.run_id.clone(),
             in_flight: u64::from(args.in_flight),
@@ -405,6 +413,24 @@ async fn measure(
             node_memory_mb: workload.node.memory_mb,
         },
     })
+}
+
+/// Times the console's start-up load against the server; a failure is logged, not fatal
+/// (the placements were measured).
+async fn console_load(url: &str) -> Option<report::ConsoleLoad> {
+    match drover_tui::net::load::measure_initial_load(url, None).await {
+        Ok(l) => Some(report::ConsoleLoad {
+            total_secs: secs(l.total()),
+            read_secs: secs(l.read),
+            build_secs: secs(l.build),
+            nodes: l.nodes as u64,
+            allocations: l.allocs as u64,
+        }),
+        Err(error) => {
+            tracing::warn!(%error, "the console's load could not be measured");
+            None
+        }
+    }
 }
 
 /// The measured phase's figures.

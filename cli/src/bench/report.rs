@@ -46,9 +46,23 @@ pub struct Report {
     pub disk_bytes_per_placement: Option<f64>,
     /// The server's data dir at the end of the span (Raft log and snapshots).
     pub data_dir_mib: Option<f64>,
-    /// VmHWM of the bench process: the simulated nodes and the load generator.
+    /// VmHWM of the bench process: the simulated nodes, the load generator and the
+    /// console load below.
     pub bench_peak_rss_mib: Option<f64>,
+    /// The console's initial load of the placed state over gRPC, as `drover console` does
+    /// it at start (absent if it failed; the failure is logged).
+    pub console_load: Option<ConsoleLoad>,
     pub settings: Settings,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ConsoleLoad {
+    /// From the first call to the first frame drawn.
+    pub total_secs: f64,
+    pub read_secs: f64,
+    pub build_secs: f64,
+    pub nodes: u64,
+    pub allocations: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -161,6 +175,16 @@ impl Report {
                 },
             ),
             (
+                "Console load",
+                match &self.console_load {
+                    Some(c) => format!(
+                        "{:.2}s for {} nodes and {} allocations (read {:.2}s, first frame {:.2}s)",
+                        c.total_secs, c.nodes, c.allocations, c.read_secs, c.build_secs
+                    ),
+                    None => "not measured".into(),
+                },
+            ),
+            (
                 "Bench peak RSS",
                 match self.bench_peak_rss_mib {
                     Some(mib) => format!("{mib:.1} MiB (simulated nodes and load generator)"),
@@ -248,6 +272,13 @@ mod tests {
             disk_bytes_per_placement: Some(325.0),
             data_dir_mib: Some(12.5),
             bench_peak_rss_mib: Some(120.0),
+            console_load: Some(ConsoleLoad {
+                total_secs: 0.75,
+                read_secs: 0.5,
+                build_secs: 0.25,
+                nodes: 1_000,
+                allocations: 10_000,
+            }),
             settings: Settings {
                 run_id: "0a1b2c3d".into(),
                 in_flight: 64,
