@@ -275,6 +275,17 @@ impl Apply<'_> {
                 evals,
                 now,
             } => self.alloc_client_update(*node_id, updates, evals, *now),
+            Command::AllocClientUpdates { nodes, now } => {
+                for part in nodes {
+                    // Only a vanished node refuses its part; the others still apply.
+                    if let Err(error) =
+                        self.alloc_client_update(part.node_id, &part.updates, &part.evals, *now)
+                    {
+                        tracing::debug!(node_id = %part.node_id, %error, "client updates of a gone node skipped");
+                    }
+                }
+                Ok(())
+            }
             Command::ApplyPlan { plan, now } => {
                 self.apply_plan(plan, *now);
                 Ok(())

@@ -182,6 +182,22 @@ pub enum Command {
         eval: Evaluation,
         now: Timestamp,
     },
+    /// Several nodes' client updates in one entry, as the server's write coalescer groups
+    /// the reports that arrive while a write is in flight: each part applies exactly as
+    /// its own `AllocClientUpdate` would, and a part whose node is gone is skipped without
+    /// refusing the others. Appended, so older logs decode unchanged.
+    AllocClientUpdates {
+        nodes: Vec<NodeAllocUpdates>,
+        now: Timestamp,
+    },
+}
+
+/// One node's part of [`Command::AllocClientUpdates`].
+#[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
+pub struct NodeAllocUpdates {
+    pub node_id: NodeId,
+    pub updates: Vec<AllocClientUpdate>,
+    pub evals: Vec<Evaluation>,
 }
 
 impl Command {
@@ -203,6 +219,7 @@ impl Command {
             Command::EvalCancel { .. } => "eval_cancel",
             Command::EvalDelete { .. } => "eval_delete",
             Command::AllocClientUpdate { .. } => "alloc_client_update",
+            Command::AllocClientUpdates { .. } => "alloc_client_updates",
             Command::ApplyPlan { .. } => "apply_plan",
             Command::SchedulerConfig { .. } => "scheduler_config",
             Command::JobRegisterChecked { .. } => "job_register_checked",

@@ -17,5 +17,5 @@ pub use codec::{
     COMMAND_FORMAT, CodecError, SNAPSHOT_FORMAT, decode_command, decode_snapshot, encode_command,
     encode_snapshot, read_header,
 };
-pub use command::{AllocClientUpdate, Command, PlanApply, one_eval_per_job};
+pub use command::{AllocClientUpdate, Command, NodeAllocUpdates, PlanApply, one_eval_per_job};
 pub use event::{Event, EventPayload, EventType, Topic};

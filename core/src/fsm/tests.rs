@@ -600,6 +600,85 @@ fn alloc_client_update_applies_only_to_own_and_non_terminal_allocs() {
     assert!(ev.is_empty());
 }
 
+/// A coalesced entry of several nodes' reports changes state exactly as the nodes'
+/// separate reports would, and a part whose node is gone is skipped, not the whole entry.
+#[test]
+fn coalesced_client_updates_apply_each_part_as_its_own_report() {
+    let job = mock::batch_job("batch", 2);
+    let (n1, n2) = (mock::node_id(1), mock::node_id(2));
+    let setup = [
+        register_node(1),
+        register_node(2),
+        register_job(&job, 1),
+        mock::place(
+            mock::eval_id(1),
+            vec![mock::alloc(1, &job, n1, 0), mock::alloc(2, &job, n2, 1)],
+            T0,
+        ),
+    ];
+    let upd = |id, status| AllocClientUpdate {
+        alloc_id: id,
+        client_status: status,
+        client_description: "done".into(),
+        task_states: Default::default(),
+    };
+    let part = |node_id, alloc, status| NodeAllocUpdates {
+        node_id,
+        updates: vec![upd(mock::alloc_id(alloc), status)],
+        evals: vec![],
+    };
+    let parts = vec![
+        part(n1, 1, ClientStatus::Complete),
+        // Node 9 was never registered: its part is skipped.
+        part(mock::node_id(9), 2, ClientStatus::Failed),
+        // Node 1 cannot update node 2's allocation, as in its own report.
+        part(n1, 2, ClientStatus::Failed),
+        part(n2, 2, ClientStatus::Running),
+    ];
+    let (batched, events, _) = check(
+        &setup,
+        Command::AllocClientUpdates {
+            nodes: parts.clone(),
+            now: T0,
+        },
+    );
+    assert_eq!(
+        events.iter().filter(|e| e.0 == Topic::Allocation).count(),
+        2
+    );
+
+    let mut one_by_one = StateStore::new();
+    let mut index = 0;
+    for c in &setup {
+        index += 1;
+        apply(&mut one_by_one, index, c).unwrap();
+    }
+    index += 1;
+    for p in parts {
+        let _ = apply(
+            &mut one_by_one,
+            index,
+            &Command::AllocClientUpdate {
+                node_id: p.node_id,
+                updates: p.updates,
+                evals: p.evals,
+                now: T0,
+            },
+        );
+    }
+    assert_eq!(batched.to_parts(), one_by_one.to_parts());
+    assert_eq!(
+        batched.alloc(&mock::alloc_id(1)).unwrap().client_status,
+        ClientStatus::Complete
+    );
+
+    let cmd = Command::AllocClientUpdates {
+        nodes: vec![part(n1, 1, ClientStatus::Complete)],
+        now: T0,
+    };
+    assert_eq!(decode_command(&encode_command(&cmd)).unwrap(), cmd);
+}
+
 #[test]
 fn eval_cancel_and_delete() {
     let job = mock::service_job("web", 1);
