@@ -20,6 +20,7 @@ mod admission;
 pub mod agent_link;
 pub mod api;
 pub mod auth;
+pub mod client_updates;
 pub mod clock;
 pub mod config;
 pub mod discovery;

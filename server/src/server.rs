@@ -196,6 +196,7 @@ impl Server {
             inner: Arc::new(Inner {
                 config,
                 raft,
+                client_updates: crate::client_updates::ClientUpdates::start(writer.clone()),
                 writer,
                 state,
                 leadership,

@@ -33,6 +33,8 @@ pub(crate) struct Inner {
     pub(crate) config: ServerConfig,
     pub(crate) raft: Arc<RaftNode>,
     pub(crate) writer: Writer,
+    /// Nodes' allocation reports, written several to an entry under load.
+    pub(crate) client_updates: crate::client_updates::ClientUpdates,
     pub(crate) state: StateHandle,
     pub(crate) leadership: Arc<Leadership>,
     pub(crate) workers: Mutex<WorkerPool>,

@@ -5,7 +5,7 @@ use crate::clock::now;
 use crate::error::ServerError;
 use crate::handle::ServerHandle;
 use drover_core::client_report::{self, ClientReportError};
-use drover_core::fsm::Command;
+use drover_core::fsm::{Command, NodeAllocUpdates};
 use drover_core::state::StateSnapshot;
 use drover_core::types::*;
 use drover_proto::convert::{
@@ -162,13 +162,15 @@ impl ServerHandle {
         let evals = report.evals(&snap, now, &mut rand::rng());
         let index = self
             .inner
-            .writer
-            .write(Command::AllocClientUpdate {
-                node_id: node.id,
-                updates: report.updates,
-                evals,
+            .client_updates
+            .write(
+                NodeAllocUpdates {
+                    node_id: node.id,
+                    updates: report.updates,
+                    evals,
+                },
                 now,
-            })
+            )
             .await?;
         if !report.node_failures.is_empty() {
             tracing::info!(node_id = %node.id, failures = report.node_failures.len(), "failures counted against the node");
