@@ -42,6 +42,8 @@ pub struct RestartReport {
     pub write_secs: f64,
     /// The restarted server's peak RSS while it came back.
     pub restarted_peak_rss_mib: Option<f64>,
+    /// Each distinct answer the probe write got before one was accepted, in order.
+    pub write_refusals: Vec<String>,
 }
 
 impl RestartReport {
@@ -152,17 +154,25 @@ async fn fill_kill_restart(
         secs(consistent_read)
     ));
     let probe_job = workload.job(workload.jobs);
+    let mut refusals: Vec<String> = Vec::new();
     let write = loop {
-        if let Ok(c) = Client::connect(&url).await
-            && c.jobs()
+        let refused = match Client::connect(&url).await {
+            Ok(c) => match c
+                .jobs()
                 .register(pb::RegisterJobRequest {
                     job: Some((&probe_job).into()),
                     enforce_index: None,
                 })
                 .await
-                .is_ok()
-        {
-            break restarted.elapsed();
+            {
+                Ok(_) => break restarted.elapsed(),
+                Err(status) => format!("{:?}: {}", status.code(), status.message()),
+            },
+            Err(e) => e.to_string(),
+        };
+        if !refusals.contains(&refused) {
+            tracing::debug!(after = ?restarted.elapsed(), %refused, "write refused after restart");
+            refusals.push(refused);
         }
         give_up_at(deadline, timeout, "writes after the restart")?;
         tokio::time::sleep(POLL_EVERY).await;
@@ -179,6 +189,7 @@ async fn fill_kill_restart(
         consistent_read_secs: secs(consistent_read),
         write_secs: secs(write),
         restarted_peak_rss_mib: server.usage().map(|u| u.peak_rss_kib as f64 / 1024.0),
+        write_refusals: refusals,
     })
 }
 
