@@ -13,7 +13,8 @@
 //! acl       { enabled = true }                 # every API call needs a token
 //! raft      { heartbeat_interval = "100ms"  election_timeout_min = "500ms"
 //!             election_timeout_max = "1s"  snapshot_every = 10000
-//!             logs_kept_after_snapshot = 1000  catch_up_timeout = "5m" }
+//!             logs_kept_after_snapshot = 1000  catch_up_timeout = "5m"
+//!             snapshot_min_log_bytes = 67108864 }  # also snapshot once the log outgrows it
 //! join             = ["10.0.0.6:4648", "10.0.0.7:4648"]   # other servers' raft addresses
 //! bootstrap_expect = 3                    # form a cluster once 3 servers found each other
 //! workers   { count = 2  enabled = ["service", "batch"]  wait_index_limit = "5s" }
@@ -183,6 +184,7 @@ pub struct TlsBlock {
 #[serde(deny_unknown_fields)]
 pub struct RaftBlock {
     pub snapshot_every: Option<u64>,
+    pub snapshot_min_log_bytes: Option<u64>,
     #[serde(default, with = "humantime_serde")]
     pub heartbeat_interval: Option<Duration>,
     #[serde(default, with = "humantime_serde")]
@@ -342,6 +344,10 @@ impl ConfigFile {
                 &r.logs_kept_after_snapshot,
             );
             set(&mut config.raft.catch_up_timeout, &r.catch_up_timeout);
+            set(
+                &mut config.raft.snapshot_min_log_bytes,
+                &r.snapshot_min_log_bytes,
+            );
             set(&mut config.raft.heartbeat_interval, &r.heartbeat_interval);
             set(
                 &mut config.raft.election_timeout_min,
@@ -476,10 +482,12 @@ mod tests {
               threshold = "4h"
             }
             raft {
-              snapshot_every = 500
+              snapshot_every         = 500
+              snapshot_min_log_bytes = 1048576
             }
         "#;
         let c = ServerConfig::from_hcl_str(text).expect("config parses");
+        assert_eq!(c.raft.snapshot_min_log_bytes, 1 << 20);
         assert_eq!(c.server_id, 3);
         assert_eq!(c.name, "east-3");
         assert_eq!(c.data_dir, PathBuf::from("/var/lib/drover"));

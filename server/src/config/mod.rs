@@ -57,6 +57,9 @@ pub struct RaftTimings {
     pub election_timeout_max: Duration,
     /// Build a Raft snapshot every this many applied entries.
     pub snapshot_every: u64,
+    /// Also build one once the log since the last snapshot holds as many bytes as it, and
+    /// at least this many.
+    pub snapshot_min_log_bytes: u64,
     /// Entries already in a snapshot that stay in the log, so a follower a little behind
     /// catches up from the log; one further behind is sent the snapshot.
     pub logs_kept_after_snapshot: u64,
@@ -78,6 +81,7 @@ impl Default for RaftTimings {
             election_timeout_min: Duration::from_millis(500),
             election_timeout_max: Duration::from_millis(1000),
             snapshot_every: 10_000,
+            snapshot_min_log_bytes: crate::raft::snapshot_cadence::MIN_LOG_BYTES,
             logs_kept_after_snapshot: 1_000,
             catch_up_timeout: Duration::from_secs(300),
         }
@@ -318,6 +322,7 @@ impl ServerConfig {
         c.election_timeout_min = self.raft.election_timeout_min;
         c.election_timeout_max = self.raft.election_timeout_max;
         c.snapshot_every = self.raft.snapshot_every;
+        c.snapshot_min_log_bytes = self.raft.snapshot_min_log_bytes;
         c.logs_kept_after_snapshot = self.raft.logs_kept_after_snapshot;
         c.bootstrap = self.bootstrap.clone();
         c

@@ -22,6 +22,7 @@ pub mod log_store;
 mod log_writer;
 pub mod network;
 pub mod private;
+pub mod snapshot_cadence;
 pub mod snapshot_store;
 pub mod state_machine;
 pub mod types;
@@ -92,6 +93,9 @@ pub struct RaftConfig {
     pub election_timeout_max: Duration,
     /// Build a snapshot once this many entries were applied since the last one.
     pub snapshot_every: u64,
+    /// Also build one once the log since the last snapshot holds as many bytes as that
+    /// snapshot, and at least this many (`snapshot_cadence.rs`).
+    pub snapshot_min_log_bytes: u64,
     /// How many entries already in a snapshot stay in the log (so a slightly lagging follower
     /// catches up from the log rather than a snapshot).
     pub logs_kept_after_snapshot: u64,
@@ -122,6 +126,7 @@ impl RaftConfig {
             election_timeout_min: Duration::from_millis(600),
             election_timeout_max: Duration::from_millis(1200),
             snapshot_every: 10_000,
+            snapshot_min_log_bytes: snapshot_cadence::MIN_LOG_BYTES,
             logs_kept_after_snapshot: 1_000,
             install_snapshot_timeout: Duration::from_secs(60),
             snapshot_chunk_size: 2 * 1024 * 1024,
@@ -232,6 +237,8 @@ pub struct RaftNode {
     /// True while a leadership transfer holds new writes back (see [`RaftNode::hold_writes`]).
     held: watch::Sender<bool>,
     log_stats: Arc<log_store::LogStats>,
+    /// Snapshots by the log's bytes; stops with this node.
+    _cadence: snapshot_cadence::Cadence,
 }
 
 /// Holds new writes back while it lives (see [`RaftNode::hold_writes`]).
@@ -301,6 +308,7 @@ impl RaftNode {
             source,
         })?;
         let snap_dir = data_dir.join(SNAPSHOT_DIR);
+        let snapshot_file = snap_dir.join(SNAPSHOT_FILE);
         let events = config.events.clone();
         let sm = blocking(move || StateMachine::open(node_id, &snap_dir, events)).await?;
         let state = sm.handle();
@@ -334,6 +342,13 @@ impl RaftNode {
                     .collect(),
             ),
         };
+        let cadence = snapshot_cadence::spawn(
+            raft.clone(),
+            log_stats.clone(),
+            snapshot_file,
+            config.snapshot_min_log_bytes,
+            node_id,
+        );
         let node = RaftNode {
             node_id,
             addr: config.addr,
@@ -342,6 +357,7 @@ impl RaftNode {
             state,
             held: watch::channel(false).0,
             log_stats,
+            _cadence: cadence,
         };
         match members {
             Some(members) => {

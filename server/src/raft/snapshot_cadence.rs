@@ -1,0 +1,102 @@
+//! Snapshots by the log's bytes, beside openraft's count of entries.
+//!
+//! A count of entries fits neither end: 10,000 small heartbeat-era entries are a few
+//! megabytes, while 10,000 coalesced entries of allocation reports can be gigabytes that a
+//! restart must replay. So a snapshot is also taken once the log appended since the last
+//! one holds at least as many bytes as that snapshot (and at least [`MIN_LOG_BYTES`]):
+//! snapshot writes then never exceed the log's own bytes (at most twice the log in all),
+//! and a restart replays at most about one snapshot's worth of log.
+
+use super::log_store::LogStats;
+use super::types::ServerId;
+use openraft::Raft;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Below this much log since the last snapshot, none is taken for bytes' sake.
+pub const MIN_LOG_BYTES: u64 = 64 * 1024 * 1024;
+/// How often the log's bytes are compared.
+const CHECK_EVERY: Duration = Duration::from_secs(1);
+
+/// Whether a snapshot is due: `since` log bytes appended after the last snapshot, whose
+/// file holds `last` bytes.
+pub fn due(since: u64, last: u64, min: u64) -> bool {
+    since >= min.max(last)
+}
+
+/// The watching task; dropping it stops the task, so it never keeps a dropped Raft node
+/// (and its open log) alive.
+#[derive(Debug)]
+pub(crate) struct Cadence(tokio::task::JoinHandle<()>);
+
+impl Drop for Cadence {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Watches the log's bytes and asks openraft for a snapshot when [`due`]; ends when the
+/// Raft node stops or the returned [`Cadence`] is dropped.
+pub(crate) fn spawn(
+    raft: Raft<super::types::TypeConfig>,
+    stats: Arc<LogStats>,
+    snapshot_file: PathBuf,
+    min_log_bytes: u64,
+    node_id: ServerId,
+) -> Cadence {
+    Cadence(tokio::spawn(async move {
+        let mut last_snapshot = raft.metrics().borrow().snapshot;
+        let mut mark = stats.read().bytes;
+        let mut asked = false;
+        loop {
+            tokio::time::sleep(CHECK_EVERY).await;
+            let metrics = raft.metrics().borrow().clone();
+            if metrics.running_state.is_err() {
+                return;
+            }
+            if metrics.snapshot != last_snapshot {
+                last_snapshot = metrics.snapshot;
+                mark = stats.read().bytes;
+                asked = false;
+            }
+            let since = stats.read().bytes.saturating_sub(mark);
+            let last = std::fs::metadata(&snapshot_file).map_or(0, |m| m.len());
+            if !asked && due(since, last, min_log_bytes) {
+                tracing::info!(
+                    node_id,
+                    log_bytes = since,
+                    snapshot_bytes = last,
+                    "snapshot for the log's size"
+                );
+                if raft.trigger().snapshot().await.is_err() {
+                    return;
+                }
+                asked = true;
+            }
+        }
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::due;
+
+    #[test]
+    fn a_snapshot_is_due_once_the_log_outgrows_the_last_one() {
+        const MIB: u64 = 1024 * 1024;
+        let min = 64 * MIB;
+        let cases: &[(u64, u64, bool)] = &[
+            // Small state: the minimum rules.
+            (10 * MIB, 0, false),
+            (64 * MIB, 0, true),
+            (64 * MIB, 5 * MIB, true),
+            // Big state: as many log bytes as the snapshot holds.
+            (100 * MIB, 300 * MIB, false),
+            (300 * MIB, 300 * MIB, true),
+        ];
+        for &(since, last, want) in cases {
+            assert_eq!(due(since, last, min), want, "{since} since, last {last}");
+        }
+    }
+}
