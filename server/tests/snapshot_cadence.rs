@@ -1,6 +1,7 @@
 //! Snapshots follow the log's bytes: with an entry count far out of reach, a server whose
-//! log outgrows the byte threshold still takes a snapshot, and one whose log stays below
-//! it takes none.
+//! log outgrows the byte threshold still takes a snapshot. (That a log below it takes
+//! none is `snapshot_cadence::due`'s unit test: proving an absence here would mean
+//! sleeping a fixed time.)
 
 mod common;
 
@@ -22,33 +23,23 @@ async fn snapshot_after_jobs(min_log_bytes: u64, jobs: usize) -> Option<u64> {
     // The check runs every second: wait a few of them for a snapshot to be asked for
     // and built.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    let wanted = written >= min_log_bytes;
+    assert!(
+        written >= min_log_bytes,
+        "the jobs wrote {written} log bytes, under the {min_log_bytes} the test needs"
+    );
     let snapshot = loop {
         let snapshot = h.raft_metrics().snapshot.map(|s| s.index);
-        if snapshot.is_some() || tokio::time::Instant::now() >= deadline || !wanted {
+        if snapshot.is_some() || tokio::time::Instant::now() >= deadline {
             break snapshot;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    if !wanted {
-        // Give the check two chances to (wrongly) fire.
-        tokio::time::sleep(Duration::from_millis(2_500)).await;
-        let late = h.raft_metrics().snapshot.map(|s| s.index);
-        server.shutdown().await.unwrap();
-        return late;
-    }
     server.shutdown().await.unwrap();
     snapshot
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_log_that_outgrows_the_threshold_is_snapshotted_without_the_entry_count() {
-    let index = snapshot_after_jobs(16 * 1024, 40).await;
+    let index = snapshot_after_jobs(8 * 1024, 40).await;
     assert!(index.is_some_and(|i| i > 0), "no snapshot: {index:?}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_log_below_the_threshold_is_not_snapshotted() {
-    let index = snapshot_after_jobs(64 * 1024 * 1024, 5).await;
-    assert_eq!(index, None);
 }

@@ -81,11 +81,6 @@ pub async fn measure(
     timeout: Duration,
     progress: &mut Progress,
 ) -> Result<DetectReport, BenchError> {
-    progress.phase(&format!(
-        "registering {} simulated nodes with {}",
-        workload.nodes,
-        client.address()
-    ));
     let sim = super::nodes::start(client, workload, deadline, timeout, progress).await?;
     let measured = silence_one(target, client, workload, &sim, deadline, timeout, progress).await;
     sim.shutdown().await;

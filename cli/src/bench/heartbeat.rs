@@ -85,11 +85,6 @@ pub async fn measure(
     timeout: Duration,
     progress: &mut Progress,
 ) -> Result<HeartbeatReport, BenchError> {
-    progress.phase(&format!(
-        "registering {} simulated nodes with {}",
-        workload.nodes,
-        client.address()
-    ));
     let started = Instant::now();
     let sim = super::nodes::start(client, workload, deadline, timeout, progress).await?;
     let registration = started.elapsed();

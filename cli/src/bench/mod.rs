@@ -311,11 +311,6 @@ async fn measure_latency(
 ) -> Result<latency::LatencyReport, BenchError> {
     let client = Client::connect(target.url()).await?;
     let deadline = Instant::now() + args.timeout;
-    progress.phase(&format!(
-        "registering {} simulated nodes with {}",
-        workload.nodes,
-        client.address()
-    ));
     let sim = nodes::start(&client, workload, deadline, args.timeout, progress).await?;
     progress.phase(&format!(
         "timing {} jobs of {} allocations, one at a time",
@@ -345,11 +340,6 @@ async fn measure(
 ) -> Result<Report, BenchError> {
     let client = Client::connect(target.url()).await?;
     let deadline = Instant::now() + args.timeout;
-    progress.phase(&format!(
-        "registering {} simulated nodes with {}",
-        workload.nodes,
-        client.address()
-    ));
     let started = Instant::now();
     let sim = nodes::start(&client, workload, deadline, args.timeout, progress).await?;
     let node_registration = started.elapsed();

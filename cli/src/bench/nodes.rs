@@ -27,6 +27,11 @@ pub async fn start(
     timeout: Duration,
     progress: &mut Progress,
 ) -> Result<Simulator, BenchError> {
+    progress.phase(&format!(
+        "registering {} simulated nodes with {}",
+        workload.nodes,
+        client.address()
+    ));
     let wanted = u64::from(workload.nodes);
     let config = workload.sim_config(client.address());
     let sim = match tokio::time::timeout_at(deadline, Simulator::start(config)).await {

@@ -96,11 +96,6 @@ pub async fn measure(
         return Err(needs_own_server());
     }
     let client = Client::connect(target.url()).await?;
-    progress.phase(&format!(
-        "registering {} simulated nodes with {}",
-        workload.nodes,
-        client.address()
-    ));
     let sim = super::nodes::start(&client, workload, deadline, timeout, progress).await?;
     let measured = fill_kill_restart(
         target, &client, workload, in_flight, deadline, timeout, progress,
