@@ -101,9 +101,8 @@ fn serve(cluster: FakeCluster) {
         .expect("a runtime");
     runtime.block_on(async {
         println!("{}", cluster.serve().await);
-        loop {
-            tokio::time::sleep(Duration::from_secs(3_600)).await;
-        }
+        // Serve until the bench kills this process.
+        std::future::pending::<()>().await
     });
 }
 

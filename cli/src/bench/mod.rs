@@ -230,121 +230,98 @@ enum Measured {
     Restart(restart::RestartReport),
 }
 
-/// Runs the scenario the flags name against the server.
+/// Runs the scenario the flags name against the server; on a shared (remote) server the
+/// run's jobs are purged afterwards, whatever the outcome.
 async fn scenario(
     target: &mut Target,
     workload: &Workload,
     args: &BenchArgs,
     progress: &mut Progress,
 ) -> Result<Measured, BenchError> {
+    let client = Client::connect(target.url()).await?;
     let deadline = Instant::now() + args.timeout;
-    match args.scenario {
-        Scenario::C1m => measure(target, workload, args, progress)
+    let timeout = args.timeout;
+    let measured = match args.scenario {
+        Scenario::C1m => measure(target, &client, workload, args, progress)
             .await
             .map(Measured::C1m),
-        Scenario::Latency => measure_latency(target, workload, args, progress)
+        Scenario::Latency => measure_latency(target, &client, workload, args, progress)
             .await
             .map(Measured::Latency),
-        Scenario::Storm => measure_storm(target, workload, args, progress)
+        Scenario::Storm => storm::measure(target, &client, workload, deadline, timeout, progress)
             .await
             .map(Measured::Storm),
-        Scenario::Heartbeat => {
-            let client = Client::connect(target.url()).await?;
-            heartbeat::measure(
-                target,
-                &client,
-                workload,
-                args.window,
-                deadline,
-                args.timeout,
-                progress,
-            )
+        Scenario::Heartbeat => heartbeat::measure(
+            target,
+            &client,
+            workload,
+            args.window,
+            deadline,
+            timeout,
+            progress,
+        )
+        .await
+        .map(Measured::Heartbeat),
+        Scenario::Detect => detect::measure(target, &client, workload, deadline, timeout, progress)
             .await
-            .map(Measured::Heartbeat)
-        }
-        Scenario::Detect => {
-            let client = Client::connect(target.url()).await?;
-            let measured =
-                detect::measure(target, &client, workload, deadline, args.timeout, progress).await;
-            if !target.is_child() {
-                jobs::purge(&client, workload, args.in_flight as usize).await;
-            }
-            measured.map(Measured::Detect)
-        }
+            .map(Measured::Detect),
         Scenario::Restart => restart::measure(
             target,
             workload,
             args.in_flight as usize,
             deadline,
-            args.timeout,
+            timeout,
             progress,
         )
         .await
         .map(Measured::Restart),
-    }
-}
-
-/// The storm scenario; the jobs are purged from a shared server afterwards.
-async fn measure_storm(
-    target: &Target,
-    workload: &Workload,
-    args: &BenchArgs,
-    progress: &mut Progress,
-) -> Result<storm::StormReport, BenchError> {
-    let client = Client::connect(target.url()).await?;
-    let deadline = Instant::now() + args.timeout;
-    let measured =
-        storm::measure(target, &client, workload, deadline, args.timeout, progress).await;
-    if !target.is_child() {
+    };
+    if !target.is_child() && args.scenario != Scenario::Heartbeat {
         jobs::purge(&client, workload, args.in_flight as usize).await;
     }
     measured
 }
 
-/// The latency scenario: nodes up, then one job at a time; the jobs are purged from a
-/// shared server afterwards.
+/// The latency scenario: nodes up, then one job at a time.
 async fn measure_latency(
     target: &Target,
+    client: &Client,
     workload: &Workload,
     args: &BenchArgs,
     progress: &mut Progress,
 ) -> Result<latency::LatencyReport, BenchError> {
-    let client = Client::connect(target.url()).await?;
     let deadline = Instant::now() + args.timeout;
-    let sim = nodes::start(&client, workload, deadline, args.timeout, progress).await?;
+    let sim = nodes::start(client, workload, deadline, args.timeout, progress).await?;
     progress.phase(&format!(
         "timing {} jobs of {} allocations, one at a time",
         workload.jobs, workload.count
     ));
     let before = Probe::take(target).await;
-    let measured = latency::measure(&client, workload, deadline, args.timeout, progress).await;
+    let measured = latency::measure(client, workload, deadline, args.timeout, progress).await;
     let after = Probe::take(target).await;
     let measured = measured.map(|mut report| {
         report.server = ServerFigures::between(&before, &after);
         report
     });
-    if !target.is_child() {
-        jobs::purge(&client, workload, args.in_flight as usize).await;
-    }
     sim.shutdown().await;
     measured
 }
 
 /// Everything between a reachable server and the report: nodes, jobs, the wait, and the
-/// figures. Stops the simulator (and purges the jobs from a shared server) on every path.
+/// figures. Stops the simulator on every path.
 async fn measure(
     target: &Target,
+    client: &Client,
     workload: &Workload,
     args: &BenchArgs,
     progress: &mut Progress,
 ) -> Result<Report, BenchError> {
-    let client = Client::connect(target.url()).await?;
     let deadline = Instant::now() + args.timeout;
     let started = Instant::now();
-    let sim = nodes::start(&client, workload, deadline, args.timeout, progress).await?;
+    let sim = nodes::start(client, workload, deadline, args.timeout, progress).await?;
     let node_registration = started.elapsed();
     let before = Probe::take(target).await;
-    let timed = time_jobs(&client, workload, args, deadline, progress).await;
+    let timed = time_jobs(client, workload, args, deadline, progress).await;
     let after = Probe::take(target).await;
     let console_load = match &timed {
         Ok(_) => {
@@ -356,9 +333,6 @@ async fn measure(
     let data_dir_mib = target
         .child()
         .map(|c| c.data_dir_bytes() as f64 / 1_048_576.0);
-    if !target.is_child() {
-        jobs::purge(&client, workload, args.in_flight as usize).await;
-    }
     sim.shutdown().await;
     let timed = timed?;
     let server = ServerFigures::between(&before, &after);
