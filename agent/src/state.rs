@@ -199,7 +199,7 @@ mod tests {
             group: job.groups[0].clone(),
             tasks,
             client_status: ClientStatus::Running,
-            client_description: String::new(),
+            client_description: Default::default(),
             infra_failure: false,
         }
     }

@@ -180,7 +180,7 @@ impl Supervisor {
         let record = AllocRecord {
             alloc: AllocInfo {
                 id: alloc.id,
-                name: alloc.name.clone(),
+                name: alloc.name.to_string(),
                 namespace: alloc.namespace.to_string(),
                 job_id: alloc.job_id.as_str().to_string(),
                 job_name: job.name.clone(),
@@ -191,7 +191,7 @@ impl Supervisor {
             group: group.clone(),
             tasks,
             client_status: ClientStatus::Pending,
-            client_description: String::new(),
+            client_description: Default::default(),
             infra_failure: false,
         };
         tracing::info!(alloc_id = %alloc.id, name = %alloc.name, "starting allocation");

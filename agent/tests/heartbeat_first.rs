@@ -101,7 +101,7 @@ fn update(status: ClientStatus) -> ClientAllocUpdate {
         update: AllocClientUpdate {
             alloc_id: mock::alloc_id(1),
             client_status: status,
-            client_description: String::new(),
+            client_description: Default::default(),
             task_states: Default::default(),
         },
         infra_failure: false,

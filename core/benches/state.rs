@@ -105,25 +105,81 @@ fn apply_rate(c: &mut Criterion) {
     g.finish();
 }
 
+/// What a node reports once an allocation's one task runs: the status, a description and
+/// the task's state with the two events an agent sends (received, started).
+fn running_report(alloc: AllocId) -> fsm::AllocClientUpdate {
+    let event = |kind: &str, message: &str| TaskEvent {
+        time: T0,
+        kind: kind.into(),
+        message: message.into(),
+        exit_code: None,
+        infra_failure: false,
+    };
+    let state = TaskState {
+        state: TaskRunState::Running,
+        failed: false,
+        restarts: 0,
+        started_at: Some(T0),
+        finished_at: None,
+        events: vec![
+            event("Received", "task received by the simulator"),
+            event("Started", "mock task started"),
+        ],
+    };
+    fsm::AllocClientUpdate {
+        alloc_id: alloc,
+        client_status: ClientStatus::Running,
+        client_description: "Tasks are running".into(),
+        task_states: [("server", state)].into_iter().collect(),
+    }
+}
+
+/// Applies every allocation's running report, a node's worth per command as agents send
+/// them (the store's allocations then look as they do on a live cluster).
+fn report_running(s: &mut StateStore) {
+    let mut by_node = std::collections::BTreeMap::<NodeId, Vec<AllocId>>::new();
+    for a in s.allocs() {
+        by_node.entry(a.node_id).or_default().push(a.id);
+    }
+    let mut index = s.latest_index();
+    for (node_id, ids) in by_node {
+        index += 1;
+        let cmd = Command::AllocClientUpdate {
+            node_id,
+            updates: ids.into_iter().map(running_report).collect(),
+            evals: Vec::new(),
+            now: T0,
+        };
+        fsm::apply(s, index, &cmd).unwrap();
+    }
+}
+
 fn footprint(_: &mut Criterion) {
     const N: u64 = 1_000_000;
+    let per_alloc = |bytes: isize| bytes as f64 / N as f64;
     let before = LIVE.load(Ordering::Relaxed);
-    let s = store_with(N);
-    let after = LIVE.load(Ordering::Relaxed);
-    let bytes = fsm::encode_snapshot(&s);
-    let per_alloc_mem = (after - before) as f64 / N as f64;
-    let per_alloc_enc = bytes.len() as f64 / N as f64;
+    let mut s = store_with(N);
+    let placed = LIVE.load(Ordering::Relaxed);
     let one = fsm::encode_command(&mock::place(
         mock::eval_id(1),
         vec![s.allocs().next().unwrap().as_ref().clone()],
         T0,
     ));
+    let placed_snapshot = fsm::encode_snapshot(&s).len();
+    report_running(&mut s);
+    let running = LIVE.load(Ordering::Relaxed);
+    let running_snapshot = fsm::encode_snapshot(&s).len();
     println!(
-        "report: memory per allocation at {N} allocs on {NODES} nodes: {per_alloc_mem:.0} bytes (all tables and indexes)"
+        "report: memory per allocation at {N} allocs on {NODES} nodes: {:.0} bytes placed, {:.0} bytes once each reports its task running (all tables and indexes)",
+        per_alloc(placed - before),
+        per_alloc(running - before),
     );
     println!(
-        "report: encoded snapshot per allocation: {per_alloc_enc:.0} bytes ({} MB total)",
-        bytes.len() / 1_000_000
+        "report: encoded snapshot per allocation: {:.0} bytes placed ({} MB), {:.0} bytes running ({} MB)",
+        per_alloc(placed_snapshot as isize),
+        placed_snapshot / 1_000_000,
+        per_alloc(running_snapshot as isize),
+        running_snapshot / 1_000_000,
     );
     println!(
         "report: encoded single-alloc plan command: {} bytes",

@@ -144,7 +144,7 @@ fn command(store: &StateStore, op: &Op) -> Option<Command> {
             updates: vec![AllocClientUpdate {
                 alloc_id: mock::alloc_id(*a),
                 client_status: ClientStatus::ALL[*s as usize],
-                client_description: String::new(),
+                client_description: Default::default(),
                 task_states: Default::default(),
             }],
             evals: vec![],

@@ -621,11 +621,11 @@ fn update_pb() -> pb::AllocClientUpdate {
     pb::AllocClientUpdate {
         alloc_id: alloc.id.to_string(),
         client_status: pb::ClientStatus::Running as i32,
-        client_description: String::new(),
+        client_description: Default::default(),
         task_states: alloc
             .task_states
             .iter()
-            .map(|(k, t)| (k.clone(), t.into()))
+            .map(|(k, t)| (k.to_owned(), t.into()))
             .collect(),
         infra_failure: false,
     }

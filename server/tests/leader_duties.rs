@@ -44,7 +44,7 @@ fn client_update(alloc: &Allocation, status: ClientStatus, infra: bool) -> Clien
         update: AllocClientUpdate {
             alloc_id: alloc.id,
             client_status: status,
-            client_description: String::new(),
+            client_description: Default::default(),
             task_states: Default::default(),
         },
         infra_failure: infra,
@@ -407,7 +407,7 @@ async fn a_flaky_node_says_why_and_online_overrides_it() {
         .map(|a| {
             let mut u = client_update(a, ClientStatus::Failed, true);
             u.update.task_states.insert(
-                "t".into(),
+                "t",
                 TaskState {
                     events: vec![TaskEvent {
                         time: Timestamp::from_millis(1),

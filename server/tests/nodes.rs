@@ -43,7 +43,7 @@ fn running(alloc: &Allocation) -> ClientAllocUpdate {
         update: AllocClientUpdate {
             alloc_id: alloc.id,
             client_status: ClientStatus::Running,
-            client_description: String::new(),
+            client_description: Default::default(),
             task_states: Default::default(),
         },
         infra_failure: false,

@@ -51,7 +51,7 @@ async fn service_job_of_count_20_is_fully_placed() {
     .await;
     let mut names: Vec<String> = live_allocs(&snap, "web")
         .into_iter()
-        .map(|a| a.name)
+        .map(|a| a.name.to_string())
         .collect();
     names.sort();
     names.dedup();

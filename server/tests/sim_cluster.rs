@@ -353,7 +353,7 @@ fn check(snap: &drover_core::state::StateSnapshot, acked: &Acked) -> Result<(), 
         u.0 += a.resources.cpu_mhz;
         u.1 += a.resources.memory_mb;
         *names
-            .entry((a.job_id.to_string(), a.name.clone()))
+            .entry((a.job_id.to_string(), a.name.to_string()))
             .or_default() += 1;
         *live_per_job.entry(a.job_id.to_string()).or_default() += 1;
     }

@@ -64,7 +64,7 @@ async fn sigkill(child: &mut tokio::process::Child) {
 fn kinds(alloc: &drover_core::types::Allocation) -> Vec<String> {
     events(alloc, "server")
         .iter()
-        .map(|e| e.kind.clone())
+        .map(|e| e.kind.to_string())
         .collect()
 }
 

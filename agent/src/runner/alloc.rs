@@ -10,7 +10,7 @@ use crate::driver::LogPaths;
 use crate::driver::logs::rotate_if_needed;
 use crate::state::AllocRecord;
 use drover_core::fsm::AllocClientUpdate;
-use drover_core::types::{AllocId, ClientStatus, TaskEvent, TaskGroup, TaskRunState};
+use drover_core::types::{AllocId, ClientStatus, TaskEvent, TaskGroup, TaskRunState, TaskStates};
 use drover_proto::convert::ClientAllocUpdate;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -175,8 +175,8 @@ impl Publisher {
         let states = record
             .tasks
             .iter()
-            .map(|(k, t)| (k.clone(), t.state.clone()))
-            .collect();
+            .map(|(k, t)| (k.as_str(), t.state.clone()))
+            .collect::<TaskStates>();
         let (status, description) = alloc_status(&states);
         record.client_status = status;
         record.client_description = description.to_string();
@@ -187,7 +187,7 @@ impl Publisher {
             update: AllocClientUpdate {
                 alloc_id: record.alloc.id,
                 client_status: status,
-                client_description: description.to_string(),
+                client_description: description.into(),
                 task_states: states,
             },
             infra_failure: record.infra_failure && status == ClientStatus::Failed,
@@ -245,7 +245,7 @@ async fn run_alloc(
             entry.state.events.push(TaskEvent {
                 time: super::task::now(),
                 kind: "Setup Failure".into(),
-                message: format!("cannot create alloc dir {}: {e}", dirs.work.display()),
+                message: format!("cannot create alloc dir {}: {e}", dirs.work.display()).into(),
                 exit_code: None,
                 infra_failure: true,
             });

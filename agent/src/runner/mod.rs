@@ -9,7 +9,7 @@ pub mod task;
 use crate::heartbeat::Link;
 use crate::reporter::Reporter;
 use crate::state::{AllocInfo, StateStore};
-use drover_core::types::{AllocId, ClientStatus, TaskRunState, TaskState};
+use drover_core::types::{AllocId, ClientStatus, TaskRunState, TaskStates};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -143,7 +143,7 @@ pub fn interpolate(text: &str, env: &BTreeMap<String, String>) -> String {
 
 /// An allocation's client status from its tasks' states: failed as soon as one task failed,
 /// complete once all finished, running while any runs, pending before.
-pub fn alloc_status(tasks: &BTreeMap<String, TaskState>) -> (ClientStatus, &'static str) {
+pub fn alloc_status(tasks: &TaskStates) -> (ClientStatus, &'static str) {
     if tasks.values().any(|t| t.failed) {
         (ClientStatus::Failed, "Failed tasks")
     } else if tasks.values().all(|t| t.state == TaskRunState::Dead) {
@@ -178,7 +178,7 @@ mod tests {
         }
     }
     use drover_core::mock;
-    use drover_core::types::JobType;
+    use drover_core::types::{JobType, TaskState};
 
     #[test]
     fn alloc_status_follows_the_tasks() {
@@ -205,7 +205,7 @@ mod tests {
             (vec![t(Running, false), t(Dead, true)], ClientStatus::Failed),
         ];
         for (tasks, want) in cases {
-            let map: BTreeMap<_, _> = tasks
+            let map: TaskStates = tasks
                 .into_iter()
                 .enumerate()
                 .map(|(i, s)| (i.to_string(), s))

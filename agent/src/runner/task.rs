@@ -78,8 +78,8 @@ impl Runner {
         let events = &mut self.record.state.events;
         events.push(TaskEvent {
             time: now(),
-            kind: kind.to_string(),
-            message,
+            kind: kind.into(),
+            message: message.into(),
             exit_code,
             infra_failure: infra,
         });

@@ -111,7 +111,7 @@ pub fn alloc_table(allocs: &[Allocation], verbose: bool, now: Timestamp) -> Stri
         table.row([
             output::id(a.id, verbose),
             output::id(a.node_id, verbose),
-            a.task_group.clone(),
+            a.task_group.to_string(),
             a.job_version.to_string(),
             a.desired_status.as_str().to_string(),
             a.client_status.as_str().to_string(),
@@ -133,7 +133,7 @@ pub fn alloc_details(a: &Allocation, verbose: bool, now: Timestamp) -> String {
     let mut fields = vec![
         ("ID", output::id(a.id, verbose)),
         ("Eval ID", output::id(a.eval_id, verbose)),
-        ("Name", a.name.clone()),
+        ("Name", a.name.to_string()),
         ("Node ID", output::id(a.node_id, verbose)),
         ("Job ID", a.job_id.to_string()),
         ("Namespace", a.namespace.to_string()),
@@ -201,13 +201,13 @@ pub fn alloc_details(a: &Allocation, verbose: bool, now: Timestamp) -> String {
         );
         let mut table = Table::new(["Time", "Type", "Description"]);
         for e in state.events.iter().rev() {
-            let mut description = e.message.clone();
+            let mut description = e.message.to_string();
             if let Some(code) = e.exit_code {
                 description = format!("{description} (exit code {code})")
                     .trim()
                     .to_string();
             }
-            table.row([output::time(e.time), e.kind.clone(), description]);
+            table.row([output::time(e.time), e.kind.to_string(), description]);
         }
         text.push_str(&table.render());
     }
@@ -232,7 +232,7 @@ mod tests {
             Timestamp::from_millis(1_700_000_030_000),
         );
         a.task_states.insert(
-            "server".into(),
+            "server",
             TaskState {
                 state: TaskRunState::Running,
                 started_at: Some(Timestamp::from_millis(1_700_000_030_000)),
@@ -240,7 +240,7 @@ mod tests {
                     TaskEvent {
                         time: Timestamp::from_millis(1_700_000_010_000),
                         kind: "Received".into(),
-                        message: String::new(),
+                        message: Default::default(),
                         exit_code: None,
                         infra_failure: false,
                     },

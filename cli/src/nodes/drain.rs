@@ -178,7 +178,7 @@ fn left_to_drain(
             let key = (a.namespace.to_string(), a.job_id.to_string());
             system_kept.is_none_or(|types| types.get(&key) != Some(&JobType::System))
         })
-        .map(|a| a.name.clone())
+        .map(|a| a.name.to_string())
         .collect();
     left.sort();
     left

@@ -136,7 +136,7 @@ fn infra_reason(u: &AllocClientUpdate) -> String {
         .max_by_key(|e| e.time)
         .map_or_else(
             || "infrastructure failure".to_string(),
-            |e| e.message.clone(),
+            |e| e.message.to_string(),
         )
 }
 

@@ -88,7 +88,7 @@ fn update(alloc: u64, status: ClientStatus) -> AllocClientUpdate {
     AllocClientUpdate {
         alloc_id: mock::alloc_id(alloc),
         client_status: status,
-        client_description: String::new(),
+        client_description: Default::default(),
         task_states: Default::default(),
     }
 }

@@ -640,7 +640,7 @@ impl Apply<'_> {
         };
         let mut a = (*old).clone();
         a.desired_status = t.desired_status;
-        a.desired_description = t.desired_description.clone();
+        a.desired_description = t.desired_description.as_str().into();
         if let Some(status) = t.client_status {
             a.record_client_status(status, now);
         }

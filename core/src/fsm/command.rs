@@ -12,9 +12,9 @@ use serde::{Deserialize, Serialize};
 pub struct AllocClientUpdate {
     pub alloc_id: AllocId,
     pub client_status: ClientStatus,
-    pub client_description: String,
+    pub client_description: compact_str::CompactString,
     /// Replaces the allocation's task states when non-empty.
-    pub task_states: std::collections::BTreeMap<String, TaskState>,
+    pub task_states: TaskStates,
 }
 
 /// The committed part of a plan, as the plan applier writes it. Allocations are the plan's

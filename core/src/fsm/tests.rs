@@ -552,7 +552,7 @@ fn alloc_client_update_applies_only_to_own_and_non_terminal_allocs() {
     let upd = |id, status| AllocClientUpdate {
         alloc_id: id,
         client_status: status,
-        client_description: String::new(),
+        client_description: Default::default(),
         task_states: Default::default(),
     };
     let cmd = Command::AllocClientUpdate {

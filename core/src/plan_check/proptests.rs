@@ -315,7 +315,7 @@ fn run(nodes: &[NodeSpec], existing: &[(u64, u64, u64, u64)], steps: &[Step]) {
                     let update = AllocClientUpdate {
                         alloc_id: x.id,
                         client_status: status,
-                        client_description: String::new(),
+                        client_description: Default::default(),
                         task_states: Default::default(),
                     };
                     let cmd = Command::AllocClientUpdate {

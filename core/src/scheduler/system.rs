@@ -137,7 +137,7 @@ impl SystemScheduler {
         let Some(job) = job else {
             for a in allocs.iter().filter(|a| is_live(a)) {
                 plan.append_update(a.node_id, AllocTransition::stop(a.id, describe::STOPPED));
-                desired.entry(a.task_group.clone()).or_default().stop += 1;
+                desired.entry(a.task_group.to_string()).or_default().stop += 1;
             }
             plan.annotations = Some(PlanAnnotations {
                 desired_tg_updates: desired,
@@ -154,7 +154,7 @@ impl SystemScheduler {
             if job.group(&a.task_group).is_none() {
                 if is_live(a) {
                     plan.append_update(a.node_id, AllocTransition::stop(a.id, GROUP_LEFT));
-                    desired.entry(a.task_group.clone()).or_default().stop += 1;
+                    desired.entry(a.task_group.to_string()).or_default().stop += 1;
                 }
                 continue;
             }
@@ -262,7 +262,7 @@ impl SystemScheduler {
         // here once, so the per-node `set_nodes` does not recount them).
         stack.set_nodes_available(by_dc.clone());
         // Every system allocation of a group has the same name: formatted once per group.
-        let names: BTreeMap<&str, String> = job
+        let names: BTreeMap<&str, compact_str::CompactString> = job
             .groups
             .iter()
             .map(|g| {

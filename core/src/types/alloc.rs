@@ -4,7 +4,8 @@
 //! UUIDs, the job id is shared, optional parts are boxed, and the job itself is not embedded
 //! (schedulers look up the version an allocation was placed with in the job versions table).
 
-use super::{AllocId, Dimension, EvalId, Index, JobId, NodeId, Resources, Timestamp};
+use super::{AllocId, Dimension, EvalId, Index, JobId, NodeId, Resources, TaskStates, Timestamp};
+use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -108,8 +109,8 @@ pub const MAX_TASK_EVENTS: usize = 10;
 pub struct TaskEvent {
     pub time: Timestamp,
     /// `Received`, `Started`, `Terminated`, `Restarting`, `Killing`, `Driver Failure`, ...
-    pub kind: String,
-    pub message: String,
+    pub kind: CompactString,
+    pub message: CompactString,
     pub exit_code: Option<i32>,
     /// The failure was the node's fault (disk full, fork failed), never the job's (missing
     /// command, bad arguments, exit code); feeds flakiness, and its message is the reason
@@ -167,19 +168,19 @@ pub struct Allocation {
     pub id: AllocId,
     pub eval_id: EvalId,
     /// `job.group[i]`; replacements keep the name of what they replace.
-    pub name: String,
+    pub name: CompactString,
     pub namespace: Arc<str>,
     pub job_id: JobId,
     /// The job version this allocation was placed (or last updated in place) with.
     pub job_version: u64,
-    pub task_group: String,
+    pub task_group: CompactString,
     pub node_id: NodeId,
     pub desired_status: DesiredStatus,
-    pub desired_description: String,
+    pub desired_description: CompactString,
     pub client_status: ClientStatus,
-    pub client_description: String,
+    pub client_description: CompactString,
     pub state_history: Vec<AllocStateEntry>,
-    pub task_states: BTreeMap<String, TaskState>,
+    pub task_states: TaskStates,
     pub reschedule_tracker: Option<Box<RescheduleTracker>>,
     pub previous_allocation: Option<AllocId>,
     pub next_allocation: Option<AllocId>,
@@ -201,7 +202,7 @@ pub struct Allocation {
 
 impl Allocation {
     /// `job.group[index]`, the name every allocation of a group slot carries.
-    pub fn name_for(job: &str, group: &str, index: u32) -> String {
+    pub fn name_for(job: &str, group: &str, index: u32) -> CompactString {
         // Schedulers name every placement: built by hand, as `format!` costs several times
         // more than the copies.
         let mut digits = [0u8; 10];
@@ -216,7 +217,7 @@ impl Allocation {
             }
         }
         let digits = std::str::from_utf8(&digits[at..]).unwrap_or("0");
-        let mut name = String::with_capacity(job.len() + group.len() + digits.len() + 3);
+        let mut name = CompactString::with_capacity(job.len() + group.len() + digits.len() + 3);
         name.push_str(job);
         name.push('.');
         name.push_str(group);
@@ -309,7 +310,7 @@ mod name_index_tests {
         let job = crate::mock::service_job("web", 1);
         for name in names {
             let mut a = crate::mock::alloc(1, &job, NodeId::MIN, 0);
-            a.name = name.to_string();
+            a.name = name.into();
             assert_eq!(a.name_index(), name_index_slow(name), "{name:?}");
         }
     }

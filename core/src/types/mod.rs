@@ -12,6 +12,7 @@ mod plan;
 mod resources;
 mod scheduler_config;
 mod task;
+mod task_states;
 
 pub use alloc::*;
 pub use constraint::*;
@@ -25,3 +26,4 @@ pub use plan::*;
 pub use resources::*;
 pub use scheduler_config::*;
 pub use task::*;
+pub use task_states::TaskStates;

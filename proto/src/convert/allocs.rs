@@ -24,8 +24,8 @@ impl From<&TaskEvent> for pb::TaskEvent {
     fn from(e: &TaskEvent) -> Self {
         pb::TaskEvent {
             time_unix_ms: e.time.as_millis(),
-            kind: e.kind.clone(),
-            message: e.message.clone(),
+            kind: e.kind.to_string(),
+            message: e.message.to_string(),
             exit_code: e.exit_code,
             infra_failure: e.infra_failure,
         }
@@ -99,21 +99,21 @@ impl From<&Allocation> for pb::Allocation {
         pb::Allocation {
             id: a.id.to_string(),
             eval_id: a.eval_id.to_string(),
-            name: a.name.clone(),
+            name: a.name.to_string(),
             namespace: a.namespace.to_string(),
             job_id: a.job_id.to_string(),
             job_version: a.job_version,
-            task_group: a.task_group.clone(),
+            task_group: a.task_group.to_string(),
             node_id: a.node_id.to_string(),
             desired_status: a.desired_status.to_wire(),
-            desired_description: a.desired_description.clone(),
+            desired_description: a.desired_description.to_string(),
             client_status: a.client_status.to_wire(),
-            client_description: a.client_description.clone(),
+            client_description: a.client_description.to_string(),
             state_history: a.state_history.iter().map(Into::into).collect(),
             task_states: a
                 .task_states
                 .iter()
-                .map(|(k, t)| (k.clone(), t.into()))
+                .map(|(k, t)| (k.to_owned(), t.into()))
                 .collect(),
             reschedule_tracker: a.reschedule_tracker.as_deref().map(Into::into),
             previous_allocation: opt_id_text(&a.previous_allocation),
@@ -214,8 +214,8 @@ fn state_entry(p: pb::AllocStateEntry) -> Result<AllocStateEntry> {
 fn task_event(p: pb::TaskEvent) -> TaskEvent {
     TaskEvent {
         time: Timestamp::from_millis(p.time_unix_ms),
-        kind: p.kind,
-        message: p.message,
+        kind: p.kind.into(),
+        message: p.message.into(),
         exit_code: p.exit_code,
         infra_failure: p.infra_failure,
     }
@@ -235,7 +235,7 @@ pub(crate) fn task_state(p: pb::TaskState) -> Result<TaskState> {
 /// Task name -> state, naming a bad entry `task_states["name"]`.
 pub(crate) fn task_states(
     p: std::collections::BTreeMap<String, pb::TaskState>,
-) -> Result<std::collections::BTreeMap<String, TaskState>> {
+) -> Result<TaskStates> {
     each_value("task_states", p, task_state)
 }
 
@@ -293,16 +293,16 @@ pub(crate) fn allocation(p: pb::Allocation) -> Result<Allocation> {
     Ok(Allocation {
         id: parse_id("id", &p.id)?,
         eval_id: parse_id("eval_id", &p.eval_id)?,
-        name: p.name,
+        name: p.name.into(),
         namespace: p.namespace.into(),
         job_id: JobId::new(&p.job_id),
         job_version: p.job_version,
-        task_group: p.task_group,
+        task_group: p.task_group.into(),
         node_id: parse_id("node_id", &p.node_id)?,
         desired_status: DesiredStatus::from_wire("desired_status", p.desired_status)?,
-        desired_description: p.desired_description,
+        desired_description: p.desired_description.into(),
         client_status: ClientStatus::from_wire("client_status", p.client_status)?,
-        client_description: p.client_description,
+        client_description: p.client_description.into(),
         state_history: each("state_history", p.state_history, state_entry)?,
         task_states: task_states(p.task_states)?,
         reschedule_tracker: p

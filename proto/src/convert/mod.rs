@@ -121,11 +121,11 @@ pub(crate) fn each_named<P, C>(
 }
 
 /// Converts every value of a string-keyed map, naming a failing one `field["key"]`.
-pub(crate) fn each_value<P, C>(
+pub(crate) fn each_value<P, C, O: FromIterator<(String, C)>>(
     field: &str,
     map: BTreeMap<String, P>,
     f: impl Fn(P) -> Result<C>,
-) -> Result<BTreeMap<String, C>> {
+) -> Result<O> {
     map.into_iter()
         .map(|(k, v)| {
             let c = f(v).within(format_args!("{field}[{k:?}]"))?;

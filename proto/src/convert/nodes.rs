@@ -274,7 +274,7 @@ fn client_update(p: pb::AllocClientUpdate) -> Result<ClientAllocUpdate> {
         update: AllocClientUpdate {
             alloc_id: parse_id("alloc_id", &p.alloc_id)?,
             client_status: ClientStatus::from_wire("client_status", p.client_status)?,
-            client_description: p.client_description,
+            client_description: p.client_description.into(),
             task_states: task_states(p.task_states)?,
         },
         infra_failure: p.infra_failure,
@@ -286,12 +286,12 @@ impl From<&ClientAllocUpdate> for pb::AllocClientUpdate {
         pb::AllocClientUpdate {
             alloc_id: u.update.alloc_id.to_string(),
             client_status: u.update.client_status.to_wire(),
-            client_description: u.update.client_description.clone(),
+            client_description: u.update.client_description.to_string(),
             task_states: u
                 .update
                 .task_states
                 .iter()
-                .map(|(k, t)| (k.clone(), t.into()))
+                .map(|(k, t)| (k.to_owned(), t.into()))
                 .collect(),
             infra_failure: u.infra_failure,
         }

@@ -160,9 +160,9 @@ pub fn full_alloc() -> Allocation {
             time: Timestamp::from_millis(30),
         },
     ];
-    a.task_states = BTreeMap::from([
+    a.task_states = TaskStates::from_iter([
         (
-            "server".into(),
+            "server",
             TaskState {
                 state: TaskRunState::Dead,
                 failed: true,
@@ -173,7 +173,7 @@ pub fn full_alloc() -> Allocation {
                     TaskEvent {
                         time: Timestamp::from_millis(12),
                         kind: "Started".into(),
-                        message: String::new(),
+                        message: Default::default(),
                         exit_code: None,
                         infra_failure: false,
                     },
@@ -188,7 +188,7 @@ pub fn full_alloc() -> Allocation {
             },
         ),
         (
-            "sidecar".into(),
+            "sidecar",
             TaskState {
                 state: TaskRunState::Running,
                 ..TaskState::default()

@@ -13,7 +13,7 @@ impl App {
             .alloc_detail
             .as_ref()
             .filter(|a| a.id == alloc_id)
-            .map(|a| a.task_states.keys().cloned().collect())
+            .map(|a| a.task_states.keys().map(String::from).collect())
             .unwrap_or_default();
         let target = LogTarget {
             alloc_id,

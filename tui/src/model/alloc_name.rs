@@ -28,7 +28,7 @@ impl AllocName {
     pub fn spell<'a>(&'a self, job_id: &str, group: &str) -> Cow<'a, str> {
         match self {
             AllocName::Index(index) => {
-                Cow::Owned(drover_core::Allocation::name_for(job_id, group, *index))
+                Cow::Owned(drover_core::Allocation::name_for(job_id, group, *index).into())
             }
             AllocName::Text(text) => Cow::Borrowed(text),
         }

@@ -230,7 +230,7 @@ mod tests {
             alloc.modify_index = 40 + n;
             alloc.client_description = "all tasks ran".into();
             alloc.task_states.insert(
-                "server".into(),
+                "server",
                 drover_core::TaskState {
                     state: drover_core::TaskRunState::Dead,
                     events: vec![drover_core::TaskEvent {

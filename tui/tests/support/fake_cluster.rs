@@ -120,7 +120,7 @@ impl FakeCluster {
             infra_failure: false,
         };
         alloc.task_states.insert(
-            "server".into(),
+            "server",
             TaskState {
                 state: TaskRunState::Running,
                 failed: false,
@@ -152,7 +152,7 @@ impl FakeCluster {
     fn alloc(&self, template: &pb::Allocation, job: usize, i: u64) -> pb::Allocation {
         let mut alloc = template.clone();
         alloc.id = drover_core::AllocId::from_bytes(id_bytes(job as u64, i)).to_string();
-        alloc.name = drover_core::Allocation::name_for(&alloc.job_id, "web", i as u32);
+        alloc.name = drover_core::Allocation::name_for(&alloc.job_id, "web", i as u32).into();
         alloc.node_id = mock::node_id(i % self.nodes.max(1)).to_string();
         alloc.client_status = if i % 50 == 1 {
             pb::ClientStatus::Failed as i32

@@ -46,7 +46,7 @@ pub enum PlacementKind {
 #[derive(Clone, Debug)]
 pub struct Placement {
     pub group: String,
-    pub name: String,
+    pub name: compact_str::CompactString,
     pub previous: Option<Arc<Allocation>>,
     pub kind: PlacementKind,
 }
@@ -115,7 +115,10 @@ pub fn reconcile(
             .filter(|a| a.desired_status == DesiredStatus::Run && !a.client_terminal())
         {
             out.stop(a, describe::STOPPED, None);
-            out.desired.entry(a.task_group.clone()).or_default().stop += 1;
+            out.desired
+                .entry(a.task_group.to_string())
+                .or_default()
+                .stop += 1;
         }
         return out;
     };

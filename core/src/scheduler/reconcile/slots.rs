@@ -38,7 +38,7 @@ pub struct Decided<'s> {
     pub held: Vec<&'s JobAlloc>,
     pub excess: Vec<&'s JobAlloc>,
     pub replaced: Vec<(&'s JobAlloc, Replace, bool)>,
-    pub free: Vec<String>,
+    pub free: Vec<compact_str::CompactString>,
 }
 
 impl<'s> Slots<'s> {

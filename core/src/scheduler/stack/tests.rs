@@ -24,7 +24,7 @@ fn new_plan() -> Plan {
 fn placement(job: &Job, gi: usize, n: u64, node: NodeId) -> Allocation {
     let g = &job.groups[gi];
     let mut a = mock::alloc(1_000_000 + n, job, node, n as u32);
-    a.task_group = g.name.clone();
+    a.task_group = g.name.as_str().into();
     a.name = Allocation::name_for(job.id.as_str(), &g.name, n as u32);
     a.resources = g.resources();
     a

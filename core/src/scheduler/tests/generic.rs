@@ -225,7 +225,7 @@ fn lost_allocations_on_a_down_node_are_replaced_with_the_same_names() {
     let job = mock::service_job("web", 4);
     w.run_job(&job);
     let down = mock::node_id(0);
-    let on_down: Vec<String> = w
+    let on_down: Vec<compact_str::CompactString> = w
         .live(&job)
         .into_values()
         .flatten()

@@ -125,7 +125,7 @@ impl World {
         let mut m: BTreeMap<String, Vec<_>> = BTreeMap::new();
         for a in self.h.state.allocs_by_job(&job.key()) {
             if a.desired_status == DesiredStatus::Run && !a.client_terminal() {
-                m.entry(a.name.clone()).or_default().push(a.clone());
+                m.entry(a.name.to_string()).or_default().push(a.clone());
             }
         }
         m
@@ -150,7 +150,7 @@ impl World {
                 .push(AllocClientUpdate {
                     alloc_id: a.id,
                     client_status: status,
-                    client_description: String::new(),
+                    client_description: Default::default(),
                     task_states: Default::default(),
                 });
         }
