@@ -410,7 +410,6 @@ fn plan_apply_places_and_indexes_allocations() {
     let (s, ev, idx) = check(&setup, mock::place(mock::eval_id(1), allocs, T0));
     assert_eq!(s.allocs_by_node(&n1).count(), 2);
     assert_eq!(s.allocs_by_job(&keys(&job)).count(), 2);
-    assert_eq!(s.allocs_by_eval(&mock::eval_id(0)).count(), 2);
     assert_eq!(s.node_usage(&n1), Resources::new(200, 512, 0));
     let a = s.alloc(&mock::alloc_id(1)).unwrap();
     assert_eq!(

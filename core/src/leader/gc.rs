@@ -12,6 +12,7 @@ use crate::AccessorId;
 use crate::fsm::Command;
 use crate::state::StateSnapshot;
 use crate::types::{AllocId, Allocation, EvalId, Timestamp};
+use std::collections::HashSet;
 use std::time::Duration;
 
 /// Garbage collection of terminal evals and allocations.
@@ -68,18 +69,22 @@ fn collect_expired_tokens(snap: &StateSnapshot, cutoff: Timestamp, batch: usize)
 }
 
 fn collect_evals_and_allocs(snap: &StateSnapshot, cutoff: Timestamp, batch: usize) -> Vec<Command> {
-    let allocs: Vec<AllocId> = snap
-        .allocs()
-        .filter(|a| alloc_is_garbage(a, cutoff))
-        .map(|a| a.id)
-        .collect();
+    // An eval goes only with all of its allocations, so the one pass over the allocations
+    // also gathers the evals that one still being kept names (the store keeps no index by
+    // eval: at a million allocations it cost tens of megabytes to serve this pass alone).
+    let mut allocs = Vec::new();
+    let mut named_by_kept = HashSet::new();
+    for a in snap.allocs() {
+        if alloc_is_garbage(a, cutoff) {
+            allocs.push(a.id);
+        } else {
+            named_by_kept.insert(a.eval_id);
+        }
+    }
     let evals: Vec<EvalId> = snap
         .evals()
         .filter(|e| e.is_terminal() && e.modify_time <= cutoff)
-        .filter(|e| {
-            snap.allocs_by_eval(&e.id)
-                .all(|a| alloc_is_garbage(a, cutoff))
-        })
+        .filter(|e| !named_by_kept.contains(&e.id))
         .map(|e| e.id)
         .collect();
     if allocs.is_empty() && evals.is_empty() {

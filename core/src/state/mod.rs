@@ -189,7 +189,6 @@ pub struct StateStore {
     /// a job per eval, and a second lookup into `allocs` per allocation was most of its cost.
     /// Each value holds the same `Arc` as in `allocs` (`check_consistency` checks it).
     allocs_by_job: OrdMap<(JobKey, AllocId), JobAlloc>,
-    allocs_by_eval: OrdSet<(EvalId, AllocId)>,
     node_usage: OrdMap<NodeId, Resources>,
     evals: OrdMap<EvalId, Arc<Evaluation>>,
     evals_by_job: OrdSet<(JobKey, EvalId)>,

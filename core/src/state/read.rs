@@ -146,12 +146,6 @@ impl StateStore {
         self.allocs_by_job.range((lo, hi)).map(|(_, e)| e)
     }
 
-    pub fn allocs_by_eval(&self, eval: &EvalId) -> impl Iterator<Item = &Arc<Allocation>> + '_ {
-        self.allocs_by_eval
-            .range((*eval, AllocId::MIN)..=(*eval, AllocId::MAX))
-            .filter_map(|(_, a)| self.allocs.get(a))
-    }
-
     pub fn eval(&self, id: &EvalId) -> Option<&Arc<Evaluation>> {
         self.evals.get(id)
     }

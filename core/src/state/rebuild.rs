@@ -160,9 +160,6 @@ impl StateStore {
         if !shared {
             return Err("allocs_by_job holds an allocation that is not the allocs table's".into());
         }
-        if self.allocs_by_eval != rebuilt.allocs_by_eval {
-            return Err("allocs_by_eval disagrees with the allocs table".into());
-        }
         if self.evals_by_job != rebuilt.evals_by_job {
             return Err("evals_by_job disagrees with the evals table".into());
         }

@@ -94,7 +94,8 @@ impl StateStore {
     }
 
     /// Stores an allocation, replacing any earlier one with its id.
-    pub(crate) fn put_alloc(&mut self, index: Index, alloc: Allocation) -> Arc<Allocation> {
+    pub(crate) fn put_alloc(&mut self, index: Index, mut alloc: Allocation) -> Arc<Allocation> {
+        self.share_job_key(&mut alloc);
         let alloc = Arc::new(alloc);
         let old = self.allocs.insert(alloc.id, alloc.clone());
         match &old {
@@ -125,6 +126,18 @@ impl StateStore {
         }
         self.touch(Table::Allocs, index);
         alloc
+    }
+
+    /// Points the allocation's namespace and job id at the strings its job's summary already
+    /// holds. An allocation decoded from the log carries its own copies; at a million
+    /// allocations those two small heap strings each were tens of megabytes, and shared
+    /// `Arc`s also let job key comparisons settle on pointer equality.
+    fn share_job_key(&self, alloc: &mut Allocation) {
+        let key = old_key(alloc);
+        if let Some((shared, _)) = self.summaries.get_key_value(&key) {
+            alloc.namespace = shared.namespace.clone();
+            alloc.job_id = shared.id.clone();
+        }
     }
 
     pub(crate) fn remove_alloc(&mut self, index: Index, id: &AllocId) -> Option<Arc<Allocation>> {
@@ -185,7 +198,6 @@ impl StateStore {
         self.allocs_by_node.insert((a.node_id, a.id), a.clone());
         self.allocs_by_job
             .insert((key.clone(), a.id), JobAlloc::new(a.clone()));
-        self.allocs_by_eval.insert((a.eval_id, a.id));
         if a.uses_resources() {
             *self.node_usage.entry(a.node_id).or_default() += a.resources;
         }
@@ -196,7 +208,6 @@ impl StateStore {
         let key = old_key(a);
         self.allocs_by_node.remove(&(a.node_id, a.id));
         self.allocs_by_job.remove(&(key.clone(), a.id));
-        self.allocs_by_eval.remove(&(a.eval_id, a.id));
         if a.uses_resources() {
             let left = self.node_usage.get(&a.node_id).copied().unwrap_or_default() - a.resources;
             self.set_usage(a.node_id, left);

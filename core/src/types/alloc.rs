@@ -264,8 +264,11 @@ impl Allocation {
     }
 
     /// Records a client-status transition in the state history (only real transitions).
+    /// The history grows by exactly one entry: most allocations see one or two transitions,
+    /// and a doubling `Vec` would hold room for four in every one of a million records.
     pub fn record_client_status(&mut self, status: ClientStatus, time: Timestamp) {
         if self.last_state() != Some(status) {
+            self.state_history.reserve_exact(1);
             self.state_history.push(AllocStateEntry {
                 client_status: status,
                 time,
