@@ -94,6 +94,43 @@ pub fn encode_snapshot(store: &StateStore) -> Vec<u8> {
     )
 }
 
+/// [`encode_snapshot`] streamed into `out`: the same bytes, without first holding them all in
+/// memory (at a million allocations that buffer was a few hundred megabytes beside the
+/// store). Fails only when `out` does.
+pub fn encode_snapshot_to(store: &StateStore, out: impl std::io::Write) -> std::io::Result<()> {
+    let mut out = KeepIoError { out, error: None };
+    std::io::Write::write_all(
+        &mut out,
+        &[SNAPSHOT_MAGIC[0], SNAPSHOT_MAGIC[1], SNAPSHOT_FORMAT],
+    )?;
+    match postcard::to_io(&(store.parts_ref(), store.acl_parts()), &mut out) {
+        Ok(_) => Ok(()),
+        // postcard reports a failed write as a full buffer; the writer's own error says why.
+        Err(e) => Err(out.error.take().unwrap_or_else(|| {
+            std::io::Error::other(format!("encoding drover state failed: {e}"))
+        })),
+    }
+}
+
+/// A writer that keeps the first error its inner writer returned.
+struct KeepIoError<W> {
+    out: W,
+    error: Option<std::io::Error>,
+}
+
+impl<W: std::io::Write> std::io::Write for KeepIoError<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.out.write(buf).inspect_err(|e| {
+            self.error
+                .get_or_insert_with(|| std::io::Error::new(e.kind(), e.to_string()));
+        })
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
 pub fn decode_snapshot(bytes: &[u8]) -> Result<StateStore, CodecError> {
     const WHAT: &str = "snapshot";
     if bytes.get(SNAPSHOT_MAGIC.len()) == Some(&SNAPSHOT_FORMAT_BEFORE_ACL) {

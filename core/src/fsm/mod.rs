@@ -15,7 +15,7 @@ mod tests;
 pub use apply::{ApplyError, apply};
 pub use codec::{
     COMMAND_FORMAT, CodecError, SNAPSHOT_FORMAT, decode_command, decode_snapshot, encode_command,
-    encode_snapshot, read_header,
+    encode_snapshot, encode_snapshot_to, read_header,
 };
 pub use command::{AllocClientUpdate, Command, NodeAllocUpdates, PlanApply, one_eval_per_job};
 pub use event::{Event, EventPayload, EventType, Topic};

@@ -839,6 +839,48 @@ fn snapshots_encoded_in_place_are_the_copied_parts_byte_for_byte() {
     assert_eq!(bytes, copied);
     let back = decode_snapshot(&bytes).unwrap();
     assert_eq!(back.to_parts(), s.to_parts());
+    let mut streamed = Vec::new();
+    super::encode_snapshot_to(&s, &mut streamed).unwrap();
+    assert_eq!(streamed, bytes, "streamed and buffered encodings differ");
+}
+
+/// A writer that takes `room` bytes, then fails the way a full disk does.
+struct FullAfter {
+    room: usize,
+}
+
+impl std::io::Write for FullAfter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.room == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::StorageFull,
+                "no space left on device",
+            ));
+        }
+        let n = buf.len().min(self.room);
+        self.room -= n;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_streamed_snapshot_reports_the_writers_own_error() {
+    let job = mock::service_job("web", 3);
+    let mut s = StateStore::new();
+    apply(&mut s, 1, &register_node(1)).unwrap();
+    apply(&mut s, 2, &register_job(&job, 1)).unwrap();
+    for room in [0, 2, 40] {
+        let e = super::encode_snapshot_to(&s, FullAfter { room }).unwrap_err();
+        assert_eq!(
+            e.kind(),
+            std::io::ErrorKind::StorageFull,
+            "room {room}: {e}"
+        );
+    }
 }
 
 #[test]

@@ -23,6 +23,7 @@ mod log_writer;
 pub mod network;
 pub mod private;
 pub mod snapshot_cadence;
+pub mod snapshot_data;
 pub mod snapshot_store;
 pub mod state_machine;
 pub mod types;

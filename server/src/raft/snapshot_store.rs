@@ -9,7 +9,7 @@
 use super::types::SnapshotMeta;
 use std::fmt;
 use std::fs::{self, File};
-use std::io::{self, Read, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -124,15 +124,39 @@ impl SnapshotStore {
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)
             .map_err(io_err(&path, "read"))?;
-        let (meta, offset) = decode_head(&path, &bytes)?;
+        let (meta, offset) = decode_head(&path, &bytes, bytes.len() as u64)?;
         // Drop the header in place rather than copying the (possibly large) data.
         bytes.drain(..offset);
         Ok(Some((meta, bytes)))
     }
 
+    /// Opens the current snapshot file for reading its data: the meta, the file, and where
+    /// the data starts. Reads only the header, however large the snapshot.
+    pub fn open_current(&self) -> Result<Option<(SnapshotMeta, File, u64)>, SnapshotError> {
+        let path = self.path();
+        let file = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_err(&path, "open")(e)),
+        };
+        let (meta, start) = read_head(&path, &file)?;
+        Ok(Some((meta, file, start)))
+    }
+
     /// Makes `meta` + `data` the current snapshot, unless the current one is newer. Returns
     /// whether it was written.
     pub fn write(&self, meta: &SnapshotMeta, data: &[u8]) -> Result<bool, SnapshotError> {
+        Ok(self.write_with(meta, |out| out.write_all(data))?.is_some())
+    }
+
+    /// Makes `meta` and the data `encode` writes the current snapshot, unless the current
+    /// one is newer, streaming the data to disk. Returns the new file opened for reading
+    /// and where its data starts, or `None` when a newer snapshot was kept.
+    pub fn write_with(
+        &self,
+        meta: &SnapshotMeta,
+        encode: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+    ) -> Result<Option<(File, u64)>, SnapshotError> {
         let mut current = self.lock();
         if let Some(cur) = current.as_ref()
             && cur.last_log_id > meta.last_log_id
@@ -142,7 +166,7 @@ impl SnapshotStore {
                 current = %cur.snapshot_id,
                 "not replacing a newer snapshot with an older one"
             );
-            return Ok(false);
+            return Ok(None);
         }
         let meta_bytes =
             postcard::to_allocvec(meta).map_err(|source| SnapshotError::EncodeMeta {
@@ -154,33 +178,48 @@ impl SnapshotStore {
             reason: format!("meta of {} bytes is too large", meta_bytes.len()),
         })?;
         let temp = self.dir.join(TEMP_FILE);
-        {
-            let mut f = super::private::private_options()
+        let mut head = Vec::with_capacity(MAGIC.len() + 1 + 4 + meta_bytes.len() + 8);
+        head.extend_from_slice(MAGIC);
+        head.push(SNAPSHOT_FILE_FORMAT);
+        head.extend_from_slice(&meta_len.to_le_bytes());
+        head.extend_from_slice(&meta_bytes);
+        // The data's length is not known until it is written: zero here, patched after.
+        let length_at = head.len() as u64;
+        head.extend_from_slice(&0u64.to_le_bytes());
+        let start = head.len() as u64;
+        let data_len = {
+            let f = super::private::private_options()
                 .open(&temp)
                 .map_err(io_err(&temp, "create"))?;
-            let mut head = Vec::with_capacity(MAGIC.len() + 1 + 4 + meta_bytes.len() + 8);
-            head.extend_from_slice(MAGIC);
-            head.push(SNAPSHOT_FILE_FORMAT);
-            head.extend_from_slice(&meta_len.to_le_bytes());
-            head.extend_from_slice(&meta_bytes);
-            head.extend_from_slice(&(data.len() as u64).to_le_bytes());
-            f.write_all(&head).map_err(io_err(&temp, "write"))?;
-            f.write_all(data).map_err(io_err(&temp, "write"))?;
+            let mut out = io::BufWriter::with_capacity(1 << 20, f);
+            out.write_all(&head).map_err(io_err(&temp, "write"))?;
+            encode(&mut out).map_err(io_err(&temp, "write"))?;
+            let mut f = out
+                .into_inner()
+                .map_err(|e| io_err(&temp, "write")(e.into_error()))?;
+            let end = f.stream_position().map_err(io_err(&temp, "write"))?;
+            let data_len = end - start;
+            f.seek(SeekFrom::Start(length_at))
+                .and_then(|_| f.write_all(&data_len.to_le_bytes()))
+                .map_err(io_err(&temp, "write"))?;
             f.sync_all().map_err(io_err(&temp, "fsync"))?;
-        }
+            data_len
+        };
         let path = self.path();
         fs::rename(&temp, &path).map_err(io_err(&path, "rename temp file over"))?;
         File::open(&self.dir)
             .and_then(|d| d.sync_all())
             .map_err(io_err(&self.dir, "fsync dir"))?;
+        // Opened while the lock is held, so it is this snapshot's file and not a later one.
+        let written = File::open(&path).map_err(io_err(&path, "open"))?;
         *current = Some(meta.clone());
         tracing::info!(
             snapshot_id = %meta.snapshot_id,
             last_log = ?meta.last_log_id.map(|l| l.index),
-            bytes = data.len(),
+            bytes = data_len,
             "raft snapshot written"
         );
-        Ok(true)
+        Ok(Some((written, start)))
     }
 }
 
@@ -204,8 +243,38 @@ fn take<'a>(
     Ok(head)
 }
 
-/// Checks the file and returns its meta and where its data starts (the data runs to the end).
-fn decode_head(path: &Path, bytes: &[u8]) -> Result<(SnapshotMeta, usize), SnapshotError> {
+/// Reads and checks the header of the snapshot file `file` (of which only the header is
+/// read) and returns its meta and where its data starts.
+fn read_head(path: &Path, file: &File) -> Result<(SnapshotMeta, u64), SnapshotError> {
+    let file_len = file.metadata().map_err(io_err(path, "stat"))?.len();
+    let mut reader = io::BufReader::new(file);
+    let mut head = vec![0u8; MAGIC.len() + 1 + 4];
+    let mut read_exact = |buf: &mut [u8]| match reader.read_exact(buf) {
+        // Too short: `decode_head` names which part is missing.
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(false),
+        Err(e) => Err(io_err(path, "read")(e)),
+        Ok(()) => Ok(true),
+    };
+    if read_exact(&mut head)? {
+        let meta_len = u32::from_le_bytes(head[MAGIC.len() + 1..].try_into().unwrap_or([0; 4]));
+        let fixed = head.len();
+        head.resize(fixed + meta_len as usize + 8, 0);
+        if !read_exact(&mut head[fixed..])? {
+            head.truncate(fixed);
+        }
+    }
+    let (meta, start) = decode_head(path, &head, file_len)?;
+    Ok((meta, start as u64))
+}
+
+/// Checks a snapshot file's header, given its first bytes (the header at least, or the
+/// whole file) and the file's length, and returns its meta and where its data starts (the
+/// data runs to the end).
+fn decode_head(
+    path: &Path,
+    bytes: &[u8],
+    file_len: u64,
+) -> Result<(SnapshotMeta, usize), SnapshotError> {
     let corrupt = |reason: String| SnapshotError::Corrupt {
         path: path.to_path_buf(),
         reason,
@@ -233,11 +302,16 @@ fn decode_head(path: &Path, bytes: &[u8]) -> Result<(SnapshotMeta, usize), Snaps
     let data_len = usize::try_from(u64::from_le_bytes(len8))
         .map_err(|_| corrupt("data length does not fit in memory".to_string()))?;
     let offset = bytes.len() - rest.len();
-    take(&mut rest, data_len, "data", path)?;
-    if !rest.is_empty() {
+    let data_in_file = file_len.saturating_sub(offset as u64);
+    if data_in_file < data_len as u64 {
+        return Err(corrupt(format!(
+            "truncated in the data: needs {data_len} bytes, {data_in_file} left"
+        )));
+    }
+    if data_in_file > data_len as u64 {
         return Err(corrupt(format!(
             "{} trailing bytes after the data",
-            rest.len()
+            data_in_file - data_len as u64
         )));
     }
     Ok((meta, offset))

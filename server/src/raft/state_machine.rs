@@ -11,13 +11,14 @@
 //! On start the state machine loads the latest snapshot (state, last applied log id and
 //! membership) and openraft re-applies the committed log after it.
 
+use super::snapshot_data::SnapshotData;
 use super::snapshot_store::{SnapshotError, SnapshotStore};
 use super::types::{
     ApplyResponse, Entry, LogId, ServerId, Snapshot, SnapshotMeta, StorageError, StoredMembership,
     TypeConfig,
 };
 use drover_core::Index;
-use drover_core::fsm::{self, Event, decode_snapshot, encode_snapshot};
+use drover_core::fsm::{self, Event, decode_snapshot, encode_snapshot, encode_snapshot_to};
 use drover_core::state::{StateSnapshot, StateStore};
 use openraft::storage::RaftStateMachine;
 use openraft::{AnyError, EntryPayload, OptionalSend, RaftSnapshotBuilder, StorageIOError};
@@ -278,15 +279,21 @@ impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
         let meta = self.meta.clone();
         let snapshots = self.snapshots.clone();
         let data = blocking(move || {
-            let data = encode_snapshot(&store);
-            snapshots.write(&meta, &data)?;
-            Ok(data)
+            match snapshots.write_with(&meta, |out| encode_snapshot_to(&store, out))? {
+                Some((file, start)) => Ok(SnapshotData::File {
+                    file: tokio::fs::File::from_std(file),
+                    start,
+                }),
+                // A newer snapshot was installed meanwhile and kept; this one is still
+                // answered whole, from memory, as the state it was asked for.
+                None => Ok(SnapshotData::Memory(Cursor::new(encode_snapshot(&store)))),
+            }
         })
         .await
         .map_err(|e| snapshot_error(Some(&self.meta), true, e))?;
         Ok(Snapshot {
             meta: self.meta.clone(),
-            snapshot: Box::new(Cursor::new(data)),
+            snapshot: Box::new(data),
         })
     }
 }
@@ -363,16 +370,24 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         }
     }
 
-    async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>, StorageError> {
-        Ok(Box::new(Cursor::new(Vec::new())))
+    async fn begin_receiving_snapshot(&mut self) -> Result<Box<SnapshotData>, StorageError> {
+        Ok(Box::new(SnapshotData::receiving()))
     }
 
     async fn install_snapshot(
         &mut self,
         meta: &SnapshotMeta,
-        snapshot: Box<Cursor<Vec<u8>>>,
+        snapshot: Box<SnapshotData>,
     ) -> Result<(), StorageError> {
-        let data = snapshot.into_inner();
+        let data = snapshot.into_bytes().await.map_err(|e| {
+            snapshot_error(
+                Some(meta),
+                false,
+                SnapshotError::Task {
+                    reason: format!("cannot read the received snapshot: {e}"),
+                },
+            )
+        })?;
         let snapshots = self.snapshots.clone();
         let m = meta.clone();
         // Decode first: a snapshot that does not decode is refused before it replaces anything.
@@ -401,12 +416,17 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
 
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, StorageError> {
         let snapshots = self.snapshots.clone();
-        let current = blocking(move || snapshots.read())
+        // The file itself, not its bytes: a follower catching up is sent chunks read from
+        // disk, so a large snapshot is never held in memory to be sent.
+        let current = blocking(move || snapshots.open_current())
             .await
             .map_err(|e| snapshot_error(None, false, e))?;
-        Ok(current.map(|(meta, data)| Snapshot {
+        Ok(current.map(|(meta, file, start)| Snapshot {
             meta,
-            snapshot: Box::new(Cursor::new(data)),
+            snapshot: Box::new(SnapshotData::File {
+                file: tokio::fs::File::from_std(file),
+                start,
+            }),
         }))
     }
 }

@@ -4,7 +4,6 @@ use drover_core::Index;
 use drover_core::fsm::{ApplyError, Command};
 use serde::{Deserialize, Serialize};
 // `declare_raft_types!` names the snapshot data type without a path.
-use std::io::Cursor;
 
 /// A Raft node id: one per server (named so to keep it apart from core's agent `NodeId`).
 /// Stable for the life of a data dir (the log store records it).
@@ -28,7 +27,7 @@ openraft::declare_raft_types!(
         NodeId = ServerId,
         Node = openraft::BasicNode,
         Entry = openraft::Entry<TypeConfig>,
-        SnapshotData = Cursor<Vec<u8>>,
+        SnapshotData = super::snapshot_data::SnapshotData,
         AsyncRuntime = openraft::TokioRuntime,
 );
 

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::raft::codec;
+use crate::raft::snapshot_data::SnapshotData;
 use crate::raft::types::{Entry, LogId, Vote};
 use openraft::storage::{RaftLogStorage, RaftLogStorageExt, RaftStateMachine};
 use openraft::testing::{StoreBuilder, Suite};
@@ -297,6 +298,11 @@ async fn the_state_machine_applies_batches_and_snapshots_round_trip() {
     let mut builder = sm.get_snapshot_builder().await;
     let snap = builder.build_snapshot().await.unwrap();
     assert_eq!(snap.meta.last_log_id, Some(log_id(1, 5)));
+    // Built straight to disk, the snapshot reads back as exactly the state's bytes.
+    assert_eq!(
+        snap.snapshot.into_bytes().await.unwrap(),
+        state_bytes(&handle.snapshot())
+    );
 
     // A fresh machine on another dir installs it and matches.
     let other = tempfile::tempdir().unwrap();
@@ -324,7 +330,12 @@ async fn the_state_machine_applies_batches_and_snapshots_round_trip() {
         snapshot_id: "bad".into(),
     };
     let err = bad
-        .install_snapshot(&meta, Box::new(std::io::Cursor::new(b"nonsense".to_vec())))
+        .install_snapshot(
+            &meta,
+            Box::new(SnapshotData::Memory(std::io::Cursor::new(
+                b"nonsense".to_vec(),
+            ))),
+        )
         .await
         .unwrap_err();
     assert!(err.to_string().contains("bad"), "{err}");
