@@ -505,6 +505,58 @@ fn garbage_older_than_the_threshold_is_deleted() {
     ));
 }
 
+/// An old, finished eval stays while any allocation it placed is kept, and goes with the
+/// last of them.
+#[test]
+fn an_eval_is_collected_only_with_its_allocations() {
+    let mut sim = Sim::leading();
+    sim.healthy_node(1);
+    let web = mock::batch_job("web", 1);
+    sim.register_job(&web, 1);
+    let mut eval = mock::eval(0, &web);
+    eval.status = EvalStatus::Complete;
+    eval.modify_time = sim.now;
+    sim.write(Command::EvalUpsert { evals: vec![eval] });
+    sim.place(&web, 1, 1);
+    let gc = GcConfig::default();
+    sim.advance(gc.threshold + gc.interval * 2);
+    let snap = sim.store.snapshot();
+    assert!(
+        snap.alloc(&mock::alloc_id(1)).is_some(),
+        "a running alloc stays"
+    );
+    assert!(
+        snap.eval(&mock::eval_id(0)).is_some(),
+        "the eval of a kept alloc stays"
+    );
+    let mut stopped = (**snap.alloc(&mock::alloc_id(1)).unwrap()).clone();
+    stopped.desired_status = DesiredStatus::Stop;
+    sim.write(mock::place(mock::eval_id(0), vec![stopped], sim.now));
+    // The node went quiet over the wait; back, it reports the allocation done.
+    sim.healthy_node(1);
+    sim.write(Command::AllocClientUpdate {
+        node_id: mock::node_id(1),
+        updates: vec![crate::fsm::AllocClientUpdate {
+            alloc_id: mock::alloc_id(1),
+            client_status: ClientStatus::Complete,
+            client_description: "All tasks have completed".into(),
+            task_states: Default::default(),
+        }],
+        evals: Vec::new(),
+        now: sim.now,
+    });
+    sim.advance(gc.threshold + gc.interval * 2);
+    let snap = sim.store.snapshot();
+    assert!(
+        snap.alloc(&mock::alloc_id(1)).is_none(),
+        "the finished alloc went"
+    );
+    assert!(
+        snap.eval(&mock::eval_id(0)).is_none(),
+        "and its eval with it"
+    );
+}
+
 #[test]
 fn tokens_expired_longer_than_the_threshold_are_deleted() {
     let mut sim = Sim::leading();
