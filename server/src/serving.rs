@@ -57,10 +57,47 @@ impl<T: Send + 'static> Serving<T> {
     }
 }
 
+/// The connections `listener` accepts, each with Nagle's algorithm off.
+///
+/// tonic sets `TCP_NODELAY` only on listeners it binds itself, never on an incoming stream
+/// it is handed, and every listener here is bound first (to learn the real port). With
+/// Nagle on, a small response written while the previous one is unacknowledged waits for
+/// the peer's delayed ACK: about 40 ms, which was the whole tail of the latency bench
+/// (register → eval complete p99 41.7 ms against a p50 of 1.8 ms).
+pub fn accept_without_delay(
+    listener: tokio::net::TcpListener,
+) -> impl tokio_stream::Stream<Item = std::io::Result<tokio::net::TcpStream>> {
+    use tokio_stream::StreamExt;
+    tokio_stream::wrappers::TcpListenerStream::new(listener).map(|accepted| {
+        let stream = accepted?;
+        stream.set_nodelay(true)?;
+        Ok(stream)
+    })
+}
+
 impl<T> Drop for Serving<T> {
     fn drop(&mut self) {
         if let Some(task) = self.task.take() {
             task.abort();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio_stream::StreamExt;
+
+    #[tokio::test]
+    async fn accepted_connections_have_nagle_off() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut incoming = std::pin::pin!(accept_without_delay(listener));
+        let _client = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let accepted = incoming.next().await.unwrap().unwrap();
+        assert!(
+            accepted.nodelay().unwrap(),
+            "TCP_NODELAY is off on an accepted connection"
+        );
     }
 }

@@ -308,7 +308,7 @@ pub async fn serve(router: ApiRouter, addr: &str) -> Result<ApiServer, ServeErro
         addr: addr.to_string(),
         source,
     })?;
-    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    let incoming = crate::serving::accept_without_delay(listener);
     let serving = Serving::spawn(local, |stopped| {
         router.serve_with_incoming_shutdown(incoming, stopped)
     });

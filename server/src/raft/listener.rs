@@ -133,7 +133,7 @@ impl RaftListener {
                 .tls_config(tls)
                 .map_err(|e| std::io::Error::other(format!("tls: {e}")))?;
         }
-        let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+        let incoming = crate::serving::accept_without_delay(listener);
         let router = builder.add_service(svc);
         let serving = Serving::spawn(addr, |stopped| {
             router.serve_with_incoming_shutdown(incoming, stopped)
