@@ -222,7 +222,7 @@ pub async fn run(args: BenchArgs, out: &mut dyn Write) -> Result<(), BenchError>
 
 /// One scenario's figures.
 enum Measured {
-    C1m(Report),
+    C1m(Box<Report>),
     Latency(latency::LatencyReport),
     Storm(storm::StormReport),
     Heartbeat(heartbeat::HeartbeatReport),
@@ -244,7 +244,7 @@ async fn scenario(
     let measured = match args.scenario {
         Scenario::C1m => measure(target, &client, workload, args, progress)
             .await
-            .map(Measured::C1m),
+            .map(|r| Measured::C1m(Box::new(r))),
         Scenario::Latency => measure_latency(target, &client, workload, args, progress)
             .await
             .map(Measured::Latency),
@@ -326,7 +326,15 @@ async fn measure(
     let console_load = match &timed {
         Ok(_) => {
             progress.phase("loading the placed state the way the console does");
-            console_load(target.url()).await
+            console_load(target.url())
+                .await
+                .map(|load| report::ConsoleLoad {
+                    server_peak_rss_mib: target
+                        .child()
+                        .and_then(|c| c.usage())
+                        .map(|u| u.peak_rss_kib as f64 / 1024.0),
+                    ..load
+                })
         }
         Err(_) => None,
     };
@@ -389,6 +397,7 @@ async fn console_load(url: &str) -> Option<report::ConsoleLoad> {
             build_secs: secs(l.build),
             nodes: l.nodes as u64,
             allocations: l.allocs as u64,
+            server_peak_rss_mib: None,
         }),
         Err(error) => {
             tracing::warn!(%error, "the console's load could not be measured");

@@ -63,6 +63,9 @@ pub struct ConsoleLoad {
     pub build_secs: f64,
     pub nodes: u64,
     pub allocations: u64,
+    /// The server's VmHWM after the load: its peak over the whole run, the console's
+    /// reads included (the server figures above end when the placements do).
+    pub server_peak_rss_mib: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -178,8 +181,15 @@ impl Report {
                 "Console load",
                 match &self.console_load {
                     Some(c) => format!(
-                        "{:.2}s for {} nodes and {} allocations (read {:.2}s, first frame {:.2}s)",
-                        c.total_secs, c.nodes, c.allocations, c.read_secs, c.build_secs
+                        "{:.2}s for {} nodes and {} allocations (read {:.2}s, first frame {:.2}s){}",
+                        c.total_secs,
+                        c.nodes,
+                        c.allocations,
+                        c.read_secs,
+                        c.build_secs,
+                        c.server_peak_rss_mib.map_or_else(String::new, |mib| format!(
+                            "; server peak RSS {mib:.1} MiB by its end"
+                        ))
                     ),
                     None => "not measured".into(),
                 },
@@ -278,6 +288,7 @@ mod tests {
                 build_secs: 0.25,
                 nodes: 1_000,
                 allocations: 10_000,
+                server_peak_rss_mib: Some(250.5),
             }),
             settings: Settings {
                 run_id: "0a1b2c3d".into(),
