@@ -72,6 +72,26 @@ pub fn eval(n: u64, job: &Job) -> Evaluation {
     Evaluation::new(eval_id(n), job, TriggeredBy::JobRegister, Timestamp::ZERO)
 }
 
+/// Links with every field set: a replacement that was rescheduled once, preempted two
+/// allocations, is followed up by an eval, was itself preempted and replaced.
+pub fn full_links() -> AllocLinks {
+    AllocLinks {
+        reschedule_tracker: Some(Box::new(RescheduleTracker {
+            events: vec![RescheduleEvent {
+                time: Timestamp::from_millis(9),
+                prev_alloc_id: alloc_id(1),
+                prev_node_id: node_id(1),
+                delay_ms: 30_000,
+            }],
+        })),
+        previous_allocation: Some(alloc_id(1)),
+        next_allocation: Some(alloc_id(6)),
+        follow_up_eval_id: Some(eval_id(9)),
+        preempted_by: Some(alloc_id(7)),
+        preempted_allocations: vec![alloc_id(2), alloc_id(3)],
+    }
+}
+
 /// A running allocation `job.web[i]` of `job` on `node`, as the plan applier would store it.
 pub fn alloc(n: u64, job: &Job, node: NodeId, i: u32) -> Allocation {
     let group = &job.groups[0];
@@ -90,12 +110,7 @@ pub fn alloc(n: u64, job: &Job, node: NodeId, i: u32) -> Allocation {
         client_description: Default::default(),
         state_history: Vec::new(),
         task_states: Default::default(),
-        reschedule_tracker: None,
-        previous_allocation: None,
-        next_allocation: None,
-        follow_up_eval_id: None,
-        preempted_by: None,
-        preempted_allocations: Vec::new(),
+        links: Default::default(),
         resources: group.resources(),
         metrics: PlacementMetric::default(),
         create_index: 0,

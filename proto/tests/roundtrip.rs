@@ -115,7 +115,9 @@ fn allocation_with_nothing_optional_round_trips() {
 #[test]
 fn allocation_with_empty_reschedule_tracker_keeps_it() {
     let mut alloc = full_alloc();
-    alloc.reschedule_tracker = Some(Box::default());
+    alloc
+        .links
+        .update(|l| l.reschedule_tracker = Some(Box::default()));
     assert_eq!(round_trip::<Allocation, pb::Allocation>(&alloc), alloc);
 }
 

@@ -137,7 +137,7 @@ async fn a_failing_task_restarts_per_policy_then_fails_and_is_rescheduled() {
 
     let replacement = wait_alloc(&server, "flaky-task", "a replacement", |a| {
         a.iter()
-            .find(|r| r.previous_allocation == Some(first.id))
+            .find(|r| r.links.get().previous_allocation == Some(first.id))
             .map(|r| r.id)
     })
     .await;

@@ -521,7 +521,7 @@ async fn preempted_jobs_are_evaluated_again_and_wait_blocked() {
     let key = low.key();
     let evicted = snap
         .allocs_by_job(&key)
-        .filter(|a| a.preempted_by.is_some())
+        .filter(|a| a.links.get().preempted_by.is_some())
         .count();
     assert_eq!(evicted, 3, "every low allocation was preempted");
     assert!(

@@ -156,13 +156,13 @@ pub fn alloc_details(a: &Allocation, verbose: bool, now: Timestamp) -> String {
             ),
         ),
     ];
-    if let Some(prev) = a.previous_allocation {
+    if let Some(prev) = a.links.get().previous_allocation {
         fields.push(("Replaces", output::id(prev, verbose)));
     }
-    if let Some(next) = a.next_allocation {
+    if let Some(next) = a.links.get().next_allocation {
         fields.push(("Replaced By", output::id(next, verbose)));
     }
-    if let Some(eval) = a.follow_up_eval_id {
+    if let Some(eval) = a.links.get().follow_up_eval_id {
         fields.push(("Follow-up Eval", output::id(eval, verbose)));
     }
     let mut text = key_values(&fields);
@@ -177,7 +177,7 @@ pub fn alloc_details(a: &Allocation, verbose: bool, now: Timestamp) -> String {
         }
         text.push_str(&table.render());
     }
-    if let Some(tracker) = &a.reschedule_tracker
+    if let Some(tracker) = &a.links.get().reschedule_tracker
         && !tracker.events.is_empty()
     {
         text.push_str("\nReschedule Attempts\n");

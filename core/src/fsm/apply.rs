@@ -645,10 +645,11 @@ impl Apply<'_> {
             a.record_client_status(status, now);
         }
         if t.follow_up_eval_id.is_some() {
-            a.follow_up_eval_id = t.follow_up_eval_id;
+            a.links
+                .update(|l| l.follow_up_eval_id = t.follow_up_eval_id);
         }
         if t.preempted_by.is_some() {
-            a.preempted_by = t.preempted_by;
+            a.links.update(|l| l.preempted_by = t.preempted_by);
         }
         self.stamp_and_put(a, Some(&old), now);
     }
@@ -670,11 +671,11 @@ impl Apply<'_> {
             None => {
                 a.create_index = self.index;
                 a.create_time = now;
-                if let Some(prev) = a.previous_allocation
+                if let Some(prev) = a.links.get().previous_allocation
                     && let Some(p) = self.store.alloc(&prev).cloned()
                 {
                     let mut next = (*p).clone();
-                    next.next_allocation = Some(a.id);
+                    next.links.update(|l| l.next_allocation = Some(a.id));
                     self.stamp_and_put(next, Some(&p), now);
                 }
             }

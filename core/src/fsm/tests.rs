@@ -455,7 +455,7 @@ fn plan_apply_transitions_record_state_history_and_free_capacity() {
     let a = s.alloc(&mock::alloc_id(1)).unwrap();
     assert_eq!(a.client_status, ClientStatus::Unknown);
     assert_eq!(a.last_state(), Some(ClientStatus::Unknown));
-    assert_eq!(a.follow_up_eval_id, Some(mock::eval_id(5)));
+    assert_eq!(a.links.get().follow_up_eval_id, Some(mock::eval_id(5)));
     assert_eq!(
         s.node_usage(&n1),
         Resources::new(100, 256, 0),
@@ -518,7 +518,9 @@ fn plan_apply_in_place_update_keeps_client_view_and_links_replacements() {
     let mut updated = placed.clone();
     updated.job_version = 1;
     let mut replacement = mock::alloc(2, &job, n1, 0);
-    replacement.previous_allocation = Some(placed.id);
+    replacement
+        .links
+        .update(|l| l.previous_allocation = Some(placed.id));
     let (s, _, _) = check(
         &setup,
         mock::place(mock::eval_id(2), vec![updated, replacement], T0),
@@ -531,7 +533,7 @@ fn plan_apply_in_place_update_keeps_client_view_and_links_replacements() {
         "the scheduler's stale pending does not win"
     );
     assert_eq!(a.create_index, 3);
-    assert_eq!(a.next_allocation, Some(mock::alloc_id(2)));
+    assert_eq!(a.links.get().next_allocation, Some(mock::alloc_id(2)));
 }
 
 #[test]

@@ -98,9 +98,9 @@ fn disconnected(
         _ => node.status_updated_at,
     };
     let due = since.saturating_add(window);
-    if facts.now >= due || alloc.follow_up_eval_id == Some(facts.eval) {
+    if facts.now >= due || alloc.links.get().follow_up_eval_id == Some(facts.eval) {
         NodeBucket::Lost
-    } else if alloc.follow_up_eval_id.is_none() {
+    } else if alloc.links.get().follow_up_eval_id.is_none() {
         // Unknown without a follow-up (written before this rule): give it one, so it cannot
         // stay unknown for ever.
         NodeBucket::Disconnecting { due }
@@ -190,11 +190,13 @@ mod tests {
             A::OldVersion => alloc.job_version = job.version + 1,
             A::Unknown | A::UnknownWithFollowUp | A::UnknownDue | A::Reported => {
                 alloc.record_client_status(ClientStatus::Unknown, at(12));
-                alloc.follow_up_eval_id = match a {
-                    A::Unknown => None,
-                    A::UnknownDue => Some(eval),
-                    _ => Some(mock::eval_id(3)),
-                };
+                alloc.links.update(|l| {
+                    l.follow_up_eval_id = match a {
+                        A::Unknown => None,
+                        A::UnknownDue => Some(eval),
+                        _ => Some(mock::eval_id(3)),
+                    }
+                });
                 if matches!(a, A::Reported) {
                     alloc.client_status = ClientStatus::Running;
                 }

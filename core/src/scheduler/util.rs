@@ -30,7 +30,7 @@ pub fn new_alloc(
             reschedule::next_tracker(prev, &group.reschedule, now, delay),
         )),
         // Other replacements carry the history along so attempts stay counted.
-        (_, Some(prev)) => prev.reschedule_tracker.clone(),
+        (_, Some(prev)) => prev.links.get().reschedule_tracker.clone(),
         _ => None,
     };
     Allocation {
@@ -48,12 +48,12 @@ pub fn new_alloc(
         client_description: Default::default(),
         state_history: Vec::new(),
         task_states: Default::default(),
-        reschedule_tracker,
-        previous_allocation: p.previous.as_ref().map(|a| a.id),
-        next_allocation: None,
-        follow_up_eval_id: None,
-        preempted_by: None,
-        preempted_allocations: ranked.preempted.iter().map(|a| a.id).collect(),
+        links: Links::new(AllocLinks {
+            reschedule_tracker,
+            previous_allocation: p.previous.as_ref().map(|a| a.id),
+            preempted_allocations: ranked.preempted.iter().map(|a| a.id).collect(),
+            ..Default::default()
+        }),
         resources: group.resources(),
         metrics: PlacementMetric {
             nodes_evaluated: metrics.nodes_evaluated,

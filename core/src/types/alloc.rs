@@ -4,7 +4,9 @@
 //! UUIDs, the job id is shared, optional parts are boxed, and the job itself is not embedded
 //! (schedulers look up the version an allocation was placed with in the job versions table).
 
-use super::{AllocId, Dimension, EvalId, Index, JobId, NodeId, Resources, TaskStates, Timestamp};
+use super::{
+    AllocId, Dimension, EvalId, Index, JobId, Links, NodeId, Resources, TaskStates, Timestamp,
+};
 use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -181,15 +183,9 @@ pub struct Allocation {
     pub client_description: CompactString,
     pub state_history: Vec<AllocStateEntry>,
     pub task_states: TaskStates,
-    pub reschedule_tracker: Option<Box<RescheduleTracker>>,
-    pub previous_allocation: Option<AllocId>,
-    pub next_allocation: Option<AllocId>,
-    /// Eval that will act on this allocation later (delayed reschedule, disconnect timeout).
-    pub follow_up_eval_id: Option<EvalId>,
-    /// Set when this allocation was evicted to make room.
-    pub preempted_by: Option<AllocId>,
-    /// Allocations this one evicted when it was placed.
-    pub preempted_allocations: Vec<AllocId>,
+    /// What links this allocation to others; read with [`Links::get`], set with
+    /// [`Links::get_mut`].
+    pub links: Links,
     pub resources: Resources,
     pub metrics: PlacementMetric,
     pub create_index: Index,

@@ -1,6 +1,7 @@
 //! The domain types: one module per concept.
 
 mod alloc;
+mod alloc_links;
 mod constraint;
 mod eval;
 mod group;
@@ -15,6 +16,7 @@ mod task;
 mod task_states;
 
 pub use alloc::*;
+pub use alloc_links::{AllocLinks, Links};
 pub use constraint::*;
 pub use eval::*;
 pub use group::*;

@@ -115,12 +115,14 @@ impl From<&Allocation> for pb::Allocation {
                 .iter()
                 .map(|(k, t)| (k.to_owned(), t.into()))
                 .collect(),
-            reschedule_tracker: a.reschedule_tracker.as_deref().map(Into::into),
-            previous_allocation: opt_id_text(&a.previous_allocation),
-            next_allocation: opt_id_text(&a.next_allocation),
-            follow_up_eval_id: opt_id_text(&a.follow_up_eval_id),
-            preempted_by: opt_id_text(&a.preempted_by),
+            reschedule_tracker: a.links.get().reschedule_tracker.as_deref().map(Into::into),
+            previous_allocation: opt_id_text(&a.links.get().previous_allocation),
+            next_allocation: opt_id_text(&a.links.get().next_allocation),
+            follow_up_eval_id: opt_id_text(&a.links.get().follow_up_eval_id),
+            preempted_by: opt_id_text(&a.links.get().preempted_by),
             preempted_allocations: a
+                .links
+                .get()
                 .preempted_allocations
                 .iter()
                 .map(ToString::to_string)
@@ -305,19 +307,21 @@ pub(crate) fn allocation(p: pb::Allocation) -> Result<Allocation> {
         client_description: p.client_description.into(),
         state_history: each("state_history", p.state_history, state_entry)?,
         task_states: task_states(p.task_states)?,
-        reschedule_tracker: p
-            .reschedule_tracker
-            .map(reschedule_tracker)
-            .transpose()
-            .within("reschedule_tracker")?
-            .map(Box::new),
-        previous_allocation: parse_opt_id("previous_allocation", &p.previous_allocation)?,
-        next_allocation: parse_opt_id("next_allocation", &p.next_allocation)?,
-        follow_up_eval_id: parse_opt_id("follow_up_eval_id", &p.follow_up_eval_id)?,
-        preempted_by: parse_opt_id("preempted_by", &p.preempted_by)?,
-        preempted_allocations: each("preempted_allocations", p.preempted_allocations, |id| {
-            parse_id("", &id)
-        })?,
+        links: Links::new(AllocLinks {
+            reschedule_tracker: p
+                .reschedule_tracker
+                .map(reschedule_tracker)
+                .transpose()
+                .within("reschedule_tracker")?
+                .map(Box::new),
+            previous_allocation: parse_opt_id("previous_allocation", &p.previous_allocation)?,
+            next_allocation: parse_opt_id("next_allocation", &p.next_allocation)?,
+            follow_up_eval_id: parse_opt_id("follow_up_eval_id", &p.follow_up_eval_id)?,
+            preempted_by: parse_opt_id("preempted_by", &p.preempted_by)?,
+            preempted_allocations: each("preempted_allocations", p.preempted_allocations, |id| {
+                parse_id("", &id)
+            })?,
+        }),
         resources: required_resources("resources", p.resources)?,
         metrics: placement_metric(required("metrics", p.metrics)?),
         create_index: p.create_index,

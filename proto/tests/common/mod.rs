@@ -195,19 +195,7 @@ pub fn full_alloc() -> Allocation {
             },
         ),
     ]);
-    a.reschedule_tracker = Some(Box::new(RescheduleTracker {
-        events: vec![RescheduleEvent {
-            time: Timestamp::from_millis(9),
-            prev_alloc_id: mock::alloc_id(1),
-            prev_node_id: mock::node_id(1),
-            delay_ms: 30_000,
-        }],
-    }));
-    a.previous_allocation = Some(mock::alloc_id(1));
-    a.next_allocation = Some(mock::alloc_id(6));
-    a.follow_up_eval_id = Some(mock::eval_id(9));
-    a.preempted_by = Some(mock::alloc_id(7));
-    a.preempted_allocations = vec![mock::alloc_id(2), mock::alloc_id(3)];
+    a.links = mock::full_links().into();
     a.metrics = PlacementMetric {
         nodes_evaluated: 12,
         nodes_filtered: 3,

@@ -73,7 +73,7 @@ pub fn classify(entry: &JobAlloc, cx: &Context<'_>) -> Class {
                 Reschedule::Now { delay } => Class::Replace(Replace::Reschedule { delay }),
                 Reschedule::Later { due, .. } => Class::Later {
                     due,
-                    existing: alloc.follow_up_eval_id,
+                    existing: alloc.links.get().follow_up_eval_id,
                     lost: false,
                 },
                 Reschedule::No => Class::Keep,
@@ -106,10 +106,10 @@ pub fn classify(entry: &JobAlloc, cx: &Context<'_>) -> Class {
 fn lost_or_later(alloc: &Allocation, cx: &Context<'_>, since: Timestamp) -> Class {
     if let Some(delay) = cx.group.stop_after_client_disconnect {
         let due = since.saturating_add(delay);
-        if due > cx.now && alloc.follow_up_eval_id != Some(cx.eval) {
+        if due > cx.now && alloc.links.get().follow_up_eval_id != Some(cx.eval) {
             return Class::Later {
                 due,
-                existing: alloc.follow_up_eval_id,
+                existing: alloc.links.get().follow_up_eval_id,
                 lost: true,
             };
         }
@@ -126,8 +126,8 @@ fn disconnected(alloc: &Allocation, cx: &Context<'_>, node_since: Timestamp) -> 
         return Class::MarkUnknown;
     }
     let since = alloc.state_history.last().map_or(cx.now, |e| e.time);
-    let expired =
-        cx.now >= since.saturating_add(window) || alloc.follow_up_eval_id == Some(cx.eval);
+    let expired = cx.now >= since.saturating_add(window)
+        || alloc.links.get().follow_up_eval_id == Some(cx.eval);
     if expired {
         Class::Replace(Replace::Lost)
     } else {

@@ -58,7 +58,7 @@ pub fn decide(
     if !policy.enabled() {
         return Reschedule::No;
     }
-    let tracker = alloc.reschedule_tracker.as_deref();
+    let tracker = alloc.links.get().reschedule_tracker.as_deref();
     if !policy.unlimited {
         let recent = tracker
             .map(|t| {
@@ -74,7 +74,7 @@ pub fn decide(
     }
     let delay = next_delay(policy, tracker);
     let due = failed_at(alloc).saturating_add(delay);
-    if due <= now || alloc.follow_up_eval_id == Some(eval) {
+    if due <= now || alloc.links.get().follow_up_eval_id == Some(eval) {
         Reschedule::Now { delay }
     } else {
         Reschedule::Later { due, delay }
@@ -89,6 +89,8 @@ pub fn next_tracker(
     delay: Duration,
 ) -> RescheduleTracker {
     let mut events: Vec<RescheduleEvent> = prev
+        .links
+        .get()
         .reschedule_tracker
         .as_deref()
         .map(|t| {

@@ -63,7 +63,7 @@ fn disconnect_marks_unknown_with_one_follow_up_and_places_a_stand_in() {
         (a.desired_status, a.client_status),
         (DesiredStatus::Run, ClientStatus::Unknown)
     );
-    assert_eq!(a.follow_up_eval_id, Some(follow.id));
+    assert_eq!(a.links.get().follow_up_eval_id, Some(follow.id));
     let stand_in = plan.node_allocation.values().flatten().next().unwrap();
     assert_eq!(stand_in.name, original.name);
 }
@@ -89,6 +89,8 @@ fn disconnect_past_the_window_stops_the_allocation_as_lost() {
         w.h.state
             .alloc(&original.id)
             .unwrap()
+            .links
+            .get()
             .follow_up_eval_id
             .unwrap();
     w.advance(WINDOW);
@@ -217,7 +219,12 @@ fn stop_after_client_disconnect_waits_then_replaces_through_a_follow_up() {
     assert!(plan.node_allocation.is_empty());
     let follow = plan.evals[0].id;
     assert_eq!(
-        w.h.state.alloc(&original.id).unwrap().follow_up_eval_id,
+        w.h.state
+            .alloc(&original.id)
+            .unwrap()
+            .links
+            .get()
+            .follow_up_eval_id,
         Some(follow)
     );
     w.advance(Duration::from_secs(60));
@@ -279,7 +286,11 @@ fn per_node_jobs_keep_their_allocation_through_a_disconnect() {
         );
         let a = w.h.state.alloc(&original.id).unwrap().clone();
         assert_eq!(
-            (a.desired_status, a.client_status, a.follow_up_eval_id),
+            (
+                a.desired_status,
+                a.client_status,
+                a.links.get().follow_up_eval_id
+            ),
             (DesiredStatus::Run, ClientStatus::Unknown, Some(follow.id)),
             "{job_type:?}"
         );

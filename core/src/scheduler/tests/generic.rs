@@ -127,7 +127,7 @@ fn rolling_update_with_max_parallel_4_stops_4_and_places_4() {
     assert_eq!((ann.destructive_update, ann.ignore), (4, 6));
     for a in plan.node_allocation.values().flatten() {
         assert!(
-            a.previous_allocation.is_some(),
+            a.links.get().previous_allocation.is_some(),
             "a replacement records what it replaces"
         );
     }
@@ -278,9 +278,13 @@ fn node_drain_migrates_without_counting_a_reschedule() {
     );
     for a in plan.node_allocation.values().flatten() {
         assert_ne!(a.node_id, node);
-        assert!(moving.iter().any(|m| Some(m.id) == a.previous_allocation));
         assert!(
-            a.reschedule_tracker.is_none(),
+            moving
+                .iter()
+                .any(|m| Some(m.id) == a.links.get().previous_allocation)
+        );
+        assert!(
+            a.links.get().reschedule_tracker.is_none(),
             "a migration is not a reschedule"
         );
     }
@@ -341,8 +345,20 @@ fn reschedule_attempts_3_chains_three_replacements_and_not_a_fourth() {
         if round <= 3 {
             assert_eq!(placed.len(), 1, "round {round} replaces");
             let a = &placed[0];
-            assert_eq!(a.previous_allocation, Some(*chain.last().unwrap()));
-            assert_eq!(a.reschedule_tracker.as_ref().unwrap().events.len(), round);
+            assert_eq!(
+                a.links.get().previous_allocation,
+                Some(*chain.last().unwrap())
+            );
+            assert_eq!(
+                a.links
+                    .get()
+                    .reschedule_tracker
+                    .as_ref()
+                    .unwrap()
+                    .events
+                    .len(),
+                round
+            );
             assert_ne!(
                 Some(a.node_id),
                 current.first().map(|c| c.node_id),
@@ -373,7 +389,7 @@ fn reschedule_later_writes_a_follow_up_eval_and_its_id_on_the_allocation() {
         Some(NOW.saturating_add(Duration::from_secs(30)))
     );
     let failed = w.h.state.allocs_by_job(&job.key()).next().unwrap().clone();
-    assert_eq!(failed.follow_up_eval_id, Some(follow.id));
+    assert_eq!(failed.links.get().follow_up_eval_id, Some(follow.id));
 
     // Running the same failure again does not write a second follow-up.
     let again = w.node_eval(&job, TriggeredBy::AllocFailure);
@@ -678,6 +694,6 @@ fn an_operator_stopped_allocation_is_replaced_by_one_that_follows_it() {
             .collect();
     assert_eq!(placed.len(), 1, "{placed:?}");
     assert_eq!(placed[0].name, stopped.name);
-    assert_eq!(placed[0].previous_allocation, Some(stopped.id));
+    assert_eq!(placed[0].links.get().previous_allocation, Some(stopped.id));
     assert_eq!(w.live_count(&job), 3);
 }

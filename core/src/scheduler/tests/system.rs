@@ -240,10 +240,13 @@ fn system_preempts_lower_priority_allocations_when_a_node_is_full() {
     let c = w.counts();
     assert_eq!((c.placed, c.preempted), (1, 1));
     let placed = w.live(&sys).into_values().flatten().next().unwrap();
-    assert_eq!(placed.preempted_allocations.len(), 1);
-    let victim = w.h.state.alloc(&placed.preempted_allocations[0]).unwrap();
+    assert_eq!(placed.links.get().preempted_allocations.len(), 1);
+    let victim =
+        w.h.state
+            .alloc(&placed.links.get().preempted_allocations[0])
+            .unwrap();
     assert_eq!(
-        (victim.desired_status, victim.preempted_by),
+        (victim.desired_status, victim.links.get().preempted_by),
         (DesiredStatus::Evict, Some(placed.id))
     );
     // Issue 14, item 13: the preempted job is re-evaluated, in the same commit.
