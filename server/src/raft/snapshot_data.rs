@@ -19,7 +19,8 @@ use tokio::io::{AsyncRead, AsyncSeek, AsyncWrite, ReadBuf};
 pub enum SnapshotData {
     /// Being received from a leader, or built where no file could be read back.
     Memory(Cursor<Vec<u8>>),
-    /// The snapshot file, read-only; its data starts `start` bytes in.
+    /// The snapshot file, read-only; its data starts `start` bytes in, and the file is
+    /// positioned within the data (at its start when made).
     File { file: tokio::fs::File, start: u64 },
 }
 

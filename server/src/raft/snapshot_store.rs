@@ -130,16 +130,19 @@ impl SnapshotStore {
         Ok(Some((meta, bytes)))
     }
 
-    /// Opens the current snapshot file for reading its data: the meta, the file, and where
-    /// the data starts. Reads only the header, however large the snapshot.
+    /// Opens the current snapshot file for reading its data: the meta, the file positioned
+    /// at its data, and where the data starts. Reads only the header, however large the
+    /// snapshot.
     pub fn open_current(&self) -> Result<Option<(SnapshotMeta, File, u64)>, SnapshotError> {
         let path = self.path();
-        let file = match File::open(&path) {
+        let mut file = match File::open(&path) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(io_err(&path, "open")(e)),
         };
         let (meta, start) = read_head(&path, &file)?;
+        file.seek(SeekFrom::Start(start))
+            .map_err(io_err(&path, "seek"))?;
         Ok(Some((meta, file, start)))
     }
 
@@ -150,8 +153,9 @@ impl SnapshotStore {
     }
 
     /// Makes `meta` and the data `encode` writes the current snapshot, unless the current
-    /// one is newer, streaming the data to disk. Returns the new file opened for reading
-    /// and where its data starts, or `None` when a newer snapshot was kept.
+    /// one is newer, streaming the data to disk. Returns the new file opened for reading,
+    /// positioned at its data, and where the data starts, or `None` when a newer snapshot
+    /// was kept.
     pub fn write_with(
         &self,
         meta: &SnapshotMeta,
@@ -211,7 +215,10 @@ impl SnapshotStore {
             .and_then(|d| d.sync_all())
             .map_err(io_err(&self.dir, "fsync dir"))?;
         // Opened while the lock is held, so it is this snapshot's file and not a later one.
-        let written = File::open(&path).map_err(io_err(&path, "open"))?;
+        let mut written = File::open(&path).map_err(io_err(&path, "open"))?;
+        written
+            .seek(SeekFrom::Start(start))
+            .map_err(io_err(&path, "seek"))?;
         *current = Some(meta.clone());
         tracing::info!(
             snapshot_id = %meta.snapshot_id,

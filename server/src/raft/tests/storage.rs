@@ -298,16 +298,28 @@ async fn the_state_machine_applies_batches_and_snapshots_round_trip() {
     let mut builder = sm.get_snapshot_builder().await;
     let snap = builder.build_snapshot().await.unwrap();
     assert_eq!(snap.meta.last_log_id, Some(log_id(1, 5)));
-    // Built straight to disk, the snapshot reads back as exactly the state's bytes.
-    assert_eq!(
-        snap.snapshot.into_bytes().await.unwrap(),
-        state_bytes(&handle.snapshot())
-    );
+    // Built straight to disk, the snapshot reads back as exactly the state's bytes, from
+    // where it is handed over as from its start.
+    let mut built = Vec::new();
+    let mut data = snap.snapshot;
+    tokio::io::AsyncReadExt::read_to_end(&mut *data, &mut built)
+        .await
+        .unwrap();
+    assert_eq!(built, state_bytes(&handle.snapshot()));
+    assert_eq!(data.into_bytes().await.unwrap(), built);
 
     // A fresh machine on another dir installs it and matches.
     let other = tempfile::tempdir().unwrap();
     let mut sm2 = StateMachine::open(2, other.path(), None).unwrap();
     let data = sm.get_current_snapshot().await.unwrap().unwrap();
+    // The file is handed over positioned at the data: a reader that never seeks reads the
+    // state, not the header.
+    let mut from_here = Vec::new();
+    let mut unseeked = sm.get_current_snapshot().await.unwrap().unwrap().snapshot;
+    tokio::io::AsyncReadExt::read_to_end(&mut *unseeked, &mut from_here)
+        .await
+        .unwrap();
+    assert_eq!(from_here, state_bytes(&handle.snapshot()));
     sm2.install_snapshot(&data.meta, data.snapshot)
         .await
         .unwrap();
