@@ -326,15 +326,7 @@ async fn measure(
     let console_load = match &timed {
         Ok(_) => {
             progress.phase("loading the placed state the way the console does");
-            console_load(target.url())
-                .await
-                .map(|load| report::ConsoleLoad {
-                    server_peak_rss_mib: target
-                        .child()
-                        .and_then(|c| c.usage())
-                        .map(|u| u.peak_rss_kib as f64 / 1024.0),
-                    ..load
-                })
+            console_load(target).await
         }
         Err(_) => None,
     };
@@ -389,15 +381,19 @@ async fn measure(
 
 /// Times the console's start-up load against the server; a failure is logged, not fatal
 /// (the placements were measured).
-async fn console_load(url: &str) -> Option<report::ConsoleLoad> {
-    match drover_tui::net::load::measure_initial_load(url, None).await {
+async fn console_load(target: &Target) -> Option<report::ConsoleLoad> {
+    match drover_tui::net::load::measure_initial_load(target.url(), None).await {
         Ok(l) => Some(report::ConsoleLoad {
             total_secs: secs(l.total()),
             read_secs: secs(l.read),
             build_secs: secs(l.build),
             nodes: l.nodes as u64,
             allocations: l.allocs as u64,
-            server_peak_rss_mib: None,
+            // Read after the load: the server's peak over the whole run.
+            server_peak_rss_mib: target
+                .child()
+                .and_then(|c| c.usage())
+                .map(|u| u.peak_rss_kib as f64 / 1024.0),
         }),
         Err(error) => {
             tracing::warn!(%error, "the console's load could not be measured");

@@ -87,11 +87,11 @@ pub fn decode_command(bytes: &[u8]) -> Result<Command, CodecError> {
 
 /// Encodes the primary tables of the store; derived indexes are rebuilt on decode.
 pub fn encode_snapshot(store: &StateStore) -> Vec<u8> {
-    encode(
-        SNAPSHOT_MAGIC,
-        SNAPSHOT_FORMAT,
-        &(store.parts_ref(), store.acl_parts()),
-    )
+    let mut out = Vec::new();
+    // Writing into a Vec cannot fail, and neither can serializing plain serde-derived data.
+    encode_snapshot_to(store, &mut out)
+        .unwrap_or_else(|e| panic!("encoding drover state failed: {e}"));
+    out
 }
 
 /// [`encode_snapshot`] streamed into `out`: the same bytes, without first holding them all in

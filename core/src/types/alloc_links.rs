@@ -54,9 +54,11 @@ impl Links {
 
     /// Changes the links; the pointer is dropped again if they end up empty.
     pub fn update<T>(&mut self, change: impl FnOnce(&mut AllocLinks) -> T) -> T {
-        let mut links = self.0.take().map_or(NO_LINKS, |b| *b);
+        let mut links = self.0.take().unwrap_or_default();
         let out = change(&mut links);
-        *self = Links::new(links);
+        if *links != NO_LINKS {
+            self.0 = Some(links);
+        }
         out
     }
 }

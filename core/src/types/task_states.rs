@@ -61,7 +61,7 @@ impl TaskStates {
 
     /// `(task, state)` in task name order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &TaskState)> {
-        self.0.iter().map(|(name, state)| (name.as_str(), state))
+        self.into_iter()
     }
 
     pub fn keys(&self) -> impl ExactSizeIterator<Item = &str> {
@@ -70,10 +70,6 @@ impl TaskStates {
 
     pub fn values(&self) -> impl ExactSizeIterator<Item = &TaskState> {
         self.0.iter().map(|(_, state)| state)
-    }
-
-    pub fn values_mut(&mut self) -> impl ExactSizeIterator<Item = &mut TaskState> {
-        self.0.iter_mut().map(|(_, state)| state)
     }
 
     /// Sorts by name; of entries with the same name the last one wins, as in a map built by

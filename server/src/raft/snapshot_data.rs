@@ -25,6 +25,14 @@ pub enum SnapshotData {
 }
 
 impl SnapshotData {
+    /// The snapshot file `file`, positioned at its data, which starts `start` bytes in.
+    pub fn file(file: std::fs::File, start: u64) -> Self {
+        SnapshotData::File {
+            file: tokio::fs::File::from_std(file),
+            start,
+        }
+    }
+
     /// An empty buffer to receive a snapshot into.
     pub fn receiving() -> Self {
         SnapshotData::Memory(Cursor::new(Vec::new()))

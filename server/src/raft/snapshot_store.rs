@@ -113,21 +113,16 @@ impl SnapshotStore {
         self.lock().clone()
     }
 
-    /// Reads the current snapshot file.
+    /// Reads the current snapshot file: its meta and its data.
     pub fn read(&self) -> Result<Option<(SnapshotMeta, Vec<u8>)>, SnapshotError> {
-        let path = self.path();
-        let mut file = match File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(io_err(&path, "open")(e)),
+        let Some((meta, mut file, start)) = self.open_current()? else {
+            return Ok(None);
         };
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes)
-            .map_err(io_err(&path, "read"))?;
-        let (meta, offset) = decode_head(&path, &bytes, bytes.len() as u64)?;
-        // Drop the header in place rather than copying the (possibly large) data.
-        bytes.drain(..offset);
-        Ok(Some((meta, bytes)))
+        let len = file.metadata().map_err(io_err(&self.path(), "stat"))?.len();
+        let mut data = Vec::with_capacity(usize::try_from(len - start).unwrap_or(0));
+        file.read_to_end(&mut data)
+            .map_err(io_err(&self.path(), "read"))?;
+        Ok(Some((meta, data)))
     }
 
     /// Opens the current snapshot file for reading its data: the meta, the file positioned
@@ -135,14 +130,12 @@ impl SnapshotStore {
     /// snapshot.
     pub fn open_current(&self) -> Result<Option<(SnapshotMeta, File, u64)>, SnapshotError> {
         let path = self.path();
-        let mut file = match File::open(&path) {
+        let file = match File::open(&path) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(io_err(&path, "open")(e)),
         };
         let (meta, start) = read_head(&path, &file)?;
-        file.seek(SeekFrom::Start(start))
-            .map_err(io_err(&path, "seek"))?;
         Ok(Some((meta, file, start)))
     }
 
@@ -250,33 +243,30 @@ fn take<'a>(
     Ok(head)
 }
 
-/// Reads and checks the header of the snapshot file `file` (of which only the header is
-/// read) and returns its meta and where its data starts.
-fn read_head(path: &Path, file: &File) -> Result<(SnapshotMeta, u64), SnapshotError> {
+/// Reads and checks the header of the snapshot file `file`, and only the header, leaving
+/// the file at the end of what was read; returns the meta and where the data starts.
+fn read_head(path: &Path, mut file: &File) -> Result<(SnapshotMeta, u64), SnapshotError> {
     let file_len = file.metadata().map_err(io_err(path, "stat"))?.len();
-    let mut reader = io::BufReader::new(file);
-    let mut head = vec![0u8; MAGIC.len() + 1 + 4];
-    let mut read_exact = |buf: &mut [u8]| match reader.read_exact(buf) {
-        // Too short: `decode_head` names which part is missing.
-        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(false),
-        Err(e) => Err(io_err(path, "read")(e)),
-        Ok(()) => Ok(true),
+    let mut head = Vec::new();
+    let mut read_up_to = |n: u64, head: &mut Vec<u8>| {
+        // A short file reads short; `decode_head` names the part that is missing.
+        (&mut file)
+            .take(n)
+            .read_to_end(head)
+            .map_err(io_err(path, "read"))
     };
-    if read_exact(&mut head)? {
-        let meta_len = u32::from_le_bytes(head[MAGIC.len() + 1..].try_into().unwrap_or([0; 4]));
-        let fixed = head.len();
-        head.resize(fixed + meta_len as usize + 8, 0);
-        if !read_exact(&mut head[fixed..])? {
-            head.truncate(fixed);
-        }
+    let fixed = MAGIC.len() + 1 + 4;
+    if read_up_to(fixed as u64, &mut head)? == fixed {
+        let mut len4 = [0u8; 4];
+        len4.copy_from_slice(&head[MAGIC.len() + 1..]);
+        read_up_to(u64::from(u32::from_le_bytes(len4)) + 8, &mut head)?;
     }
     let (meta, start) = decode_head(path, &head, file_len)?;
     Ok((meta, start as u64))
 }
 
-/// Checks a snapshot file's header, given its first bytes (the header at least, or the
-/// whole file) and the file's length, and returns its meta and where its data starts (the
-/// data runs to the end).
+/// Checks a snapshot file's header, given its first bytes and the file's length, and
+/// returns its meta and where its data starts (the data runs to the end).
 fn decode_head(
     path: &Path,
     bytes: &[u8],

@@ -280,10 +280,7 @@ impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
         let snapshots = self.snapshots.clone();
         let data = blocking(move || {
             match snapshots.write_with(&meta, |out| encode_snapshot_to(&store, out))? {
-                Some((file, start)) => Ok(SnapshotData::File {
-                    file: tokio::fs::File::from_std(file),
-                    start,
-                }),
+                Some((file, start)) => Ok(SnapshotData::file(file, start)),
                 // A newer snapshot was installed meanwhile and kept; this one is still
                 // answered whole, from memory, as the state it was asked for.
                 None => Ok(SnapshotData::Memory(Cursor::new(encode_snapshot(&store)))),
@@ -423,10 +420,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             .map_err(|e| snapshot_error(None, false, e))?;
         Ok(current.map(|(meta, file, start)| Snapshot {
             meta,
-            snapshot: Box::new(SnapshotData::File {
-                file: tokio::fs::File::from_std(file),
-                start,
-            }),
+            snapshot: Box::new(SnapshotData::file(file, start)),
         }))
     }
 }

@@ -518,17 +518,22 @@ fn an_eval_is_collected_only_with_its_allocations() {
     eval.modify_time = sim.now;
     sim.write(Command::EvalUpsert { evals: vec![eval] });
     sim.place(&web, 1, 1);
+    // (the alloc is still stored, its eval is still stored)
+    let kept = |sim: &Sim| {
+        let snap = sim.store.snapshot();
+        (
+            snap.alloc(&mock::alloc_id(1)).is_some(),
+            snap.eval(&mock::eval_id(0)).is_some(),
+        )
+    };
     let gc = GcConfig::default();
     sim.advance(gc.threshold + gc.interval * 2);
+    assert_eq!(
+        kept(&sim),
+        (true, true),
+        "a running alloc stays, and so does its eval"
+    );
     let snap = sim.store.snapshot();
-    assert!(
-        snap.alloc(&mock::alloc_id(1)).is_some(),
-        "a running alloc stays"
-    );
-    assert!(
-        snap.eval(&mock::eval_id(0)).is_some(),
-        "the eval of a kept alloc stays"
-    );
     let mut stopped = (**snap.alloc(&mock::alloc_id(1)).unwrap()).clone();
     stopped.desired_status = DesiredStatus::Stop;
     sim.write(mock::place(mock::eval_id(0), vec![stopped], sim.now));
@@ -546,14 +551,10 @@ fn an_eval_is_collected_only_with_its_allocations() {
         now: sim.now,
     });
     sim.advance(gc.threshold + gc.interval * 2);
-    let snap = sim.store.snapshot();
-    assert!(
-        snap.alloc(&mock::alloc_id(1)).is_none(),
-        "the finished alloc went"
-    );
-    assert!(
-        snap.eval(&mock::eval_id(0)).is_none(),
-        "and its eval with it"
+    assert_eq!(
+        kept(&sim),
+        (false, false),
+        "the finished alloc went, and its eval with it"
     );
 }
 
