@@ -1,6 +1,6 @@
 //! drover's server runtime around the pure core: Raft log, leader duties, workers, gRPC.
 //!
-//! - [`raft`]: the replicated, durable state: openraft over a redb log, with core's FSM as the
+//! - [`raft`]: the replicated, durable state: openraft over an append-only log, with core's FSM as the
 //!   state machine, O(1) read snapshots and the event hook.
 //! - [`leader`]: the duties run while this server leads: eval broker, blocked evals, plan
 //!   applier, heartbeat timers, node health, reapers, periodic launches, GC.

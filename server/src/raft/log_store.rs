@@ -1,63 +1,63 @@
-//! The Raft log on redb: one database file under the data dir holding the entries (index →
-//! encoded entry), the vote, the committed log id, the last purged log id and the node id the
-//! data dir belongs to.
+//! The Raft log: an append-only write-ahead log in chunk files under `raft-log/` in the data
+//! dir, written by `raft-log` (by openraft's author; Databend's meta service runs on it).
+//! It holds the entries, the vote, the committed log id, the last purged log id and, as its
+//! user data, the node id the data dir belongs to.
+//!
+//! Why not a B-tree: every redb commit rewrote the tree's path and bookkeeping pages, which
+//! at a million placements wrote about 1.8 times the log's own bytes again, and a purge
+//! rewrote the pages it freed. Here an append writes the entry once, sequentially; a purge
+//! deletes whole chunk files; a truncate is one small record.
 //!
 //! Every write that Raft's safety depends on (appended entries, the vote, truncation and
-//! purge) is committed with [`Durability::Immediate`] before openraft hears of it. The committed
-//! log id is only a hint that spares a restart from waiting for the leader to commit again, so
-//! it is written without its own fsync: redb makes it durable with the next durable commit or
-//! on close.
-//!
-//! redb calls block (they read and fsync the file): reads run on tokio's blocking pool,
-//! and every change to the log table goes through one writer thread that commits
-//! whatever queued up meanwhile in one transaction ([`log_writer`](super::log_writer)).
+//! purge) is fsynced before openraft hears of it. `raft-log`'s flush worker syncs whatever
+//! queued while the previous sync ran in one batch, so one fsync covers many appends (group
+//! commit). The committed log id is only a hint that spares a restart from waiting for the
+//! leader to commit again: it is written without its own fsync.
 
 use super::codec::{self, RecordError};
-use super::log_writer::{self, Op, Pending};
+use super::log_records::{Flushed, Payload, WalLogId, WalTypes, WalVote};
 use super::types::{Entry, LogId, ServerId, StorageError, TypeConfig, Vote};
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
 use openraft::{AnyError, ErrorSubject, ErrorVerb, OptionalSend, RaftLogReader, StorageIOError};
-use redb::{Database, DatabaseError, Durability, ReadableDatabase, ReadableTable, TableDefinition};
+use raft_log::RaftLog;
+use raft_log::api::raft_log_writer::RaftLogWriter;
 use std::fmt;
+use std::io;
 use std::ops::{Bound, RangeBounds};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
-/// The log file's name inside the data dir.
-pub const LOG_FILE: &str = "raft-log.redb";
+/// The log directory's name inside the data dir.
+pub const LOG_DIR: &str = "raft-log";
 
-const LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("raft_log");
-const META: TableDefinition<&str, &[u8]> = TableDefinition::new("raft_meta");
-
-const KEY_NODE_ID: &str = "node_id";
-const KEY_VOTE: &str = "vote";
-const KEY_COMMITTED: &str = "committed";
-const KEY_PURGED: &str = "last_purged";
-
-/// redb's page cache for the log. Entries are read back only to be applied, moments after
-/// they were written, and the writer answers those reads from memory until its commit
-/// lands, so the cache needs to hold only the hot tail: not redb's 1 GiB default, nor the
-/// 64 MiB this once was, which a heap profile at a million allocations showed full of
-/// pages no one read again.
+/// A chunk file's size before the next one starts. Purging deletes whole chunks, and the
+/// entries of the chunk being written stay in memory until it closes, so chunks are kept
+/// small.
+const CHUNK_BYTES: usize = 16 * 1024 * 1024;
+/// Entries kept in memory beyond the open chunk's. Entries are read back only to be applied,
+/// moments after they were written; a follower far behind is sent a snapshot instead.
 const CACHE_BYTES: usize = 16 * 1024 * 1024;
-/// How often a start retries a log file that an instance in this process is still closing.
+/// The read buffer for replaying a chunk at start-up.
+const REPLAY_BUFFER_BYTES: usize = 4 * 1024 * 1024;
+/// How long the flush worker waits for more writes before it syncs: long enough to take
+/// whatever is already queued, short enough to add nothing a client could notice.
+const GROUP_WAIT: Duration = Duration::from_micros(20);
+/// How often a start retries a log that an instance in this process is still closing.
 const LOCK_RETRY: Duration = Duration::from_millis(20);
 
 #[derive(Debug, thiserror::Error)]
 pub enum LogStoreError {
     #[error("cannot open raft log {path}: {source}")]
-    Open {
-        path: PathBuf,
-        source: DatabaseError,
-    },
+    Open { path: PathBuf, source: io::Error },
     #[error("raft log {path} is still open elsewhere after waiting {waited:?}")]
     Locked { path: PathBuf, waited: Duration },
     #[error("raft log {path}: {op} failed: {source}")]
-    Db {
+    Io {
         path: PathBuf,
         op: &'static str,
-        source: Box<redb::Error>,
+        source: io::Error,
     },
     #[error("raft log {path}: corrupt {what}: {source}")]
     Corrupt {
@@ -81,133 +81,158 @@ pub enum LogStoreError {
     },
     #[error("raft log {path}: background task failed: {reason}")]
     Task { path: PathBuf, reason: String },
+    #[error("cannot move the raft log from {path} to the append-only log: {reason}")]
+    Migrate { path: PathBuf, reason: String },
 }
 
-/// The redb-backed Raft log. Cloning shares the database (the clone is the log reader).
+type Wal = RaftLog<WalTypes>;
+
+/// The Raft log. Cloning shares it (the clone is the log reader).
 #[derive(Clone)]
 pub struct LogStore {
-    db: Arc<LogDb>,
+    wal: Arc<Mutex<Wal>>,
+    path: Arc<PathBuf>,
     stats: Arc<LogStats>,
-    /// Appended, not yet committed: what readers see besides the table.
-    pending: Arc<Mutex<Pending>>,
-    writer: Arc<log_writer::Writer>,
 }
 
-/// What the log has appended since the server started: transactions (each one fsync),
-/// entries and their encoded bytes. Set against the disk's bytes written, they show the
-/// storage engine's write amplification.
+/// What the log has appended since the server started: fsyncs, entries and their encoded
+/// bytes. Set against the disk's bytes written, they show the storage engine's write
+/// amplification.
 #[derive(Debug, Default)]
 pub struct LogStats {
-    appends: std::sync::atomic::AtomicU64,
-    entries: std::sync::atomic::AtomicU64,
-    bytes: std::sync::atomic::AtomicU64,
+    entries: AtomicU64,
+    bytes: AtomicU64,
+    /// The log whose flush worker counts the fsyncs; read at each reading.
+    wal: OnceLock<Weak<Mutex<Wal>>>,
 }
 
 /// One reading of [`LogStats`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LogCounts {
+    /// Batches the log's flush worker synced to disk (each one fsync).
     pub appends: u64,
     pub entries: u64,
     pub bytes: u64,
 }
 
 impl LogStats {
-    /// One committed append transaction holding entries of these sizes.
-    pub(crate) fn appended(&self, sizes: impl Iterator<Item = usize>) {
-        use std::sync::atomic::Ordering::Relaxed;
-        let (mut entries, mut bytes) = (0u64, 0u64);
-        for size in sizes {
-            entries += 1;
-            bytes += size as u64;
-        }
-        self.appends.fetch_add(1, Relaxed);
-        self.entries.fetch_add(entries, Relaxed);
-        self.bytes.fetch_add(bytes, Relaxed);
+    fn appended(&self, entries: usize, bytes: usize) {
+        self.entries.fetch_add(entries as u64, Relaxed);
+        self.bytes.fetch_add(bytes as u64, Relaxed);
+    }
+
+    /// Encoded bytes of the entries appended so far (without taking the log's lock).
+    pub fn bytes(&self) -> u64 {
+        self.bytes.load(Relaxed)
     }
 
     pub fn read(&self) -> LogCounts {
-        use std::sync::atomic::Ordering::Relaxed;
+        let appends = self
+            .wal
+            .get()
+            .and_then(Weak::upgrade)
+            .map_or(0, |wal| lock(&wal).stat().flush_metrics.sync_batch_count);
         LogCounts {
-            appends: self.appends.load(Relaxed),
+            appends,
             entries: self.entries.load(Relaxed),
-            bytes: self.bytes.load(Relaxed),
+            bytes: self.bytes(),
         }
     }
 }
 
-pub(crate) struct LogDb {
-    db: Database,
-    path: PathBuf,
+fn lock(wal: &Mutex<Wal>) -> MutexGuard<'_, Wal> {
+    // A panic while holding the lock leaves `raft-log` as consistent as its own checks keep
+    // it, so a poisoned lock is still usable.
+    wal.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl fmt::Debug for LogStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LogStore")
-            .field("path", &self.db.path)
+            .field("path", &self.path)
             .finish_non_exhaustive()
     }
 }
 
+/// How drover's log is laid out and flushed (also used to migrate an old log).
+pub(crate) fn wal_config(dir: &Path) -> raft_log::Config {
+    let mut config = raft_log::Config::new(dir.to_string_lossy());
+    config.wal.chunk_max_size = Some(CHUNK_BYTES);
+    config.wal.read_buffer_size = Some(REPLAY_BUFFER_BYTES);
+    // A write cut short by a crash was never acknowledged: drop it and go on.
+    config.wal.truncate_incomplete_record = Some(true);
+    config.wal.flush_batch_wait = Some(GROUP_WAIT);
+    config.log_cache_capacity = Some(CACHE_BYTES);
+    config
+}
+
 impl LogStore {
-    /// Opens (or creates) the log at `path` for node `node_id`.
+    /// Opens (or creates) the log in directory `dir` for node `node_id`.
     ///
-    /// If the file is held by an instance of this process that is still shutting down (a
-    /// dropped node closes its files asynchronously), the open is retried for up to `wait`.
-    /// A file that belongs to another node id is refused.
-    pub fn open(path: &Path, node_id: ServerId, wait: Duration) -> Result<LogStore, LogStoreError> {
+    /// If the directory is held by an instance of this process that is still shutting down
+    /// (a dropped node closes its files asynchronously), the open is retried for up to
+    /// `wait`. A log that belongs to another node id is refused.
+    pub fn open(dir: &Path, node_id: ServerId, wait: Duration) -> Result<LogStore, LogStoreError> {
+        let open_err = |source| LogStoreError::Open {
+            path: dir.to_path_buf(),
+            source,
+        };
+        std::fs::create_dir_all(dir).map_err(open_err)?;
+        let config = Arc::new(wal_config(dir));
         let started = Instant::now();
-        let db = loop {
-            let opened = Database::builder()
-                .set_cache_size(CACHE_BYTES)
-                .set_check_integrity_on_open(true)
-                .create(path);
-            match opened {
-                Ok(db) => break db,
-                Err(DatabaseError::DatabaseAlreadyOpen) if started.elapsed() < wait => {
+        let mut wal = loop {
+            match Wal::open(config.clone()) {
+                Ok(wal) => break wal,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if started.elapsed() >= wait {
+                        return Err(LogStoreError::Locked {
+                            path: dir.to_path_buf(),
+                            waited: started.elapsed(),
+                        });
+                    }
                     std::thread::sleep(LOCK_RETRY);
                 }
-                Err(DatabaseError::DatabaseAlreadyOpen) => {
-                    return Err(LogStoreError::Locked {
-                        path: path.to_path_buf(),
-                        waited: started.elapsed(),
-                    });
-                }
-                Err(source) => {
-                    return Err(LogStoreError::Open {
-                        path: path.to_path_buf(),
-                        source,
-                    });
-                }
+                Err(e) => return Err(open_err(e)),
             }
         };
-        let db = LogDb {
-            db,
-            path: path.to_path_buf(),
-        };
-        db.init(node_id)?;
-        let state = db.log_state()?;
+        match wal.log_state().user_data {
+            Some(found) if found != node_id => {
+                return Err(LogStoreError::WrongNode {
+                    path: dir.to_path_buf(),
+                    found,
+                    configured: node_id,
+                });
+            }
+            Some(_) => {}
+            None => {
+                let io = |source| LogStoreError::Io {
+                    path: dir.to_path_buf(),
+                    op: "record the node id",
+                    source,
+                };
+                wal.save_user_data(Some(node_id)).map_err(io)?;
+                let (tx, rx) = std::sync::mpsc::sync_channel(1);
+                wal.flush(true, Some(Flushed::Sync(tx))).map_err(io)?;
+                rx.recv()
+                    .unwrap_or_else(|_| Err(io::Error::other("the flush worker stopped")))
+                    .map_err(io)?;
+            }
+        }
+        let state = wal.log_state();
         tracing::info!(
-            path = %path.display(),
+            path = %dir.display(),
             node_id,
-            last_purged = ?state.last_purged_log_id.map(|l| l.index),
-            last_log = ?state.last_log_id.map(|l| l.index),
+            last_purged = ?state.purged().map(|l| l.index()),
+            last_log = ?state.last().map(|l| l.index()),
             "raft log opened"
         );
-        let db = Arc::new(db);
-        let stats = Arc::<LogStats>::default();
-        let pending = Arc::<Mutex<Pending>>::default();
-        let writer =
-            log_writer::spawn(db.clone(), pending.clone(), stats.clone()).map_err(|e| {
-                LogStoreError::Task {
-                    path: path.to_path_buf(),
-                    reason: format!("cannot start the log writer: {e}"),
-                }
-            })?;
+        let wal = Arc::new(Mutex::new(wal));
+        let stats = Arc::new(LogStats::default());
+        let _ = stats.wal.set(Arc::downgrade(&wal));
         Ok(LogStore {
-            db,
+            wal,
+            path: Arc::new(dir.to_path_buf()),
             stats,
-            pending,
-            writer: Arc::new(writer),
         })
     }
 
@@ -216,46 +241,79 @@ impl LogStore {
         self.stats.clone()
     }
 
-    /// The file this log lives in.
+    /// The directory this log lives in.
     pub fn path(&self) -> &Path {
-        &self.db.path
+        &self.path
     }
 
-    fn pending(&self) -> std::sync::MutexGuard<'_, Pending> {
-        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> MutexGuard<'_, Wal> {
+        lock(&self.wal)
     }
 
-    fn writer_gone(&self) -> LogStoreError {
-        LogStoreError::Task {
-            path: self.db.path.clone(),
-            reason: "the log writer has stopped".into(),
-        }
+    fn io_error(&self, op: &'static str) -> impl FnOnce(io::Error) -> LogStoreError + use<> {
+        let path = self.path.to_path_buf();
+        move |source| LogStoreError::Io { path, op, source }
     }
 
-    /// Queues `op` behind every append submitted before it and waits for its answer.
-    async fn submit(
+    /// Runs `change` and waits until it (and everything before it) is on disk.
+    async fn durable(
         &self,
-        op: Op,
-        answer: tokio::sync::oneshot::Receiver<Result<(), LogStoreError>>,
+        op: &'static str,
+        change: impl FnOnce(&mut Wal) -> io::Result<raft_log::Segment>,
     ) -> Result<(), LogStoreError> {
-        if !self.writer.send(op) {
-            return Err(self.writer_gone());
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        {
+            let mut wal = self.lock();
+            change(&mut wal).map_err(self.io_error(op))?;
+            wal.flush(true, Some(Flushed::Done(tx)))
+                .map_err(self.io_error(op))?;
         }
-        answer.await.map_err(|_| self.writer_gone())?
+        rx.await
+            .unwrap_or_else(|_| Err(io::Error::other("the flush worker stopped")))
+            .map_err(self.io_error(op))
     }
 
-    async fn blocking<T, F>(&self, f: F) -> Result<T, LogStoreError>
-    where
-        T: Send + 'static,
-        F: FnOnce(&LogDb) -> Result<T, LogStoreError> + Send + 'static,
-    {
-        let db = self.db.clone();
-        tokio::task::spawn_blocking(move || f(&db))
-            .await
-            .map_err(|e| LogStoreError::Task {
-                path: self.db.path.clone(),
-                reason: e.to_string(),
-            })?
+    /// The entries in `range`, decoded.
+    fn entries(&self, range: (Bound<u64>, Bound<u64>)) -> Result<Vec<Entry>, LogStoreError> {
+        let from = match range.0 {
+            Bound::Included(i) => i,
+            Bound::Excluded(i) => i.saturating_add(1),
+            Bound::Unbounded => 0,
+        };
+        let to = match range.1 {
+            Bound::Included(i) => i.saturating_add(1),
+            Bound::Excluded(i) => i,
+            Bound::Unbounded => u64::MAX,
+        };
+        if from >= to {
+            return Ok(Vec::new());
+        }
+        let stored: Vec<(WalLogId, Payload)> = {
+            let wal = self.lock();
+            wal.read(from, to)
+                .collect::<io::Result<_>>()
+                .map_err(self.io_error("read log entries"))?
+        };
+        stored
+            .iter()
+            .map(|(id, payload)| self.decode_stored(id.index(), &payload.0))
+            .collect()
+    }
+
+    fn decode_stored(&self, key: u64, bytes: &[u8]) -> Result<Entry, LogStoreError> {
+        let entry = codec::decode_entry(bytes).map_err(|source| LogStoreError::Corrupt {
+            path: self.path.to_path_buf(),
+            what: format!("log entry at index {key}"),
+            source,
+        })?;
+        if entry.log_id.index != key {
+            return Err(LogStoreError::Misplaced {
+                path: self.path.to_path_buf(),
+                key,
+                found: entry.log_id.index,
+            });
+        }
+        Ok(entry)
     }
 }
 
@@ -268,225 +326,6 @@ fn storage_error(
     StorageIOError::new(subject, verb, AnyError::new(&e)).into()
 }
 
-impl LogDb {
-    fn db_err<E: Into<redb::Error>>(&self, op: &'static str) -> impl FnOnce(E) -> LogStoreError {
-        let path = self.path.clone();
-        move |e| LogStoreError::Db {
-            path,
-            op,
-            source: Box::new(e.into()),
-        }
-    }
-
-    /// Creates the tables and records (or checks) the node id.
-    fn init(&self, node_id: ServerId) -> Result<(), LogStoreError> {
-        let txn = self.db.begin_write().map_err(self.db_err("begin write"))?;
-        {
-            txn.open_table(LOG).map_err(self.db_err("open log table"))?;
-            let mut meta = txn
-                .open_table(META)
-                .map_err(self.db_err("open meta table"))?;
-            let found = meta
-                .get(KEY_NODE_ID)
-                .map_err(self.db_err("read node id"))?
-                .map(|v| self.decode_meta::<ServerId>(KEY_NODE_ID, v.value()))
-                .transpose()?;
-            match found {
-                Some(found) if found != node_id => {
-                    return Err(LogStoreError::WrongNode {
-                        path: self.path.clone(),
-                        found,
-                        configured: node_id,
-                    });
-                }
-                Some(_) => {}
-                None => {
-                    let bytes = self.encode_meta(KEY_NODE_ID, &node_id)?;
-                    meta.insert(KEY_NODE_ID, bytes.as_slice())
-                        .map_err(self.db_err("write node id"))?;
-                }
-            }
-        }
-        txn.commit().map_err(self.db_err("commit"))
-    }
-
-    fn encode_meta<T: serde::Serialize>(
-        &self,
-        what: &'static str,
-        value: &T,
-    ) -> Result<Vec<u8>, LogStoreError> {
-        codec::encode_meta(what, value).map_err(|source| LogStoreError::Encode {
-            path: self.path.clone(),
-            what: what.to_string(),
-            source,
-        })
-    }
-
-    fn decode_meta<T: serde::de::DeserializeOwned>(
-        &self,
-        what: &'static str,
-        bytes: &[u8],
-    ) -> Result<T, LogStoreError> {
-        codec::decode_meta(what, bytes).map_err(|source| LogStoreError::Corrupt {
-            path: self.path.clone(),
-            what: what.to_string(),
-            source,
-        })
-    }
-
-    fn read_meta<T: serde::de::DeserializeOwned>(
-        &self,
-        key: &'static str,
-    ) -> Result<Option<T>, LogStoreError> {
-        let txn = self.db.begin_read().map_err(self.db_err("begin read"))?;
-        let meta = txn
-            .open_table(META)
-            .map_err(self.db_err("open meta table"))?;
-        let value = meta.get(key).map_err(self.db_err("read meta"))?;
-        value.map(|v| self.decode_meta(key, v.value())).transpose()
-    }
-
-    fn write_meta<T: serde::Serialize>(
-        &self,
-        key: &'static str,
-        value: &T,
-        durability: Durability,
-    ) -> Result<(), LogStoreError> {
-        let bytes = self.encode_meta(key, value)?;
-        let mut txn = self.db.begin_write().map_err(self.db_err("begin write"))?;
-        txn.set_durability(durability)
-            .map_err(|e| self.db_err("set durability")(redb::Error::from(e)))?;
-        {
-            let mut meta = txn
-                .open_table(META)
-                .map_err(self.db_err("open meta table"))?;
-            meta.insert(key, bytes.as_slice())
-                .map_err(self.db_err("write meta"))?;
-        }
-        txn.commit().map_err(self.db_err("commit"))
-    }
-
-    fn decode_stored(&self, key: u64, bytes: &[u8]) -> Result<Entry, LogStoreError> {
-        let entry = codec::decode_entry(bytes).map_err(|source| LogStoreError::Corrupt {
-            path: self.path.clone(),
-            what: format!("log entry at index {key}"),
-            source,
-        })?;
-        if entry.log_id.index != key {
-            return Err(LogStoreError::Misplaced {
-                path: self.path.clone(),
-                key,
-                found: entry.log_id.index,
-            });
-        }
-        Ok(entry)
-    }
-
-    /// The committed entries in `range`, with `pending` (appended, not yet committed)
-    /// laid over them.
-    fn entries(
-        &self,
-        range: (Bound<u64>, Bound<u64>),
-        pending: Vec<(u64, Arc<[u8]>)>,
-    ) -> Result<Vec<Entry>, LogStoreError> {
-        let txn = self.db.begin_read().map_err(self.db_err("begin read"))?;
-        let log = txn.open_table(LOG).map_err(self.db_err("open log table"))?;
-        let first_pending = pending.first().map_or(u64::MAX, |(i, _)| *i);
-        let mut out = Vec::new();
-        for row in log
-            .range::<u64>(range)
-            .map_err(self.db_err("read log range"))?
-        {
-            let (k, v) = row.map_err(self.db_err("read log entry"))?;
-            if k.value() >= first_pending {
-                break;
-            }
-            out.push(self.decode_stored(k.value(), v.value())?);
-        }
-        for (index, bytes) in pending {
-            out.push(self.decode_stored(index, &bytes)?);
-        }
-        Ok(out)
-    }
-
-    fn log_state(&self) -> Result<LogState<TypeConfig>, LogStoreError> {
-        let last_purged: Option<LogId> = self.read_meta(KEY_PURGED)?;
-        let txn = self.db.begin_read().map_err(self.db_err("begin read"))?;
-        let log = txn.open_table(LOG).map_err(self.db_err("open log table"))?;
-        let last = match log.last().map_err(self.db_err("read last log entry"))? {
-            Some((k, v)) => {
-                let key = k.value();
-                let id = codec::decode_entry_log_id(v.value()).map_err(|source| {
-                    LogStoreError::Corrupt {
-                        path: self.path.clone(),
-                        what: format!("log entry at index {key}"),
-                        source,
-                    }
-                })?;
-                if id.index != key {
-                    return Err(LogStoreError::Misplaced {
-                        path: self.path.clone(),
-                        key,
-                        found: id.index,
-                    });
-                }
-                Some(id)
-            }
-            None => None,
-        };
-        Ok(LogState {
-            last_log_id: last.or(last_purged),
-            last_purged_log_id: last_purged,
-        })
-    }
-
-    /// Writes `rows` in one durable transaction.
-    pub(crate) fn append<'a>(
-        &self,
-        rows: impl Iterator<Item = &'a (u64, Arc<[u8]>)>,
-    ) -> Result<(), LogStoreError> {
-        let mut txn = self.db.begin_write().map_err(self.db_err("begin write"))?;
-        txn.set_durability(Durability::Immediate)
-            .map_err(|e| self.db_err("set durability")(redb::Error::from(e)))?;
-        {
-            let mut log = txn.open_table(LOG).map_err(self.db_err("open log table"))?;
-            for (index, bytes) in rows {
-                log.insert(*index, &**bytes)
-                    .map_err(self.db_err("append log entry"))?;
-            }
-        }
-        txn.commit().map_err(self.db_err("commit append"))
-    }
-
-    /// Removes every entry at or after `from`.
-    pub(crate) fn truncate(&self, from: u64) -> Result<(), LogStoreError> {
-        let txn = self.db.begin_write().map_err(self.db_err("begin write"))?;
-        {
-            let mut log = txn.open_table(LOG).map_err(self.db_err("open log table"))?;
-            log.retain_in(from.., |_, _| false)
-                .map_err(self.db_err("truncate log"))?;
-        }
-        txn.commit().map_err(self.db_err("commit truncate"))
-    }
-
-    /// Records `upto` as purged and removes every entry up to it, in one transaction.
-    pub(crate) fn purge(&self, upto: LogId) -> Result<(), LogStoreError> {
-        let bytes = self.encode_meta(KEY_PURGED, &upto)?;
-        let txn = self.db.begin_write().map_err(self.db_err("begin write"))?;
-        {
-            let mut meta = txn
-                .open_table(META)
-                .map_err(self.db_err("open meta table"))?;
-            meta.insert(KEY_PURGED, bytes.as_slice())
-                .map_err(self.db_err("write last purged"))?;
-            let mut log = txn.open_table(LOG).map_err(self.db_err("open log table"))?;
-            log.retain_in(..=upto.index, |_, _| false)
-                .map_err(self.db_err("purge log"))?;
-        }
-        txn.commit().map_err(self.db_err("commit purge"))
-    }
-}
-
 fn bounds<RB: RangeBounds<u64>>(range: &RB) -> (Bound<u64>, Bound<u64>) {
     (range.start_bound().cloned(), range.end_bound().cloned())
 }
@@ -497,9 +336,15 @@ impl RaftLogReader<TypeConfig> for LogStore {
         range: RB,
     ) -> Result<Vec<Entry>, StorageError> {
         let range = bounds(&range);
-        let pending = self.pending().range(range);
-        self.blocking(move |db| db.entries(range, pending))
+        // Entries not in memory are read from their chunk file: off the async threads.
+        let store = self.clone();
+        tokio::task::spawn_blocking(move || store.entries(range))
             .await
+            .map_err(|e| LogStoreError::Task {
+                path: self.path.to_path_buf(),
+                reason: e.to_string(),
+            })
+            .and_then(|r| r)
             .map_err(|e| storage_error(ErrorSubject::Logs, ErrorVerb::Read, e))
     }
 }
@@ -508,16 +353,19 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     type LogReader = LogStore;
 
     async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, StorageError> {
-        let pending_last = self.pending().last();
-        self.blocking(move |db| {
-            let mut state = db.log_state()?;
-            if let Some((index, bytes)) = pending_last {
-                state.last_log_id = Some(db.decode_stored(index, &bytes)?.log_id);
-            }
-            Ok(state)
+        let wal = self.lock();
+        let state = wal.log_state();
+        let purged = state.purged().copied().map(LogId::from);
+        let last = state.last().copied().map(LogId::from);
+        // A purge may reach past the last entry (after a snapshot was installed).
+        let last = match (last, purged) {
+            (Some(l), Some(p)) if p.index > l.index => Some(p),
+            (l, p) => l.or(p),
+        };
+        Ok(LogState {
+            last_log_id: last,
+            last_purged_log_id: purged,
         })
-        .await
-        .map_err(|e| storage_error(ErrorSubject::Logs, ErrorVerb::Read, e))
     }
 
     async fn get_log_reader(&mut self) -> Self::LogReader {
@@ -525,29 +373,40 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn save_vote(&mut self, vote: &Vote) -> Result<(), StorageError> {
-        let vote = *vote;
-        self.blocking(move |db| db.write_meta(KEY_VOTE, &vote, Durability::Immediate))
+        let vote = WalVote(*vote);
+        self.durable("save the vote", |wal| wal.save_vote(vote))
             .await
             .map_err(|e| storage_error(ErrorSubject::Vote, ErrorVerb::Write, e))
     }
 
     async fn read_vote(&mut self) -> Result<Option<Vote>, StorageError> {
-        self.blocking(|db| db.read_meta(KEY_VOTE))
-            .await
-            .map_err(|e| storage_error(ErrorSubject::Vote, ErrorVerb::Read, e))
+        Ok(self.lock().log_state().vote().map(|v| v.0))
     }
 
     async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), StorageError> {
-        self.blocking(move |db| db.write_meta(KEY_COMMITTED, &committed, Durability::None))
-            .await
+        let Some(committed) = committed else {
+            return Ok(());
+        };
+        let mut wal = self.lock();
+        // A hint: buffered, written with the next flush, never waited for. `raft-log`
+        // refuses a committed id beyond its last entry (after a snapshot install the log
+        // may hold none); the hint is then skipped, as losing it is harmless.
+        if let Err(e) = wal.commit(committed.into()) {
+            tracing::debug!(error = %e, index = committed.index, "committed hint not recorded");
+            return Ok(());
+        }
+        wal.flush(false, None)
+            .map_err(self.io_error("record the committed log id"))
             .map_err(|e| storage_error(ErrorSubject::Store, ErrorVerb::Write, e))
     }
 
     async fn read_committed(&mut self) -> Result<Option<LogId>, StorageError> {
-        self.blocking(|db| db.read_meta::<Option<LogId>>(KEY_COMMITTED))
-            .await
-            .map(Option::flatten)
-            .map_err(|e| storage_error(ErrorSubject::Store, ErrorVerb::Read, e))
+        Ok(self
+            .lock()
+            .log_state()
+            .committed()
+            .copied()
+            .map(LogId::from))
     }
 
     async fn append<I>(
@@ -559,61 +418,60 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         I: IntoIterator<Item = Entry> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
-        let mut rows: Vec<(u64, Arc<[u8]>)> = Vec::new();
+        let mut rows = Vec::new();
+        let mut bytes = 0;
+        // Entries at or below the purged index are in the state machine already (openraft
+        // purges up to what a snapshot or the state machine covers when it starts with the
+        // state machine ahead of the log); the log keeps only what follows them.
+        let purged = self.lock().log_state().purged().map(WalLogId::index);
         for entry in entries {
-            let bytes = codec::encode_entry(&entry).map_err(|source| {
+            if purged.is_some_and(|p| entry.log_id.index <= p) {
+                continue;
+            }
+            let encoded = codec::encode_entry(&entry).map_err(|source| {
                 storage_error(
                     ErrorSubject::Log(entry.log_id),
                     ErrorVerb::Write,
                     LogStoreError::Encode {
-                        path: self.db.path.clone(),
+                        path: self.path.to_path_buf(),
                         what: format!("log entry {}", entry.log_id),
                         source,
                     },
                 )
             })?;
-            rows.push((entry.log_id.index, Arc::from(bytes)));
+            bytes += encoded.len();
+            rows.push((WalLogId::from(entry.log_id), Payload(encoded.into())));
         }
         if rows.is_empty() {
             callback.log_io_completed(Ok(()));
             return Ok(());
         }
-        // Readable from here on; durable when the writer calls back.
-        let seq = self.pending().add(&rows);
-        let sent = self.writer.send(Op::Append {
-            rows,
-            seq,
-            done: callback,
-        });
-        if !sent {
-            return Err(storage_error(
-                ErrorSubject::Logs,
-                ErrorVerb::Write,
-                self.writer_gone(),
-            ));
+        let count = rows.len();
+        let write = |e| storage_error(ErrorSubject::Logs, ErrorVerb::Write, e);
+        {
+            // Readable from here on; durable when the flush worker calls back.
+            let mut wal = self.lock();
+            wal.append(rows)
+                .map_err(self.io_error("append log entries"))
+                .map_err(write)?;
+            wal.flush(true, Some(Flushed::Log(callback)))
+                .map_err(self.io_error("flush log entries"))
+                .map_err(write)?;
         }
+        self.stats.appended(count, bytes);
         Ok(())
     }
 
     async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {
         tracing::debug!(from = log_id.index, "truncating raft log");
-        self.pending().truncate(log_id.index);
-        let (done, answer) = tokio::sync::oneshot::channel();
-        self.submit(
-            Op::Truncate {
-                from: log_id.index,
-                done,
-            },
-            answer,
-        )
-        .await
-        .map_err(|e| storage_error(ErrorSubject::Logs, ErrorVerb::Delete, e))
+        self.durable("truncate the log", |wal| wal.truncate(log_id.index))
+            .await
+            .map_err(|e| storage_error(ErrorSubject::Logs, ErrorVerb::Delete, e))
     }
 
     async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError> {
         tracing::debug!(upto = log_id.index, "purging raft log");
-        let (done, answer) = tokio::sync::oneshot::channel();
-        self.submit(Op::Purge { upto: log_id, done }, answer)
+        self.durable("purge the log", |wal| wal.purge(log_id.into()))
             .await
             .map_err(|e| storage_error(ErrorSubject::Logs, ErrorVerb::Delete, e))
     }

@@ -1,14 +1,17 @@
-//! drover's Raft: openraft 0.9 with the log on redb and core's FSM as the state machine.
+//! drover's Raft: openraft 0.9 with an append-only log (`raft-log`) and core's FSM as the
+//! state machine.
 //!
 //! ```text
-//!  client_write(Command) ─▶ openraft ─▶ LogStore (redb, fsync) ─▶ commit ─▶ StateMachine
+//!  client_write(Command) ─▶ openraft ─▶ LogStore (raft-log, fsync) ─▶ commit ─▶ StateMachine
 //!                                                                            │ fsm::apply, batched
 //!                          StateHandle::snapshot() ◀── O(1) swap ◀───────────┤
 //!                          EventSink::publish()    ◀── events per entry ◀────┘
 //! ```
 //!
-//! On disk, under the data dir: `raft-log.redb` (log, vote, committed and purged log ids, the
-//! node id) and `snapshots/snapshot.bin` (the latest snapshot with its meta). A fresh data dir
+//! On disk, under the data dir: `raft-log/` (the log's chunk files: entries, vote, committed
+//! and purged log ids, the node id) and `snapshots/snapshot.bin` (the latest snapshot with its
+//! meta). A data dir from before the append-only log has `raft-log.redb` instead, which the
+//! first start moves over ([`legacy_log`]). A fresh data dir
 //! bootstraps a cluster (by default of this node alone); a data dir with history recovers it:
 //! the snapshot is loaded and openraft re-applies the committed log after it.
 //!
@@ -17,9 +20,10 @@
 
 pub mod codec;
 pub mod grpc;
+pub mod legacy_log;
 pub mod listener;
+mod log_records;
 pub mod log_store;
-mod log_writer;
 pub mod network;
 pub mod private;
 pub mod snapshot_cadence;
@@ -33,7 +37,7 @@ mod tests;
 
 pub use grpc::{DEFAULT_MAX_MESSAGE_BYTES, GrpcTransport, JOIN_FORWARDED_HEADER, RaftGrpcService};
 pub use listener::{CLUSTER_SECRET_HEADER, ClusterSecret, RaftListener, SecretError};
-pub use log_store::{LOG_FILE, LogStore, LogStoreError};
+pub use log_store::{LOG_DIR, LogStore, LogStoreError};
 pub use network::{
     BadRequest, LoopbackTransport, Network, NoTransport, RaftRpc, RaftRpcHandler, RaftTransport,
     RpcFuture, TransportError,
@@ -299,15 +303,16 @@ impl RaftNode {
             source,
         })?;
 
-        let log_path = data_dir.join(LOG_FILE);
-        let wait = config.open_timeout;
-        let opened = log_path.clone();
-        let log_store = blocking(move || LogStore::open(&log_path, node_id, wait)).await?;
-        let log_stats = log_store.stats();
-        private::private_file(&opened).map_err(|source| RaftError::DataDir {
-            path: opened.clone(),
+        let migrate_from = data_dir.clone();
+        blocking(move || legacy_log::migrate(&migrate_from, node_id)).await?;
+        let log_dir = data_dir.join(LOG_DIR);
+        private::private_dir(&log_dir).map_err(|source| RaftError::DataDir {
+            path: log_dir.clone(),
             source,
         })?;
+        let wait = config.open_timeout;
+        let log_store = blocking(move || LogStore::open(&log_dir, node_id, wait)).await?;
+        let log_stats = log_store.stats();
         let snap_dir = data_dir.join(SNAPSHOT_DIR);
         let snapshot_file = snap_dir.join(SNAPSHOT_FILE);
         let events = config.events.clone();

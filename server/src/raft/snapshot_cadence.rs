@@ -47,7 +47,7 @@ pub(crate) fn spawn(
 ) -> Cadence {
     Cadence(tokio::spawn(async move {
         let mut last_snapshot = raft.metrics().borrow().snapshot;
-        let mut mark = stats.read().bytes;
+        let mut mark = stats.bytes();
         let mut asked = false;
         loop {
             tokio::time::sleep(CHECK_EVERY).await;
@@ -57,10 +57,10 @@ pub(crate) fn spawn(
             }
             if metrics.snapshot != last_snapshot {
                 last_snapshot = metrics.snapshot;
-                mark = stats.read().bytes;
+                mark = stats.bytes();
                 asked = false;
             }
-            let since = stats.read().bytes.saturating_sub(mark);
+            let since = stats.bytes().saturating_sub(mark);
             let last = std::fs::metadata(&snapshot_file).map_or(0, |m| m.len());
             if !asked && due(since, last, min_log_bytes) {
                 tracing::info!(

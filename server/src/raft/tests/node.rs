@@ -14,7 +14,7 @@ async fn a_fresh_node_initializes_itself_and_leads() {
     let voters: Vec<ServerId> = m.membership_config.membership().voter_ids().collect();
     assert_eq!(voters, vec![1], "a one-member cluster of this node");
     assert!(node.is_leader());
-    assert!(dir.path().join(LOG_FILE).is_file());
+    assert!(dir.path().join(LOG_DIR).is_dir());
     assert!(dir.path().join(SNAPSHOT_DIR).is_dir());
     node.shutdown().await.unwrap();
 }
@@ -190,7 +190,7 @@ async fn restart_after_snapshot_and_purge_recovers_from_both() {
     drop(node);
 
     // The purged prefix is gone from the log file.
-    let mut log = LogStore::open(&dir.path().join(LOG_FILE), 1, DEADLINE).unwrap();
+    let mut log = LogStore::open(&dir.path().join(LOG_DIR), 1, DEADLINE).unwrap();
     let early = log.try_get_log_entries(0..=snap_at).await.unwrap();
     assert!(early.is_empty(), "purged entries remain: {:?}", early.len());
     let tail = log.try_get_log_entries(snap_at + 1..).await.unwrap();
@@ -232,10 +232,14 @@ async fn an_appended_entry_is_on_disk_before_the_write_is_acknowledged() {
     let cmd = register_job(3);
     let index = write_ok(&node, cmd.clone()).await;
 
-    // Copy the file as it is now, as a kill -9 would leave it, with the node still running.
+    // Copy the log as it is now, as a kill -9 would leave it, with the node still running.
     let copy = tempfile::tempdir().unwrap();
-    let copied = copy.path().join(LOG_FILE);
-    std::fs::copy(dir.path().join(LOG_FILE), &copied).unwrap();
+    let copied = copy.path().join(LOG_DIR);
+    std::fs::create_dir(&copied).unwrap();
+    for file in std::fs::read_dir(dir.path().join(LOG_DIR)).unwrap() {
+        let file = file.unwrap().path();
+        std::fs::copy(&file, copied.join(file.file_name().unwrap())).unwrap();
+    }
     let mut log = LogStore::open(&copied, 1, Duration::ZERO).unwrap();
     let entries = log.try_get_log_entries(index..=index).await.unwrap();
     match entries.as_slice() {
@@ -336,19 +340,33 @@ async fn a_data_dir_of_another_node_is_refused() {
         }) => assert_eq!((*found, *configured), (1, 2)),
         other => panic!("expected WrongNode, got {other}"),
     }
-    assert!(err.to_string().contains(LOG_FILE), "names the file: {err}");
+    assert!(err.to_string().contains(LOG_DIR), "names the log: {err}");
 }
 
 #[tokio::test]
 async fn corrupt_files_fail_the_start_with_what_and_where() {
     init_tracing();
-    // A log file that is not a database.
+    // A log whose acknowledged entry was damaged on disk.
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join(LOG_FILE),
-        b"definitely not redb, just some bytes",
-    )
-    .unwrap();
+    let node = start_single(dir.path()).await;
+    let cmd = register_job(7);
+    write_ok(&node, cmd.clone()).await;
+    node.shutdown().await.unwrap();
+    drop(node);
+    let marker = drover_core::fsm::encode_command(&cmd);
+    let damaged = std::fs::read_dir(dir.path().join(LOG_DIR))
+        .unwrap()
+        .map(|f| f.unwrap().path())
+        .find_map(|file| {
+            let mut bytes = std::fs::read(&file).ok()?;
+            let at = bytes
+                .windows(marker.len())
+                .position(|w| w == marker.as_slice())?;
+            bytes[at + marker.len() / 2] ^= 0xff;
+            std::fs::write(&file, &bytes).unwrap();
+            Some(file)
+        });
+    assert!(damaged.is_some(), "the command is in a log chunk");
     let err = RaftNode::start(test_config(1, dir.path()))
         .await
         .unwrap_err();
@@ -356,7 +374,7 @@ async fn corrupt_files_fail_the_start_with_what_and_where() {
         matches!(err, RaftError::LogStore(LogStoreError::Open { .. })),
         "{err}"
     );
-    assert!(err.to_string().contains(LOG_FILE), "{err}");
+    assert!(err.to_string().contains(LOG_DIR), "{err}");
 
     // A snapshot file cut short.
     let dir = tempfile::tempdir().unwrap();

@@ -1,4 +1,5 @@
-//! The storage pieces on their own: record codecs, the redb log, the snapshot file, and
+//! The storage pieces on their own: record codecs, the append-only log and its migration
+//! from redb, the snapshot file, and
 //! openraft's storage test suite against both stores.
 
 use super::*;
@@ -112,7 +113,7 @@ async fn append(log: &mut LogStore, entries: Vec<Entry>) {
 #[tokio::test]
 async fn the_log_store_keeps_everything_across_reopen() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join(LOG_FILE);
+    let path = dir.path().join(LOG_DIR);
     {
         let mut log = LogStore::open(&path, 1, Duration::ZERO).unwrap();
         let st = log.get_log_state().await.unwrap();
@@ -157,7 +158,7 @@ async fn the_log_store_keeps_everything_across_reopen() {
 #[tokio::test]
 async fn appends_in_flight_together_share_one_commit() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join(LOG_FILE);
+    let path = dir.path().join(LOG_DIR);
     {
         let log = LogStore::open(&path, 1, Duration::ZERO).unwrap();
         let appends = (1..=100).map(|i| {
@@ -188,22 +189,27 @@ async fn appends_in_flight_together_share_one_commit() {
 
 #[tokio::test]
 async fn a_corrupt_entry_is_a_storage_error_naming_its_index() {
+    use crate::raft::log_records::{Flushed, Payload, WalLogId, WalTypes};
+    use raft_log::api::raft_log_writer::RaftLogWriter;
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join(LOG_FILE);
+    let path = dir.path().join(LOG_DIR);
     {
-        let mut log = LogStore::open(&path, 1, Duration::ZERO).unwrap();
-        append(&mut log, (1..=3).map(|i| command_entry(1, i, i)).collect()).await;
-    }
-    {
-        // Overwrite entry 2 with garbage, behind the store's back.
-        let db = redb::Database::create(&path).unwrap();
-        let txn = db.begin_write().unwrap();
-        {
-            let def: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("raft_log");
-            let mut t = txn.open_table(def).unwrap();
-            t.insert(2, b"dl\x01garbage".as_slice()).unwrap();
-        }
-        txn.commit().unwrap();
+        // Entry 2 is stored with bytes that are not an entry, behind the store's back.
+        std::fs::create_dir_all(&path).unwrap();
+        let config = crate::raft::log_store::wal_config(&path);
+        let mut wal = raft_log::RaftLog::<WalTypes>::open(Arc::new(config)).unwrap();
+        wal.save_user_data(Some(1)).unwrap();
+        let rows = (1..=3).map(|i| {
+            let bytes = match i {
+                2 => b"dl\x01garbage".to_vec(),
+                _ => codec::encode_entry(&command_entry(1, i, i)).unwrap(),
+            };
+            (WalLogId::from(log_id(1, i)), Payload(bytes.into()))
+        });
+        wal.append(rows).unwrap();
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        wal.flush(true, Some(Flushed::Sync(tx))).unwrap();
+        rx.recv().unwrap().unwrap();
     }
     let mut log = LogStore::open(&path, 1, Duration::ZERO).unwrap();
     let err = log
@@ -212,8 +218,117 @@ async fn a_corrupt_entry_is_a_storage_error_naming_its_index() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("log entry at index 2"), "{err}");
-    assert!(err.contains(LOG_FILE), "{err}");
+    assert!(err.contains(LOG_DIR), "{err}");
     assert_eq!(log.try_get_log_entries(3..=3).await.unwrap().len(), 1);
+}
+
+/// The chunk files of the log in `dir`, oldest first.
+fn chunk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "wal"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// A flipped byte inside an acknowledged entry fails the open, naming the log; it is never
+/// taken for a write cut short and dropped.
+#[tokio::test]
+async fn a_damaged_log_file_fails_the_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(LOG_DIR);
+    let marker = {
+        let mut log = LogStore::open(&path, 1, Duration::ZERO).unwrap();
+        append(&mut log, (1..=3).map(|i| command_entry(1, i, i)).collect()).await;
+        codec::encode_entry(&command_entry(1, 2, 2)).unwrap()
+    };
+    let files = chunk_files(&path);
+    let file = files.last().unwrap();
+    let mut bytes = std::fs::read(file).unwrap();
+    let at = bytes
+        .windows(marker.len())
+        .position(|w| w == marker.as_slice())
+        .expect("entry 2 is in the chunk file");
+    bytes[at + marker.len() / 2] ^= 0xff;
+    std::fs::write(file, &bytes).unwrap();
+    let err = LogStore::open(&path, 1, Duration::ZERO).unwrap_err();
+    assert!(matches!(err, LogStoreError::Open { .. }), "{err}");
+    assert!(err.to_string().contains(LOG_DIR), "{err}");
+}
+
+/// A data dir from before the append-only log: its redb log moves over whole, and the old
+/// file is kept aside, not deleted.
+#[tokio::test]
+async fn a_redb_log_is_moved_to_the_append_only_log() {
+    use crate::raft::legacy_log::{LEGACY_FILE, MIGRATED_FILE, migrate};
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = redb::Database::create(dir.path().join(LEGACY_FILE)).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let log: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("raft_log");
+            let meta: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("raft_meta");
+            let mut t = txn.open_table(log).unwrap();
+            for i in 4..=9 {
+                let bytes = codec::encode_entry(&command_entry(1, i, i)).unwrap();
+                t.insert(i, bytes.as_slice()).unwrap();
+            }
+            let mut m = txn.open_table(meta).unwrap();
+            let rows: [(&str, Vec<u8>); 4] = [
+                ("node_id", codec::encode_meta("node_id", &1u64).unwrap()),
+                (
+                    "vote",
+                    codec::encode_meta("vote", &Vote::new_committed(2, 1)).unwrap(),
+                ),
+                (
+                    "committed",
+                    codec::encode_meta("committed", &Some(log_id(1, 8))).unwrap(),
+                ),
+                (
+                    "last_purged",
+                    codec::encode_meta("last_purged", &log_id(1, 3)).unwrap(),
+                ),
+            ];
+            for (k, v) in rows {
+                m.insert(k, v.as_slice()).unwrap();
+            }
+        }
+        txn.commit().unwrap();
+    }
+    // Another node's data dir is refused and left as it was.
+    let err = migrate(dir.path(), 2).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            LogStoreError::WrongNode {
+                found: 1,
+                configured: 2,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(dir.path().join(LEGACY_FILE).is_file());
+
+    let moved = migrate(dir.path(), 1).unwrap();
+    assert_eq!(moved, Some(dir.path().join(MIGRATED_FILE)));
+    assert!(!dir.path().join(LEGACY_FILE).exists());
+    assert_eq!(migrate(dir.path(), 1).unwrap(), None, "once only");
+
+    let mut log = LogStore::open(&dir.path().join(LOG_DIR), 1, Duration::ZERO).unwrap();
+    let st = log.get_log_state().await.unwrap();
+    assert_eq!(st.last_purged_log_id, Some(log_id(1, 3)));
+    assert_eq!(st.last_log_id, Some(log_id(1, 9)));
+    assert_eq!(
+        log.read_vote().await.unwrap(),
+        Some(Vote::new_committed(2, 1))
+    );
+    assert_eq!(log.read_committed().await.unwrap(), Some(log_id(1, 8)));
+    let entries = log.try_get_log_entries(..).await.unwrap();
+    let want: Vec<Entry> = (4..=9).map(|i| command_entry(1, i, i)).collect();
+    assert_eq!(entries, want);
 }
 
 #[test]
@@ -362,7 +477,7 @@ impl StoreBuilder<TypeConfig, LogStore, StateMachine, tempfile::TempDir> for Sui
         &self,
     ) -> Result<(tempfile::TempDir, LogStore, StateMachine), crate::raft::types::StorageError> {
         let dir = tempfile::tempdir().unwrap();
-        let log = LogStore::open(&dir.path().join(LOG_FILE), 0, Duration::ZERO).unwrap();
+        let log = LogStore::open(&dir.path().join(LOG_DIR), 0, Duration::ZERO).unwrap();
         let sm = StateMachine::open(0, &dir.path().join(SNAPSHOT_DIR), None).unwrap();
         Ok((dir, log, sm))
     }
