@@ -35,6 +35,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // Maps as BTreeMap, like core's, so conversions need no re-sorting and encoding is
         // deterministic (the same object always encodes to the same bytes).
         .btree_map(".")
+        // Smaller first buffers than prost's codec: see `src/codec.rs`.
+        .codec_path("crate::codec::DroverCodec")
         .compile_fds(fds)?;
     Ok(())
 }

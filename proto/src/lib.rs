@@ -12,6 +12,7 @@
 //! The `.proto` files are compiled at build time by protox (pure Rust, no system `protoc`).
 
 pub mod bearer;
+pub mod codec;
 pub mod convert;
 pub mod paging;
 pub mod tls;
