@@ -11,7 +11,6 @@ use drover_proto::v1 as pb;
 use std::cmp::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc;
 use tonic::Status;
 
 /// How long a watch waits for the next applied index before it looks again (to notice a
@@ -80,67 +79,102 @@ fn sent_of(allocs: &[Arc<Allocation>]) -> Vec<Sent> {
     allocs.iter().map(|a| (a.id, a.modify_index)).collect()
 }
 
-/// Sends the node's allocation set now, then what changed whenever an applied entry that
-/// touched this node changes it (`wakeups`; every `WATCH_POLL` as a backstop, e.g. after a
-/// snapshot install). Ends when the client goes away, or with the error once the node is
-/// gone or its credentials stop matching.
-pub(super) async fn watch_loop(
+/// What one watch remembers between messages.
+struct Watch {
     handle: crate::ServerHandle,
     auth: NodeCredentials,
-    mut wakeups: tokio::sync::watch::Receiver<u64>,
-    tx: mpsc::Sender<Result<pb::WatchAllocationsResponse, Status>>,
-) {
-    let mut sent: Option<Vec<Sent>> = None;
-    let mut sent_index = 0;
-    loop {
-        let index = handle.applied_index();
-        let mut allocs = match handle.node_allocs(&auth) {
-            Ok(a) => a,
-            Err(e) => {
-                let _ = tx.send(Err(e.into())).await;
-                return;
-            }
-        };
-        // The store lists a node's allocations by id already; sorting (a pass over sorted
-        // input) keeps the merge in `difference` correct whatever the source.
-        allocs.sort_unstable_by_key(|a| a.id);
-        let msg = match &sent {
-            None => Some(pb::WatchAllocationsResponse {
-                allocations: allocs.iter().map(|a| a.as_ref().into()).collect(),
-                index,
-                removed: Vec::new(),
-                complete: true,
-                job_types: job_types(&handle, allocs.iter()),
-            }),
-            Some(before) if index > sent_index => {
-                let (changed, removed) = difference(before, &allocs);
-                (!changed.is_empty() || !removed.is_empty()).then(|| pb::WatchAllocationsResponse {
-                    job_types: job_types(&handle, changed.iter().copied()),
-                    allocations: changed.into_iter().map(|a| a.as_ref().into()).collect(),
-                    index,
-                    removed: removed.iter().map(ToString::to_string).collect(),
-                    complete: false,
-                })
-            }
-            Some(_) => None,
-        };
-        if let Some(msg) = msg {
-            if tx.send(Ok(msg)).await.is_err() {
-                return;
-            }
-            sent = Some(sent_of(&allocs));
-            sent_index = index;
+    wakeups: tokio::sync::watch::Receiver<u64>,
+    /// What the stream has sent, `None` before the first message.
+    sent: Option<Vec<Sent>>,
+    sent_index: u64,
+    /// Set once the stream has sent its final error.
+    ended: bool,
+}
+
+type WatchItem = Result<pb::WatchAllocationsResponse, Status>;
+
+impl Watch {
+    /// The next message: the node's allocation set first, then what changed whenever an
+    /// applied entry that touched this node changes it (`wakeups`; every `WATCH_POLL` as a
+    /// backstop, e.g. after a snapshot install). `None` once the node is gone or its
+    /// credentials stopped matching (after that error was sent).
+    async fn next(&mut self) -> Option<WatchItem> {
+        if self.ended {
+            return None;
         }
-        tokio::select! {
-            _ = tx.closed() => return,
-            changed = wakeups.changed() => {
-                if changed.is_err() {
-                    return;
+        loop {
+            let index = self.handle.applied_index();
+            let mut allocs = match self.handle.node_allocs(&self.auth) {
+                Ok(a) => a,
+                Err(e) => {
+                    self.ended = true;
+                    return Some(Err(e.into()));
                 }
+            };
+            // The store lists a node's allocations by id already; sorting (a pass over
+            // sorted input) keeps the merge in `difference` correct whatever the source.
+            allocs.sort_unstable_by_key(|a| a.id);
+            let msg = match &self.sent {
+                None => Some(pb::WatchAllocationsResponse {
+                    allocations: allocs.iter().map(|a| a.as_ref().into()).collect(),
+                    index,
+                    removed: Vec::new(),
+                    complete: true,
+                    job_types: job_types(&self.handle, allocs.iter()),
+                }),
+                Some(before) if index > self.sent_index => {
+                    let (changed, removed) = difference(before, &allocs);
+                    (!changed.is_empty() || !removed.is_empty()).then(|| {
+                        pb::WatchAllocationsResponse {
+                            job_types: job_types(&self.handle, changed.iter().copied()),
+                            allocations: changed.into_iter().map(|a| a.as_ref().into()).collect(),
+                            index,
+                            removed: removed.iter().map(ToString::to_string).collect(),
+                            complete: false,
+                        }
+                    })
+                }
+                Some(_) => None,
+            };
+            if let Some(msg) = msg {
+                self.sent = Some(sent_of(&allocs));
+                self.sent_index = index;
+                return Some(Ok(msg));
             }
-            _ = tokio::time::sleep(WATCH_POLL) => {}
+            tokio::select! {
+                changed = self.wakeups.changed() => {
+                    if changed.is_err() {
+                        return None;
+                    }
+                }
+                _ = tokio::time::sleep(WATCH_POLL) => {}
+            }
         }
     }
+}
+
+/// The stream a node's `WatchAllocations` call returns (see [`Watch::next`]).
+///
+/// It is the response body itself, polled by the connection as the client reads: no task
+/// and no channel per node (those were 4 KB for each of thousands of nodes), and a client
+/// that goes away drops it.
+pub(super) fn watch_stream(
+    handle: crate::ServerHandle,
+    auth: NodeCredentials,
+    wakeups: tokio::sync::watch::Receiver<u64>,
+) -> impl futures::Stream<Item = WatchItem> + Send + 'static {
+    let watch = Watch {
+        handle,
+        auth,
+        wakeups,
+        sent: None,
+        sent_index: 0,
+        ended: false,
+    };
+    futures::stream::unfold(watch, |mut watch| async move {
+        let item = watch.next().await?;
+        Some((item, watch))
+    })
 }
 
 #[cfg(test)]

@@ -8,9 +8,7 @@ use drover_proto::v1 as pb;
 use drover_proto::v1::node_service_server::NodeService;
 use std::pin::Pin;
 use std::time::Duration;
-use tokio::sync::mpsc;
 use tokio_stream::Stream;
-use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
 /// The NodeService implementation.
@@ -77,10 +75,10 @@ impl NodeService for NodeApi {
                     Status::unavailable(format!("state did not reach index {min_index}; retry"))
                 })?;
         }
-        let (tx, rx) = mpsc::channel(4);
         let wakeups = self.0.node_wakeups.subscribe(auth.node_id);
-        tokio::spawn(super::alloc_watch::watch_loop(handle, auth, wakeups, tx));
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+        Ok(Response::new(Box::pin(super::alloc_watch::watch_stream(
+            handle, auth, wakeups,
+        ))))
     }
 
     async fn update_allocations(
