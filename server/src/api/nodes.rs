@@ -65,7 +65,7 @@ impl NodeService for NodeApi {
         let WatchRequest { auth, min_index } = WatchRequest::try_from(req.into_inner())?;
         let handle = self.0.handle.clone();
         // Authenticate before the stream starts, so a wrong secret is the call's status.
-        handle.node_allocs(&auth)?;
+        handle.node_snapshot(&auth)?;
         if min_index > 0 {
             self.0.check_min_index(min_index)?;
             handle

@@ -186,14 +186,15 @@ impl ServerHandle {
         Ok(index)
     }
 
-    /// This node's allocations as of now, for an authenticated node.
-    pub fn node_allocs(
+    /// The state now, once `creds` prove to be the node's: for reading its allocations
+    /// straight from the snapshot ([`StateSnapshot::allocs_by_node`]) without copying them.
+    pub fn node_snapshot(
         &self,
         creds: &NodeCredentials,
-    ) -> Result<Vec<Arc<Allocation>>, ServerError> {
+    ) -> Result<(StateSnapshot, NodeId), ServerError> {
         let snap = self.snapshot();
-        let node = self.authenticated(&snap, creds)?;
-        Ok(snap.allocs_by_node(&node.id).cloned().collect())
+        let node_id = self.authenticated(&snap, creds)?.id;
+        Ok((snap, node_id))
     }
 
     fn authenticated(
