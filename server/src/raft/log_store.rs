@@ -336,15 +336,11 @@ impl RaftLogReader<TypeConfig> for LogStore {
         range: RB,
     ) -> Result<Vec<Entry>, StorageError> {
         let range = bounds(&range);
-        // Entries not in memory are read from their chunk file: off the async threads.
-        let store = self.clone();
-        tokio::task::spawn_blocking(move || store.entries(range))
-            .await
-            .map_err(|e| LogStoreError::Task {
-                path: self.path.to_path_buf(),
-                reason: e.to_string(),
-            })
-            .and_then(|r| r)
+        // Read in place: openraft reads entries to apply them moments after appending
+        // them, so they are in memory, and a hop to the blocking pool cost more than the
+        // read. Entries no longer cached (a restart's replay, a follower far behind) are
+        // read from their chunk file by `pread` under the log's lock.
+        self.entries(range)
             .map_err(|e| storage_error(ErrorSubject::Logs, ErrorVerb::Read, e))
     }
 }
