@@ -108,7 +108,7 @@ pub fn alloc(n: u64, job: &Job, node: NodeId, i: u32) -> Allocation {
         desired_description: Default::default(),
         client_status: ClientStatus::Running,
         client_description: Default::default(),
-        state_history: Vec::new(),
+        state_history: thin_vec::ThinVec::new(),
         task_states: Default::default(),
         links: Default::default(),
         resources: group.resources(),

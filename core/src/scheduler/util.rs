@@ -46,7 +46,7 @@ pub fn new_alloc(
         desired_description: Default::default(),
         client_status: ClientStatus::Pending,
         client_description: Default::default(),
-        state_history: Vec::new(),
+        state_history: thin_vec::ThinVec::new(),
         task_states: Default::default(),
         links: Links::new(AllocLinks {
             reschedule_tracker,

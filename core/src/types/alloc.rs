@@ -11,6 +11,7 @@ use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use thin_vec::ThinVec;
 
 /// What the servers want for an allocation.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
@@ -181,7 +182,10 @@ pub struct Allocation {
     pub desired_description: CompactString,
     pub client_status: ClientStatus,
     pub client_description: CompactString,
-    pub state_history: Vec<AllocStateEntry>,
+    /// A thin vector (one pointer, its length beside the entries): it is what brings the
+    /// record to 304 bytes, so with its `Arc` counts it fits the allocator's 320-byte size
+    /// class instead of the 384-byte one (64 bytes less per allocation held).
+    pub state_history: ThinVec<AllocStateEntry>,
     pub task_states: TaskStates,
     /// What links this allocation to others; read with [`Links::get`], set with
     /// [`Links::get_mut`].
@@ -326,5 +330,19 @@ mod name_for_tests {
             assert_eq!(name, format!("web.api[{index}]"));
             assert_eq!(name_index_slow(&name), Some(index));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Allocation;
+
+    /// The store holds each allocation in an `Arc` (16 bytes of counts before it). At 304
+    /// bytes or less the two fit the allocator's 320-byte size class; one field more and
+    /// every allocation held costs the 384-byte class, 64 MB more at a million.
+    #[test]
+    fn an_allocation_and_its_arc_counts_fit_320_bytes() {
+        let size = std::mem::size_of::<Allocation>();
+        assert!(size + 16 <= 320, "Allocation is {size} bytes");
     }
 }

@@ -150,7 +150,7 @@ mod tests {
             desired_description: a.desired_description.clone(),
             client_status: a.client_status,
             client_description: a.client_description.clone(),
-            state_history: a.state_history.clone(),
+            state_history: a.state_history.to_vec(),
             task_states: a.task_states.clone(),
             reschedule_tracker: l.reschedule_tracker,
             previous_allocation: l.previous_allocation,

@@ -305,7 +305,7 @@ pub(crate) fn allocation(p: pb::Allocation) -> Result<Allocation> {
         desired_description: p.desired_description.into(),
         client_status: ClientStatus::from_wire("client_status", p.client_status)?,
         client_description: p.client_description.into(),
-        state_history: each("state_history", p.state_history, state_entry)?,
+        state_history: each("state_history", p.state_history, state_entry)?.into(),
         task_states: task_states(p.task_states)?,
         links: Links::new(AllocLinks {
             reschedule_tracker: p

@@ -159,7 +159,8 @@ pub fn full_alloc() -> Allocation {
             client_status: ClientStatus::Unknown,
             time: Timestamp::from_millis(30),
         },
-    ];
+    ]
+    .into();
     a.task_states = TaskStates::from_iter([
         (
             "server",

@@ -35,10 +35,10 @@ pub const LOG_DIR: &str = "raft-log";
 /// A chunk file's size before the next one starts. Purging deletes whole chunks, and the
 /// entries of the chunk being written stay in memory until it closes, so chunks are kept
 /// small.
-const CHUNK_BYTES: usize = 16 * 1024 * 1024;
+const CHUNK_BYTES: usize = 8 * 1024 * 1024;
 /// Entries kept in memory beyond the open chunk's. Entries are read back only to be applied,
 /// moments after they were written; a follower far behind is sent a snapshot instead.
-const CACHE_BYTES: usize = 16 * 1024 * 1024;
+const CACHE_BYTES: usize = 8 * 1024 * 1024;
 /// The read buffer for replaying a chunk at start-up.
 const REPLAY_BUFFER_BYTES: usize = 4 * 1024 * 1024;
 /// How long the flush worker waits for more writes before it syncs: long enough to take

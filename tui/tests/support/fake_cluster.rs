@@ -143,7 +143,8 @@ impl FakeCluster {
                 client_status: ClientStatus::Running,
                 time: at(2),
             },
-        ];
+        ]
+        .into();
         alloc.create_time = at(0);
         alloc.modify_time = at(2);
         pb::Allocation::from(&alloc)
