@@ -2,9 +2,10 @@
 //! their structured fields, as text (coloured only on a terminal) or JSON lines.
 //!
 //! The filter is `--log-level` (a level or `RUST_LOG`-style directives), else `RUST_LOG`,
-//! else the command's default level. openraft logs its whole state at `info` on every
-//! election and membership change, so its target is held at `warn` unless the filter
-//! names it (`--log-level info,openraft=info`).
+//! else the command's default level. Some libraries are too talkative at `info` for an
+//! operator's log: openraft logs its whole state on every election and membership change,
+//! and the Raft log's `raft_log` and `chunked_wal` a line on every fsync. Their targets are
+//! held at `warn` unless the filter names them (`--log-level info,openraft=info`).
 
 use std::io::IsTerminal;
 use std::path::Path;
@@ -38,20 +39,25 @@ pub enum LoggingError {
     },
 }
 
+/// Library targets held at `warn` unless the directives name them.
+const QUIET_TARGETS: [&str; 3] = ["openraft", "raft_log", "chunked_wal"];
+
 /// The directives in force: the flag's, else `RUST_LOG`'s, else `default`; with
-/// `openraft=warn` added unless they name openraft.
+/// `TARGET=warn` added for each of [`QUIET_TARGETS`] they do not name.
 fn directives(flag: Option<&str>, env: Option<&str>, default: &str) -> String {
     let chosen = flag
         .or(env.filter(|v| !v.trim().is_empty()))
         .unwrap_or(default)
         .trim();
-    if chosen.contains("openraft") {
-        chosen.to_string()
-    } else if chosen.is_empty() {
-        "openraft=warn".to_string()
-    } else {
-        format!("{chosen},openraft=warn")
-    }
+    let quiet = QUIET_TARGETS
+        .iter()
+        .filter(|t| !chosen.contains(*t))
+        .map(|t| format!("{t}=warn"));
+    std::iter::once(chosen.to_string())
+        .filter(|c| !c.is_empty())
+        .chain(quiet)
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 impl LogArgs {
@@ -117,20 +123,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn openraft_is_held_at_warn_unless_named() {
-        let cases: &[(Option<&str>, Option<&str>, &str, &str)] = &[
-            (None, None, "info", "info,openraft=warn"),
-            (Some("debug"), None, "info", "debug,openraft=warn"),
-            (None, Some("trace"), "info", "trace,openraft=warn"),
-            (Some("warn"), Some("trace"), "info", "warn,openraft=warn"),
-            (None, Some("  "), "warn", "warn,openraft=warn"),
+    fn talkative_libraries_are_held_at_warn_unless_named() {
+        const Q: &str = "openraft=warn,raft_log=warn,chunked_wal=warn";
+        let cases: &[(Option<&str>, Option<&str>, &str, String)] = &[
+            (None, None, "info", format!("info,{Q}")),
+            (Some("debug"), None, "info", format!("debug,{Q}")),
+            (None, Some("trace"), "info", format!("trace,{Q}")),
+            (Some("warn"), Some("trace"), "info", format!("warn,{Q}")),
+            (None, Some("  "), "warn", format!("warn,{Q}")),
             (
                 Some("info,openraft=info"),
                 None,
                 "warn",
-                "info,openraft=info",
+                "info,openraft=info,raft_log=warn,chunked_wal=warn".into(),
             ),
-            (Some(""), None, "info", "openraft=warn"),
+            (
+                Some("info,raft_log=debug"),
+                None,
+                "warn",
+                "info,raft_log=debug,openraft=warn,chunked_wal=warn".into(),
+            ),
+            (Some(""), None, "info", Q.into()),
         ];
         for (flag, env, default, want) in cases {
             assert_eq!(
