@@ -15,8 +15,20 @@ use tokio::sync::{broadcast, watch};
 /// Per-node wake-up channels, each carrying the last index that touched the node.
 #[derive(Debug, Default)]
 pub(crate) struct NodeWakeups {
-    nodes: Mutex<HashMap<NodeId, watch::Sender<u64>>>,
+    nodes: Mutex<Channels>,
 }
+
+/// The channels, and how many subscriptions since channels no one holds were dropped.
+#[derive(Debug, Default)]
+struct Channels {
+    by_node: HashMap<NodeId, watch::Sender<u64>>,
+    since_sweep: usize,
+}
+
+/// Channels whose watches are gone are dropped once per this many subscriptions: sweeping
+/// on every subscription was a pass over every node's channel for each of them, quadratic
+/// when thousands of nodes reconnect at once (after a restart).
+const SWEEP_EVERY: usize = 1024;
 
 impl NodeWakeups {
     /// Starts the task that turns applied events into wake-ups; it ends with the server.
@@ -30,8 +42,13 @@ impl NodeWakeups {
     /// A receiver that changes whenever an applied entry touches `node`.
     pub(crate) fn subscribe(&self, node: NodeId) -> watch::Receiver<u64> {
         let mut nodes = self.nodes.lock().unwrap_or_else(PoisonError::into_inner);
-        nodes.retain(|_, tx| tx.receiver_count() > 0);
+        nodes.since_sweep += 1;
+        if nodes.since_sweep >= SWEEP_EVERY {
+            nodes.since_sweep = 0;
+            nodes.by_node.retain(|_, tx| tx.receiver_count() > 0);
+        }
         nodes
+            .by_node
             .entry(node)
             .or_insert_with(|| watch::channel(0).0)
             .subscribe()
@@ -39,7 +56,7 @@ impl NodeWakeups {
 
     fn wake(&self, node: &NodeId, index: u64) {
         let nodes = self.nodes.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(tx) = nodes.get(node) {
+        if let Some(tx) = nodes.by_node.get(node) {
             tx.send_replace(index);
         }
     }
@@ -48,7 +65,7 @@ impl NodeWakeups {
     /// and after missed events: every watch looks again.
     fn wake_all(&self, index: u64) {
         let nodes = self.nodes.lock().unwrap_or_else(PoisonError::into_inner);
-        for tx in nodes.values() {
+        for tx in nodes.by_node.values() {
             tx.send_replace(index);
         }
     }
@@ -71,5 +88,29 @@ async fn dispatch(mut events: broadcast::Receiver<Arc<Vec<Event>>>, wakeups: Arc
             Err(broadcast::error::RecvError::Lagged(_)) => wakeups.wake_all(u64::MAX),
             Err(broadcast::error::RecvError::Closed) => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use drover_core::mock;
+
+    #[test]
+    fn channels_of_gone_watches_are_swept_and_live_ones_woken() {
+        let wakeups = NodeWakeups::default();
+        let gone = mock::node_id(1);
+        let live = mock::node_id(2);
+        drop(wakeups.subscribe(gone));
+        let mut rx = wakeups.subscribe(live);
+        let held = |n: &NodeId| wakeups.nodes.lock().unwrap().by_node.contains_key(n);
+        assert!(held(&gone), "no sweep before {SWEEP_EVERY} subscriptions");
+        let extra: Vec<_> = (0..SWEEP_EVERY).map(|_| wakeups.subscribe(live)).collect();
+        assert!(!held(&gone), "swept");
+        assert!(held(&live));
+        wakeups.wake(&live, 7);
+        assert!(rx.has_changed().unwrap());
+        assert_eq!(*rx.borrow_and_update(), 7);
+        drop(extra);
     }
 }
