@@ -14,8 +14,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use tonic::Status;
 
-/// How long a watch waits for the next applied index before it looks again (to notice a
-/// client that went away, or a node that was removed).
+/// How long a watch waits for a wake-up before it looks again (to notice a node that was
+/// removed, or a change it missed, e.g. across a snapshot install). A client that goes
+/// away drops the stream; no poll is needed for that.
 const WATCH_POLL: Duration = Duration::from_secs(5);
 
 /// What the stream has sent of one allocation: a different modify index means it changed.
@@ -26,8 +27,9 @@ type Sent = (AllocId, u64);
 /// `next_sent` is refilled with what will have been sent of `now`.
 ///
 /// It walks the store's own iterator: a busy node holds a hundred allocations and is woken
-/// for every change to any of them, so collecting, sorting and cloning the set on each
-/// wake-up was a third of the server's CPU during a large placement.
+/// for every change to any of them, and collecting, sorting and cloning the set on each
+/// wake-up came to about a fifth of the server's CPU during a large placement. The walk
+/// itself (a read of each allocation's modify index) is what remains of that cost.
 fn difference<'a>(
     sent: &[Sent],
     now: impl Iterator<Item = &'a Arc<Allocation>>,
