@@ -326,7 +326,8 @@ impl Model {
     }
 
     /// Commits everything, runs every eval, waits out back-offs and retries, until nothing
-    /// is left; then every job must have been scheduled from state with every node change.
+    /// is left (in the log, in state or in the broker); then every job must have been
+    /// scheduled from state with every node change.
     fn quiesce(&mut self) {
         for _ in 0..200 {
             self.commit(self.log.len());
@@ -344,7 +345,14 @@ impl Model {
                 .evals()
                 .filter(|e| matches!(e.status, EvalStatus::Pending | EvalStatus::Blocked))
                 .count();
-            if self.log.is_empty() && live == 0 && self.engine.coalescer.next_deadline().is_none() {
+            // Nothing left means nothing in the broker either: an eval can wait there (backing
+            // off after a nack, its wait index raised by node changes) while a stale write
+            // from before a failover has already marked it complete in state.
+            if self.log.is_empty()
+                && live == 0
+                && self.engine.coalescer.next_deadline().is_none()
+                && self.engine.broker.stats().total.tracked() == 0
+            {
                 break;
             }
             self.apply(Op::Advance(3000));
