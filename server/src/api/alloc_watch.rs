@@ -5,6 +5,7 @@
 //! cluster's allocations. The stream now remembers what it sent (each allocation's modify
 //! index) and sends the difference.
 
+use super::node_watch::{Changes, NodeWakeups};
 use crate::error::ServerError;
 use drover_core::state::StateSnapshot;
 use drover_core::types::{AllocId, Allocation, JobKey};
@@ -54,6 +55,37 @@ fn difference<'a>(
     (changed, removed)
 }
 
+/// What to send after `sent` when only the allocations `ids` (sorted) may have changed;
+/// `now` finds each on this node as it is now. `sent` is updated in place.
+fn apply_changes<'a>(
+    sent: &mut Vec<Sent>,
+    ids: &[AllocId],
+    now: impl Fn(&AllocId) -> Option<&'a Arc<Allocation>>,
+) -> (Vec<&'a Arc<Allocation>>, Vec<AllocId>) {
+    let mut changed = Vec::new();
+    let mut removed = Vec::new();
+    for id in ids {
+        match (sent.binary_search_by(|s| s.0.cmp(id)), now(id)) {
+            (Ok(at), Some(a)) => {
+                if sent[at].1 != a.modify_index {
+                    sent[at].1 = a.modify_index;
+                    changed.push(a);
+                }
+            }
+            (Err(at), Some(a)) => {
+                sent.insert(at, (a.id, a.modify_index));
+                changed.push(a);
+            }
+            (Ok(at), None) => {
+                sent.remove(at);
+                removed.push(*id);
+            }
+            (Err(_), None) => {}
+        }
+    }
+    (changed, removed)
+}
+
 /// Each allocation's job type, for those whose job the state still holds.
 fn job_types<'a>(
     snap: &StateSnapshot,
@@ -76,11 +108,16 @@ struct Watch {
     handle: crate::ServerHandle,
     auth: NodeCredentials,
     wakeups: tokio::sync::watch::Receiver<u64>,
+    /// Which of the node's allocations changed since the last look, when known.
+    changes: Arc<NodeWakeups>,
+    /// The node's changes taken so far ([`NodeWakeups::changes_since`]).
+    seen: u64,
+    /// Whether the next look walks the node's whole set (after a quiet `WATCH_POLL`).
+    walk_next: bool,
     /// What the stream has sent (sorted by id), `None` before the first message.
     sent: Option<Vec<Sent>>,
     /// The buffer the next `sent` is built in (the two are swapped, never reallocated).
     spare: Vec<Sent>,
-    sent_index: u64,
     /// Set once the stream has sent its final error.
     ended: bool,
 }
@@ -111,7 +148,7 @@ impl Watch {
                         return None;
                     }
                 }
-                _ = tokio::time::sleep(WATCH_POLL) => {}
+                _ = tokio::time::sleep(WATCH_POLL) => self.walk_next = true,
             }
         }
     }
@@ -123,36 +160,41 @@ impl Watch {
         let index = self.handle.applied_index();
         let (snap, node_id) = self.handle.node_snapshot(&self.auth)?;
         let allocs = || snap.allocs_by_node(&node_id);
-        let msg = match &self.sent {
-            None => {
-                self.spare = allocs().map(|a| (a.id, a.modify_index)).collect();
-                pb::WatchAllocationsResponse {
-                    allocations: allocs().map(|a| a.as_ref().into()).collect(),
-                    index,
-                    removed: Vec::new(),
-                    complete: true,
-                    job_types: job_types(&snap, allocs()),
-                }
-            }
-            Some(before) if index > self.sent_index => {
-                let (changed, removed) = difference(before, allocs(), &mut self.spare);
-                if changed.is_empty() && removed.is_empty() {
-                    return Ok(None);
-                }
-                pb::WatchAllocationsResponse {
-                    job_types: job_types(&snap, changed.iter().copied()),
-                    allocations: changed.into_iter().map(|a| a.as_ref().into()).collect(),
-                    index,
-                    removed: removed.iter().map(ToString::to_string).collect(),
-                    complete: false,
-                }
-            }
-            Some(_) => return Ok(None),
+        let (changes, seen) = self
+            .changes
+            .changes_since(&node_id, self.seen, snap.latest_index());
+        self.seen = seen;
+        let Some(sent) = self.sent.as_mut() else {
+            self.sent = Some(allocs().map(|a| (a.id, a.modify_index)).collect());
+            return Ok(Some(pb::WatchAllocationsResponse {
+                allocations: allocs().map(|a| a.as_ref().into()).collect(),
+                index,
+                removed: Vec::new(),
+                complete: true,
+                job_types: job_types(&snap, allocs()),
+            }));
         };
-        let sent = self.sent.get_or_insert_with(Vec::new);
-        std::mem::swap(sent, &mut self.spare);
-        self.sent_index = index;
-        Ok(Some(msg))
+        let walk = std::mem::take(&mut self.walk_next);
+        let (changed, removed) = match changes {
+            Changes::Known(ids) if !walk => apply_changes(sent, &ids, |id| {
+                snap.alloc(id).filter(|a| a.node_id == node_id)
+            }),
+            _ => {
+                let found = difference(sent, allocs(), &mut self.spare);
+                std::mem::swap(sent, &mut self.spare);
+                found
+            }
+        };
+        if changed.is_empty() && removed.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(pb::WatchAllocationsResponse {
+            job_types: job_types(&snap, changed.iter().copied()),
+            allocations: changed.into_iter().map(|a| a.as_ref().into()).collect(),
+            index,
+            removed: removed.iter().map(ToString::to_string).collect(),
+            complete: false,
+        }))
     }
 }
 
@@ -164,15 +206,18 @@ impl Watch {
 pub(super) fn watch_stream(
     handle: crate::ServerHandle,
     auth: NodeCredentials,
-    wakeups: tokio::sync::watch::Receiver<u64>,
+    changes: Arc<NodeWakeups>,
 ) -> impl futures::Stream<Item = WatchItem> + Send + 'static {
+    let wakeups = changes.subscribe(auth.node_id);
     let watch = Watch {
         handle,
         auth,
         wakeups,
+        changes,
+        seen: 0,
+        walk_next: false,
         sent: None,
         spare: Vec::new(),
-        sent_index: 0,
         ended: false,
     };
     futures::stream::unfold(watch, |mut watch| async move {
@@ -254,6 +299,66 @@ mod tests {
             let mut want: Vec<AllocId> = want_removed.iter().map(|n| mock::alloc_id(*n)).collect();
             want.sort_unstable();
             assert_eq!(removed, want, "{what}: removed");
+        }
+    }
+
+    /// Each case: what was sent, the allocations named as changed, what the node holds
+    /// now, and the numbers expected as changed and removed; `sent` must end as the
+    /// node's set.
+    #[test]
+    fn named_changes_update_what_was_sent_in_place() {
+        type Case = (
+            &'static str,
+            &'static [(u64, u64)],
+            &'static [u64],
+            &'static [(u64, u64)],
+            &'static [u64],
+            &'static [u64],
+        );
+        let cases: [Case; 5] = [
+            (
+                "one updated",
+                &[(1, 5), (2, 6)],
+                &[2],
+                &[(1, 5), (2, 8)],
+                &[2],
+                &[],
+            ),
+            ("one placed", &[(1, 5)], &[3], &[(1, 5), (3, 7)], &[3], &[]),
+            (
+                "one collected",
+                &[(1, 5), (2, 6)],
+                &[1],
+                &[(2, 6)],
+                &[],
+                &[1],
+            ),
+            ("named, unchanged", &[(1, 5)], &[1], &[(1, 5)], &[], &[]),
+            (
+                "named, never sent, gone",
+                &[(1, 5)],
+                &[4],
+                &[(1, 5)],
+                &[],
+                &[],
+            ),
+        ];
+        for (what, before, named, now, want_changed, want_removed) in cases {
+            let mut sent = sent_of(&sorted(before.iter().map(|(n, m)| alloc(*n, *m)).collect()));
+            let now = sorted(now.iter().map(|(n, m)| alloc(*n, *m)).collect());
+            let mut named: Vec<AllocId> = named.iter().map(|n| mock::alloc_id(*n)).collect();
+            named.sort_unstable();
+            let (changed, removed) =
+                apply_changes(&mut sent, &named, |id| now.iter().find(|a| a.id == *id));
+            let changed: Vec<AllocId> = changed.iter().map(|a| a.id).collect();
+            let ids = |ns: &[u64]| {
+                let mut v: Vec<AllocId> = ns.iter().map(|n| mock::alloc_id(*n)).collect();
+                v.sort_unstable();
+                v
+            };
+            assert_eq!(changed, ids(want_changed), "{what}: changed");
+            assert_eq!(removed, ids(want_removed), "{what}: removed");
+            assert_eq!(sent, sent_of(&now), "{what}: sent");
         }
     }
 }

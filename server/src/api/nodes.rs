@@ -75,9 +75,10 @@ impl NodeService for NodeApi {
                     Status::unavailable(format!("state did not reach index {min_index}; retry"))
                 })?;
         }
-        let wakeups = self.0.node_wakeups.subscribe(auth.node_id);
         Ok(Response::new(Box::pin(super::alloc_watch::watch_stream(
-            handle, auth, wakeups,
+            handle,
+            auth,
+            self.0.node_wakeups.clone(),
         ))))
     }
 
