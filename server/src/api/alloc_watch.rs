@@ -238,10 +238,19 @@ mod tests {
         Arc::new(a)
     }
 
-    /// Sorted by id, as the store lists a node's allocations.
-    fn sorted(mut allocs: Vec<Arc<Allocation>>) -> Vec<Arc<Allocation>> {
+    /// A node's allocations from (number, modify index) pairs, sorted by id as the store
+    /// lists them.
+    fn node_set(pairs: &[(u64, u64)]) -> Vec<Arc<Allocation>> {
+        let mut allocs: Vec<_> = pairs.iter().map(|(n, m)| alloc(*n, *m)).collect();
         allocs.sort_unstable_by_key(|a| a.id);
         allocs
+    }
+
+    /// The ids of allocation numbers `ns`, sorted.
+    fn ids(ns: &[u64]) -> Vec<AllocId> {
+        let mut v: Vec<AllocId> = ns.iter().map(|n| mock::alloc_id(*n)).collect();
+        v.sort_unstable();
+        v
     }
 
     fn sent_of(allocs: &[Arc<Allocation>]) -> Vec<Sent> {
@@ -286,19 +295,15 @@ mod tests {
             ("from empty", &[], &[(1, 1), (2, 1)], &[1, 2], &[]),
         ];
         for (what, before, now, want_changed, want_removed) in cases {
-            let before = sent_of(&sorted(before.iter().map(|(n, m)| alloc(*n, *m)).collect()));
-            let now = sorted(now.iter().map(|(n, m)| alloc(*n, *m)).collect());
+            let before = sent_of(&node_set(before));
+            let now = node_set(now);
             let mut next_sent = vec![(mock::alloc_id(99), 1)];
             let (changed, removed) = difference(&before, now.iter(), &mut next_sent);
             assert_eq!(next_sent, sent_of(&now), "{what}: what will have been sent");
             let mut changed: Vec<AllocId> = changed.iter().map(|a| a.id).collect();
-            let mut want: Vec<AllocId> = want_changed.iter().map(|n| mock::alloc_id(*n)).collect();
             changed.sort_unstable();
-            want.sort_unstable();
-            assert_eq!(changed, want, "{what}: changed");
-            let mut want: Vec<AllocId> = want_removed.iter().map(|n| mock::alloc_id(*n)).collect();
-            want.sort_unstable();
-            assert_eq!(removed, want, "{what}: removed");
+            assert_eq!(changed, ids(want_changed), "{what}: changed");
+            assert_eq!(removed, ids(want_removed), "{what}: removed");
         }
     }
 
@@ -344,18 +349,12 @@ mod tests {
             ),
         ];
         for (what, before, named, now, want_changed, want_removed) in cases {
-            let mut sent = sent_of(&sorted(before.iter().map(|(n, m)| alloc(*n, *m)).collect()));
-            let now = sorted(now.iter().map(|(n, m)| alloc(*n, *m)).collect());
-            let mut named: Vec<AllocId> = named.iter().map(|n| mock::alloc_id(*n)).collect();
-            named.sort_unstable();
-            let (changed, removed) =
-                apply_changes(&mut sent, &named, |id| now.iter().find(|a| a.id == *id));
+            let mut sent = sent_of(&node_set(before));
+            let now = node_set(now);
+            let (changed, removed) = apply_changes(&mut sent, &ids(named), |id| {
+                now.iter().find(|a| a.id == *id)
+            });
             let changed: Vec<AllocId> = changed.iter().map(|a| a.id).collect();
-            let ids = |ns: &[u64]| {
-                let mut v: Vec<AllocId> = ns.iter().map(|n| mock::alloc_id(*n)).collect();
-                v.sort_unstable();
-                v
-            };
             assert_eq!(changed, ids(want_changed), "{what}: changed");
             assert_eq!(removed, ids(want_removed), "{what}: removed");
             assert_eq!(sent, sent_of(&now), "{what}: sent");

@@ -8,7 +8,7 @@
 //! whichever step a crash interrupts.
 
 use super::codec;
-use super::log_records::{Flushed, Payload, WalLogId, WalTypes, WalVote};
+use super::log_records::{Payload, WalLogId, WalTypes, WalVote, sync_blocking};
 use super::log_store::{LOG_DIR, LogStoreError, wal_config};
 use super::types::{LogId, ServerId, Vote};
 use raft_log::RaftLog;
@@ -142,12 +142,7 @@ fn write(dir: &Path, node_id: ServerId, old: Legacy) -> Result<(), LogStoreError
         wal.commit(committed.into())
             .map_err(io("record the committed log id"))?;
     }
-    let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    wal.flush(true, Some(Flushed::Sync(tx)))
-        .map_err(io("sync"))?;
-    rx.recv()
-        .unwrap_or_else(|_| Err(std::io::Error::other("the flush worker stopped")))
-        .map_err(io("sync"))
+    sync_blocking(&mut wal).map_err(io("sync"))
 }
 
 /// Migrates the redb log in `data_dir`, if there is one, into the append-only log.

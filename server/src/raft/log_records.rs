@@ -156,8 +156,17 @@ pub(crate) enum Flushed {
     Log(LogFlushed<TypeConfig>),
     /// A task of the log store (vote, truncate, purge).
     Done(tokio::sync::oneshot::Sender<io::Result<()>>),
-    /// A thread that blocks for it (opening the log).
+    /// A thread that blocks for it ([`sync_blocking`]).
     Sync(std::sync::mpsc::SyncSender<io::Result<()>>),
+}
+
+/// Hands everything appended so far to the flush worker and blocks until it is synced.
+pub(crate) fn sync_blocking(wal: &mut raft_log::RaftLog<WalTypes>) -> io::Result<()> {
+    use raft_log::api::raft_log_writer::RaftLogWriter;
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    wal.flush(true, Some(Flushed::Sync(tx)))?;
+    rx.recv()
+        .unwrap_or_else(|_| Err(io::Error::other("the flush worker stopped")))
 }
 
 impl raft_log::Callback for Flushed {

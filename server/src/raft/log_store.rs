@@ -15,7 +15,7 @@
 //! leader to commit again: it is written without its own fsync.
 
 use super::codec::{self, RecordError};
-use super::log_records::{Flushed, Payload, WalLogId, WalTypes, WalVote};
+use super::log_records::{Flushed, Payload, WalLogId, WalTypes, WalVote, sync_blocking};
 use super::types::{Entry, LogId, ServerId, StorageError, TypeConfig, Vote};
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
 use openraft::{AnyError, ErrorSubject, ErrorVerb, OptionalSend, RaftLogReader, StorageIOError};
@@ -211,11 +211,7 @@ impl LogStore {
                     source,
                 };
                 wal.save_user_data(Some(node_id)).map_err(io)?;
-                let (tx, rx) = std::sync::mpsc::sync_channel(1);
-                wal.flush(true, Some(Flushed::Sync(tx))).map_err(io)?;
-                rx.recv()
-                    .unwrap_or_else(|_| Err(io::Error::other("the flush worker stopped")))
-                    .map_err(io)?;
+                sync_blocking(&mut wal).map_err(io)?;
             }
         }
         let state = wal.log_state();

@@ -105,6 +105,19 @@ fn rpc_payloads_round_trip_including_remote_errors() {
     assert!(err.to_string().contains("vote format version 2"), "{err}");
 }
 
+/// The log's purged and last entries (term 1), its vote (term 2, node 1, committed) and
+/// its committed entry (index 8), as both the reopen and the migration tests leave them.
+async fn assert_kept(log: &mut LogStore, purged: u64, last: u64) {
+    let st = log.get_log_state().await.unwrap();
+    assert_eq!(st.last_purged_log_id, Some(log_id(1, purged)));
+    assert_eq!(st.last_log_id, Some(log_id(1, last)));
+    assert_eq!(
+        log.read_vote().await.unwrap(),
+        Some(Vote::new_committed(2, 1))
+    );
+    assert_eq!(log.read_committed().await.unwrap(), Some(log_id(1, 8)));
+}
+
 /// Appends through the storage API and waits for the flush callback.
 async fn append(log: &mut LogStore, entries: Vec<Entry>) {
     log.blocking_append(entries).await.unwrap();
@@ -125,14 +138,7 @@ async fn the_log_store_keeps_everything_across_reopen() {
         log.purge(log_id(1, 3)).await.unwrap();
     }
     let mut log = LogStore::open(&path, 1, Duration::ZERO).unwrap();
-    let st = log.get_log_state().await.unwrap();
-    assert_eq!(st.last_purged_log_id, Some(log_id(1, 3)));
-    assert_eq!(st.last_log_id, Some(log_id(1, 8)));
-    assert_eq!(
-        log.read_vote().await.unwrap(),
-        Some(Vote::new_committed(2, 1))
-    );
-    assert_eq!(log.read_committed().await.unwrap(), Some(log_id(1, 8)));
+    assert_kept(&mut log, 3, 8).await;
     let got: Vec<u64> = log
         .try_get_log_entries(0..100)
         .await
@@ -189,7 +195,7 @@ async fn appends_in_flight_together_share_one_commit() {
 
 #[tokio::test]
 async fn a_corrupt_entry_is_a_storage_error_naming_its_index() {
-    use crate::raft::log_records::{Flushed, Payload, WalLogId, WalTypes};
+    use crate::raft::log_records::{Payload, WalLogId, WalTypes, sync_blocking};
     use raft_log::api::raft_log_writer::RaftLogWriter;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(LOG_DIR);
@@ -207,9 +213,7 @@ async fn a_corrupt_entry_is_a_storage_error_naming_its_index() {
             (WalLogId::from(log_id(1, i)), Payload(bytes.into()))
         });
         wal.append(rows).unwrap();
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        wal.flush(true, Some(Flushed::Sync(tx))).unwrap();
-        rx.recv().unwrap().unwrap();
+        sync_blocking(&mut wal).unwrap();
     }
     let mut log = LogStore::open(&path, 1, Duration::ZERO).unwrap();
     let err = log
@@ -318,14 +322,7 @@ async fn a_redb_log_is_moved_to_the_append_only_log() {
     assert_eq!(migrate(dir.path(), 1).unwrap(), None, "once only");
 
     let mut log = LogStore::open(&dir.path().join(LOG_DIR), 1, Duration::ZERO).unwrap();
-    let st = log.get_log_state().await.unwrap();
-    assert_eq!(st.last_purged_log_id, Some(log_id(1, 3)));
-    assert_eq!(st.last_log_id, Some(log_id(1, 9)));
-    assert_eq!(
-        log.read_vote().await.unwrap(),
-        Some(Vote::new_committed(2, 1))
-    );
-    assert_eq!(log.read_committed().await.unwrap(), Some(log_id(1, 8)));
+    assert_kept(&mut log, 3, 9).await;
     let entries = log.try_get_log_entries(..).await.unwrap();
     let want: Vec<Entry> = (4..=9).map(|i| command_entry(1, i, i)).collect();
     assert_eq!(entries, want);
