@@ -3,6 +3,7 @@
 
 use drover_core::mock;
 use drover_proto::v1 as pb;
+use drover_proto::v1::alloc_service_client::AllocServiceClient;
 use drover_proto::v1::event_service_client::EventServiceClient;
 use drover_proto::v1::job_service_client::JobServiceClient;
 use drover_proto::v1::node_service_client::NodeServiceClient;
@@ -379,8 +380,8 @@ async fn event_stream_sees_every_topic_in_index_order() {
     h.stop().await;
 }
 
-/// A node's allocation watch sends the whole set first, then only what changed: a status
-/// update of one allocation sends that allocation alone.
+/// A node's allocation watch sends the whole set first, then only what the servers
+/// changed: a stop sends that allocation, and the node's own status report nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_allocation_watch_sends_the_set_then_only_changes() {
     let h = Harness::start().await;
@@ -416,26 +417,42 @@ async fn the_allocation_watch_sends_the_set_then_only_changes() {
             placed.insert(a.id.clone(), a);
         }
     }
-    let (id, _) = placed.first_key_value().expect("two placed");
+    let (reported, _) = placed.first_key_value().expect("two placed");
+    let (stopped, _) = placed.last_key_value().expect("two placed");
     h.nodes()
         .update_allocations(pb::UpdateAllocationsRequest {
             auth: Some(auth),
             updates: vec![pb::AllocClientUpdate {
-                alloc_id: id.clone(),
+                alloc_id: reported.clone(),
                 client_status: pb::ClientStatus::Running.into(),
                 ..Default::default()
             }],
         })
         .await
         .expect("update accepted");
+    AllocServiceClient::new(h.channel.clone())
+        .stop(pb::AllocStopRequest {
+            alloc_id: stopped.clone(),
+        })
+        .await
+        .expect("stop accepted");
+    // The node's own report is not sent back (Nomad's AllocModifyIndex): the next message
+    // is the servers' stop of the other allocation, written after the report.
     let msg = next().await;
+    assert!(!msg.complete && msg.removed.is_empty());
     let sent: Vec<(&str, i32)> = msg
         .allocations
         .iter()
-        .map(|a| (a.id.as_str(), a.client_status))
+        .map(|a| (a.id.as_str(), a.desired_status))
         .collect();
-    assert_eq!(sent, [(id.as_str(), pb::ClientStatus::Running.into())]);
-    assert!(!msg.complete && msg.removed.is_empty());
+    assert!(
+        sent.contains(&(stopped.as_str(), pb::DesiredStatus::Stop.into())),
+        "the stop is sent: {sent:?}"
+    );
+    assert!(
+        sent.iter().all(|(id, _)| id != reported),
+        "the node's own report is not sent back: {sent:?}"
+    );
     h.stop().await;
 }
 

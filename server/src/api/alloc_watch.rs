@@ -2,8 +2,13 @@
 //!
 //! A busy node holds a hundred allocations; a plan that places one more used to send all of
 //! them again, and with every node touched by every large plan that was quadratic in the
-//! cluster's allocations. The stream now remembers what it sent (each allocation's modify
-//! index) and sends the difference.
+//! cluster's allocations. The stream now remembers what it sent (each allocation's server
+//! modify index) and sends the difference.
+//!
+//! Only what the servers changed is sent (`alloc_modify_index`, Nomad's `AllocModifyIndex`):
+//! a node's own report (client status, task states) changes the stored allocation too, but
+//! the node already knows it, and sending every allocation back to its node after the node
+//! reported it running doubled the watch's work during a large placement.
 
 use super::node_watch::{Changes, NodeWakeups};
 use crate::error::ServerError;
@@ -20,8 +25,14 @@ use tonic::Status;
 /// away drops the stream; no poll is needed for that.
 const WATCH_POLL: Duration = Duration::from_secs(5);
 
-/// What the stream has sent of one allocation: a different modify index means it changed.
+/// What the stream has sent of one allocation: a different server modify index
+/// ([`sent_index`]) means the servers changed it.
 type Sent = (AllocId, u64);
+
+/// The index a watch compares: the last change the servers made, not the node's reports.
+fn sent_index(a: &Allocation) -> u64 {
+    a.alloc_modify_index
+}
 
 /// What to send after `sent`, given the node's allocations `now` (both sorted by id, as the
 /// store lists them): the new or changed allocations, and the ids that left the set.
@@ -41,13 +52,13 @@ fn difference<'a>(
     next_sent.clear();
     let mut sent = sent.iter().peekable();
     for a in now {
-        next_sent.push((a.id, a.modify_index));
+        next_sent.push((a.id, sent_index(a)));
         // Ids sent before and now gone sort before this one.
         while let Some(s) = sent.next_if(|s| s.0 < a.id) {
             removed.push(s.0);
         }
         match sent.next_if(|s| s.0 == a.id) {
-            Some(s) if s.1 == a.modify_index => {}
+            Some(s) if s.1 == sent_index(a) => {}
             _ => changed.push(a),
         }
     }
@@ -67,13 +78,13 @@ fn apply_changes<'a>(
     for id in ids {
         match (sent.binary_search_by(|s| s.0.cmp(id)), now(id)) {
             (Ok(at), Some(a)) => {
-                if sent[at].1 != a.modify_index {
-                    sent[at].1 = a.modify_index;
+                if sent[at].1 != sent_index(a) {
+                    sent[at].1 = sent_index(a);
                     changed.push(a);
                 }
             }
             (Err(at), Some(a)) => {
-                sent.insert(at, (a.id, a.modify_index));
+                sent.insert(at, (a.id, sent_index(a)));
                 changed.push(a);
             }
             (Ok(at), None) => {
@@ -165,7 +176,7 @@ impl Watch {
             .changes_since(&node_id, self.seen, snap.latest_index());
         self.seen = seen;
         let Some(sent) = self.sent.as_mut() else {
-            self.sent = Some(allocs().map(|a| (a.id, a.modify_index)).collect());
+            self.sent = Some(allocs().map(|a| (a.id, sent_index(a))).collect());
             return Ok(Some(pb::WatchAllocationsResponse {
                 allocations: allocs().map(|a| a.as_ref().into()).collect(),
                 index,
@@ -231,15 +242,18 @@ mod tests {
     use super::*;
     use drover_core::mock;
 
-    fn alloc(n: u64, modify_index: u64) -> Arc<Allocation> {
+    /// Allocation `n` as the servers last changed it at `server_index`; the node's own
+    /// reports moved its `modify_index` further, which a watch must not count as a change.
+    fn alloc(n: u64, server_index: u64) -> Arc<Allocation> {
         let job = mock::service_job("web", 1);
         let mut a = mock::alloc(n, &job, mock::node_id(0), 0);
-        a.modify_index = modify_index;
+        a.alloc_modify_index = server_index;
+        a.modify_index = server_index + 100;
         Arc::new(a)
     }
 
-    /// A node's allocations from (number, modify index) pairs, sorted by id as the store
-    /// lists them.
+    /// A node's allocations from (number, server modify index) pairs, sorted by id as the
+    /// store lists them.
     fn node_set(pairs: &[(u64, u64)]) -> Vec<Arc<Allocation>> {
         let mut allocs: Vec<_> = pairs.iter().map(|(n, m)| alloc(*n, *m)).collect();
         allocs.sort_unstable_by_key(|a| a.id);
@@ -254,10 +268,13 @@ mod tests {
     }
 
     fn sent_of(allocs: &[Arc<Allocation>]) -> Vec<Sent> {
-        allocs.iter().map(|a| (a.id, a.modify_index)).collect()
+        allocs
+            .iter()
+            .map(|a| (a.id, a.alloc_modify_index))
+            .collect()
     }
 
-    /// Each case: what was sent (alloc number, modify index), what the node holds now, and
+    /// Each case: what was sent (alloc number, server modify index), what the node holds now, and
     /// the alloc numbers expected as changed and as removed.
     #[test]
     fn difference_sends_new_and_changed_and_names_removed() {
@@ -305,6 +322,27 @@ mod tests {
             assert_eq!(changed, ids(want_changed), "{what}: changed");
             assert_eq!(removed, ids(want_removed), "{what}: removed");
         }
+    }
+
+    /// A change only the node's own report made moves `modify_index` alone: neither the
+    /// walk nor the named changes send it back.
+    #[test]
+    fn the_nodes_own_reports_are_not_sent_back() {
+        let before = sent_of(&node_set(&[(1, 5), (2, 6)]));
+        let mut now = node_set(&[(1, 5), (2, 6)]);
+        for a in &mut now {
+            Arc::make_mut(a).modify_index += 7;
+        }
+        let mut next_sent = Vec::new();
+        let (changed, removed) = difference(&before, now.iter(), &mut next_sent);
+        assert!(changed.is_empty() && removed.is_empty(), "walk");
+        assert_eq!(next_sent, before, "walk: what was sent");
+        let mut sent = before.clone();
+        let (changed, removed) = apply_changes(&mut sent, &ids(&[1, 2]), |id| {
+            now.iter().find(|a| a.id == *id)
+        });
+        assert!(changed.is_empty() && removed.is_empty(), "named");
+        assert_eq!(sent, before, "named: what was sent");
     }
 
     /// Each case: what was sent, the allocations named as changed, what the node holds

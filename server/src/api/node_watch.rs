@@ -177,6 +177,20 @@ impl NodeWakeups {
 
     /// For events that do not say which node they concern (an allocation removed by id),
     /// and after missed events (up to `index`): every watch walks its node's set.
+    /// Wakes the watches an applied event concerns. An allocation whose server modify
+    /// index is older than the event changed only by its node's own report (client status,
+    /// task states): the node knows that already, and its watch would send nothing.
+    fn record(&self, event: &Event) {
+        match &event.payload {
+            EventPayload::Allocation(a) if a.alloc_modify_index < event.index => {}
+            EventPayload::Allocation(a) => self.alloc_changed(&a.node_id, a.id, event.index),
+            EventPayload::Node(n) => self.wake(&n.id, event.index),
+            EventPayload::NodeId(id) => self.wake(id, event.index),
+            EventPayload::AllocId(_) => self.wake_all(event.index),
+            _ => {}
+        }
+    }
+
     fn wake_all(&self, index: u64) {
         let mut nodes = self.nodes.lock().unwrap_or_else(PoisonError::into_inner);
         for channel in nodes.by_node.values_mut() {
@@ -194,15 +208,7 @@ async fn dispatch(
         match events.recv().await {
             Ok(batch) => {
                 for event in batch.iter() {
-                    match &event.payload {
-                        EventPayload::Allocation(a) => {
-                            wakeups.alloc_changed(&a.node_id, a.id, event.index)
-                        }
-                        EventPayload::Node(n) => wakeups.wake(&n.id, event.index),
-                        EventPayload::NodeId(id) => wakeups.wake(id, event.index),
-                        EventPayload::AllocId(_) => wakeups.wake_all(event.index),
-                        _ => {}
-                    }
+                    wakeups.record(event);
                 }
             }
             // The missed events were applied, so none is above the applied index now.
@@ -324,6 +330,34 @@ mod tests {
                 "{what}"
             );
         }
+    }
+
+    /// A server change to an allocation wakes its node's watch and names it; the node's
+    /// own report (only `modify_index` moved) wakes nothing.
+    #[test]
+    fn only_server_changes_to_an_allocation_wake_its_node() {
+        use drover_core::fsm::EventType;
+        let wakeups = NodeWakeups::default();
+        let node = mock::node_id(0);
+        let rx = wakeups.subscribe(node);
+        let job = mock::service_job("web", 1);
+        let mut a = mock::alloc(1, &job, node, 0);
+        a.alloc_modify_index = 7;
+        a.modify_index = 9;
+        wakeups.record(&Event::alloc(
+            9,
+            EventType::AllocationClientUpdated,
+            &Arc::new(a.clone()),
+        ));
+        assert!(!rx.has_changed().unwrap(), "the node's own report");
+        a.alloc_modify_index = 10;
+        a.modify_index = 10;
+        wakeups.record(&Event::alloc(10, EventType::PlanResult, &Arc::new(a)));
+        assert!(rx.has_changed().unwrap(), "a server change");
+        assert_eq!(
+            wakeups.changes_since(&node, 0, 10),
+            (Changes::Known(vec![mock::alloc_id(1)]), 1)
+        );
     }
 
     /// A node keeps [`RECENT`] changes; a watch that missed the dropped ones walks, and
