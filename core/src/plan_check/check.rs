@@ -96,7 +96,7 @@ pub enum NodeRefusal {
 ///
 /// `all_at_once` plans stop at the first refusal and commit nothing. Otherwise the accepted
 /// nodes commit. The plan's evals commit whenever anything else commits, and also when the
-/// plan has nothing but evals. `refresh_index` is `state.latest_index()` when any node was
+/// plan has nothing but evals; its closing evals only when nothing was refused. `refresh_index` is `state.latest_index()` when any node was
 /// refused, else 0.
 pub fn check_plan(state: &StateSnapshot, plan: &Plan) -> PlanOutcome {
     let mut result = PlanResult::default();
@@ -158,13 +158,19 @@ pub fn check_plan(state: &StateSnapshot, plan: &Plan) -> PlanOutcome {
             .collect(),
     );
     result.evals = committed_evals(state, plan, &result.node_preemptions);
+    let mut evals = result.evals.clone();
+    // The eval closes with its plan only when all of the plan commits.
+    if result.rejected_nodes.is_empty() && !plan.closing.is_empty() {
+        evals.extend(plan.closing.iter().cloned());
+        result.closed = true;
+    }
     let apply = PlanApply {
         eval_id: plan.eval_id,
         job: plan.job.clone(),
         node_allocation: result.node_allocation.clone(),
         node_update: result.node_update.clone(),
         node_preemptions: result.node_preemptions.clone(),
-        evals: result.evals.clone(),
+        evals,
     };
     PlanOutcome {
         result,

@@ -1058,3 +1058,26 @@ fn rejection_tracker_threshold_window_and_off_by_default() {
         "rejection threshold must be at least 1, got 0"
     );
 }
+
+/// The eval's closing writes go into the plan's entry only when nothing is refused; a plan
+/// refused in part commits the rest without them, and the scheduler closes the eval itself.
+#[test]
+fn closing_evals_commit_only_with_the_whole_plan() {
+    let s = store(&[mock::node(1), mock::node(2)], &[]);
+    let mut done = mock::eval(1, &job());
+    done.status = EvalStatus::Complete;
+    for (what, second_mb, want_closed) in
+        [("all fits", 1_024, true), ("node 2 refused", 9_000, false)]
+    {
+        let p = plan(|p| {
+            p.append_alloc(alloc(1, 1, mem(1_024)));
+            p.append_alloc(alloc(2, 2, mem(second_mb)));
+            p.closing = vec![done.clone()];
+        });
+        let outcome = check_plan(&s.snapshot(), &p);
+        assert_eq!(outcome.result.closed, want_closed, "{what}: closed");
+        let apply = outcome.apply.expect("node 1 commits");
+        let closes = apply.evals.iter().any(|e| e.id == done.id);
+        assert_eq!(closes, want_closed, "{what}: in the entry");
+    }
+}

@@ -33,9 +33,24 @@ pub struct GenericScheduler {
     env: Env,
 }
 
+impl Pass {
+    /// A job-wide blocked eval for whatever this pass could not place.
+    fn finish(&self) -> util::Finish {
+        util::Finish {
+            failures: self.failures.clone(),
+            queued: self.queued.clone(),
+            block: Some((self.class_eligibility.clone(), self.escaped)),
+        }
+    }
+}
+
 impl util::PlannedPass for Pass {
     fn take_plan(&mut self) -> Option<Plan> {
         self.plan.take()
+    }
+
+    fn finish(&self, _: &Evaluation) -> Option<util::Finish> {
+        Some(Pass::finish(self))
     }
 }
 
@@ -63,12 +78,7 @@ impl GenericScheduler {
         let Some((pass, state)) = settled else {
             return Ok(());
         };
-        let finish = util::Finish {
-            failures: pass.failures,
-            queued: pass.queued,
-            block: Some((pass.class_eligibility, pass.escaped)),
-        };
-        util::finish_eval(eval, &state, finish, self.env, &mut rng, planner)
+        util::finish_eval(eval, &state, pass.finish(), self.env, &mut rng, planner)
     }
 
     fn compute(&self, state: &StateSnapshot, eval: &Evaluation, rng: &mut ChaCha8Rng) -> Pass {

@@ -43,9 +43,35 @@ struct Pass {
     failed_nodes: BTreeSet<NodeId>,
 }
 
+impl Pass {
+    /// Whether the eval's unplaced work is blocked per node: a fresh eval with few failed
+    /// nodes. Otherwise job-wide (escaped: any capacity change retries it), or as it is
+    /// when the eval was itself a blocked one.
+    fn blocks_per_node(&self, eval: &Evaluation) -> bool {
+        eval.status != EvalStatus::Blocked
+            && !self.failed_nodes.is_empty()
+            && self.failed_nodes.len() <= MAX_PER_NODE_BLOCKED
+    }
+
+    /// How the eval closes; `block` as [`util::Finish::block`].
+    fn finish(&self, block: Option<(BTreeMap<String, bool>, bool)>) -> util::Finish {
+        util::Finish {
+            failures: self.failures.clone(),
+            queued: self.queued.clone(),
+            block,
+        }
+    }
+}
+
 impl util::PlannedPass for Pass {
     fn take_plan(&mut self) -> Option<Plan> {
         self.plan.take()
+    }
+
+    /// Per-node blocked evals are written before the eval closes, so only a job-wide
+    /// closing rides with the plan.
+    fn finish(&self, eval: &Evaluation) -> Option<util::Finish> {
+        (!self.blocks_per_node(eval)).then(|| Pass::finish(self, Some((BTreeMap::new(), true))))
     }
 }
 
@@ -73,20 +99,11 @@ impl SystemScheduler {
         let Some((pass, state)) = settled else {
             return Ok(());
         };
-        // A blocked eval re-run is reblocked as it is; a fresh eval blocks per node, or job-wide
-        // (escaped: any capacity change retries it) when too many nodes had no room.
-        let per_node = eval.status != EvalStatus::Blocked
-            && !pass.failed_nodes.is_empty()
-            && pass.failed_nodes.len() <= MAX_PER_NODE_BLOCKED;
+        let per_node = pass.blocks_per_node(eval);
         if per_node {
             self.block_per_node(eval, &state, &pass, &mut rng, planner)?;
         }
-        let block = (!per_node).then(|| (BTreeMap::new(), true));
-        let finish = util::Finish {
-            failures: pass.failures,
-            queued: pass.queued,
-            block,
-        };
+        let finish = pass.finish((!per_node).then(|| (BTreeMap::new(), true)));
         util::finish_eval(eval, &state, finish, self.env, &mut rng, planner)
     }
 

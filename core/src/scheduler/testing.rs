@@ -132,6 +132,17 @@ impl Planner for Harness {
                 });
             }
             result.alloc_index = self.index;
+            // The eval's closing writes went in with the plan: record them as the
+            // planner's calls would have been.
+            if result.closed {
+                for e in &plan.closing {
+                    if e.id == plan.eval_id {
+                        self.updated.push(e.clone());
+                    } else {
+                        self.created.push(e.clone());
+                    }
+                }
+            }
         }
         self.plans.push(plan);
         self.results.push(result.clone());

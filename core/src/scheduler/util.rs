@@ -167,22 +167,36 @@ pub struct Finish {
     pub block: Option<(BTreeMap<String, bool>, bool)>,
 }
 
-/// Closes an eval after a pass: a blocked eval for unplaced work (or a reblock when this eval
-/// was itself a blocked one), then the eval itself, complete.
-pub fn finish_eval(
+/// The writes that close an eval after its last pass.
+// Made once per submitted plan and moved straight into it: boxing would save nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum Closing {
+    /// The eval was itself a blocked one and still cannot place everything: back into the
+    /// blocked set.
+    Reblock(Evaluation),
+    /// A blocked eval for unplaced work, if any, then the eval itself, complete.
+    Close {
+        blocked: Option<Evaluation>,
+        done: Evaluation,
+    },
+}
+
+/// How an eval closes after a pass ([`Closing`]).
+pub fn closing(
     eval: &Evaluation,
     state: &StateSnapshot,
     finish: Finish,
     env: Env,
     rng: &mut impl rand::Rng,
-    planner: &mut dyn Planner,
-) -> Result<(), SchedulerError> {
+) -> Closing {
     let Finish {
         failures,
         queued,
         block,
     } = finish;
     let mut done = eval.clone();
+    let mut blocked = None;
     if let (false, Some((class_eligibility, escaped))) = (failures.is_empty(), block) {
         if eval.status == EvalStatus::Blocked {
             let mut again = eval.clone();
@@ -191,15 +205,14 @@ pub fn finish_eval(
             again.snapshot_index = state.latest_index();
             again.queued_allocations = queued;
             again.modify_time = env.now;
-            planner.reblock_eval(again)?;
-            return Ok(());
+            return Closing::Reblock(again);
         }
         let mut b = blocked_eval(eval, state, TriggeredBy::QueuedAllocs, env, rng);
         b.class_eligibility = class_eligibility;
         b.escaped_computed_class = escaped;
         b.queued_allocations = queued.clone();
         done.blocked_eval = Some(b.id);
-        planner.create_eval(b)?;
+        blocked = Some(b);
     }
     done.status = EvalStatus::Complete;
     done.status_description = String::new();
@@ -207,7 +220,27 @@ pub fn finish_eval(
     done.queued_allocations = queued;
     done.snapshot_index = state.latest_index();
     done.modify_time = env.now;
-    planner.update_eval(done)?;
+    Closing::Close { blocked, done }
+}
+
+/// Closes an eval after a pass with the planner's writes ([`closing`]).
+pub fn finish_eval(
+    eval: &Evaluation,
+    state: &StateSnapshot,
+    finish: Finish,
+    env: Env,
+    rng: &mut impl rand::Rng,
+    planner: &mut dyn Planner,
+) -> Result<(), SchedulerError> {
+    match closing(eval, state, finish, env, rng) {
+        Closing::Reblock(again) => planner.reblock_eval(again)?,
+        Closing::Close { blocked, done } => {
+            if let Some(b) = blocked {
+                planner.create_eval(b)?;
+            }
+            planner.update_eval(done)?;
+        }
+    }
     Ok(())
 }
 
@@ -237,12 +270,16 @@ pub fn fail_after_attempts(
 /// A scheduling pass that carries the plan it computed, for [`submit_until_settled`].
 pub trait PlannedPass {
     fn take_plan(&mut self) -> Option<Plan>;
+    /// How the eval ends if this pass's plan commits in full, when the closing writes are
+    /// known before it is submitted; `None` when the scheduler has more to write first.
+    fn finish(&self, eval: &Evaluation) -> Option<Finish>;
 }
 
 /// Computes a pass, submits its plan, and recomputes against the refreshed state while part
 /// of a plan is refused. An attempt that committed anything resets the count; after `limit`
 /// refusals in a row without progress the eval is failed (with a `max-plan-attempts` blocked
-/// eval) and `None` is returned. Otherwise the last pass and the state it read.
+/// eval) and `None` is returned; `None` too when the eval closed with its plan
+/// ([`PlanResult::closed`]). Otherwise the last pass and the state it read.
 pub fn submit_until_settled<P: PlannedPass>(
     eval: &Evaluation,
     snapshot: StateSnapshot,
@@ -257,10 +294,22 @@ pub fn submit_until_settled<P: PlannedPass>(
     loop {
         attempts += 1;
         let mut pass = compute(&state, rng);
-        let Some(plan) = pass.take_plan().filter(|p| !p.is_no_op()) else {
+        let Some(mut plan) = pass.take_plan().filter(|p| !p.is_no_op()) else {
             return Ok(Some((pass, state)));
         };
+        // Offer the closing writes with the plan. They are drawn from a copy of the
+        // generator, which is left where `finish_eval` would draw them from: the same ids
+        // whichever way the eval closes.
+        if let Some(finish) = pass.finish(eval)
+            && let Closing::Close { blocked, done } =
+                closing(eval, &state, finish, env, &mut rng.clone())
+        {
+            plan.closing = blocked.into_iter().chain([done]).collect();
+        }
         let submitted = planner.submit_plan(plan)?;
+        if submitted.result.closed {
+            return Ok(None);
+        }
         let Some(newer) = submitted.refreshed else {
             return Ok(Some((pass, state)));
         };

@@ -91,6 +91,16 @@ pub struct Plan {
     pub node_preemptions: BTreeMap<NodeId, Vec<AllocTransition>>,
     /// Evals to create or update together with the plan (follow-ups written on allocations).
     pub evals: Vec<Evaluation>,
+    /// How the plan's eval ends if all of the plan commits: a blocked eval for what could
+    /// not be placed, then the eval itself, complete. Written in the plan's own entry only
+    /// when nothing is refused ([`PlanResult::closed`]), which saves the scheduler a Raft
+    /// commit of its own at the end of most evals; otherwise the scheduler goes on and
+    /// closes the eval with its own writes.
+    ///
+    /// Off the wire: a plan forwarded by another server (perhaps of another version)
+    /// arrives without it, and that server's worker closes its eval itself.
+    #[serde(skip)]
+    pub closing: Vec<Evaluation>,
     /// The state index the plan was computed at.
     pub snapshot_index: Index,
     pub annotations: Option<PlanAnnotations>,
@@ -194,6 +204,7 @@ impl Plan {
             node_update: BTreeMap::new(),
             node_preemptions: BTreeMap::new(),
             evals: Vec::new(),
+            closing: Vec::new(),
             snapshot_index,
             annotations: None,
             changes: NodeChanges::tracked(),
@@ -303,6 +314,9 @@ pub struct PlanResult {
     pub refresh_index: Index,
     /// The index the committed part was written at.
     pub alloc_index: Index,
+    /// The plan's [`Plan::closing`] evals were written with it: the eval is closed.
+    #[serde(skip)]
+    pub closed: bool,
 }
 
 impl PlanResult {

@@ -697,3 +697,39 @@ fn an_operator_stopped_allocation_is_replaced_by_one_that_follows_it() {
     assert_eq!(placed[0].links.get().previous_allocation, Some(stopped.id));
     assert_eq!(w.live_count(&job), 3);
 }
+
+/// A plan that commits in full closes its eval in the plan's own entry: the eval complete
+/// and, for what did not fit, the blocked eval, at the plan's index, with no write after
+/// it. What the eval records is the same as when it closes with writes of its own.
+#[test]
+fn an_eval_closes_in_the_entry_of_a_plan_committed_in_full() {
+    let mut w = World::with_nodes(2);
+    let mut job = mock::service_job("web", 3);
+    job.groups[0].tasks[0].resources.memory_mb = 5_000;
+    let eval = w.run_job(&job);
+    assert_eq!(w.counts(), counts(2, 0));
+    let [result] = &w.h.results[..] else {
+        panic!("one plan, got {}", w.h.results.len());
+    };
+    assert!(result.closed, "closed with the plan");
+    let done = w.stored_eval(eval.id);
+    let blocked = w.stored_eval(done.blocked_eval.expect("a blocked eval for the third"));
+    assert_eq!(
+        (
+            done.status,
+            done.queued_allocations["web"],
+            done.modify_index
+        ),
+        (EvalStatus::Complete, 1, result.alloc_index)
+    );
+    assert_eq!(
+        (blocked.status, blocked.create_index),
+        (EvalStatus::Blocked, result.alloc_index)
+    );
+    assert_eq!(
+        w.h.updated.len(),
+        1,
+        "the closing is reported as the eval's update"
+    );
+    assert_eq!(w.h.created.len(), 1);
+}
