@@ -96,8 +96,8 @@ pub enum NodeRefusal {
 ///
 /// `all_at_once` plans stop at the first refusal and commit nothing. Otherwise the accepted
 /// nodes commit. The plan's evals commit whenever anything else commits, and also when the
-/// plan has nothing but evals; its closing evals only when nothing was refused. `refresh_index` is `state.latest_index()` when any node was
-/// refused, else 0.
+/// plan has nothing but evals; its closing evals only when nothing was refused.
+/// `refresh_index` is `state.latest_index()` when any node was refused, else 0.
 pub fn check_plan(state: &StateSnapshot, plan: &Plan) -> PlanOutcome {
     let mut result = PlanResult::default();
     let listed_twice = listed_under_several_nodes(plan);

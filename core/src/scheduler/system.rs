@@ -53,12 +53,13 @@ impl Pass {
             && self.failed_nodes.len() <= MAX_PER_NODE_BLOCKED
     }
 
-    /// How the eval closes; `block` as [`util::Finish::block`].
-    fn finish(&self, block: Option<(BTreeMap<String, bool>, bool)>) -> util::Finish {
+    /// How the eval closes: without a blocked eval of its own when the failures were
+    /// blocked per node, else with one job-wide escaped blocked eval.
+    fn finish(&self, per_node: bool) -> util::Finish {
         util::Finish {
             failures: self.failures.clone(),
             queued: self.queued.clone(),
-            block,
+            block: (!per_node).then(|| (BTreeMap::new(), true)),
         }
     }
 }
@@ -71,7 +72,7 @@ impl util::PlannedPass for Pass {
     /// Per-node blocked evals are written before the eval closes, so only a job-wide
     /// closing rides with the plan.
     fn finish(&self, eval: &Evaluation) -> Option<util::Finish> {
-        (!self.blocks_per_node(eval)).then(|| Pass::finish(self, Some((BTreeMap::new(), true))))
+        (!self.blocks_per_node(eval)).then(|| Pass::finish(self, false))
     }
 }
 
@@ -103,8 +104,14 @@ impl SystemScheduler {
         if per_node {
             self.block_per_node(eval, &state, &pass, &mut rng, planner)?;
         }
-        let finish = pass.finish((!per_node).then(|| (BTreeMap::new(), true)));
-        util::finish_eval(eval, &state, finish, self.env, &mut rng, planner)
+        util::finish_eval(
+            eval,
+            &state,
+            pass.finish(per_node),
+            self.env,
+            &mut rng,
+            planner,
+        )
     }
 
     /// System evals are blocked per node, so that node's capacity change releases exactly

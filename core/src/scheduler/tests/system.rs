@@ -400,3 +400,32 @@ fn system_failures_count_only_nodes_that_match() {
     let m = &stored.failed_tg_allocs[&big.groups[0].name];
     assert_eq!(m.coalesced_failures, 2, "{m:?}");
 }
+
+/// A system eval closes in its plan's entry when nothing needs a blocked eval per node;
+/// one that blocks a full node's share writes those evals first, then closes itself.
+#[test]
+fn system_eval_closes_with_its_plan_unless_it_blocks_per_node() {
+    for (what, full_node, want_closed) in [
+        ("every node fits", false, true),
+        ("one node full", true, false),
+    ] {
+        let mut w = World::with_nodes(2);
+        if full_node {
+            let mut small = mock::node(2);
+            small.resources = Resources::new(50, 64, 1000);
+            w.node(small);
+        }
+        let eval = w.run_job(&mock::system_job("sys"));
+        let [result] = &w.h.results[..] else {
+            panic!("{what}: one plan, got {}", w.h.results.len());
+        };
+        assert_eq!(result.closed, want_closed, "{what}");
+        let done = w.stored_eval(eval.id);
+        assert_eq!(done.status, EvalStatus::Complete, "{what}");
+        assert_eq!(
+            done.modify_index == result.alloc_index,
+            want_closed,
+            "{what}: closed in the plan's entry"
+        );
+    }
+}
