@@ -115,16 +115,21 @@ async fn silent_inside_the_window_keeps_the_original() {
         },
     )
     .await;
+    // The replacement's node learns of its stop through its own watch, after the servers
+    // wrote it: wait for the nodes to catch up rather than read them at one instant.
+    eventually("only the original runs on the nodes", DEADLINE, || async {
+        let stats = sim.stats().await.ok()?;
+        (stats.running_allocs == 1 && stats.silent == 0).then_some(())
+    })
+    .await;
     assert_eq!(
         alloc_status(&server, original).await,
-        Some((DesiredStatus::Run, ClientStatus::Running))
+        Some((DesiredStatus::Run, ClientStatus::Running)),
+        "the original is still the one the servers run"
     );
-    let stats = sim.stats().await.expect("stats");
-    assert_eq!(
-        stats.running_allocs, 1,
-        "only the original runs on the nodes: {stats:?}"
-    );
-    assert_eq!(stats.silent, 0);
+    let snap = server.handle().snapshot();
+    let still_live: Vec<AllocId> = live(&snap, &key).iter().map(|a| a.id).collect();
+    assert_eq!(still_live, vec![original], "nothing else was started");
 
     sim.shutdown().await;
     server.stop().await;
