@@ -1,5 +1,6 @@
 //! State store benchmarks: snapshot cost at 10 vs 1,000,000 allocations (must be flat),
-//! alloc upsert apply rate, encoded size per allocation, and memory per allocation at
+//! alloc upsert apply rate, the cost of a node's status report into a million allocations
+//! behind a reader's snapshot, encoded size per allocation, and memory per allocation at
 //! 1,000,000 allocations (goal ≤ 1 KiB), measured with a counting global allocator.
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
@@ -97,6 +98,36 @@ fn apply_rate(c: &mut Criterion) {
             || base.snapshot(),
             |mut s| {
                 fsm::apply(&mut s, 1_000_000, &cmd).unwrap();
+                s
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    // A running report each for 1,000 placed allocations, each on its own node and job (the
+    // costliest case: nothing shared between two writes), into a million
+    // behind a live snapshot: the state a busy server's FSM writes into, where readers'
+    // snapshots share every tree node so each first write copies its path.
+    let base = store_with(1_000_000);
+    let reports: Vec<Command> = base
+        .allocs()
+        .step_by(997)
+        .take(1_000)
+        .map(|a| Command::AllocClientUpdate {
+            node_id: a.node_id,
+            updates: vec![running_report(a.id)],
+            evals: Vec::new(),
+            now: T0,
+        })
+        .collect();
+    g.bench_function("client_update_1000_into_1m", |b| {
+        b.iter_batched(
+            || base.snapshot(),
+            |mut s| {
+                let mut index = s.latest_index();
+                for cmd in &reports {
+                    index += 1;
+                    fsm::apply(&mut s, index, cmd).unwrap();
+                }
                 s
             },
             BatchSize::SmallInput,
