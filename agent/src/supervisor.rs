@@ -292,16 +292,17 @@ pub async fn watch(
     identity: NodeIdentity,
 ) {
     let mut failures: u32 = 0;
+    // Kept across reconnects: a new stream starts from what this node already holds.
+    let mut held = HeldAllocs::default();
     loop {
-        let req = pb::WatchAllocationsRequest {
-            auth: Some(auth(&identity)),
-            min_index: 0,
-        };
-        match servers.nodes().watch_allocations(req).await {
+        match servers
+            .nodes()
+            .watch_allocations(watch_request(&identity, &held))
+            .await
+        {
             Ok(resp) => {
                 failures = 0;
                 let mut stream = resp.into_inner();
-                let mut held = HeldAllocs::default();
                 let mut last: Option<(Vec<Allocation>, u64)> = None;
                 let mut retry = false;
                 loop {
@@ -338,14 +339,37 @@ pub async fn watch(
     }
 }
 
+/// A new stream's request: it names what this node holds, so the stream starts with only
+/// what differs.
+fn watch_request(identity: &NodeIdentity, held: &HeldAllocs) -> pb::WatchAllocationsRequest {
+    pb::WatchAllocationsRequest {
+        auth: Some(auth(identity)),
+        min_index: 0,
+        known: held.known(),
+    }
+}
+
 /// The servers' allocation set for this node, kept from the watch's messages: the first is
-/// the whole set, each later one only what changed.
+/// the whole set (or, on a stream opened with [`HeldAllocs::known`], what differs from it),
+/// each later one only what changed.
 #[derive(Debug, Default)]
 struct HeldAllocs {
     by_id: BTreeMap<AllocId, Allocation>,
 }
 
 impl HeldAllocs {
+    /// What a new stream is told this node holds, so its first message is only the
+    /// difference.
+    fn known(&self) -> Vec<pb::KnownAllocation> {
+        self.by_id
+            .values()
+            .map(|a| pb::KnownAllocation {
+                id: a.id.to_string(),
+                alloc_modify_index: a.alloc_modify_index,
+            })
+            .collect()
+    }
+
     /// Applies one message and returns the whole set as it now is. Allocations that do not
     /// decode are skipped (and logged) rather than letting one bad message stop the node.
     fn apply(
@@ -414,5 +438,35 @@ mod tests {
         assert_eq!(held(&set), [(id(2), 7), (id(3), 7)]);
         let set = h.apply(vec![wire(9, 9)], &[], true);
         assert_eq!(held(&set), [(id(9), 9)]);
+    }
+
+    /// A reconnecting stream is told each held allocation with the server index it was
+    /// sent at (not the index of the node's own reports).
+    #[test]
+    fn a_new_stream_is_told_what_is_held() {
+        let identity = NodeIdentity {
+            node_id: mock::node_id(0),
+            secret_id: "s".into(),
+        };
+        let mut h = HeldAllocs::default();
+        assert!(
+            watch_request(&identity, &h).known.is_empty(),
+            "nothing held: the first message is the whole set"
+        );
+        let mut a = wire(2, 30);
+        a.alloc_modify_index = 12;
+        h.apply(vec![wire(1, 5), a], &[], true);
+        let req = watch_request(&identity, &h);
+        assert_eq!(
+            req.auth.map(|a| a.node_id),
+            Some(mock::node_id(0).to_string())
+        );
+        let known: Vec<(String, u64)> = req
+            .known
+            .into_iter()
+            .map(|k| (k.id, k.alloc_modify_index))
+            .collect();
+        let expected = [(1, 0), (2, 12)].map(|(n, i)| (mock::alloc_id(n).to_string(), i));
+        assert_eq!(known, expected);
     }
 }

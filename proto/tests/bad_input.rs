@@ -37,6 +37,13 @@ fn auth() -> Option<pb::NodeAuth> {
     })
 }
 
+fn known(alloc: u64, alloc_modify_index: u64) -> pb::KnownAllocation {
+    pb::KnownAllocation {
+        id: mock::alloc_id(alloc).to_string(),
+        alloc_modify_index,
+    }
+}
+
 fn registration() -> pb::NodeRegistration {
     pb::NodeRegistration {
         node_id: String::new(),
@@ -349,10 +356,33 @@ fn cases() -> Vec<Case> {
             || pb::WatchAllocationsRequest {
                 auth: auth(),
                 min_index: 0,
+                known: Vec::new(),
             },
             |w| w.auth.as_mut().unwrap().node_id = "42".into(),
             convert::WatchRequest::try_from,
             "auth.node_id: \"42\" is not a uuid",
+        ),
+        case(
+            "watch naming a held allocation by a bad id",
+            || pb::WatchAllocationsRequest {
+                auth: auth(),
+                min_index: 0,
+                known: vec![known(1, 7), known(2, 9)],
+            },
+            |w| w.known[1].id = "x".into(),
+            convert::WatchRequest::try_from,
+            "known[1].id: \"x\" is not a uuid",
+        ),
+        case(
+            "watch naming a held allocation twice",
+            || pb::WatchAllocationsRequest {
+                auth: auth(),
+                min_index: 0,
+                known: vec![known(1, 7), known(2, 9), known(3, 4)],
+            },
+            |w| w.known[2].id = w.known[0].id.clone(),
+            convert::WatchRequest::try_from,
+            "known[2].id: names an allocation an earlier entry names",
         ),
         case(
             "alloc update with an unknown client status",
@@ -658,6 +688,16 @@ fn the_valid_bases_of_the_bad_cases_are_accepted() {
         updates: vec![update_pb()],
     })
     .unwrap();
+    let watch = convert::WatchRequest::try_from(pb::WatchAllocationsRequest {
+        auth: auth(),
+        min_index: 0,
+        known: vec![known(3, 4), known(1, 7), known(2, 9)],
+    })
+    .unwrap();
+    let sorted: Vec<_> = [(1, 7), (2, 9), (3, 4)]
+        .map(|(n, i)| (mock::alloc_id(n), i))
+        .into();
+    assert_eq!(watch.known, Some(sorted), "known comes back sorted by id");
     convert::NodeRegistration::try_from(pb::RegisterNodeRequest {
         node: Some(registration()),
     })

@@ -391,6 +391,7 @@ async fn the_allocation_watch_sends_the_set_then_only_changes() {
         .watch_allocations(pb::WatchAllocationsRequest {
             auth: Some(auth.clone()),
             min_index: 0,
+            known: Vec::new(),
         })
         .await
         .expect("watch opens")
@@ -453,6 +454,102 @@ async fn the_allocation_watch_sends_the_set_then_only_changes() {
         sent.iter().all(|(id, _)| id != reported),
         "the node's own report is not sent back: {sent:?}"
     );
+    h.stop().await;
+}
+
+/// The first message of a watch opened with what the node holds.
+async fn first_watch_message(
+    h: &Harness,
+    auth: &pb::NodeAuth,
+    known: Vec<pb::KnownAllocation>,
+) -> Result<pb::WatchAllocationsResponse, tonic::Status> {
+    let mut stream = h
+        .nodes()
+        .watch_allocations(pb::WatchAllocationsRequest {
+            auth: Some(auth.clone()),
+            min_index: 0,
+            known,
+        })
+        .await?
+        .into_inner();
+    let first = tokio::time::timeout(DEADLINE, stream.message())
+        .await
+        .expect("a message before the deadline")?;
+    Ok(first.expect("the stream does not end"))
+}
+
+/// A node that reconnects names what it holds; its first message is then only what differs
+/// (sent even when nothing does), not the whole set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconnecting_watch_sends_only_what_differs_from_what_the_node_holds() {
+    let h = Harness::start().await;
+    let auth = join(&h, 1).await;
+    register_job(&h, &mock::service_job("web", 2)).await;
+    let held = eventually("both allocations are placed", DEADLINE, || async {
+        let first = first_watch_message(&h, &auth, Vec::new()).await.ok()?;
+        assert!(
+            first.complete,
+            "without known, the first message is the whole set"
+        );
+        (first.allocations.len() == 2).then_some(first.allocations)
+    })
+    .await;
+    let known = |a: &pb::Allocation, alloc_modify_index: u64| pb::KnownAllocation {
+        id: a.id.clone(),
+        alloc_modify_index,
+    };
+
+    let all_current: Vec<_> = held
+        .iter()
+        .map(|a| known(a, a.alloc_modify_index))
+        .collect();
+    let first = first_watch_message(&h, &auth, all_current)
+        .await
+        .expect("watch opens");
+    assert!(!first.complete, "a difference, not the whole set");
+    assert!(
+        first.allocations.is_empty() && first.removed.is_empty(),
+        "nothing differs: {first:?}"
+    );
+    assert!(first.index > 0);
+
+    let foreign = mock::alloc_id(999).to_string();
+    let mut stale_and_foreign = vec![
+        known(&held[0], held[0].alloc_modify_index - 1),
+        known(&held[1], held[1].alloc_modify_index),
+    ];
+    stale_and_foreign.push(pb::KnownAllocation {
+        id: foreign.clone(),
+        alloc_modify_index: 1,
+    });
+    let first = first_watch_message(&h, &auth, stale_and_foreign)
+        .await
+        .expect("watch opens");
+    assert!(!first.complete);
+    let sent: Vec<&str> = first.allocations.iter().map(|a| a.id.as_str()).collect();
+    assert_eq!(
+        sent,
+        vec![held[0].id.as_str()],
+        "only the stale one is sent"
+    );
+    assert_eq!(
+        first.removed,
+        vec![foreign],
+        "what the node no longer has is named"
+    );
+
+    let bad = first_watch_message(
+        &h,
+        &auth,
+        vec![pb::KnownAllocation {
+            id: "not-an-id".into(),
+            alloc_modify_index: 1,
+        }],
+    )
+    .await
+    .expect_err("a bad id is refused");
+    assert_eq!(bad.code(), tonic::Code::InvalidArgument);
+    assert!(bad.message().contains("known[0].id"), "{}", bad.message());
     h.stop().await;
 }
 

@@ -407,3 +407,55 @@ async fn service_job_node_silent_past_the_window_goes_down() {
     sim.shutdown().await;
     server.stop().await;
 }
+
+/// A node that comes back names what it holds, so its new watch carries only what the
+/// servers changed meanwhile (here nothing) rather than every allocation again: what keeps
+/// ten thousand nodes reconnecting to a restarted server from costing it a million
+/// allocations' encoding.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_back_before_it_is_missed_is_sent_nothing_again() {
+    // The default heartbeat TTL: the node's short silence goes unnoticed by the servers.
+    let server = TestServer::start().await;
+    let sim = simulator(&server, 1).await;
+    let node = sim.node_ids()[0];
+    let job = mock::service_job("steady", 5);
+    let key = job.key();
+    server
+        .handle()
+        .register_job(JobRegistration {
+            job,
+            enforce_index: None,
+        })
+        .await
+        .expect("job registers");
+    let before = eventually("the five run on the node", DEADLINE, || async {
+        let snap = server.handle().snapshot();
+        let running = live(&snap, &key)
+            .iter()
+            .filter(|a| a.client_status == ClientStatus::Running)
+            .count();
+        let stats = sim.stats().await.ok()?;
+        (running == 5 && stats.running_allocs == 5).then_some(stats)
+    })
+    .await;
+    assert!(before.watch_allocations >= 5, "{before:?}");
+
+    sim.silence(&[node]).await.expect("silences");
+    sim.restore(&[node]).await.expect("restores");
+    let after = eventually("the node watches again", DEADLINE, || async {
+        let stats = sim.stats().await.ok()?;
+        (stats.silent == 0 && stats.watch_messages > before.watch_messages).then_some(stats)
+    })
+    .await;
+    assert_eq!(
+        after.watch_allocations, before.watch_allocations,
+        "the new watch carried no allocation the node already held: {after:?}"
+    );
+    assert_eq!(after.running_allocs, 5);
+    let snap = server.handle().snapshot();
+    assert_eq!(snap.node(&node).map(|n| n.status), Some(NodeStatus::Ready));
+    assert_eq!(live(&snap, &key).len(), 5, "nothing was replaced");
+
+    sim.shutdown().await;
+    server.stop().await;
+}

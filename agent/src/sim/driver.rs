@@ -125,6 +125,9 @@ fn event(time_unix_ms: u64, kind: &str, message: &str) -> pb::TaskEvent {
 #[derive(Debug)]
 struct SimAlloc {
     id: AllocId,
+    /// The `alloc_modify_index` the servers last sent it at: what a new watch is told the
+    /// node holds.
+    server_index: u64,
     tasks: Vec<SimTask>,
     /// Changed since the last report that the servers accepted.
     dirty: bool,
@@ -209,6 +212,7 @@ fn follow_server(local: &mut SimAlloc, a: &pb::Allocation, now_ms: u64) -> bool 
     if server_terminal(a) {
         return false;
     }
+    local.server_index = a.alloc_modify_index;
     if !desired_run(a) && local.live() {
         for t in local.tasks.iter_mut().filter(|t| t.end.is_none()) {
             t.end = Some((End::Killed, now_ms));
@@ -230,6 +234,19 @@ fn desired_run(a: &pb::Allocation) -> bool {
 }
 
 impl NodeAllocs {
+    /// What a new watch is told this node holds, so its first message is only what the
+    /// servers changed meanwhile (after a server restart, ten thousand simulated nodes
+    /// reconnect at once).
+    pub(crate) fn known(&self) -> Vec<pb::KnownAllocation> {
+        self.allocs
+            .iter()
+            .map(|a| pb::KnownAllocation {
+                id: a.id.to_string(),
+                alloc_modify_index: a.server_index,
+            })
+            .collect()
+    }
+
     /// The next `n` tasks to start fail as infrastructure failures.
     pub(crate) fn fail_next_as_infra(&mut self, n: u32) {
         self.infra_pending = self.infra_pending.saturating_add(n);
@@ -350,6 +367,7 @@ impl NodeAllocs {
         }
         SimAlloc {
             id,
+            server_index: a.alloc_modify_index,
             tasks: vec![task],
             dirty: true,
         }

@@ -50,6 +50,9 @@ pub struct SimStats {
     pub reports: u64,
     pub report_errors: u64,
     pub watch_messages: u64,
+    /// Allocations those messages carried (a reconnecting node names what it holds, so
+    /// its new watch carries only what changed meanwhile).
+    pub watch_allocations: u64,
 }
 
 /// A running simulation. Dropping it stops the engine too (its control channel closes);

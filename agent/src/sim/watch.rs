@@ -23,9 +23,11 @@ pub(crate) enum WatchEvent {
     },
 }
 
+/// Follows node `node`'s watch; `known` is what the node holds from an earlier one.
 pub(crate) async fn run(
     mut client: NodeServiceClient<Channel>,
     auth: pb::NodeAuth,
+    known: Vec<pb::KnownAllocation>,
     node: u32,
     generation: u32,
     events: mpsc::UnboundedSender<WatchEvent>,
@@ -33,6 +35,7 @@ pub(crate) async fn run(
     let request = pb::WatchAllocationsRequest {
         auth: Some(auth),
         min_index: 0,
+        known,
     };
     let status = match client.watch_allocations(request).await {
         Err(status) => Some(status),

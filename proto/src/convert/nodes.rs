@@ -255,14 +255,31 @@ impl TryFrom<pb::UpdateNodeStatusRequest> for Heartbeat {
 pub struct WatchRequest {
     pub auth: NodeCredentials,
     pub min_index: Index,
+    /// What the agent holds from an earlier stream: `(id, alloc_modify_index)`, sorted by
+    /// id and unique. `None`: nothing (the first message is the whole set).
+    pub known: Option<Vec<(AllocId, Index)>>,
 }
 
 impl TryFrom<pb::WatchAllocationsRequest> for WatchRequest {
     type Error = ConvertError;
     fn try_from(p: pb::WatchAllocationsRequest) -> std::result::Result<Self, ConvertError> {
+        let auth = required_auth(p.auth)?;
+        let mut known = BTreeMap::new();
+        for (i, k) in p.known.into_iter().enumerate() {
+            let id: AllocId = parse_id("id", &k.id).within(format_args!("known[{i}]"))?;
+            // Two indexes for one allocation would leave the first message up to which one
+            // the server kept.
+            if known.insert(id, k.alloc_modify_index).is_some() {
+                return Err(ConvertError::new(
+                    format!("known[{i}].id"),
+                    Problem::Invalid("names an allocation an earlier entry names"),
+                ));
+            }
+        }
         Ok(WatchRequest {
-            auth: required_auth(p.auth)?,
+            auth,
             min_index: p.min_index,
+            known: (!known.is_empty()).then(|| known.into_iter().collect()),
         })
     }
 }

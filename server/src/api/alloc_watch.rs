@@ -9,6 +9,11 @@
 //! a node's own report (client status, task states) changes the stored allocation too, but
 //! the node already knows it, and sending every allocation back to its node after the node
 //! reported it running doubled the watch's work during a large placement.
+//!
+//! An agent that reconnects (after a server restart, a failover, a network cut) names what
+//! it holds, and its first message is the difference from that, not the whole set: ten
+//! thousand nodes reconnecting at once to a restarted server otherwise had it encode a
+//! million allocations while it was taking its first writes.
 
 use super::node_watch::{Changes, NodeWakeups};
 use crate::error::ServerError;
@@ -123,10 +128,15 @@ struct Watch {
     changes: Arc<NodeWakeups>,
     /// The node's changes taken so far ([`NodeWakeups::changes_since`]).
     seen: u64,
-    /// Whether the next look walks the node's whole set (after a quiet `WATCH_POLL`).
+    /// Whether the next look walks the node's whole set (after a quiet `WATCH_POLL`, or to
+    /// compare it with what the agent said it holds).
     walk_next: bool,
-    /// What the stream has sent (sorted by id), `None` before the first message.
+    /// What the stream has sent (sorted by id), `None` before the first message; before the
+    /// first message of a stream opened with `known`, what the agent holds.
     sent: Option<Vec<Sent>>,
+    /// Whether the first message is still due: sent even when empty, so an agent that
+    /// named what it holds learns that it is current.
+    first_due: bool,
     /// The buffer the next `sent` is built in (the two are swapped, never reallocated).
     spare: Vec<Sent>,
     /// Set once the stream has sent its final error.
@@ -186,6 +196,7 @@ impl Watch {
             }));
         };
         let walk = std::mem::take(&mut self.walk_next);
+        let first = std::mem::take(&mut self.first_due);
         let (changed, removed) = match changes {
             Changes::Known(ids) if !walk => apply_changes(sent, &ids, |id| {
                 snap.alloc(id).filter(|a| a.node_id == node_id)
@@ -193,10 +204,15 @@ impl Watch {
             _ => {
                 let found = difference(sent, allocs(), &mut self.spare);
                 std::mem::swap(sent, &mut self.spare);
+                if first {
+                    // It held the agent's `known`, which may be far longer than this
+                    // node's set; keep no such buffer for the stream's life.
+                    self.spare = Vec::new();
+                }
                 found
             }
         };
-        if changed.is_empty() && removed.is_empty() {
+        if changed.is_empty() && removed.is_empty() && !first {
             return Ok(None);
         }
         Ok(Some(pb::WatchAllocationsResponse {
@@ -214,20 +230,26 @@ impl Watch {
 /// It is the response body itself, polled by the connection as the client reads: no task
 /// and no channel per node (those were 4 KB for each of thousands of nodes), and a client
 /// that goes away drops it.
+///
+/// `known` (sorted by id, unique) is what the agent holds from an earlier stream: the first
+/// message is then the difference from it rather than the whole set.
 pub(super) fn watch_stream(
     handle: crate::ServerHandle,
     auth: NodeCredentials,
+    known: Option<Vec<Sent>>,
     changes: Arc<NodeWakeups>,
 ) -> impl futures::Stream<Item = WatchItem> + Send + 'static {
     let wakeups = changes.subscribe(auth.node_id);
+    let first_due = known.is_some();
     let watch = Watch {
         handle,
         auth,
         wakeups,
         changes,
         seen: 0,
-        walk_next: false,
-        sent: None,
+        walk_next: first_due,
+        sent: known,
+        first_due,
         spare: Vec::new(),
         ended: false,
     };

@@ -62,7 +62,11 @@ impl NodeService for NodeApi {
         &self,
         req: Request<pb::WatchAllocationsRequest>,
     ) -> Result<Response<Self::WatchAllocationsStream>, Status> {
-        let WatchRequest { auth, min_index } = WatchRequest::try_from(req.into_inner())?;
+        let WatchRequest {
+            auth,
+            min_index,
+            known,
+        } = WatchRequest::try_from(req.into_inner())?;
         let handle = self.0.handle.clone();
         // Authenticate before the stream starts, so a wrong secret is the call's status.
         handle.node_snapshot(&auth)?;
@@ -78,6 +82,7 @@ impl NodeService for NodeApi {
         Ok(Response::new(Box::pin(super::alloc_watch::watch_stream(
             handle,
             auth,
+            known,
             self.0.node_wakeups.clone(),
         ))))
     }

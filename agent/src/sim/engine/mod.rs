@@ -306,6 +306,7 @@ impl Engine {
         match e {
             WatchEvent::Allocations { change, .. } => {
                 self.stats.watch_messages += 1;
+                self.stats.watch_allocations += change.allocations.len() as u64;
                 let exits = node
                     .allocs
                     .apply_server_change(&change, &self.behaviour, now_ms());
@@ -421,6 +422,7 @@ impl Engine {
         let handle = tokio::spawn(watch::run(
             self.conns.watch(n),
             node.auth.clone(),
+            node.allocs.known(),
             n,
             node.watch_generation,
             self.events_tx.clone(),
