@@ -382,6 +382,26 @@ async fn metrics_are_served_over_http() {
     heartbeat(&a.h, &agents[0]).await;
     register(&a.h, mock::service_job("web", 2)).await;
     wait_until(&a.h, "placed", |s| live_allocs(s, "web").len() == 2).await;
+    // Each node's watch opens with its whole set: the two allocations between them.
+    let mut watched = 0;
+    for agent in &agents {
+        let mut stream = a
+            .nodes()
+            .watch_allocations(pb::WatchAllocationsRequest {
+                auth: Some(pb::NodeAuth {
+                    node_id: agent.creds.node_id.to_string(),
+                    secret_id: agent.creds.secret_id.clone(),
+                }),
+                min_index: 0,
+                known: Vec::new(),
+            })
+            .await
+            .expect("watch opens")
+            .into_inner();
+        let first = stream.message().await.expect("message").expect("first");
+        watched += first.allocations.len();
+    }
+    assert_eq!(watched, 2);
     a.jobs()
         .list(pb::ListJobsRequest::default())
         .await
@@ -402,6 +422,7 @@ async fn metrics_are_served_over_http() {
         "drover_plan_apply_seconds_count 1",
         "drover_placements_total 2",
         "drover_heartbeats_total ",
+        "drover_watch_allocations_total 2",
         "drover_raft_commit_seconds_bucket{",
         "command=\"apply_plan\"",
         "drover_broker_evals{scheduler=\"service\",state=\"ready\"}",

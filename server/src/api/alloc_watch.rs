@@ -122,6 +122,7 @@ fn job_types<'a>(
 /// What one watch remembers between messages.
 struct Watch {
     handle: crate::ServerHandle,
+    metrics: Arc<crate::metrics::Metrics>,
     auth: NodeCredentials,
     wakeups: tokio::sync::watch::Receiver<u64>,
     /// Which of the node's allocations changed since the last look, when known.
@@ -186,7 +187,9 @@ impl Watch {
             .changes_since(&node_id, self.seen, snap.latest_index());
         self.seen = seen;
         let Some(sent) = self.sent.as_mut() else {
-            self.sent = Some(allocs().map(|a| (a.id, sent_index(a))).collect());
+            let sent: Vec<Sent> = allocs().map(|a| (a.id, sent_index(a))).collect();
+            self.metrics.watch_sent(sent.len());
+            self.sent = Some(sent);
             return Ok(Some(pb::WatchAllocationsResponse {
                 allocations: allocs().map(|a| a.as_ref().into()).collect(),
                 index,
@@ -215,6 +218,7 @@ impl Watch {
         if changed.is_empty() && removed.is_empty() && !first {
             return Ok(None);
         }
+        self.metrics.watch_sent(changed.len());
         Ok(Some(pb::WatchAllocationsResponse {
             job_types: job_types(&snap, changed.iter().copied()),
             allocations: changed.into_iter().map(|a| a.as_ref().into()).collect(),
@@ -242,6 +246,7 @@ pub(super) fn watch_stream(
     let wakeups = changes.subscribe(auth.node_id);
     let first_due = known.is_some();
     let watch = Watch {
+        metrics: handle.metrics(),
         handle,
         auth,
         wakeups,

@@ -61,6 +61,7 @@ pub struct Metrics {
     raft_log_appends: Counter,
     raft_log_entries: Counter,
     raft_log_bytes: Counter,
+    watch_allocations: Counter,
     /// Scrapes refresh the gauges and encode under this lock, so two concurrent scrapes
     /// never interleave a clear and a set.
     scrape: tokio::sync::Mutex<()>,
@@ -99,6 +100,7 @@ impl Metrics {
             raft_log_appends: Counter::default(),
             raft_log_entries: Counter::default(),
             raft_log_bytes: Counter::default(),
+            watch_allocations: Counter::default(),
             scrape: tokio::sync::Mutex::new(()),
             registry: Registry::default(),
         };
@@ -188,11 +190,21 @@ impl Metrics {
             "Encoded bytes of the Raft log entries this server appended",
             m.raft_log_bytes.clone(),
         );
+        registry.register(
+            "watch_allocations",
+            "Allocations this server sent on nodes' allocation watches (a node that \
+             reconnects names what it holds and is sent only what differs)",
+            m.watch_allocations.clone(),
+        );
         Metrics { registry, ..m }
     }
 
     pub(crate) fn heartbeat(&self) {
         self.heartbeats.inc();
+    }
+
+    pub(crate) fn watch_sent(&self, allocations: usize) {
+        self.watch_allocations.inc_by(allocations as u64);
     }
 
     pub(crate) fn committed(&self, command: &'static str, took: Duration) {
