@@ -7,7 +7,8 @@ use drover_agent::sim::{SimConfig, Simulator};
 use drover_core::mock;
 use drover_core::state::StateSnapshot;
 use drover_core::types::{
-    AllocId, Allocation, ClientStatus, DesiredStatus, DisconnectPolicy, JobKey, NodeId, NodeStatus,
+    AllocId, Allocation, ClientStatus, DesiredStatus, DisconnectPolicy, Job, JobKey, NodeId,
+    NodeStatus,
 };
 use drover_proto::convert::JobRegistration;
 use drover_tests::{DEADLINE, TestServer, eventually};
@@ -41,6 +42,10 @@ async fn register_job(server: &TestServer, id: &str, window: Duration) -> JobKey
         lost_after: Some(window),
         ..DisconnectPolicy::default()
     });
+    register(server, job).await
+}
+
+async fn register(server: &TestServer, job: Job) -> JobKey {
     let key = job.key();
     server
         .handle()
@@ -418,16 +423,7 @@ async fn a_node_back_before_it_is_missed_is_sent_nothing_again() {
     let server = TestServer::start().await;
     let sim = simulator(&server, 1).await;
     let node = sim.node_ids()[0];
-    let job = mock::service_job("steady", 5);
-    let key = job.key();
-    server
-        .handle()
-        .register_job(JobRegistration {
-            job,
-            enforce_index: None,
-        })
-        .await
-        .expect("job registers");
+    let key = register(&server, mock::service_job("steady", 5)).await;
     let before = eventually("the five run on the node", DEADLINE, || async {
         let snap = server.handle().snapshot();
         let running = live(&snap, &key)
