@@ -11,6 +11,7 @@ use crate::rpc::{Servers, request};
 use crate::runner::{AllocRunner, Desired, RunnerContext};
 use crate::state::{AllocInfo, AllocRecord, NodeIdentity, TaskRecord};
 use drover_core::types::{AllocId, Allocation, ClientStatus, DesiredStatus, Job};
+use drover_proto::convert::known_allocation;
 use drover_proto::v1 as pb;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -363,10 +364,7 @@ impl HeldAllocs {
     fn known(&self) -> Vec<pb::KnownAllocation> {
         self.by_id
             .values()
-            .map(|a| pb::KnownAllocation {
-                id: a.id.to_string(),
-                alloc_modify_index: a.alloc_modify_index,
-            })
+            .map(|a| known_allocation(a.id, a.alloc_modify_index))
             .collect()
     }
 

@@ -38,10 +38,7 @@ fn auth() -> Option<pb::NodeAuth> {
 }
 
 fn known(alloc: u64, alloc_modify_index: u64) -> pb::KnownAllocation {
-    pb::KnownAllocation {
-        id: mock::alloc_id(alloc).to_string(),
-        alloc_modify_index,
-    }
+    convert::known_allocation(mock::alloc_id(alloc), alloc_modify_index)
 }
 
 fn registration() -> pb::NodeRegistration {

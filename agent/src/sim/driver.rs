@@ -7,6 +7,7 @@
 //! rerun with the same seed fails the same allocations whatever order messages arrive in.
 
 use drover_core::types::AllocId;
+use drover_proto::convert::known_allocation;
 use drover_proto::v1 as pb;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -240,10 +241,7 @@ impl NodeAllocs {
     pub(crate) fn known(&self) -> Vec<pb::KnownAllocation> {
         self.allocs
             .iter()
-            .map(|a| pb::KnownAllocation {
-                id: a.id.to_string(),
-                alloc_modify_index: a.server_index,
-            })
+            .map(|a| known_allocation(a.id, a.server_index))
             .collect()
     }
 

@@ -33,6 +33,7 @@ pub use jobs::{
 };
 pub use nodes::{
     AllocUpdates, ClientAllocUpdate, Heartbeat, NodeCredentials, NodeRegistration, WatchRequest,
+    known_allocation,
 };
 pub use operator::{
     DrainRequest, DrainSettings, EligibilityChange, NodeFilter, SchedulerConfigUpdate,

@@ -284,6 +284,14 @@ impl TryFrom<pb::WatchAllocationsRequest> for WatchRequest {
     }
 }
 
+/// An allocation an agent holds, as [`WatchRequest::known`] reads it back.
+pub fn known_allocation(id: AllocId, alloc_modify_index: Index) -> pb::KnownAllocation {
+    pb::KnownAllocation {
+        id: id.to_string(),
+        alloc_modify_index,
+    }
+}
+
 pub use drover_core::client_report::ClientAllocUpdate;
 
 fn client_update(p: pb::AllocClientUpdate) -> Result<ClientAllocUpdate> {

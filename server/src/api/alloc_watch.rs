@@ -129,14 +129,14 @@ struct Watch {
     changes: Arc<NodeWakeups>,
     /// The node's changes taken so far ([`NodeWakeups::changes_since`]).
     seen: u64,
-    /// Whether the next look walks the node's whole set (after a quiet `WATCH_POLL`, or to
-    /// compare it with what the agent said it holds).
+    /// Whether the next look walks the node's whole set (after a quiet `WATCH_POLL`).
     walk_next: bool,
     /// What the stream has sent (sorted by id), `None` before the first message; before the
     /// first message of a stream opened with `known`, what the agent holds.
     sent: Option<Vec<Sent>>,
-    /// Whether the first message is still due: sent even when empty, so an agent that
-    /// named what it holds learns that it is current.
+    /// Whether the first message of a stream opened with `known` is still due: it walks the
+    /// node's set to compare it with what the agent holds, and is sent even when empty, so
+    /// the agent learns that it is current.
     first_due: bool,
     /// The buffer the next `sent` is built in (the two are swapped, never reallocated).
     spare: Vec<Sent>,
@@ -198,8 +198,8 @@ impl Watch {
                 job_types: job_types(&snap, allocs()),
             }));
         };
-        let walk = std::mem::take(&mut self.walk_next);
         let first = std::mem::take(&mut self.first_due);
+        let walk = std::mem::take(&mut self.walk_next) || first;
         let (changed, removed) = match changes {
             Changes::Known(ids) if !walk => apply_changes(sent, &ids, |id| {
                 snap.alloc(id).filter(|a| a.node_id == node_id)
@@ -244,7 +244,6 @@ pub(super) fn watch_stream(
     changes: Arc<NodeWakeups>,
 ) -> impl futures::Stream<Item = WatchItem> + Send + 'static {
     let wakeups = changes.subscribe(auth.node_id);
-    let first_due = known.is_some();
     let watch = Watch {
         metrics: handle.metrics(),
         handle,
@@ -252,9 +251,9 @@ pub(super) fn watch_stream(
         wakeups,
         changes,
         seen: 0,
-        walk_next: first_due,
+        walk_next: false,
+        first_due: known.is_some(),
         sent: known,
-        first_due,
         spare: Vec::new(),
         ended: false,
     };
