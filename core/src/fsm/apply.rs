@@ -35,6 +35,16 @@ pub enum ApplyError {
     AclTokenNotFound(AccessorId),
     #[error("acl token secret is already in use by token {0}")]
     AclSecretInUse(AccessorId),
+    /// Two live nodes may not share a name: operators and the console address nodes by
+    /// name, and an agent's TLS certificate names its node.
+    #[error(
+        "node name {name:?} is taken by live node {existing} (status {status}): give this agent another name, or wait until that node is down"
+    )]
+    NodeNameInUse {
+        name: String,
+        existing: NodeId,
+        status: String,
+    },
 }
 
 /// Applies `cmd` at Raft index `index` and returns the events it produced, in order.
@@ -324,6 +334,17 @@ impl Apply<'_> {
     }
 
     fn node_register(&mut self, node: &Node, now: Timestamp) -> Result<(), ApplyError> {
+        if let Some(taken) = self
+            .store
+            .nodes_named(&node.name)
+            .find(|other| other.id != node.id && other.status != NodeStatus::Down)
+        {
+            return Err(ApplyError::NodeNameInUse {
+                name: node.name.clone(),
+                existing: taken.id,
+                status: taken.status.as_str().to_string(),
+            });
+        }
         let mut n = node.clone();
         let message = match self.store.node(&node.id) {
             Some(old) => {

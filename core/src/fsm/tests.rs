@@ -80,6 +80,85 @@ fn node_register_creates_then_keeps_operator_state() {
     );
 }
 
+/// Node 2 registered under node 1's name, after `setup`: refused while node 1 is live.
+#[test]
+fn a_live_node_name_is_not_taken_twice() {
+    let named = |n: u64, name: &str| {
+        let mut node = mock::node(n);
+        node.name = name.into();
+        Command::NodeRegister { node, now: T0 }
+    };
+    let down = Command::NodeStatus {
+        node_id: mock::node_id(1),
+        status: NodeStatus::Down,
+        description: "missed heartbeats".into(),
+        now: T0,
+        evals: vec![],
+    };
+    let rows: Vec<(&str, Vec<Command>, Command, bool)> = vec![
+        (
+            "another live node has it",
+            vec![named(1, "web-1")],
+            named(2, "web-1"),
+            false,
+        ),
+        (
+            "the same node again",
+            vec![named(1, "web-1")],
+            named(1, "web-1"),
+            true,
+        ),
+        (
+            "the first is down",
+            vec![named(1, "web-1"), down.clone()],
+            named(2, "web-1"),
+            true,
+        ),
+        (
+            "the first was renamed",
+            vec![named(1, "web-1"), named(1, "web-9")],
+            named(2, "web-1"),
+            true,
+        ),
+        (
+            "another name",
+            vec![named(1, "web-1")],
+            named(2, "web-2"),
+            true,
+        ),
+    ];
+    for (name, setup, cmd, ok) in rows {
+        let mut store = StateStore::new();
+        for (i, c) in setup.iter().enumerate() {
+            apply(&mut store, i as u64 + 1, c).expect("setup");
+        }
+        let got = apply(&mut store, setup.len() as u64 + 1, &cmd);
+        store.check_consistency().expect("consistent");
+        match (got, ok) {
+            (Ok(_), true) => {}
+            (
+                Err(ApplyError::NodeNameInUse {
+                    name: n,
+                    existing,
+                    status,
+                }),
+                false,
+            ) => {
+                assert_eq!(
+                    (n.as_str(), existing, status.as_str()),
+                    ("web-1", mock::node_id(1), "ready"),
+                    "{name}"
+                );
+                assert!(
+                    store.node(&mock::node_id(2)).is_none(),
+                    "{name}: nothing written"
+                );
+            }
+            (other, _) => panic!("{name}: {other:?}"),
+        }
+    }
+}
+
 #[test]
 fn node_commands_change_one_field_each_and_are_idempotent() {
     let id = mock::node_id(1);

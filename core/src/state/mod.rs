@@ -175,6 +175,9 @@ pub struct StateStore {
     job_versions: OrdMap<(JobKey, u64), Arc<Job>>,
     summaries: OrdMap<JobKey, Arc<JobSummary>>,
     nodes: OrdMap<NodeId, Arc<Node>>,
+    /// Every node by name (names are not unique: a down node's name may be taken again),
+    /// so a registration checks its name in a range scan, not a pass over every node.
+    nodes_by_name: OrdSet<(String, NodeId)>,
     /// The nodes whose allocations the reconciler must look at because of the node: tainted
     /// ones, and (as `None`) ones that are gone while allocations still name them. On a
     /// healthy cluster it is empty, so a reconcile finds every allocation's node settled

@@ -67,6 +67,15 @@ impl StateStore {
         self.nodes.values()
     }
 
+    /// The nodes called `name`, in id order: one range scan.
+    pub fn nodes_named<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a Arc<Node>> + 'a {
+        let from = (name.to_string(), NodeId::from_bytes([0; 16]));
+        let to = (name.to_string(), NodeId::from_bytes([0xff; 16]));
+        self.nodes_by_name
+            .range(from..=to)
+            .filter_map(|(_, id)| self.nodes.get(id))
+    }
+
     /// The nodes whose id starts with `prefix`, in id order: one range scan.
     pub fn nodes_with_prefix(&self, prefix: &IdPrefix) -> impl Iterator<Item = &Arc<Node>> + '_ {
         let (lo, hi) = prefix.bounds(NodeId::from_bytes);

@@ -97,6 +97,7 @@ impl StateStore {
         }
         for n in parts.nodes {
             let id = n.id;
+            s.nodes_by_name.insert((n.name.clone(), id));
             s.nodes.insert(id, Arc::new(n));
             s.retaint(&id);
         }
@@ -159,6 +160,9 @@ impl StateStore {
         });
         if !shared {
             return Err("allocs_by_job holds an allocation that is not the allocs table's".into());
+        }
+        if self.nodes_by_name != rebuilt.nodes_by_name {
+            return Err("nodes_by_name disagrees with the node table".into());
         }
         if self.evals_by_job != rebuilt.evals_by_job {
             return Err("evals_by_job disagrees with the evals table".into());

@@ -54,7 +54,12 @@ impl StateStore {
 
     pub(crate) fn put_node(&mut self, index: Index, node: Node) -> Arc<Node> {
         let node = Arc::new(node);
-        self.nodes.insert(node.id, node.clone());
+        if let Some(old) = self.nodes.insert(node.id, node.clone())
+            && old.name != node.name
+        {
+            self.nodes_by_name.remove(&(old.name.clone(), old.id));
+        }
+        self.nodes_by_name.insert((node.name.clone(), node.id));
         self.retaint(&node.id);
         self.touch(Table::Nodes, index);
         node
@@ -62,6 +67,7 @@ impl StateStore {
 
     pub(crate) fn remove_node(&mut self, index: Index, id: &NodeId) -> Option<Arc<Node>> {
         let node = self.nodes.remove(id)?;
+        self.nodes_by_name.remove(&(node.name.clone(), node.id));
         self.retaint(id);
         self.touch(Table::Nodes, index);
         Some(node)
