@@ -58,6 +58,13 @@ fn registration(
         drover_proto::AGENT_ADDRESS_ATTRIBUTE.to_string(),
         endpoint.to_string(),
     );
+    let interfaces = interface_addresses();
+    if !interfaces.is_empty() {
+        attributes.insert(
+            drover_proto::AGENT_INTERFACES_ATTRIBUTE.to_string(),
+            interfaces.join(","),
+        );
+    }
     for d in driver::DRIVERS {
         attributes.insert(format!("driver.{d}"), "1".into());
     }
@@ -75,6 +82,25 @@ fn registration(
         resources: Some(resources(&print.resources)),
         reserved: Some(resources(&config.reserved)),
     }
+}
+
+/// The host's interface addresses, which servers check the advertised endpoint against.
+fn interface_addresses() -> Vec<String> {
+    let mut out: Vec<String> = nix::ifaddrs::getifaddrs()
+        .map(|all| {
+            all.filter_map(|i| {
+                let a = i.address?;
+                a.as_sockaddr_in()
+                    .map(|v4| std::net::IpAddr::V4(v4.ip()))
+                    .or_else(|| a.as_sockaddr_in6().map(|v6| std::net::IpAddr::V6(v6.ip())))
+            })
+            .map(|ip| ip.to_string())
+            .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// The readiness check behind every heartbeat: the process driver needs `/proc` (to tell
@@ -148,6 +174,7 @@ impl Agent {
             }
         };
         servers.set_identity(&identity.node_id.to_string(), &identity.secret_id);
+        let secret_id = identity.secret_id.clone();
         let servers = Arc::new(servers);
         let node_id = identity.node_id;
         tracing::info!(%node_id, registered, servers = ?config.servers, "agent starting");
@@ -166,6 +193,7 @@ impl Agent {
         sup.restore(store.load_allocs());
         let supervisor = Arc::new(Mutex::new(sup));
         let endpoint_addr = endpoint.local_addr();
+        let endpoint_tls = endpoint.serves_tls();
         tracing::info!(endpoint = endpoint.advertise(), "agent endpoint serving");
 
         let beat = Heartbeat {
@@ -192,8 +220,11 @@ impl Agent {
             )),
         ];
         let endpoint = endpoint.serve(crate::endpoint::Parts {
-            node_id,
-            servers,
+            gate: crate::endpoint::access::Gate {
+                node_id,
+                secret: secret_id,
+                require_server_certificate: endpoint_tls,
+            },
             supervisor: supervisor.clone(),
             alloc_root: data_dir.join("allocs"),
         });

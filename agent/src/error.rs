@@ -27,6 +27,6 @@ pub enum AgentError {
     State { path: PathBuf, problem: String },
     #[error("invalid server address {address:?}: {problem}")]
     ServerAddress { address: String, problem: String },
-    #[error("registration refused by the servers: {0}")]
+    #[error("registration refused by the servers ({}): {}", .0.code(), .0.message())]
     Register(tonic::Status),
 }

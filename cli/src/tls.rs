@@ -44,9 +44,14 @@ pub struct CertArgs {
     /// A server certificate (server.global.drover, localhost, 127.0.0.1, ::1)
     #[arg(long)]
     server: bool,
-    /// An agent's certificate (client.global.drover)
+    /// An agent's certificate (client.global.drover, and with -node its node's name)
     #[arg(long)]
     client: bool,
+    /// With -client: the node name the agent registers as; the certificate names it
+    /// (NAME.client.global.drover), which servers require before they call the agent for
+    /// task logs and restarts, and before they let it register under that name
+    #[arg(long, value_name = "NAME", requires = "client")]
+    node: Option<String>,
     /// An operator's certificate for the CLI and console (cli.global.drover)
     #[arg(long)]
     cli: bool,
@@ -86,9 +91,17 @@ pub fn run(command: TlsCommand, out: &mut dyn Write) -> anyhow::Result<()> {
                 cert: read(&args.ca, "CA certificate (--ca)")?,
                 key: read(&args.key, "CA key (--key)")?,
             };
-            let pem = dev_certs::create_cert(&ca, role, &args.additional, args.days)?;
-            let cert = format!("global-{name}-drover.pem");
-            let key = format!("global-{name}-drover-key.pem");
+            let mut names = args.additional.clone();
+            let prefix = match &args.node {
+                Some(node) => {
+                    names.push(drover_proto::tls::agent_name(node)?);
+                    node.as_str()
+                }
+                None => "global",
+            };
+            let pem = dev_certs::create_cert(&ca, role, &names, args.days)?;
+            let cert = format!("{prefix}-{name}-drover.pem");
+            let key = format!("{prefix}-{name}-drover-key.pem");
             write_pair(&args.dir, &cert, &key, &pem, out)
         }
     }

@@ -1,5 +1,7 @@
 //! `drover tls` makes a CA and certificates; a `drover server` configured with them
-//! answers only operators who present a certificate the CA signed.
+//! answers only operators who present a certificate the CA signed, lets an agent register
+//! only under the node name its certificate carries, and reaches that agent for task logs
+//! over mutual TLS.
 
 mod cli_support;
 
@@ -22,6 +24,20 @@ async fn a_tls_server_answers_only_operators_with_a_certificate() {
         ],
         vec![
             "tls", "cert", "create", "--client", "--ca", &ca, "--key", &ca_key, "--dir", &d,
+        ],
+        vec![
+            "tls",
+            "cert",
+            "create",
+            "--client",
+            "--node",
+            "tls-agent",
+            "--ca",
+            &ca,
+            "--key",
+            &ca_key,
+            "--dir",
+            &d,
         ],
     ] {
         let out = drover_at("unused:1", &args).await;
@@ -85,7 +101,34 @@ tls {{
         (code(&out) == 0 && stdout(&out).contains("leader")).then_some(())
     })
     .await;
-    // A real agent joins over TLS with its client certificate.
+    // An agent whose certificate names no node cannot register: the certificate is what
+    // binds the name (and the agent's endpoint) to the node.
+    let unnamed = drover_at(
+        &address,
+        &[
+            "agent",
+            "--servers",
+            &address,
+            "--name",
+            "tls-agent",
+            "--data-dir",
+            &format!("{d}/unnamed-agent"),
+            "--ca-cert",
+            &ca,
+            "--client-cert",
+            &format!("{d}/global-client-drover.pem"),
+            "--client-key",
+            &format!("{d}/global-client-drover-key.pem"),
+        ],
+    )
+    .await;
+    assert_ne!(code(&unnamed), 0, "an unnamed agent certificate registers");
+    assert!(
+        cli_support::stderr(&unnamed).contains("does not name node \"tls-agent\""),
+        "{}",
+        cli_support::stderr(&unnamed)
+    );
+    // A real agent joins over TLS with a certificate naming its node.
     let agent_dir = format!("{d}/agent");
     let _agent = spawn(
         &address,
@@ -93,14 +136,16 @@ tls {{
             "agent",
             "--servers",
             &address,
+            "--name",
+            "tls-agent",
             "--data-dir",
             &agent_dir,
             "--ca-cert",
             &ca,
             "--client-cert",
-            &format!("{d}/global-client-drover.pem"),
+            &format!("{d}/tls-agent-client-drover.pem"),
             "--client-key",
-            &format!("{d}/global-client-drover-key.pem"),
+            &format!("{d}/tls-agent-client-drover-key.pem"),
         ],
     );
     let node_status = as_operator(&["node", "status", "-json"]);
@@ -109,6 +154,31 @@ tls {{
         let out = drover_at(&address, &node_status).await;
         let nodes: serde_json::Value = serde_json::from_str(&stdout(&out)).ok()?;
         (nodes.as_array()?.len() == 1).then_some(())
+    })
+    .await;
+    // A task on it, and its logs read over mutual TLS: server to agent, the agent's
+    // certificate checked for the node's name, the server's for the server role.
+    let job = format!("{d}/hello.nomad.hcl");
+    std::fs::write(&job, HELLO_JOB).unwrap();
+    let run = as_operator(&["job", "run", "-detach", &job]);
+    let run: Vec<&str> = run.iter().map(String::as_str).collect();
+    let out = drover_at(&address, &run).await;
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
+    let status = as_operator(&["job", "status", "-json", "hello"]);
+    let status: Vec<&str> = status.iter().map(String::as_str).collect();
+    let alloc = eventually("the hello allocation", DEADLINE, || async {
+        let out = drover_at(&address, &status).await;
+        let view: serde_json::Value = serde_json::from_str(&stdout(&out)).ok()?;
+        view["allocations"].as_array()?.first()?["id"]
+            .as_str()
+            .map(str::to_string)
+    })
+    .await;
+    let logs = as_operator(&["alloc", "logs", &alloc]);
+    let logs: Vec<&str> = logs.iter().map(String::as_str).collect();
+    eventually("logs over mutual TLS", DEADLINE, || async {
+        let out = drover_at(&address, &logs).await;
+        (code(&out) == 0 && stdout(&out).contains("hello over tls")).then_some(())
     })
     .await;
     for (case, args) in [
@@ -122,3 +192,22 @@ tls {{
         assert_ne!(code(&out), 0, "{case} is refused: {}", stdout(&out));
     }
 }
+
+/// A task that prints one line and then waits, so its logs can be read.
+const HELLO_JOB: &str = r#"job "hello" {
+  datacenters = ["dc1"]
+  group "g" {
+    task "t" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sh"
+        args    = ["-c", "echo hello over tls; sleep 60"]
+      }
+      resources {
+        cpu    = 50
+        memory = 32
+      }
+    }
+  }
+}
+"#;

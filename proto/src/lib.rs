@@ -14,7 +14,9 @@
 pub mod bearer;
 pub mod codec;
 pub mod convert;
+pub mod grant;
 pub mod paging;
+pub mod secret;
 pub mod tls;
 
 /// The generated code of package `drover.v1`.
@@ -56,6 +58,10 @@ pub const SERVICE_NAMES: [&str; 12] = [
 /// The node attribute in which an agent registers the address of its own endpoint
 /// (AgentService), where servers reach it for task logs and restarts.
 pub const AGENT_ADDRESS_ATTRIBUTE: &str = "drover.agent.address";
+
+/// The node attribute in which an agent lists its host's interface addresses
+/// (comma-separated); servers refuse an agent address outside them.
+pub const AGENT_INTERFACES_ATTRIBUTE: &str = "drover.agent.interfaces";
 
 /// The service agents serve on their own endpoint (task logs, restarts); never a server's.
 pub const AGENT_SERVICE_NAME: &str = v1::agent_service_server::SERVICE_NAME;

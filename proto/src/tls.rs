@@ -6,6 +6,7 @@
 //! certificate issued to a client or the CLI by the same CA cannot pose as a server.
 //! Without it, the client checks the host it dialed.
 
+use rustls_pki_types::{CertificateDer, ServerName};
 use std::path::{Path, PathBuf};
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
 
@@ -15,6 +16,53 @@ pub const SERVER_NAME: &str = "server.global.drover";
 pub const CLIENT_NAME: &str = "client.global.drover";
 /// The name operators' (CLI, console) certificates carry.
 pub const CLI_NAME: &str = "cli.global.drover";
+
+/// The name an agent's certificate carries for node `node_name`
+/// (`<node name>.client.global.drover`), which servers require when they call the agent's
+/// endpoint: the certificate binds the address a node registered to that node. Refused
+/// when the node name is not a DNS label (letters, digits and `-`, at most 63).
+pub fn agent_name(node_name: &str) -> Result<String, AgentNameError> {
+    let label_ok = !node_name.is_empty()
+        && node_name.len() <= 63
+        && node_name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        && !node_name.starts_with('-')
+        && !node_name.ends_with('-');
+    if !label_ok {
+        return Err(AgentNameError(node_name.to_string()));
+    }
+    Ok(format!("{}.{CLIENT_NAME}", node_name.to_ascii_lowercase()))
+}
+
+/// A node name no certificate can carry.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "node name {0:?} is not a DNS label (letters, digits and '-', at most 63), so no agent certificate can name it"
+)]
+pub struct AgentNameError(pub String);
+
+/// Whether the leaf certificate of `chain` is valid for the DNS name `name` (a role such
+/// as [`SERVER_NAME`], or an agent's [`agent_name`]). The TLS handshake has already checked
+/// that the chain leads to the cluster CA.
+pub fn leaf_names(chain: &[CertificateDer<'_>], name: &str) -> bool {
+    let Some(leaf) = chain.first() else {
+        return false;
+    };
+    let Ok(cert) = webpki::EndEntityCert::try_from(leaf) else {
+        return false;
+    };
+    let Ok(name) = ServerName::try_from(name) else {
+        return false;
+    };
+    cert.verify_is_valid_for_subject_name(&name).is_ok()
+}
+
+/// Whether the caller of `req` presented a verified certificate naming `name`.
+pub fn peer_has_name<T>(req: &tonic::Request<T>, name: &str) -> bool {
+    req.peer_certs()
+        .is_some_and(|chain| leaf_names(&chain, name))
+}
 
 /// Where a connection's TLS material lives.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -98,7 +98,7 @@ const EXPECTED: &[(&str, &[&str])] = &[
             "PolicyDelete",
         ],
     ),
-    ("AllocService", &["Logs", "Restart", "Stop", "CheckAccess"]),
+    ("AllocService", &["Logs", "Restart", "Stop"]),
     ("AgentService", &["Logs", "Restart"]),
 ];
 

@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::acl::Acl;
 use common::api::Api;
 use drover_proto::bearer::BearerChannel;
 use drover_proto::v1 as pb;
@@ -63,7 +64,6 @@ fn grant(rpc: &str) -> Option<&'static str> {
         ("AllocService", "Logs") => LOGS,
         // An empty request asks for no access: any of the two capabilities lets it be
         // decoded (and refused as invalid).
-        ("AllocService", "CheckAccess") => LOGS,
         ("AllocService", _) => LIFECYCLE,
         ("AclService", "TokenSelf") => "",
         ("AclService", _) => return None,
@@ -89,63 +89,6 @@ async fn call(channel: &BearerChannel, rpc: &str, streaming: bool) -> (Code, Str
     match result {
         Ok(()) => (Code::Ok, String::new()),
         Err(s) => (s.code(), s.message().to_string()),
-    }
-}
-
-struct Acl {
-    api: Api,
-    raw: tonic::transport::Channel,
-    management: String,
-}
-
-impl Acl {
-    async fn start() -> Acl {
-        let api = Api::start(|c| c.acl_enabled = true).await;
-        let raw = Api::endpoint(&api.api).connect().await.expect("connect");
-        let boot = AclServiceClient::new(BearerChannel::plain(raw.clone()))
-            .bootstrap(pb::AclBootstrapRequest {})
-            .await
-            .expect("bootstrap")
-            .into_inner();
-        let management = boot.token.expect("token").secret_id;
-        Acl {
-            api,
-            raw,
-            management,
-        }
-    }
-
-    fn channel(&self, token: Option<&str>) -> BearerChannel {
-        BearerChannel::new(self.raw.clone(), token).expect("token header")
-    }
-
-    fn admin(&self) -> AclServiceClient<BearerChannel> {
-        AclServiceClient::new(self.channel(Some(&self.management)))
-    }
-
-    /// A client token holding one policy with `rules`.
-    async fn token(&self, name: &str, rules: &str) -> String {
-        self.admin()
-            .policy_apply(pb::AclPolicyApplyRequest {
-                name: name.into(),
-                description: String::new(),
-                rules: rules.into(),
-            })
-            .await
-            .unwrap_or_else(|e| panic!("policy {name}: {e}"));
-        self.admin()
-            .token_create(pb::AclTokenCreateRequest {
-                name: name.into(),
-                r#type: "client".into(),
-                policies: vec![name.into()],
-                ttl_ms: 0,
-            })
-            .await
-            .expect("token")
-            .into_inner()
-            .token
-            .expect("token")
-            .secret_id
     }
 }
 

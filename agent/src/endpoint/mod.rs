@@ -3,17 +3,17 @@
 //! `alloc restart`, the console). The agent registers the endpoint's address as the node
 //! attribute [`drover_proto::AGENT_ADDRESS_ATTRIBUTE`].
 //!
-//! Every call is checked with a server first ([`access`]); with TLS the endpoint serves the
-//! agent's certificate and requires the caller's to come from the cluster CA.
+//! Every call must carry a grant a server signed for this node ([`access`]); with TLS the
+//! endpoint serves the agent's certificate (which names the node) and requires the
+//! caller's to come from the cluster CA and name the server role.
 
 pub mod access;
 pub mod logs;
 
 use crate::AgentError;
 use crate::config::AgentConfig;
-use crate::rpc::Servers;
 use crate::supervisor::Supervisor;
-use drover_core::types::{AllocId, NodeId};
+use drover_core::types::AllocId;
 use drover_proto::convert::parse_id;
 use drover_proto::v1 as pb;
 use drover_proto::v1::agent_service_server::{AgentService, AgentServiceServer};
@@ -75,6 +75,11 @@ impl Bound {
         })
     }
 
+    /// Whether the endpoint serves TLS (and so requires callers' server certificates).
+    pub fn serves_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
     /// The URL servers reach the endpoint at.
     pub fn advertise(&self) -> &str {
         &self.advertise
@@ -132,8 +137,8 @@ fn server_tls(
 /// What the endpoint serves from.
 #[derive(Debug)]
 pub struct Parts {
-    pub node_id: NodeId,
-    pub servers: Arc<Servers>,
+    /// Who may call, for what.
+    pub gate: access::Gate,
     pub supervisor: Arc<Mutex<Supervisor>>,
     /// `<data_dir>/allocs`.
     pub alloc_root: PathBuf,
@@ -183,14 +188,12 @@ impl AgentService for AgentApi {
     ) -> Result<Response<Self::LogsStream>, Status> {
         let alloc_id: AllocId = parse_id("alloc_id", &req.get_ref().alloc_id)?;
         let p = &self.0;
-        access::check(
-            &p.servers,
-            req.metadata(),
+        p.gate.check(
+            &req,
             alloc_id,
+            &req.get_ref().task,
             pb::AllocAccess::ReadLogs,
-            p.node_id,
-        )
-        .await?;
+        )?;
         let req = req.into_inner();
         let task = self.task(alloc_id, &req.task).await?;
         let dirs = crate::runner::TaskDirs::new(&p.alloc_root.join(alloc_id.to_string()), &task);
@@ -230,14 +233,12 @@ impl AgentService for AgentApi {
     ) -> Result<Response<pb::AllocRestartResponse>, Status> {
         let alloc_id: AllocId = parse_id("alloc_id", &req.get_ref().alloc_id)?;
         let p = &self.0;
-        access::check(
-            &p.servers,
-            req.metadata(),
+        p.gate.check(
+            &req,
             alloc_id,
+            &req.get_ref().task,
             pb::AllocAccess::Lifecycle,
-            p.node_id,
-        )
-        .await?;
+        )?;
         let req = req.into_inner();
         if !req.task.is_empty() {
             self.task(alloc_id, &req.task).await?;

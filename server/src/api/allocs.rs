@@ -1,9 +1,9 @@
 //! `drover.v1.AllocService`: task logs and restarts (served by the allocation's agent,
-//! reached through [`crate::agent_link`]), stopping an allocation, and the access check
-//! agents ask for.
+//! reached through [`crate::agent_link`] with a grant for that allocation, never the
+//! caller's token), and stopping an allocation.
 
 use super::Api;
-use crate::agent_link::{AgentLinks, agent_status, forwarded};
+use crate::agent_link::{AgentLinks, agent_status, granted};
 use crate::auth::authorize;
 use drover_core::acl::{NamespaceCapability as Cap, Need};
 use drover_core::types::{AllocId, Allocation, Node};
@@ -64,8 +64,16 @@ impl AllocService for AllocApi {
         req: Request<pb::AllocLogsRequest>,
     ) -> Result<Response<Self::LogsStream>, Status> {
         let acl = authorize(&req, Need::AnyNamespace(Cap::ReadLogs))?;
-        let (_alloc, node) = self.target(&acl, &req.get_ref().alloc_id, Cap::ReadLogs)?;
-        let call = forwarded(req.metadata(), req.get_ref().clone());
+        let (alloc, node) = self.target(&acl, &req.get_ref().alloc_id, Cap::ReadLogs)?;
+        let task = req.get_ref().task.clone();
+        let call = granted(
+            &node,
+            alloc.id,
+            &task,
+            pb::AllocAccess::ReadLogs,
+            crate::clock::now(),
+            req.into_inner(),
+        )?;
         let answer = self
             .agents
             .client(&node)?
@@ -84,7 +92,15 @@ impl AllocService for AllocApi {
     ) -> Result<Response<pb::AllocRestartResponse>, Status> {
         let acl = authorize(&req, Need::AnyNamespace(Cap::AllocLifecycle))?;
         let (alloc, node) = self.target(&acl, &req.get_ref().alloc_id, Cap::AllocLifecycle)?;
-        let call = forwarded(req.metadata(), req.get_ref().clone());
+        let task = req.get_ref().task.clone();
+        let call = granted(
+            &node,
+            alloc.id,
+            &task,
+            pb::AllocAccess::Lifecycle,
+            crate::clock::now(),
+            req.into_inner(),
+        )?;
         let answer = self
             .agents
             .client(&node)?
@@ -106,27 +122,6 @@ impl AllocService for AllocApi {
         Ok(Response::new(pb::AllocStopResponse {
             eval_id: stopped.eval_id.to_string(),
             index: stopped.index,
-        }))
-    }
-
-    async fn check_access(
-        &self,
-        req: Request<pb::AllocAccessRequest>,
-    ) -> Result<Response<pb::AllocAccessResponse>, Status> {
-        let access = req.get_ref().access();
-        let cap = match access {
-            pb::AllocAccess::Lifecycle => Cap::AllocLifecycle,
-            pb::AllocAccess::ReadLogs | pb::AllocAccess::Unspecified => Cap::ReadLogs,
-        };
-        let acl = authorize(&req, Need::AnyNamespace(cap))?;
-        if access == pb::AllocAccess::Unspecified {
-            return Err(Status::invalid_argument(
-                "access: required (read-logs or lifecycle)",
-            ));
-        }
-        let (_alloc, node) = self.target(&acl, &req.get_ref().alloc_id, cap)?;
-        Ok(Response::new(pb::AllocAccessResponse {
-            node_id: node.id.to_string(),
         }))
     }
 }

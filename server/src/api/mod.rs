@@ -9,6 +9,7 @@
 //! (port 0 allowed) and runs the router until [`ApiServer::shutdown`].
 
 mod acl;
+mod agent_address;
 mod alloc_watch;
 mod allocs;
 mod cluster;

@@ -28,11 +28,33 @@ impl NodeService for NodeApi {
         req: Request<pb::RegisterNodeRequest>,
     ) -> Result<Response<pb::RegisterNodeResponse>, Status> {
         // The join credential: a token that may register nodes, or (with mutual TLS) a
-        // certificate the cluster CA made for the client role.
-        if !crate::tls::roles::peer_has_role(&req, drover_proto::tls::CLIENT_NAME) {
+        // certificate the cluster CA made for the client role, which must then name the
+        // node: a certificate binds its holder to one node name.
+        let client_certificate =
+            crate::tls::roles::peer_has_role(&req, drover_proto::tls::CLIENT_NAME);
+        if !client_certificate {
             crate::auth::authorize(&req, Need::Area(Area::Agent, Level::Write))?;
         }
+        let peer = (!req
+            .metadata()
+            .contains_key(crate::forward::FORWARDED_HEADER))
+        .then(|| req.remote_addr().map(|a| a.ip()))
+        .flatten();
+        let named = |name: &str| {
+            drover_proto::tls::agent_name(name)
+                .is_ok_and(|n| drover_proto::tls::peer_has_name(&req, &n))
+        };
+        let name = req.get_ref().node.as_ref().map(|r| r.name.clone());
+        if client_certificate
+            && let Some(name) = name
+            && !named(&name)
+        {
+            return Err(Status::permission_denied(format!(
+                "name: the agent's certificate does not name node {name:?}; make one with `drover tls cert create -client -node {name}`"
+            )));
+        }
         let reg = NodeRegistration::try_from(req.into_inner())?;
+        super::agent_address::check(&reg.attributes, peer)?;
         let r = self.0.handle.register_node(reg).await?;
         Ok(Response::new(pb::RegisterNodeResponse {
             node_id: r.node_id.to_string(),

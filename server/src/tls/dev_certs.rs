@@ -65,7 +65,9 @@ pub fn create_ca(days: i64) -> Result<Pem, CertError> {
 }
 
 /// A certificate for `role`, signed by `ca`, valid for `days`, naming the role and any
-/// `extra_names` (hosts or IP addresses).
+/// `extra_names` (hosts or IP addresses). An agent's certificate also names its node with
+/// `drover_proto::tls::agent_name` (pass it in `extra_names`; `drover tls cert create
+/// -client -node NAME` does), which servers require before they call its endpoint.
 pub fn create_cert(
     ca: &Pem,
     role: Role,
@@ -104,13 +106,14 @@ pub fn create_cert(
         KeyUsagePurpose::DigitalSignature,
         KeyUsagePurpose::KeyEncipherment,
     ];
-    // Servers also call each other, so their certificates serve as client ones too.
+    // Servers also call each other, and agents both call servers and serve their own
+    // endpoint (task logs, restarts) to them, so both certificates serve either way.
     params.extended_key_usages = match role {
-        Role::Server => vec![
+        Role::Server | Role::Client => vec![
             ExtendedKeyUsagePurpose::ServerAuth,
             ExtendedKeyUsagePurpose::ClientAuth,
         ],
-        Role::Client | Role::Cli => vec![ExtendedKeyUsagePurpose::ClientAuth],
+        Role::Cli => vec![ExtendedKeyUsagePurpose::ClientAuth],
     };
     validity(&mut params, days);
     let cert = params.signed_by(&key, &issuer)?;

@@ -3,26 +3,11 @@
 //! valid for (`server.global.drover`, `client.global.drover`), as Nomad's
 //! `server.<region>.nomad` convention.
 
-use rustls_pki_types::{CertificateDer, ServerName};
-
-/// Whether the leaf certificate of `chain` is valid for the DNS name `role`.
-pub fn leaf_names(chain: &[CertificateDer<'_>], role: &str) -> bool {
-    let Some(leaf) = chain.first() else {
-        return false;
-    };
-    let Ok(cert) = webpki::EndEntityCert::try_from(leaf) else {
-        return false;
-    };
-    let Ok(name) = ServerName::try_from(role) else {
-        return false;
-    };
-    cert.verify_is_valid_for_subject_name(&name).is_ok()
-}
+pub use drover_proto::tls::leaf_names;
 
 /// Whether the caller of `req` presented a verified certificate naming `role`.
 pub fn peer_has_role<T>(req: &tonic::Request<T>, role: &str) -> bool {
-    req.peer_certs()
-        .is_some_and(|chain| leaf_names(&chain, role))
+    drover_proto::tls::peer_has_name(req, role)
 }
 
 #[cfg(test)]
@@ -30,6 +15,7 @@ mod tests {
     use super::*;
     use crate::tls::dev_certs::{Role, create_ca, create_cert};
     use drover_proto::tls::{CLIENT_NAME, SERVER_NAME};
+    use rustls_pki_types::CertificateDer;
 
     fn der(pem: &str) -> CertificateDer<'static> {
         use rustls_pki_types::pem::PemObject;
