@@ -11,6 +11,11 @@ const PROTO_ROOT: &str = "proto";
 
 /// Where the encoded `FileDescriptorSet` goes in `OUT_DIR`; `lib.rs` embeds it.
 const DESCRIPTOR_FILE: &str = "drover_descriptor.bin";
+/// Where every message's shape goes in `OUT_DIR`; `src/decode_budget.rs` includes it.
+const SHAPES_FILE: &str = "drover_shapes.rs";
+
+#[path = "build/shapes.rs"]
+mod shapes;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("cargo:rerun-if-changed={PROTO_ROOT}");
@@ -31,13 +36,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let out_dir = PathBuf::from(std::env::var("OUT_DIR")?);
     std::fs::write(out_dir.join(DESCRIPTOR_FILE), fds.encode_to_vec())?;
 
+    std::fs::write(out_dir.join(SHAPES_FILE), shapes::generate(&fds))?;
+
+    let mut config = prost_build::Config::new();
+    // `prost::Name` on every message: the codec finds a message's shape by its name.
+    config.enable_type_names();
     tonic_prost_build::configure()
         // Maps as BTreeMap, like core's, so conversions need no re-sorting and encoding is
         // deterministic (the same object always encodes to the same bytes).
         .btree_map(".")
-        // Smaller first buffers than prost's codec: see `src/codec.rs`.
+        // Smaller first buffers than prost's codec, and a bound on what a message may cost
+        // to decode: see `src/codec.rs`.
         .codec_path("crate::codec::DroverCodec")
-        .compile_fds(fds)?;
+        .compile_fds_with_config(fds, config)?;
     Ok(())
 }
 

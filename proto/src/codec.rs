@@ -1,5 +1,6 @@
 //! The protobuf codec every drover service and client uses: prost's, with a small first
-//! buffer.
+//! buffer, and a decoder that first checks what the message may cost to decode
+//! ([`crate::decode_budget`]).
 //!
 //! tonic gives each response stream its own encode buffer, kept for the stream's life and
 //! grown to the largest message sent on it. Every node holds an allocation watch open, and
@@ -7,7 +8,10 @@
 //! nodes whose watch messages are mostly a few hundred bytes. Starting at 1 KiB, a stream
 //! holds what its messages need; one that sends a big message grows as before.
 
-use tonic::codec::{BufferSettings, Codec};
+use crate::decode_budget::{self, MessageShape};
+use bytes::Buf;
+use tonic::Status;
+use tonic::codec::{BufferSettings, Codec, DecodeBuf, Decoder};
 use tonic_prost::{ProstCodec, ProstDecoder, ProstEncoder};
 
 /// The first size of a message buffer.
@@ -32,19 +36,48 @@ impl<T, U> Default for DroverCodec<T, U> {
 impl<T, U> Codec for DroverCodec<T, U>
 where
     T: prost::Message + Send + 'static,
-    U: prost::Message + Default + Send + 'static,
+    U: prost::Message + prost::Name + Default + Send + 'static,
 {
     type Encode = T;
     type Decode = U;
     type Encoder = ProstEncoder<T>;
-    type Decoder = ProstDecoder<U>;
+    type Decoder = BoundedDecoder<U>;
 
     fn encoder(&mut self) -> Self::Encoder {
         ProstCodec::<T, U>::raw_encoder(settings())
     }
 
     fn decoder(&mut self) -> Self::Decoder {
-        ProstCodec::<T, U>::raw_decoder(settings())
+        BoundedDecoder {
+            inner: ProstCodec::<T, U>::raw_decoder(settings()),
+            shape: decode_budget::shape_of(&U::full_name()),
+        }
+    }
+}
+
+/// prost's decoder behind [`decode_budget::check`]: a message that would cost too much to
+/// decode is refused (INVALID_ARGUMENT naming the field) before prost allocates for it.
+#[derive(Debug)]
+pub struct BoundedDecoder<U> {
+    inner: ProstDecoder<U>,
+    shape: Option<&'static MessageShape>,
+}
+
+impl<U: prost::Message + Default> Decoder for BoundedDecoder<U> {
+    type Item = U;
+    type Error = Status;
+
+    fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<U>, Status> {
+        if let Some(shape) = self.shape
+            && buf.chunk().len() == buf.remaining()
+        {
+            decode_budget::check(shape, buf.chunk())?;
+        }
+        self.inner.decode(buf)
+    }
+
+    fn buffer_settings(&self) -> BufferSettings {
+        self.inner.buffer_settings()
     }
 }
 

@@ -14,6 +14,7 @@
 pub mod bearer;
 pub mod codec;
 pub mod convert;
+pub mod decode_budget;
 pub mod grant;
 pub mod paging;
 pub mod secret;

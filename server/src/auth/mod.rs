@@ -28,7 +28,7 @@ pub enum Caller {
     Known(Arc<Acl>),
 }
 
-fn missing_token() -> Status {
+pub(crate) fn missing_token() -> Status {
     Status::unauthenticated(
         "missing acl token: pass one with -token or DROVER_TOKEN (sent as authorization: Bearer <secret>)",
     )
