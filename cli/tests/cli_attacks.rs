@@ -130,3 +130,112 @@ async fn a_large_request_of_empty_groups_costs_the_server_little() {
         authenticated >> 20
     );
 }
+
+/// A `drover server` started under `ulimit -n 1024` (hard and soft), killed on drop.
+struct Limited(std::process::Child);
+
+impl Drop for Limited {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// CPU seconds the process has used so far (user + system).
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("proc stat");
+    let after_name = stat.rsplit_once(')').expect("stat has a name").1;
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+    ticks / 100.0
+}
+
+fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
+}
+
+async fn leader_answers(address: &str, within: std::time::Duration) -> Result<(), String> {
+    use drover_proto::v1::status_service_client::StatusServiceClient;
+    let call = async {
+        let channel = tonic::transport::Endpoint::from_shared(format!("http://{address}"))
+            .map_err(|e| e.to_string())?
+            .connect()
+            .await
+            .map_err(|e| e.to_string())?;
+        StatusServiceClient::new(channel)
+            .leader(drover_proto::v1::LeaderRequest::default())
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    };
+    tokio::time::timeout(within, call)
+        .await
+        .map_err(|_| format!("no answer within {within:?}"))?
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn idle_connections_do_not_lock_out_a_new_client() {
+    // This process holds the attacker's connections: it needs more than 1,024 descriptors.
+    drover_server::serving::raise_fd_limit();
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_ports(1)[0];
+    let address = format!("127.0.0.1:{port}");
+    let data = dir.path().join("data");
+    let script = format!(
+        "ulimit -n 1024 && exec {} server --bind {address} --raft-addr 127.0.0.1:0 --data-dir {} --no-metrics",
+        env!("CARGO_BIN_EXE_drover"),
+        data.display()
+    );
+    let server = Limited(
+        std::process::Command::new("sh")
+            .args(["-c", &script])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("sh runs"),
+    );
+    let pid = server.0.id();
+    eventually("the server answering", DEADLINE, || async {
+        leader_answers(&address, std::time::Duration::from_secs(2))
+            .await
+            .ok()
+    })
+    .await;
+
+    // 1,100 connections that never send a request: half send nothing at all, half only
+    // the HTTP/2 preface.
+    let mut idle = Vec::new();
+    for i in 0..1100 {
+        let mut c = tokio::net::TcpStream::connect(&address)
+            .await
+            .expect("the kernel accepts the connection");
+        if i % 2 == 0 {
+            use tokio::io::AsyncWriteExt;
+            c.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+                .await
+                .expect("preface");
+        }
+        idle.push(c);
+    }
+    let cpu_before = cpu_seconds(pid);
+    let started = std::time::Instant::now();
+    let served = leader_answers(&address, std::time::Duration::from_secs(1)).await;
+    assert!(
+        served.is_ok(),
+        "a new client was not served within 1 s behind 1,100 idle connections: {served:?}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(1));
+    let fds = open_fds(pid);
+    assert!(fds < 1024, "the server holds {fds} descriptors");
+    // Idle connections cost no CPU: nothing spins on EMFILE.
+    let busy = eventually("a second of holding them", DEADLINE, || async {
+        (started.elapsed() >= std::time::Duration::from_secs(2))
+            .then(|| cpu_seconds(pid) - cpu_before)
+    })
+    .await;
+    assert!(
+        busy < 0.5,
+        "the server used {busy:.2} s of CPU holding idle connections"
+    );
+    drop(idle);
+}

@@ -31,6 +31,7 @@ pub mod handle;
 mod layers;
 pub mod leader;
 pub mod leader_link;
+mod log_limit;
 pub mod membership;
 pub mod metrics;
 pub mod raft;

@@ -153,6 +153,11 @@ impl Server {
             secret,
             config.max_message_bytes,
             raft_tls,
+            crate::serving::connections::ConnectionLimits {
+                max: config.connections.max_raft,
+                handshake_timeout: config.connections.handshake_timeout,
+                idle_timeout: config.connections.idle_timeout,
+            },
         )
         .map_err(|e| config_error(format!("cannot serve raft on {raft_bind}: {e}")))?;
         let discovery = match &config.bootstrap {
@@ -264,8 +269,23 @@ impl Server {
         let handle = self.handle.clone();
         let addr = handle.inner.config.bind_addr.clone();
         let tls = handle.inner.config.tls.is_some();
-        let router = crate::api::router(handle.clone(), opts).await?;
-        let api = crate::api::serve(router, &addr).await?;
+        let settings = &handle.inner.config.connections;
+        let fd_limit = crate::serving::raise_fd_limit();
+        let limits = crate::serving::connections::ConnectionLimits {
+            max: settings
+                .max_api
+                .unwrap_or_else(|| crate::serving::default_max_connections(fd_limit)),
+            handshake_timeout: settings.handshake_timeout,
+            idle_timeout: settings.idle_timeout,
+        };
+        tracing::info!(
+            open_file_limit = fd_limit,
+            max_connections = limits.max,
+            "connection limits"
+        );
+        let conns = crate::serving::connections::Connections::new("api", limits);
+        let router = crate::api::router(handle.clone(), opts, conns.clone()).await?;
+        let api = crate::api::serve(router, conns, &addr).await?;
         // Peers forward leader calls to this address: the bound port, and where the API
         // listens on every interface, the host the Raft listener is advertised on.
         let local = api.local_addr();

@@ -42,6 +42,7 @@ pub use workers::WorkerApi;
 
 use crate::ServerHandle;
 use crate::serving::Serving;
+use crate::serving::connections::Connections;
 use drover_core::state::StateSnapshot;
 use drover_proto::v1 as pb;
 use std::net::SocketAddr;
@@ -53,8 +54,8 @@ use tonic::transport::server::Router;
 
 /// The layer every API response passes through (see [`decode_status`]).
 type ResponseMap = fn(http::Response<tonic::body::Body>) -> http::Response<tonic::body::Body>;
-/// The API's router: every service behind the timing, decode-status, auth, limit and
-/// forwarding layers (outermost first).
+/// The API's router: every service behind the activity (per-connection request counts),
+/// timing, decode-status, auth, limit and forwarding layers (outermost first).
 pub type ApiRouter = Router<
     tower::layer::util::Stack<
         crate::forward::ForwardLayer,
@@ -64,7 +65,13 @@ pub type ApiRouter = Router<
                 crate::auth::AuthLayer,
                 tower::layer::util::Stack<
                     tower::util::MapResponseLayer<ResponseMap>,
-                    tower::layer::util::Stack<timing::TimingLayer, tower::layer::util::Identity>,
+                    tower::layer::util::Stack<
+                        timing::TimingLayer,
+                        tower::layer::util::Stack<
+                            crate::serving::activity::ActivityLayer,
+                            tower::layer::util::Identity,
+                        >,
+                    >,
                 >,
             >,
         >,
@@ -158,9 +165,14 @@ impl Api {
     }
 }
 
-/// Every drover service (and health and reflection) on one tonic router. Raft is not
-/// here: it has its own authenticated listener (`crate::raft::listener`).
-pub async fn router(handle: ServerHandle, opts: ApiOptions) -> Result<ApiRouter, ServeError> {
+/// Every drover service (and health and reflection) on one tonic router, counting requests
+/// on the connections of `conns`. Raft is not here: it has its own authenticated listener
+/// (`crate::raft::listener`).
+pub async fn router(
+    handle: ServerHandle,
+    opts: ApiOptions,
+    conns: std::sync::Arc<Connections>,
+) -> Result<ApiRouter, ServeError> {
     let max = opts
         .max_message_bytes
         .unwrap_or(handle.config().max_message_bytes);
@@ -201,11 +213,15 @@ pub async fn router(handle: ServerHandle, opts: ApiOptions) -> Result<ApiRouter,
         api.handle.state(),
     ));
     let budget = request_limits::Budget::new(api.handle.config().requests.clone());
+    let keepalive = &api.handle.config().connections;
     Ok(builder
+        .http2_keepalive_interval(Some(keepalive.keepalive_interval))
+        .http2_keepalive_timeout(Some(keepalive.keepalive_timeout))
         .concurrency_limit_per_connection(per_connection)
         .max_concurrent_streams(Some(MAX_STREAMS_PER_CONNECTION))
         .initial_stream_window_size(Some(STREAM_WINDOW))
         .initial_connection_window_size(Some(STREAM_WINDOW * MAX_STREAMS_PER_CONNECTION))
+        .layer(crate::serving::activity::ActivityLayer(conns))
         .layer(timing::TimingLayer(api.handle.metrics()))
         .layer(tower::util::MapResponseLayer::new(decode_status))
         .layer(crate::auth::AuthLayer(auth))
@@ -297,8 +313,12 @@ impl ApiServer {
     }
 }
 
-/// Binds `addr` and serves `router` on it.
-pub async fn serve(router: ApiRouter, addr: &str) -> Result<ApiServer, ServeError> {
+/// Binds `addr` and serves `router` on it, admitting connections under `conns`' limits.
+pub async fn serve(
+    router: ApiRouter,
+    conns: std::sync::Arc<Connections>,
+    addr: &str,
+) -> Result<ApiServer, ServeError> {
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|source| ServeError::Bind {
@@ -309,10 +329,11 @@ pub async fn serve(router: ApiRouter, addr: &str) -> Result<ApiServer, ServeErro
         addr: addr.to_string(),
         source,
     })?;
-    let incoming = crate::serving::accept_without_delay(listener);
+    let max_connections = conns.limits().max;
+    let incoming = conns.accept(listener);
     let serving = Serving::spawn(local, |stopped| {
         router.serve_with_incoming_shutdown(incoming, stopped)
     });
-    tracing::info!(addr = %local, "gRPC API listening");
+    tracing::info!(addr = %local, max_connections, "gRPC API listening");
     Ok(ApiServer(serving))
 }

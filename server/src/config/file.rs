@@ -26,7 +26,9 @@
 //!             max_node_name_bytes = 256  max_node_attributes = 512  max_node_meta = 256
 //!             max_node_entry_bytes = 1024  max_snapshot_id_bytes = 256  max_list_page = 500
 //!             max_node_cpu_mhz = 10000000  max_node_memory_mb = 67108864
-//!             max_node_disk_mb = 1099511627776 }
+//!             max_node_disk_mb = 1099511627776
+//!             max_connections = 4096  connection_handshake_timeout = "10s"
+//!             connection_idle_timeout = "5m" }   # per listener; default from the fd limit
 //! ```
 //!
 //! Durations are humantime strings ("500ms", "10s", "1m 30s", "2h").
@@ -157,6 +159,11 @@ pub struct LimitsBlock {
     pub max_node_memory_mb: Option<u64>,
     pub max_node_disk_mb: Option<u64>,
     pub max_list_page: Option<usize>,
+    pub max_connections: Option<usize>,
+    #[serde(default, with = "humantime_serde")]
+    pub connection_handshake_timeout: Option<Duration>,
+    #[serde(default, with = "humantime_serde")]
+    pub connection_idle_timeout: Option<Duration>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -296,6 +303,17 @@ impl ConfigFile {
                     positive("limits.max_request_bytes_in_flight", v)?;
             }
             set(&mut config.requests.max_wait, &l.max_request_wait);
+            if let Some(v) = l.max_connections {
+                config.connections.max_api = Some(positive("limits.max_connections", v)?);
+            }
+            set(
+                &mut config.connections.handshake_timeout,
+                &l.connection_handshake_timeout,
+            );
+            set(
+                &mut config.connections.idle_timeout,
+                &l.connection_idle_timeout,
+            );
             if let Some(v) = l.max_jobs {
                 config.max_jobs = positive("limits.max_jobs", v)?;
             }

@@ -49,6 +49,37 @@ impl Default for RequestLimits {
     }
 }
 
+/// Bounds on each listener's connections (see `crate::serving::connections`), and the
+/// HTTP/2 keepalive that closes connections whose peer is gone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConnectionSettings {
+    /// Connections the API listener keeps open; `None`: three quarters of the process's
+    /// file descriptor limit less 64 (the rest is for the Raft log, peers and agents).
+    pub max_api: Option<usize>,
+    /// Connections the Raft listener keeps open (servers only: a few).
+    pub max_raft: usize,
+    /// How long a connection may stay open before its first request.
+    pub handshake_timeout: Duration,
+    /// How long a connection may stay open with nothing in flight.
+    pub idle_timeout: Duration,
+    /// How often a server pings an HTTP/2 connection, and how long it waits for the answer.
+    pub keepalive_interval: Duration,
+    pub keepalive_timeout: Duration,
+}
+
+impl Default for ConnectionSettings {
+    fn default() -> Self {
+        Self {
+            max_api: None,
+            max_raft: 256,
+            handshake_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(300),
+            keepalive_interval: Duration::from_secs(30),
+            keepalive_timeout: Duration::from_secs(20),
+        }
+    }
+}
+
 /// Raft timings (see [`RaftConfig`]).
 #[derive(Clone, Debug)]
 pub struct RaftTimings {
@@ -206,6 +237,8 @@ pub struct ServerConfig {
     pub max_message_bytes: usize,
     /// Bounds on what the API listener takes in at once, across all connections.
     pub requests: RequestLimits,
+    /// Bounds on each listener's open connections.
+    pub connections: ConnectionSettings,
     /// Events retained for `EventService/Subscribe` to replay; a subscriber asking for an
     /// older index, or falling further behind, is told to resubscribe.
     pub event_buffer: usize,
@@ -243,6 +276,7 @@ impl ServerConfig {
             plan_wait_limit: Duration::from_secs(5),
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             requests: RequestLimits::default(),
+            connections: ConnectionSettings::default(),
             event_buffer: crate::events::DEFAULT_EVENT_BUFFER,
             metrics_addr: None,
         }

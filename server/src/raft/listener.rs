@@ -9,7 +9,10 @@
 //! secret configured gets a random one, so nobody can call its Raft service at all.
 
 use super::grpc::RaftGrpcService;
+use crate::log_limit::LogLimit;
 use crate::serving::Serving;
+use crate::serving::activity::ActivityLayer;
+use crate::serving::connections::{ConnectionLimits, Connections};
 use rand::RngCore;
 use std::fmt;
 use std::net::SocketAddr;
@@ -27,8 +30,24 @@ pub const CLUSTER_SECRET_HEADER: &str = "x-drover-cluster-secret";
 pub const MIN_SECRET_LEN: usize = 16;
 
 /// The key every server of one cluster shares. Never logged (its `Debug` hides it).
-#[derive(Clone, PartialEq, Eq)]
-pub struct ClusterSecret(Arc<str>);
+#[derive(Clone)]
+pub struct ClusterSecret(Arc<str>, Arc<LogLimit>);
+
+impl PartialEq for ClusterSecret {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+
+impl Eq for ClusterSecret {}
+
+/// Refused calls are logged at most this often (each line counts the ones left out): an
+/// outsider calling in a loop must not fill the disk through the log.
+const REFUSAL_LOG_EVERY: Duration = Duration::from_secs(1);
+
+fn refusal_log() -> Arc<LogLimit> {
+    Arc::new(LogLimit::new(REFUSAL_LOG_EVERY))
+}
 
 impl fmt::Debug for ClusterSecret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -53,7 +72,7 @@ impl ClusterSecret {
         if !secret.bytes().all(|b| b.is_ascii_graphic()) {
             return Err(SecretError::NotAscii);
         }
-        Ok(Self(secret.into()))
+        Ok(Self(secret.into(), refusal_log()))
     }
 
     /// A secret nobody else knows: for a server without peers.
@@ -66,6 +85,7 @@ impl ClusterSecret {
                 .map(|b| format!("{b:02x}"))
                 .collect::<String>()
                 .into(),
+            refusal_log(),
         )
     }
 
@@ -86,10 +106,13 @@ impl ClusterSecret {
         if crate::secrets::constant_time_eq(given, self.0.as_bytes()) {
             Ok(req)
         } else {
-            tracing::warn!(
-                remote = ?req.remote_addr(),
-                "refused a Raft call without the cluster secret"
-            );
+            if let Some(not_logged) = self.1.allow() {
+                tracing::warn!(
+                    remote = ?req.remote_addr(),
+                    refused_since_last_line = not_logged,
+                    "refused a Raft call without the cluster secret"
+                );
+            }
             Err(Status::unauthenticated(
                 "server-to-server calls need the cluster secret",
             ))
@@ -110,8 +133,10 @@ impl RaftListener {
         secret: ClusterSecret,
         max_message_bytes: usize,
         tls: Option<tonic::transport::ServerTlsConfig>,
+        limits: ConnectionLimits,
     ) -> std::io::Result<Self> {
         let addr = listener.local_addr()?;
+        let no_certificate_log = refusal_log();
         // With TLS, the handshake proves the caller holds a certificate of the cluster CA;
         // only one made for the server role may speak Raft (a client's or the CLI's may not).
         let require_server_cert = tls.is_some();
@@ -119,7 +144,13 @@ impl RaftListener {
             if require_server_cert
                 && !crate::tls::roles::peer_has_role(&req, drover_proto::tls::SERVER_NAME)
             {
-                tracing::warn!(remote = ?req.remote_addr(), "refused a Raft call without a server certificate");
+                if let Some(not_logged) = no_certificate_log.allow() {
+                    tracing::warn!(
+                        remote = ?req.remote_addr(),
+                        refused_since_last_line = not_logged,
+                        "refused a Raft call without a server certificate"
+                    );
+                }
                 return Err(Status::unauthenticated(format!(
                     "server-to-server calls need a certificate for {}",
                     drover_proto::tls::SERVER_NAME
@@ -133,8 +164,9 @@ impl RaftListener {
                 .tls_config(tls)
                 .map_err(|e| std::io::Error::other(format!("tls: {e}")))?;
         }
-        let incoming = crate::serving::accept_without_delay(listener);
-        let router = builder.add_service(svc);
+        let conns = Connections::new("raft", limits);
+        let incoming = conns.clone().accept(listener);
+        let router = builder.layer(ActivityLayer(conns)).add_service(svc);
         let serving = Serving::spawn(addr, |stopped| {
             router.serve_with_incoming_shutdown(incoming, stopped)
         });

@@ -1,5 +1,10 @@
 //! A listener's serving task, as the client API, the Raft listener and `/metrics` each
-//! run one: stopped gracefully within a grace period, or cut when dropped.
+//! run one: stopped gracefully within a grace period, or cut when dropped. The API and Raft
+//! listeners admit connections through [`connections`] (a cap, handshake and idle
+//! timeouts, no spinning on EMFILE), with [`activity`] counting each one's requests.
+
+pub mod activity;
+pub mod connections;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -57,22 +62,34 @@ impl<T: Send + 'static> Serving<T> {
     }
 }
 
-/// The connections `listener` accepts, each with Nagle's algorithm off.
-///
-/// tonic sets `TCP_NODELAY` only on listeners it binds itself, never on an incoming stream
-/// it is handed, and every listener here is bound first (to learn the real port). With
-/// Nagle on, a small response written while the previous one is unacknowledged waits for
-/// the peer's delayed ACK: about 40 ms, which was the whole tail of the latency bench
-/// (register → eval complete p99 41.7 ms against a p50 of 1.8 ms).
-pub fn accept_without_delay(
-    listener: tokio::net::TcpListener,
-) -> impl tokio_stream::Stream<Item = std::io::Result<tokio::net::TcpStream>> {
-    use tokio_stream::StreamExt;
-    tokio_stream::wrappers::TcpListenerStream::new(listener).map(|accepted| {
-        let stream = accepted?;
-        stream.set_nodelay(true)?;
-        Ok(stream)
-    })
+/// Raises the process's soft limit on open files to its hard limit, as servers do (one
+/// connection is one descriptor), and returns the limit now in force.
+pub fn raise_fd_limit() -> u64 {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    match getrlimit(Resource::RLIMIT_NOFILE) {
+        Ok((soft, hard)) if soft < hard => match setrlimit(Resource::RLIMIT_NOFILE, hard, hard) {
+            Ok(()) => {
+                tracing::info!(from = soft, to = hard, "raised the open file limit");
+                hard
+            }
+            Err(e) => {
+                tracing::warn!(soft, hard, error = %e, "cannot raise the open file limit");
+                soft
+            }
+        },
+        Ok((soft, _)) => soft,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the open file limit");
+            1024
+        }
+    }
+}
+
+/// The API listener's connection cap when the config sets none: three quarters of the
+/// descriptors, less 64 for the Raft log, peers and agents, and at least 16.
+pub fn default_max_connections(fd_limit: u64) -> usize {
+    let usable = usize::try_from(fd_limit.saturating_mul(3) / 4).unwrap_or(usize::MAX);
+    usable.saturating_sub(64).max(16)
 }
 
 impl<T> Drop for Serving<T> {
@@ -80,24 +97,5 @@ impl<T> Drop for Serving<T> {
         if let Some(task) = self.task.take() {
             task.abort();
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use tokio_stream::StreamExt;
-
-    #[tokio::test]
-    async fn accepted_connections_have_nagle_off() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let mut incoming = std::pin::pin!(accept_without_delay(listener));
-        let _client = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let accepted = incoming.next().await.unwrap().unwrap();
-        assert!(
-            accepted.nodelay().unwrap(),
-            "TCP_NODELAY is off on an accepted connection"
-        );
     }
 }
