@@ -156,6 +156,9 @@ pub async fn start_serving(
 
 /// Runs the server until Ctrl-C, then stops the API and the server cleanly.
 pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
+    // Everything a server writes (its log, snapshots, certificates' copies) is its own:
+    // files owner-only whatever the shell's umask, even those libraries create.
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
     args.log.to_stderr("info")?;
     let config = args.config()?;
     let (server, api) = start_serving(config.clone()).await?;

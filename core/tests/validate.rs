@@ -134,6 +134,30 @@ mod validate {
                 &[("id", "id \"a\\0b\" contains a NUL")],
             ),
             (
+                "id with a right-to-left override",
+                |j| j.id = "web\u{202e}1".into(),
+                &[(
+                    "id",
+                    "id \"web\\u{202e}1\" contains the invisible or text-direction character U+202E: two names could look the same",
+                )],
+            ),
+            (
+                "id with a zero-width space",
+                |j| j.id = "w\u{200b}eb".into(),
+                &[(
+                    "id",
+                    "id \"w\\u{200b}eb\" contains the invisible or text-direction character U+200B: two names could look the same",
+                )],
+            ),
+            (
+                "task name with a byte order mark",
+                |j| task(j).name = "\u{feff}t".into(),
+                &[(
+                    "groups[web].tasks[0].name",
+                    "task name \"\\u{feff}t\" contains the invisible or text-direction character U+FEFF: two names could look the same",
+                )],
+            ),
+            (
                 "id with control",
                 |j| j.id = "a\u{7}".into(),
                 &[("id", "id \"a\\u{7}\" contains a control character")],

@@ -280,3 +280,137 @@ async fn a_nodes_address_is_changed_only_by_the_node() {
     assert_eq!(snap.nodes().count(), 1, "nothing else registered");
     acl.api.stop().await;
 }
+
+/// Item 5: a node's own identity reads the jobs of the allocations placed on it, and no
+/// other job (another team's env and passwords included).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_reads_only_the_jobs_it_runs() {
+    use drover_proto::bearer::BearerChannel;
+    use drover_proto::v1::job_service_client::JobServiceClient;
+    let acl = Acl::start().await;
+    let h = &acl.api.h;
+    let agent = common::join(h, 1, "").await;
+    register(h, mock::service_job("mine", 1)).await;
+    let mut theirs = mock::service_job("theirs", 1);
+    theirs.namespace = "team-b".into();
+    theirs.groups[0].tasks[0].resources = drover_core::types::Resources::new(100_000, 1, 0);
+    register(h, theirs).await;
+    wait_until(h, "the node's allocation", |s| {
+        s.allocs_by_node(&agent.creds.node_id).next().is_some()
+    })
+    .await;
+    let as_node = BearerChannel::for_node(
+        acl.raw.clone(),
+        &agent.creds.node_id.to_string(),
+        &agent.creds.secret_id,
+    )
+    .unwrap();
+    let mut jobs = JobServiceClient::new(as_node);
+    let get = |ns: &str, id: &str| pb::GetJobRequest {
+        namespace: ns.into(),
+        job_id: id.into(),
+        ..Default::default()
+    };
+    let mine = jobs.get(get("default", "mine")).await;
+    assert!(mine.is_ok(), "the node reads the job it runs: {mine:?}");
+    let versions = jobs
+        .versions(pb::JobVersionsRequest {
+            namespace: "default".into(),
+            job_id: "mine".into(),
+            ..Default::default()
+        })
+        .await;
+    assert!(versions.is_ok(), "{versions:?}");
+    for (ns, id) in [("team-b", "theirs"), ("default", "nosuchjob")] {
+        let refused = jobs.get(get(ns, id)).await.expect_err(id);
+        assert_eq!(
+            refused.code(),
+            tonic::Code::PermissionDenied,
+            "{id}: {refused:?}"
+        );
+        assert!(
+            refused.message().contains("reads only the jobs it runs"),
+            "{}",
+            refused.message()
+        );
+    }
+    let list = jobs
+        .list(pb::ListJobsRequest {
+            namespace: "*".into(),
+            ..Default::default()
+        })
+        .await
+        .expect_err("a node lists no jobs");
+    assert_eq!(list.code(), tonic::Code::PermissionDenied);
+    acl.api.stop().await;
+}
+
+/// Item 5: a token with `read-events` cannot hold every subscriber slot: it gets its share,
+/// and a management token can still subscribe.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_events_token_cannot_lock_out_management() {
+    use drover_proto::v1::event_service_client::EventServiceClient;
+    let acl = Acl::start().await;
+    let reader = acl
+        .token(
+            "events",
+            r#"namespace "*" { capabilities = ["read-events"] }"#,
+        )
+        .await;
+    let mut held = Vec::new();
+    let refused = loop {
+        let mut client = EventServiceClient::new(acl.channel(Some(&reader)));
+        match client.subscribe(pb::SubscribeRequest::default()).await {
+            Ok(stream) => held.push(stream.into_inner()),
+            Err(status) => break status,
+        }
+        assert!(held.len() <= 256, "the token took every slot");
+    };
+    assert_eq!(
+        refused.code(),
+        tonic::Code::ResourceExhausted,
+        "{refused:?}"
+    );
+    assert!(
+        held.len() < 64,
+        "one token held {} subscriptions",
+        held.len()
+    );
+    let management = EventServiceClient::new(acl.channel(Some(&acl.management)))
+        .subscribe(pb::SubscribeRequest::default())
+        .await;
+    assert!(management.is_ok(), "{management:?}");
+    acl.api.stop().await;
+}
+
+/// Item 5: one join token registers new nodes at its rate, not 200 in 0.2 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_join_token_registers_nodes_at_its_rate() {
+    let acl = Acl::start_with(|c| {
+        c.node_register_rate = drover_server::api::RegisterRate {
+            per_second: 0.5,
+            burst: 5,
+        }
+    })
+    .await;
+    let join = acl.token("join", r#"agent { policy = "write" }"#).await;
+    let mut nodes = NodeServiceClient::new(acl.channel(Some(&join)));
+    for n in 1..=5 {
+        nodes
+            .register(registration_at(n, "http://127.0.0.1:4000"))
+            .await
+            .unwrap_or_else(|e| panic!("node {n} within the burst: {e}"));
+    }
+    let refused = nodes
+        .register(registration_at(6, "http://127.0.0.1:4000"))
+        .await
+        .expect_err("past the burst");
+    assert_eq!(
+        refused.code(),
+        tonic::Code::ResourceExhausted,
+        "{refused:?}"
+    );
+    assert!(refused.metadata().get("retry-after-ms").is_some());
+    assert_eq!(acl.api.h.snapshot().nodes().count(), 5);
+    acl.api.stop().await;
+}

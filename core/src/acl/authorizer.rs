@@ -19,6 +19,10 @@ pub enum Acl {
     Management { token: String },
     /// A client token and what its policies grant.
     Client { token: String, grants: Grants },
+    /// A node's own identity (its id and secret): no grant at all. The one thing a node
+    /// reads, the jobs of the allocations placed on it, is checked against state where it
+    /// is asked for ([`Acl::node`]), since no policy can say "jobs that run here".
+    Node { node: crate::types::NodeId },
 }
 
 /// The merged grants of a client token.
@@ -57,10 +61,19 @@ impl Acl {
         matches!(self, Acl::Disabled | Acl::Management { .. })
     }
 
+    /// The node this is the identity of, for the reads only a node's own allocations allow.
+    pub fn node(&self) -> Option<crate::types::NodeId> {
+        match self {
+            Acl::Node { node } => Some(*node),
+            _ => None,
+        }
+    }
+
     /// Whether the token may do what `need` says.
     pub fn allows(&self, need: &Need<'_>) -> bool {
         match self {
             Acl::Disabled | Acl::Management { .. } => true,
+            Acl::Node { .. } => false,
             Acl::Client { grants, .. } => match need {
                 Need::Namespace(cap, ns) => grants.namespace_has(*cap, ns),
                 Need::AnyNamespace(cap) => grants.any_namespace_has(*cap),
@@ -78,6 +91,7 @@ impl Acl {
         }
         let token = match self {
             Acl::Client { token, .. } | Acl::Management { token } => token.clone(),
+            Acl::Node { node } => format!("node {}", node.short()),
             Acl::Disabled => String::new(),
         };
         Err(Denied {
@@ -92,6 +106,7 @@ impl Acl {
         match self {
             Acl::Disabled | Acl::Management { .. } => Some(Level::Write),
             Acl::Client { grants, .. } => grants.areas.get(&area).copied(),
+            Acl::Node { .. } => None,
         }
     }
 
@@ -188,26 +203,12 @@ impl Grants {
     }
 }
 
-/// The policy a node's own identity (its id and secret) holds: reading the jobs of the
-/// allocations it runs, in any namespace, and nothing else.
-const NODE_IDENTITY_RULES: &str = r#"namespace "*" { capabilities = ["read-job"] }"#;
-
 impl Acl {
-    /// What an agent may do with its node's credentials instead of a token.
+    /// What an agent may do with its node's credentials instead of a token: read the jobs
+    /// of the allocations placed on its node (checked by the RPC against state), nothing
+    /// else.
     pub fn node_identity(node: crate::types::NodeId) -> Acl {
-        let rules = super::policy::parse_rules(NODE_IDENTITY_RULES).unwrap_or_default();
-        let policy = AclPolicy {
-            name: "node-identity".into(),
-            description: String::new(),
-            rules_source: NODE_IDENTITY_RULES.into(),
-            rules,
-            create_index: 0,
-            modify_index: 0,
-        };
-        Acl::Client {
-            token: format!("node {}", node.short()),
-            grants: Grants::merge(&[&policy]),
-        }
+        Acl::Node { node }
     }
 
     /// Whether the token may receive `event`: node events need `read-node`, operator ones

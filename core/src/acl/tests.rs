@@ -235,13 +235,28 @@ fn policy_names_are_checked() {
 }
 
 #[test]
-fn a_node_identity_reads_jobs_only_and_events_follow_the_token() {
+fn a_node_identity_is_granted_nothing_and_events_follow_the_token() {
     use crate::fsm::{Event, EventType};
     use crate::mock;
-    let node = Acl::node_identity(crate::types::NodeId::from_bytes([3; 16]));
-    assert!(node.allows(&Need::Namespace(NamespaceCapability::ReadJob, "any")));
-    assert!(!node.allows(&Need::Namespace(NamespaceCapability::SubmitJob, "any")));
-    assert!(!node.allows(&Need::Area(Area::Node, Level::Read)));
+    let id = crate::types::NodeId::from_bytes([3; 16]);
+    let node = Acl::node_identity(id);
+    assert_eq!(node.node(), Some(id));
+    for need in [
+        Need::Namespace(NamespaceCapability::ReadJob, "any"),
+        Need::Namespace(NamespaceCapability::SubmitJob, "any"),
+        Need::AnyNamespace(NamespaceCapability::ReadEvents),
+        Need::Area(Area::Node, Level::Read),
+        Need::AnyToken,
+    ] {
+        assert!(!node.allows(&need), "{need}");
+    }
+    assert!(!node.may_subscribe());
+    assert!(
+        node.check(&Need::AnyToken)
+            .unwrap_err()
+            .to_string()
+            .contains("node 03030303")
+    );
 
     let job = std::sync::Arc::new(mock::service_job("web", 1));
     let job_event = Event::job(1, EventType::JobRegistered, &job);

@@ -304,6 +304,18 @@ impl<'l> Report<'l> {
             );
             return false;
         }
+        if let Some(c) = value.chars().find(|c| is_invisible(*c)) {
+            self.err(
+                prefix,
+                field,
+                format!(
+                    "{what} {} contains the invisible or text-direction character U+{:04X}: two names could look the same",
+                    show(value),
+                    u32::from(c)
+                ),
+            );
+            return false;
+        }
         true
     }
 
@@ -590,6 +602,32 @@ fn check_parameterized(r: &mut Report<'_>, job: &Job) {
 
 /// A value quoted for a reason: escaped like a Rust string and cut at 64 characters so a
 /// huge value cannot flood a log line.
+/// Characters that change how text looks without showing themselves: bidirectional
+/// controls (which reorder what follows) and zero-width or invisible format characters.
+/// An identifier holding one can look exactly like another, in the console and the CLI.
+pub fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{034F}'
+            | '\u{061C}'
+            | '\u{115F}'
+            | '\u{1160}'
+            | '\u{17B4}'
+            | '\u{17B5}'
+            | '\u{180B}'..='\u{180F}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{206F}'
+            | '\u{3164}'
+            | '\u{FE00}'..='\u{FE0F}'
+            | '\u{FEFF}'
+            | '\u{FFA0}'
+            | '\u{FFF9}'..='\u{FFFB}'
+            | '\u{E0000}'..='\u{E007F}'
+    )
+}
+
 fn show(value: &str) -> String {
     const MAX: usize = 64;
     match value.char_indices().nth(MAX) {

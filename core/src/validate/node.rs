@@ -66,6 +66,14 @@ pub enum NodeLimitError {
         max: u64,
         key: &'static str,
     },
+    #[error(
+        "{field}: {value:?} contains the invisible or text-direction character U+{code:04X}: two names could look the same"
+    )]
+    Invisible {
+        field: &'static str,
+        value: String,
+        code: u32,
+    },
     #[error("reserved.{dimension}: {reserved} is above the node's total of {total}")]
     ReservedAboveTotal {
         dimension: &'static str,
@@ -147,6 +155,17 @@ fn resources(field: &str, r: &Resources, limits: &NodeLimits) -> Result<(), Node
 pub fn check_node(node: &Node, limits: &NodeLimits) -> Result<(), NodeLimitError> {
     let name_max = limits.max_name_bytes;
     text("name", &node.name, name_max, "max_node_name_bytes")?;
+    if let Some(c) = node
+        .name
+        .chars()
+        .find(|c| super::is_invisible(*c) || c.is_control())
+    {
+        return Err(NodeLimitError::Invisible {
+            field: "name",
+            value: node.name.clone(),
+            code: u32::from(c),
+        });
+    }
     text(
         "datacenter",
         &node.datacenter,
@@ -225,6 +244,10 @@ mod tests {
                     n.meta.insert("k".into(), "v".repeat(2000));
                 },
                 "meta[\"k\"]: 2000 bytes are above the limit of 1024 (limits.max_node_entry_bytes)",
+            ),
+            (
+                |n| n.name = "web\u{200b}-1".into(),
+                "name: \"web\\u{200b}-1\" contains the invisible or text-direction character U+200B",
             ),
             (
                 |n| n.resources.cpu_mhz = u64::MAX,

@@ -7,6 +7,7 @@
 //! its cursor and its stream ends with OUT_OF_RANGE, naming the index to resubscribe from.
 
 use super::Api;
+use super::subscribers::Subscriber;
 use crate::events::{Behind, EventRing};
 use drover_core::Index;
 use drover_core::acl::Acl;
@@ -65,18 +66,18 @@ impl EventService for EventApi {
                 .unwrap_or_default(),
             ));
         }
+        let who = if acl.is_management() {
+            Subscriber::Management
+        } else {
+            let bearer = req
+                .metadata()
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default();
+            Subscriber::Token(crate::secrets::digest(bearer))
+        };
         let filter = EventFilter::try_from(req.into_inner())?;
-        let permit = self
-            .0
-            .subscribers
-            .clone()
-            .try_acquire_owned()
-            .map_err(|_| {
-                Status::resource_exhausted(format!(
-                    "the server already serves its maximum of {} event subscribers: retry later",
-                    self.0.opts.max_subscribers
-                ))
-            })?;
+        let permit = self.0.subscribers.admit(who)?;
         let handle = self.0.handle.clone();
         let ring = handle.event_ring();
         let applied = handle.applied_index();

@@ -6,7 +6,7 @@ use crate::auth::{authorize, namespace_or_default as ns_of};
 use drover_core::acl::{NamespaceCapability as Cap, Need};
 use drover_core::scheduler::Env;
 use drover_core::scheduler::annotate::dry_run;
-use drover_core::types::{AllocId, EvalId, JobKey};
+use drover_core::types::{AllocId, EvalId, JobKey, NodeId};
 use drover_core::validate::{canonicalize, validate_job};
 use drover_proto::convert::{
     DispatchRequest, JobRegistration, job_key, job_list_entry, plan_response, submitted_job,
@@ -21,6 +21,36 @@ pub struct JobApi(pub(crate) Api);
 
 fn not_found(key: &JobKey) -> Status {
     Status::not_found(format!("job {key} not found"))
+}
+
+/// Who may read a job, checked before state is read: a token with `read-job` in the
+/// job's namespace, or a node's own identity (returned), which [`node_runs_job`] then
+/// checks against the state read.
+fn job_reader<T>(req: &Request<T>, namespace: &str) -> Result<Option<NodeId>, Status> {
+    let acl = crate::auth::caller(req)?;
+    match acl.node() {
+        Some(node) => Ok(Some(node)),
+        None => authorize(req, Need::Namespace(Cap::ReadJob, ns_of(namespace))).map(|_| None),
+    }
+}
+
+/// A node reads only the jobs it runs: an allocation of `key` must be placed on `node`.
+fn node_runs_job(
+    node: Option<NodeId>,
+    key: &JobKey,
+    snap: &drover_core::state::StateSnapshot,
+) -> Result<(), Status> {
+    let Some(node) = node else { return Ok(()) };
+    let runs_it = snap
+        .allocs_by_node(&node)
+        .any(|a| *a.namespace == *key.namespace && a.job_id == key.id);
+    if runs_it {
+        Ok(())
+    } else {
+        Err(Status::permission_denied(format!(
+            "node {node} has no allocation of job {key}: a node reads only the jobs it runs"
+        )))
+    }
 }
 
 #[tonic::async_trait]
@@ -94,13 +124,11 @@ impl JobService for JobApi {
         &self,
         req: Request<pb::GetJobRequest>,
     ) -> Result<Response<pb::GetJobResponse>, Status> {
-        authorize(
-            &req,
-            Need::Namespace(Cap::ReadJob, ns_of(&req.get_ref().namespace)),
-        )?;
+        let node = job_reader(&req, &req.get_ref().namespace)?;
         let req = req.into_inner();
         let key = job_key(&req.namespace, &req.job_id)?;
         let snap = self.0.read(req.query.as_ref()).await?;
+        node_runs_job(node, &key, &snap)?;
         let job = snap.job(&key).ok_or_else(|| not_found(&key))?;
         Ok(Response::new(pb::GetJobResponse {
             job: Some(job.as_ref().into()),
@@ -153,13 +181,11 @@ impl JobService for JobApi {
         &self,
         req: Request<pb::JobVersionsRequest>,
     ) -> Result<Response<pb::JobVersionsResponse>, Status> {
-        authorize(
-            &req,
-            Need::Namespace(Cap::ReadJob, ns_of(&req.get_ref().namespace)),
-        )?;
+        let node = job_reader(&req, &req.get_ref().namespace)?;
         let req = req.into_inner();
         let key = job_key(&req.namespace, &req.job_id)?;
         let snap = self.0.read(req.query.as_ref()).await?;
+        node_runs_job(node, &key, &snap)?;
         if snap.job(&key).is_none() {
             return Err(not_found(&key));
         }
@@ -201,13 +227,11 @@ impl JobService for JobApi {
         &self,
         req: Request<pb::JobEvaluationsRequest>,
     ) -> Result<Response<pb::JobEvaluationsResponse>, Status> {
-        authorize(
-            &req,
-            Need::Namespace(Cap::ReadJob, ns_of(&req.get_ref().namespace)),
-        )?;
+        let node = job_reader(&req, &req.get_ref().namespace)?;
         let req = req.into_inner();
         let key = job_key(&req.namespace, &req.job_id)?;
         let snap = self.0.read(req.query.as_ref()).await?;
+        node_runs_job(node, &key, &snap)?;
         if snap.job(&key).is_none() {
             return Err(not_found(&key));
         }

@@ -22,9 +22,11 @@ mod node_watch;
 mod nodes;
 mod operator;
 mod page;
+mod register_rate;
 pub mod request_limits;
 mod search;
 mod status;
+pub mod subscribers;
 pub mod timing;
 mod workers;
 
@@ -36,6 +38,7 @@ pub use events::EventApi;
 pub use jobs::JobApi;
 pub use nodes::NodeApi;
 pub use operator::OperatorApi;
+pub use register_rate::RegisterRate;
 pub use search::SearchApi;
 pub use status::StatusApi;
 pub use workers::WorkerApi;
@@ -99,6 +102,10 @@ pub struct ApiOptions {
     /// Event-stream subscribers served at once; one more is refused with
     /// RESOURCE_EXHAUSTED (each costs a task and a cursor on every applied entry).
     pub max_subscribers: usize,
+    /// Event-stream subscribers one token (not a management one) may hold at once.
+    pub max_subscribers_per_token: usize,
+    /// Subscriber slots only management tokens may take.
+    pub subscribers_reserved_for_management: usize,
     /// Requests in flight on one connection; more wait for a slot (HTTP/2 flow control
     /// holds their bytes on the client).
     pub max_concurrent_per_connection: usize,
@@ -110,6 +117,8 @@ impl Default for ApiOptions {
             max_message_bytes: None,
             max_query_wait: Duration::from_secs(10),
             max_subscribers: 256,
+            max_subscribers_per_token: 16,
+            subscribers_reserved_for_management: 16,
             max_concurrent_per_connection: 32,
         }
     }
@@ -121,8 +130,10 @@ pub(crate) struct Api {
     pub(crate) handle: ServerHandle,
     pub(crate) opts: ApiOptions,
     pub(crate) node_wakeups: std::sync::Arc<node_watch::NodeWakeups>,
-    /// One permit per event-stream subscriber being served.
-    pub(crate) subscribers: std::sync::Arc<tokio::sync::Semaphore>,
+    /// The event stream's subscriber slots.
+    pub(crate) subscribers: std::sync::Arc<subscribers::Subscribers>,
+    /// How fast each join credential may register nodes.
+    pub(crate) registrations: std::sync::Arc<register_rate::RegisterLimiter>,
 }
 
 impl Api {
@@ -178,12 +189,20 @@ pub async fn router(
         .unwrap_or(handle.config().max_message_bytes);
     let node_wakeups = node_watch::NodeWakeups::start(&handle);
     let per_connection = opts.max_concurrent_per_connection.max(1);
-    let subscribers = std::sync::Arc::new(tokio::sync::Semaphore::new(opts.max_subscribers));
+    let subscribers = subscribers::Subscribers::new(subscribers::SlotLimits {
+        total: opts.max_subscribers,
+        per_token: opts.max_subscribers_per_token,
+        reserved_for_management: opts.subscribers_reserved_for_management,
+    });
+    let registrations = std::sync::Arc::new(register_rate::RegisterLimiter::new(
+        handle.config().node_register_rate,
+    ));
     let api = Api {
         handle,
         opts,
         node_wakeups,
         subscribers,
+        registrations,
     };
     let (health_reporter, health) = tonic_health::server::health_reporter();
     health::follow_raft(health_reporter, api.handle.watch_raft_metrics()).await;

@@ -33,7 +33,24 @@ impl NodeService for NodeApi {
         let client_certificate =
             crate::tls::roles::peer_has_role(&req, drover_proto::tls::CLIENT_NAME);
         if !client_certificate {
-            crate::auth::authorize(&req, Need::Area(Area::Agent, Level::Write))?;
+            let acl = crate::auth::authorize(&req, Need::Area(Area::Agent, Level::Write))?;
+            // A new node under a join token: at the token's rate. (Re-registrations prove
+            // the node's own secret; with ACLs off there is no credential to hold back.)
+            let new_node = req
+                .get_ref()
+                .node
+                .as_ref()
+                .is_none_or(|n| n.node_id.is_empty());
+            if new_node && !matches!(*acl, drover_core::acl::Acl::Disabled) {
+                let bearer = req
+                    .metadata()
+                    .get("authorization")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default();
+                self.0
+                    .registrations
+                    .take(&crate::secrets::digest(bearer), std::time::Instant::now())?;
+            }
         }
         let peer = (!req
             .metadata()

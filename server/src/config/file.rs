@@ -28,7 +28,8 @@
 //!             max_node_cpu_mhz = 10000000  max_node_memory_mb = 67108864
 //!             max_node_disk_mb = 1099511627776
 //!             max_connections = 4096  connection_handshake_timeout = "10s"
-//!             connection_idle_timeout = "5m" }   # per listener; default from the fd limit
+//!             connection_idle_timeout = "5m"      # per listener; default from the fd limit
+//!             node_register_rate = 20  node_register_burst = 100 }  # per join token
 //! ```
 //!
 //! Durations are humantime strings ("500ms", "10s", "1m 30s", "2h").
@@ -160,6 +161,8 @@ pub struct LimitsBlock {
     pub max_node_disk_mb: Option<u64>,
     pub max_list_page: Option<usize>,
     pub max_connections: Option<usize>,
+    pub node_register_rate: Option<f64>,
+    pub node_register_burst: Option<u32>,
     #[serde(default, with = "humantime_serde")]
     pub connection_handshake_timeout: Option<Duration>,
     #[serde(default, with = "humantime_serde")]
@@ -303,6 +306,21 @@ impl ConfigFile {
                     positive("limits.max_request_bytes_in_flight", v)?;
             }
             set(&mut config.requests.max_wait, &l.max_request_wait);
+            if let Some(v) = l.node_register_rate {
+                if !(v.is_finite() && v > 0.0) {
+                    return Err(ConfigError::Value {
+                        key: "limits.node_register_rate",
+                        value: v.to_string(),
+                        reason: "must be a positive number of registrations per second".into(),
+                    });
+                }
+                config.node_register_rate.per_second = v;
+            }
+            if let Some(v) = l.node_register_burst {
+                config.node_register_rate.burst =
+                    u32::try_from(positive("limits.node_register_burst", v as usize)?)
+                        .unwrap_or(u32::MAX);
+            }
             if let Some(v) = l.max_connections {
                 config.connections.max_api = Some(positive("limits.max_connections", v)?);
             }

@@ -239,6 +239,8 @@ pub struct ServerConfig {
     pub requests: RequestLimits,
     /// Bounds on each listener's open connections.
     pub connections: ConnectionSettings,
+    /// How fast one join token may register new nodes.
+    pub node_register_rate: crate::api::RegisterRate,
     /// Events retained for `EventService/Subscribe` to replay; a subscriber asking for an
     /// older index, or falling further behind, is told to resubscribe.
     pub event_buffer: usize,
@@ -277,6 +279,7 @@ impl ServerConfig {
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             requests: RequestLimits::default(),
             connections: ConnectionSettings::default(),
+            node_register_rate: crate::api::RegisterRate::default(),
             event_buffer: crate::events::DEFAULT_EVENT_BUFFER,
             metrics_addr: None,
         }

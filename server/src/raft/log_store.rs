@@ -36,6 +36,11 @@ pub const LOG_DIR: &str = "raft-log";
 /// entries of the chunk being written stay in memory until it closes, so chunks are kept
 /// small.
 const CHUNK_BYTES: usize = 8 * 1024 * 1024;
+/// How many bytes may be appended between two passes that make the log's files private:
+/// the log library creates a chunk file with the process's umask, and one chunk in this
+/// many bytes is new.
+const SWEEP_EVERY_BYTES: u64 = CHUNK_BYTES as u64 / 2;
+
 /// Entries kept in memory beyond the open chunk's. Entries are read back only to be applied,
 /// moments after they were written; a follower far behind is sent a snapshot instead.
 const CACHE_BYTES: usize = 8 * 1024 * 1024;
@@ -102,6 +107,8 @@ pub struct LogStore {
 pub struct LogStats {
     entries: AtomicU64,
     bytes: AtomicU64,
+    /// `bytes / SWEEP_EVERY_BYTES` when the chunk files were last made private.
+    swept: AtomicU64,
     /// The log whose flush worker counts the fsyncs; read at each reading.
     wal: OnceLock<Weak<Mutex<Wal>>>,
 }
@@ -152,6 +159,26 @@ impl fmt::Debug for LogStore {
             .field("path", &self.path)
             .finish_non_exhaustive()
     }
+}
+
+/// Makes every file in `dir` readable and writable by its owner only (0600), as every
+/// other file of the data dir is: the log library creates its chunk files with the
+/// process's umask.
+pub(crate) fn make_private(dir: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        for entry in std::fs::read_dir(dir)? {
+            let entry = entry?;
+            let meta = entry.metadata()?;
+            if meta.is_file() && meta.permissions().mode() & 0o077 != 0 {
+                super::private::private_file(&entry.path())?;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+    Ok(())
 }
 
 /// How drover's log is laid out and flushed (also used to migrate an old log).
@@ -214,6 +241,11 @@ impl LogStore {
                 sync_blocking(&mut wal).map_err(io)?;
             }
         }
+        make_private(dir).map_err(|source| LogStoreError::Io {
+            path: dir.to_path_buf(),
+            op: "make the log's files private",
+            source,
+        })?;
         let state = wal.log_state();
         tracing::info!(
             path = %dir.display(),
@@ -451,6 +483,12 @@ impl RaftLogStorage<TypeConfig> for LogStore {
                 .map_err(write)?;
         }
         self.stats.appended(count, bytes);
+        let bucket = self.stats.bytes() / SWEEP_EVERY_BYTES;
+        if self.stats.swept.swap(bucket, Relaxed) != bucket
+            && let Err(e) = make_private(&self.path)
+        {
+            tracing::warn!(path = %self.path.display(), error = %e, "cannot make the raft log's files private");
+        }
         Ok(())
     }
 

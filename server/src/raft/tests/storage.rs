@@ -237,6 +237,30 @@ fn chunk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     files
 }
 
+/// Every file of the log is 0600, whatever the umask the log library created it under.
+#[cfg(unix)]
+#[tokio::test]
+async fn the_log_files_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(LOG_DIR);
+    std::fs::create_dir_all(&path).unwrap();
+    let stray = path.join("older.wal");
+    std::fs::write(&stray, b"").unwrap();
+    std::fs::set_permissions(&stray, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let mut log = LogStore::open(&path, 1, Duration::ZERO).unwrap();
+    append(&mut log, (1..=3).map(|i| command_entry(1, i, i)).collect()).await;
+    let files: Vec<_> = std::fs::read_dir(&path)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .collect();
+    assert!(files.len() >= 2, "{files:?}");
+    for f in files {
+        let mode = f.metadata().unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", f.path().display());
+    }
+}
+
 /// A flipped byte inside an acknowledged entry fails the open, naming the log; it is never
 /// taken for a write cut short and dropped.
 #[tokio::test]
