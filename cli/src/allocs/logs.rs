@@ -12,8 +12,12 @@ const DEFAULT_TAIL_LINES: u64 = 10;
 
 #[derive(Debug, clap::Args)]
 pub struct LogsArgs {
-    /// The allocation's id, or a unique prefix of it
+    /// The allocation's id, or a unique prefix of it (with -job: the job's id)
     alloc_id: String,
+    /// Read the logs of one of this job's allocations (the newest running one), as
+    /// Nomad's `alloc logs -job` does: the first argument is then the job's id
+    #[arg(long)]
+    job: bool,
     /// The task (needed when the allocation has several)
     task: Option<String>,
     /// Show stderr instead of stdout
@@ -40,8 +44,36 @@ impl LogsArgs {
     }
 }
 
+/// The newest of `job_id`'s allocations that runs (or, failing that, the newest of all).
+async fn job_alloc(client: &Client, job_id: &str) -> Result<String, CliError> {
+    let action = format!("listing the allocations of job {job_id:?}");
+    let allocs = drover_proto::paging::job_allocations_all(
+        &client.jobs(),
+        pb::JobAllocationsRequest {
+            namespace: client.namespace().to_string(),
+            job_id: job_id.to_string(),
+            ..Default::default()
+        },
+    )
+    .await
+    .map_err(rpc_failed(&action))?
+    .allocations;
+    let running = pb::ClientStatus::Running as i32;
+    allocs
+        .iter()
+        .filter(|a| a.client_status == running)
+        .max_by_key(|a| a.create_index)
+        .or_else(|| allocs.iter().max_by_key(|a| a.create_index))
+        .map(|a| a.id.clone())
+        .ok_or_else(|| CliError::Usage(format!("job {job_id:?} has no allocations yet")))
+}
+
 pub async fn run(client: &Client, args: LogsArgs, out: &mut dyn Write) -> Result<Exit, CliError> {
-    let alloc_id = resolve::id(client, Kind::Alloc, &args.alloc_id).await?;
+    let alloc_id = if args.job {
+        job_alloc(client, &args.alloc_id).await?
+    } else {
+        resolve::id(client, Kind::Alloc, &args.alloc_id).await?
+    };
     let request = pb::AllocLogsRequest {
         alloc_id: alloc_id.clone(),
         task: args.task.clone().unwrap_or_default(),
