@@ -43,6 +43,15 @@ pub struct AgentArgs {
     /// Run this many simulated nodes instead of this machine (tasks are not executed)
     #[arg(long, value_name = "N")]
     simulate: Option<usize>,
+    /// Drivers the simulated nodes pretend to have besides `mock` (comma-separated, e.g.
+    /// raw_exec): jobs that need them are then placed on simulated nodes too
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "DRIVER",
+        requires = "simulate"
+    )]
+    simulate_drivers: Vec<String>,
     /// The cluster CA's certificate: talk TLS to the servers
     #[arg(long = "ca-cert", env = "DROVER_CACERT", value_name = "FILE")]
     ca_cert: Option<PathBuf>,
@@ -131,6 +140,7 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
             }),
             token: config.token.clone(),
             tls: config.tls.clone(),
+            drivers: crate::dev::sim_drivers(&args.simulate_drivers),
             ..SimConfig::default()
         })
         .await

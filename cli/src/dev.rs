@@ -12,7 +12,6 @@ use crate::logging;
 use anyhow::Context;
 use drover_agent::sim::{Mix, SimConfig, Simulator};
 use drover_agent::{Agent, AgentConfig};
-use drover_core::types::{Constraint, Operator};
 use drover_proto::v1 as pb;
 use drover_server::api::ApiServer;
 use drover_server::{Server, ServerConfig};
@@ -51,6 +50,10 @@ pub struct DevArgs {
     /// (ports from --bind's up: API, Raft, API, Raft, ...) for trying failover by hand
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=7))]
     servers: u8,
+    /// Drivers the simulated nodes pretend to have besides `mock` (comma-separated, e.g.
+    /// raw_exec); without it only the real agent takes raw_exec and exec jobs
+    #[arg(long, value_delimiter = ',', value_name = "DRIVER")]
+    simulate_drivers: Vec<String>,
     /// How long tasks of batch and sysbatch jobs run on the simulated nodes before they
     /// complete
     #[arg(long, value_parser = humantime::parse_duration, default_value = "10s")]
@@ -152,6 +155,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
                 nodes: args.nodes,
                 classes: Mix::single(SIMULATED_CLASS),
                 batch_duration: Some(args.sim_batch_duration),
+                drivers: sim_drivers(&args.simulate_drivers),
                 ..SimConfig::default()
             })
             .await
@@ -199,16 +203,27 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     waited
 }
 
-/// Registers the sample job; returns its id.
+/// The drivers simulated nodes advertise: `mock`, and those named to pretend.
+pub fn sim_drivers(pretend: &[String]) -> Vec<String> {
+    let mut drivers: Vec<String> = drover_agent::sim::DEFAULT_SIM_DRIVERS
+        .iter()
+        .map(|d| d.to_string())
+        .collect();
+    for d in pretend {
+        let d = d.trim();
+        if !d.is_empty() && !drivers.iter().any(|have| have == d) {
+            drivers.push(d.to_string());
+        }
+    }
+    drivers
+}
+
+/// Registers the sample job as its file says; returns its id. It is a raw_exec job, and
+/// the simulated nodes advertise only `mock`, so it runs on the real agent, where `ps` and
+/// `alloc logs` show its processes.
 async fn register_sample(url: &str) -> anyhow::Result<String> {
-    let mut job = drover_core::jobspec::parse_hcl(SAMPLE_JOB, SAMPLE_JOB_FILE)
+    let job = drover_core::jobspec::parse_hcl(SAMPLE_JOB, SAMPLE_JOB_FILE)
         .context("the built-in sample job does not parse")?;
-    // On the real agent only: its processes are real, so `ps` and `alloc logs` show them.
-    job.constraints.push(Constraint::new(
-        "${node.class}",
-        Operator::NotEqual,
-        SIMULATED_CLASS,
-    ));
     let id = job.id.to_string();
     let client = Client::connect(url).await?;
     client

@@ -234,9 +234,14 @@ pub fn placement_failures(failures: &BTreeMap<String, AllocMetric>) -> String {
             ));
         }
         for (constraint, filtered) in &m.constraint_filtered {
-            reasons.push(format!(
-                "Constraint {constraint:?}: {filtered} nodes excluded by filter"
-            ));
+            reasons.push(
+                match drover_core::scheduler::feasible::missing_driver(constraint) {
+                    Some(driver) => format!("Missing driver {driver} on {filtered} nodes"),
+                    None => {
+                        format!("Constraint {constraint:?}: {filtered} nodes excluded by filter")
+                    }
+                },
+            );
         }
         if m.nodes_exhausted > 0 {
             reasons.push(format!(
@@ -301,7 +306,11 @@ mod tests {
             nodes_evaluated: 3,
             nodes_filtered: 2,
             nodes_available: [("dc1".to_string(), 3)].into(),
-            constraint_filtered: [("${attr.kernel.name} = windows".to_string(), 2)].into(),
+            constraint_filtered: [
+                ("${attr.kernel.name} = windows".to_string(), 2),
+                ("missing driver raw_exec".to_string(), 5),
+            ]
+            .into(),
             nodes_exhausted: 1,
             dimension_exhausted: [(Dimension::Memory, 1)].into(),
             coalesced_failures: 2,

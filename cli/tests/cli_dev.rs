@@ -26,7 +26,7 @@ job "crunch" {
   group "work" {
     count = 2
     task "t" {
-      driver = "raw_exec"
+      driver = "mock"
       config {
         command = "/bin/true"
       }

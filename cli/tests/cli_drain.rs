@@ -11,6 +11,8 @@ use drover_tests::{DEADLINE, TestServer, eventually};
 async fn a_drain_is_followed_until_its_allocations_moved() {
     let server = TestServer::start().await;
     let sim = Simulator::start(SimConfig {
+        // The jobs here are raw_exec: the simulated nodes pretend to run them.
+        drivers: vec!["mock".into(), "raw_exec".into()],
         servers: vec![server.url()],
         nodes: 2,
         seed: 3,

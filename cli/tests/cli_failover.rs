@@ -73,7 +73,15 @@ async fn killing_the_leader_loses_no_acknowledged_write() {
     let all = url.join(",");
     let _sim = spawn(
         &url[follower],
-        &["agent", "--simulate", "4", "--servers", &all],
+        &[
+            "agent",
+            "--simulate",
+            "4",
+            "--simulate-drivers",
+            "raw_exec",
+            "--servers",
+            &all,
+        ],
     );
     eventually("four healthy nodes", DEADLINE, || async {
         let out = drover_at(&url[follower], &["node", "status", "-json"]).await;

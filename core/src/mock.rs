@@ -36,6 +36,10 @@ pub fn node(n: u64) -> Node {
     node.attributes.insert("cpu.arch".into(), "amd64".into());
     node.attributes
         .insert("unique.hostname".into(), format!("host-{n}"));
+    for driver in crate::types::KNOWN_DRIVERS {
+        node.attributes
+            .insert(format!("driver.{driver}"), "1".into());
+    }
     node
 }
 

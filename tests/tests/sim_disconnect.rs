@@ -26,6 +26,8 @@ async fn server() -> TestServer {
 
 async fn simulator(server: &TestServer, nodes: usize) -> Simulator {
     Simulator::start(SimConfig {
+        // The jobs here are raw_exec: the simulated nodes pretend to run them.
+        drivers: vec!["mock".into(), "raw_exec".into()],
         servers: vec![server.url()],
         nodes,
         seed: 6,

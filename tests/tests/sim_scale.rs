@@ -27,6 +27,8 @@ async fn a_thousand_nodes_run_a_system_batch_job_to_completion() {
     .await;
     let started = Instant::now();
     let sim = Simulator::start(SimConfig {
+        // The jobs here are raw_exec: the simulated nodes pretend to run them.
+        drivers: vec!["mock".into(), "raw_exec".into()],
         servers: vec![server.url()],
         nodes: NODES,
         datacenters: "dc1:3,dc2:1".parse().expect("mix"),

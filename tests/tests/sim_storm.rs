@@ -41,6 +41,8 @@ async fn a_registration_storm_keeps_two_evals_per_system_job() {
     }
 
     let sim = Simulator::start(SimConfig {
+        // The jobs here are raw_exec: the simulated nodes pretend to run them.
+        drivers: vec!["mock".into(), "raw_exec".into()],
         servers: vec![server.url()],
         nodes: NODES,
         datacenters: "dc1:1".parse().expect("mix"),

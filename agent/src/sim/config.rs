@@ -152,7 +152,15 @@ pub struct SimConfig {
     /// TLS to the servers (a CA turns it on; a client certificate is also a join
     /// credential).
     pub tls: drover_proto::tls::TlsFiles,
+    /// The drivers each node advertises (as `driver.<name> = 1`). Simulated nodes run
+    /// nothing, so by default they advertise only `mock`: a `raw_exec` job goes to a real
+    /// agent. A bench or a test that wants raw_exec jobs on them names it here
+    /// (`--simulate-drivers raw_exec`): they then pretend to run it.
+    pub drivers: Vec<String>,
 }
+
+/// What simulated nodes advertise unless told to pretend more.
+pub const DEFAULT_SIM_DRIVERS: [&str; 1] = ["mock"];
 
 impl Default for SimConfig {
     fn default() -> Self {
@@ -179,6 +187,7 @@ impl Default for SimConfig {
             report_interval: Duration::from_millis(200),
             token: None,
             tls: drover_proto::tls::TlsFiles::default(),
+            drivers: DEFAULT_SIM_DRIVERS.iter().map(|d| d.to_string()).collect(),
         }
     }
 }

@@ -98,19 +98,21 @@ impl Layout {
         let name = Self::name(config, node);
         let os = self.oses[usize::from(self.os_of[i])].clone();
         let cores = (config.resources.cpu_mhz / 1000).max(1).to_string();
-        let attributes: BTreeMap<String, String> = [
+        let mut attributes: BTreeMap<String, String> = [
             ("kernel.name", os.as_str()),
             ("os.name", os.as_str()),
             ("cpu.arch", "amd64"),
             ("cpu.numcores", cores.as_str()),
             ("unique.hostname", name.as_str()),
-            ("driver.mock", "1"),
-            ("driver.raw_exec", "1"),
-            ("driver.exec", "1"),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
+        for driver in &config.drivers {
+            attributes.insert(format!("driver.{driver}"), "1".into());
+            attributes.insert(format!("driver.{driver}.detected"), "true".into());
+            attributes.insert(format!("driver.{driver}.healthy"), "true".into());
+        }
         let meta = BTreeMap::from([("simulated".to_string(), "true".to_string())]);
         let (node_id, secret_id) = previous.unwrap_or_default();
         pb::NodeRegistration {
@@ -187,5 +189,20 @@ mod tests {
         // The same seed lays out the same cluster.
         let again = Layout::new(&config);
         assert_eq!(again.dc_of, layout.dc_of);
+        // Only the mock driver unless told to pretend more.
+        assert_eq!(
+            regs[0].attributes.get("driver.mock").map(String::as_str),
+            Some("1")
+        );
+        assert!(!regs[0].attributes.contains_key("driver.raw_exec"));
+        let pretend = SimConfig {
+            drivers: vec!["mock".into(), "raw_exec".into()],
+            ..config
+        };
+        let reg = Layout::new(&pretend).registration(&pretend, 0, None);
+        assert_eq!(
+            reg.attributes.get("driver.raw_exec").map(String::as_str),
+            Some("1")
+        );
     }
 }

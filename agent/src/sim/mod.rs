@@ -22,7 +22,7 @@ mod error;
 mod layout;
 mod watch;
 
-pub use config::{Mix, NodeResources, SimConfig};
+pub use config::{DEFAULT_SIM_DRIVERS, Mix, NodeResources, SimConfig};
 pub use error::SimError;
 
 use drover_core::types::NodeId;

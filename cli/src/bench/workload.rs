@@ -112,7 +112,9 @@ impl Workload {
 
     /// Job `n`: one group of `count` mock tasks, which the simulated nodes run until stopped.
     pub fn job(&self, n: u32) -> Job {
+        // The simulated nodes run `mock` tasks (they advertise no other driver).
         let mut task = Task::raw_exec("work", "/bin/true");
+        task.driver = "mock".into();
         task.resources = Resources::new(self.cpu_mhz, self.memory_mb, 0);
         let mut job = Job::new(
             self.job_id(n),

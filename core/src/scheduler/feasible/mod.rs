@@ -2,8 +2,10 @@
 //!
 //! The checks run in a fixed order and the first that fails names the reason in the placement
 //! metrics: the job's datacenters ([`ready_nodes_in_dcs`]), eligibility and health
-//! ([`Node::is_schedulable`]), the job's constraints, the group's constraints, the
-//! `distinct_*` constraints, and finally resources (done by the stack, which knows the plan).
+//! ([`Node::is_schedulable`]), the job's constraints, the group's drivers (a node must
+//! advertise `driver.<name> = 1`, which agents set only for a driver that is detected and
+//! healthy; counted as `missing driver <name>`), the group's constraints, the `distinct_*`
+//! constraints, and finally resources (done by the stack, which knows the plan).
 //! Within the constraints, the class-stable ones (job's, then group's) are checked before the
 //! per-node ones, so that a cached verdict answers first; a node failing one of each is
 //! counted under the class-stable one.
@@ -286,6 +288,17 @@ pub(crate) struct Checker {
 }
 
 impl Checker {
+    /// The check that a node runs tasks of `driver`: its `driver.<name>` attribute is `1`.
+    /// Class-stable, so it is evaluated once per computed class like a constraint.
+    pub(crate) fn driver(driver: &str) -> Checker {
+        Checker {
+            key: missing_driver_key(driver),
+            l: Target::Attr(format!("driver.{driver}")),
+            r: Target::Literal("1".into()),
+            test: Test::Equal,
+        }
+    }
+
     /// Compiles a constraint whose operator is not one of the `distinct_*` ones (those are
     /// about allocations, not about the node; see [`Compiled`]).
     pub(crate) fn new(c: &Constraint) -> Checker {
@@ -366,6 +379,27 @@ pub(crate) fn constraint_key(c: &Constraint) -> String {
     c.to_string().trim().to_owned()
 }
 
+/// The key a node without `driver` is counted under in `constraint_filtered`.
+pub fn missing_driver_key(driver: &str) -> String {
+    format!("missing driver {driver}")
+}
+
+/// The driver a `constraint_filtered` key names, when it is a missing-driver count.
+pub fn missing_driver(key: &str) -> Option<&str> {
+    key.strip_prefix("missing driver ")
+}
+
+/// The distinct drivers of `group`'s tasks, in order of first use.
+pub(crate) fn group_drivers(group: &TaskGroup) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in &group.tasks {
+        if !out.contains(&t.driver) {
+            out.push(t.driver.clone());
+        }
+    }
+    out
+}
+
 /// The items of a comma-separated set, trimmed.
 fn items(s: &str) -> impl Iterator<Item = &str> {
     s.split(',').map(str::trim)
@@ -428,6 +462,18 @@ impl Compiled {
                 }
             }
         }
+        out
+    }
+
+    /// A group's checks: its drivers first (a node without one is filtered as `missing
+    /// driver <name>`), then its constraints.
+    pub(crate) fn for_group(group: &TaskGroup) -> Compiled {
+        let mut out = Compiled::new(&group.constraints);
+        let drivers = group_drivers(group)
+            .iter()
+            .map(|d| Checker::driver(d))
+            .collect::<Vec<_>>();
+        out.stable.splice(0..0, drivers);
         out
     }
 

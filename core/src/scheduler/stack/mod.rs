@@ -205,8 +205,10 @@ impl ClassKeys {
 #[derive(Debug, Default)]
 struct GroupChecks {
     name: String,
-    /// The constraints compiled, to notice a group of the same name that differs.
+    /// The constraints and drivers compiled, to notice a group of the same name that
+    /// differs.
     constraints: Vec<Constraint>,
+    drivers: Vec<String>,
     compiled: Compiled,
     verdicts: Vec<Verdict>,
     properties: Vec<PropertySet>,
@@ -452,14 +454,13 @@ impl<'s> Stack<'s> {
 
     /// The index of `group`'s compiled checks, compiling them on first sight.
     fn group_checks(&mut self, group: &TaskGroup) -> usize {
-        if let Some(i) = self
-            .groups
-            .iter()
-            .position(|g| g.name == group.name && g.constraints == group.constraints)
-        {
+        let drivers = crate::scheduler::feasible::group_drivers(group);
+        if let Some(i) = self.groups.iter().position(|g| {
+            g.name == group.name && g.constraints == group.constraints && g.drivers == drivers
+        }) {
             return i;
         }
-        let compiled = Compiled::new(&group.constraints);
+        let compiled = Compiled::for_group(group);
         self.tally.escaped |= compiled.escapes();
         let properties = compiled
             .distinct_property
@@ -476,6 +477,7 @@ impl<'s> Stack<'s> {
         self.groups.push(GroupChecks {
             name: group.name.clone(),
             constraints: group.constraints.clone(),
+            drivers,
             compiled,
             verdicts: Vec::new(),
             properties,

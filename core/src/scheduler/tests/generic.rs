@@ -55,6 +55,54 @@ fn service_with_no_nodes_makes_no_plan_and_one_blocked_eval_with_coalesced_failu
     assert_eq!(e.failed_tg_allocs["web"].coalesced_failures, 10);
 }
 
+/// A task is placed only where its driver is: nodes without it (or with it unhealthy) are
+/// filtered and counted as `missing driver <name>`, class by class.
+#[test]
+fn tasks_land_only_on_nodes_with_their_driver() {
+    let mut w = World::new();
+    for n in 0..5 {
+        let mut sim = mock::node(n);
+        sim.node_class = "simulated".into();
+        sim.attributes.retain(|k, _| !k.starts_with("driver."));
+        sim.attributes.insert("driver.mock".into(), "1".into());
+        w.node(sim);
+    }
+    let mut unhealthy = mock::node(5);
+    unhealthy.node_class = "sick".into();
+    unhealthy
+        .attributes
+        .insert("driver.raw_exec".into(), "0".into());
+    w.node(unhealthy);
+    let mut real = mock::node(6);
+    real.node_class = "real".into();
+    let real_id = real.id;
+    w.node(real);
+    let mut job = mock::service_job("web", 3);
+    job.groups[0].tasks[0].resources = Resources::new(3000, 256, 0);
+    let eval = w.run_job(&job);
+    let live = w.live(&job);
+    assert_eq!(
+        live.len(),
+        1,
+        "one node has raw_exec, with room for one: {live:?}"
+    );
+    assert!(
+        live.values().flatten().all(|a| a.node_id == real_id),
+        "{live:?}"
+    );
+    let e = w.stored_eval(eval.id);
+    let failed = &e.failed_tg_allocs["web"];
+    assert_eq!(
+        failed.constraint_filtered.get("missing driver raw_exec"),
+        Some(&6),
+        "{failed:?}"
+    );
+    assert_eq!(
+        crate::scheduler::feasible::missing_driver("missing driver raw_exec"),
+        Some("raw_exec")
+    );
+}
+
 #[test]
 fn blocked_eval_records_class_eligibility_without_escaping() {
     let mut w = World::new();
