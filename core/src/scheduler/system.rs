@@ -374,20 +374,21 @@ impl SystemScheduler {
         rng: &mut ChaCha8Rng,
     ) {
         let key = job.key();
+        let fits = feasible::NodeMatch::new(job);
         let mut destructive = Vec::new();
         for a in stale {
             let old = state
                 .job_version(&key, a.job_version)
                 .and_then(|j| j.group(&group.name).cloned());
-            match old {
-                Some(old) if !update::tasks_updated(&old, group) => {
-                    let mut updated = (*a).clone();
-                    updated.job_version = job.version;
-                    updated.resources = group.resources();
-                    plan.append_alloc(updated);
-                    d.in_place_update += 1;
-                }
-                _ => destructive.push(a),
+            let node = state.node(&a.node_id);
+            if update::in_place(old.as_ref(), group, node.map(|n| &**n), &fits) {
+                let mut updated = (*a).clone();
+                updated.job_version = job.version;
+                updated.resources = group.resources();
+                plan.append_alloc(updated);
+                d.in_place_update += 1;
+            } else {
+                destructive.push(a);
             }
         }
         let width = update::max_parallel(job, group) as usize;

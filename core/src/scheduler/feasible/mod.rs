@@ -108,6 +108,16 @@ impl NodeMatch {
         }
     }
 
+    /// Whether `node` still takes `group`'s tasks as they are: it matches (below) and
+    /// advertises every driver they use. An in-place update needs this; otherwise the
+    /// allocation is replaced, as Nomad's `inplaceUpdate` re-runs feasibility on the node.
+    pub(crate) fn runs(&self, node: &Node, group: &TaskGroup) -> bool {
+        self.matches(node, &group.name)
+            && group_drivers(group)
+                .iter()
+                .all(|d| Checker::driver(d).holds(node))
+    }
+
     pub(crate) fn matches(&self, node: &Node, group: &str) -> bool {
         let holds = |c: &Compiled| {
             c.first_stable_failure(node).is_none() && c.first_per_node_failure(node).is_none()

@@ -406,21 +406,22 @@ impl<'a> GroupReconciler<'a, '_> {
             return;
         }
         let key = self.job.key();
+        let fits = crate::scheduler::feasible::NodeMatch::new(self.job);
         let mut destructive = Vec::new();
         for a in stale {
             let old = self
                 .snapshot
                 .job_version(&key, a.job_version)
                 .and_then(|j| j.group(&self.group.name).cloned());
-            match old {
-                Some(old) if !update::tasks_updated(&old, self.group) => {
-                    let mut updated = (**a).clone();
-                    updated.job_version = self.job.version;
-                    updated.resources = self.group.resources();
-                    self.out.in_place.push(updated);
-                    self.desired().in_place_update += 1;
-                }
-                _ => destructive.push(a),
+            let node = self.snapshot.node(&a.node_id);
+            if update::in_place(old.as_ref(), self.group, node.map(|n| &**n), &fits) {
+                let mut updated = (**a).clone();
+                updated.job_version = self.job.version;
+                updated.resources = self.group.resources();
+                self.out.in_place.push(updated);
+                self.desired().in_place_update += 1;
+            } else {
+                destructive.push(a);
             }
         }
         let width = update::max_parallel(self.job, self.group) as usize;

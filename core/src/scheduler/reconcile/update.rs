@@ -20,6 +20,22 @@ pub fn tasks_updated(old: &TaskGroup, new: &TaskGroup) -> bool {
     })
 }
 
+/// Whether an allocation of `old` on `node` may become `new` in place: no task changed in
+/// what it runs ([`tasks_updated`]) and the node still takes the new version (its
+/// datacenter, the job's and the group's constraints, its drivers: `fits`). An allocation
+/// whose old version or node is gone is replaced.
+pub(crate) fn in_place(
+    old: Option<&TaskGroup>,
+    new: &TaskGroup,
+    node: Option<&Node>,
+    fits: &crate::scheduler::feasible::NodeMatch,
+) -> bool {
+    match (old, node) {
+        (Some(old), Some(node)) => !tasks_updated(old, new) && fits.runs(node, new),
+        _ => false,
+    }
+}
+
 /// The rolling-update width for a group: the group's own strategy, else the job's. Zero means
 /// no limit (everything at once).
 pub fn max_parallel(job: &Job, group: &TaskGroup) -> u32 {

@@ -238,6 +238,79 @@ fn in_place_update_when_only_non_destructive_fields_change() {
     assert!(w.live(&job).values().flatten().all(|a| a.job_version == 1));
 }
 
+/// Rows: a change that alone would be in place, to a job whose node no longer takes it
+/// (a new constraint, a driver gone from the node): the allocation is replaced, never left
+/// on a node the job now forbids.
+#[test]
+fn an_in_place_update_rechecks_the_node() {
+    let rows: Vec<(&str, fn(&mut Job), fn(&mut Node), Counts)> = vec![
+        (
+            "only the kill timeout",
+            |j| j.groups[0].tasks[0].kill_timeout = Duration::from_secs(20),
+            |_| {},
+            Counts {
+                in_place: 1,
+                ..Counts::default()
+            },
+        ),
+        (
+            "a constraint the node now fails",
+            |j| {
+                j.constraints.push(Constraint::new(
+                    "${node.class}",
+                    Operator::NotEqual,
+                    "simulated",
+                ))
+            },
+            |_| {},
+            Counts {
+                placed: 1,
+                stopped: 1,
+                ..Counts::default()
+            },
+        ),
+        (
+            "the node lost the task's driver",
+            |j| j.groups[0].tasks[0].kill_timeout = Duration::from_secs(20),
+            |n| {
+                n.attributes.insert("driver.raw_exec".into(), "0".into());
+            },
+            Counts {
+                placed: 1,
+                stopped: 1,
+                ..Counts::default()
+            },
+        ),
+    ];
+    for (name, change, drift, want) in rows {
+        let mut w = World::new();
+        let mut sim = mock::node(0);
+        sim.node_class = "simulated".into();
+        let sim_id = w.node(sim.clone());
+        let mut job = mock::service_job("web", 1);
+        w.run_job(&job);
+        assert!(
+            w.live(&job).values().flatten().all(|a| a.node_id == sim_id),
+            "{name}"
+        );
+        let real = w.node(mock::node(1));
+        drift(&mut sim);
+        w.node(sim);
+        change(&mut job);
+        w.run_job(&job);
+        assert_eq!(w.counts(), want, "{name}");
+        if want.in_place == 0 {
+            let live: Vec<_> = w.live(&job).into_values().flatten().collect();
+            let running: Vec<_> = live
+                .iter()
+                .filter(|a| a.desired_status == DesiredStatus::Run)
+                .collect();
+            assert_eq!(running.len(), 1, "{name}: {live:?}");
+            assert_eq!(running[0].node_id, real, "{name}");
+        }
+    }
+}
+
 #[test]
 fn scale_from_20_to_10_stops_the_highest_indexes() {
     let mut w = World::with_nodes(10);
