@@ -53,11 +53,13 @@ impl Operator {
             .unwrap_or("?")
     }
 
-    /// Parses a jobspec spelling; `==` and `is` are accepted as Nomad accepts them.
+    /// Parses a jobspec spelling; `==`, `is`, `not` and `set_contains_all` are accepted as
+    /// Nomad accepts them.
     pub fn parse(s: &str) -> Option<Operator> {
         match s {
             "==" | "is" => Some(Operator::Equal),
             "not" => Some(Operator::NotEqual),
+            "set_contains_all" => Some(Operator::SetContains),
             _ => Self::ALL
                 .iter()
                 .find(|(_, name)| *name == s)

@@ -353,9 +353,10 @@ impl Checker {
         (!l_matters || self.l.class_stable()) && (!r_matters || self.r.class_stable())
     }
 
-    /// Whether `node` satisfies the constraint. A left target the node does not have fails
-    /// every operator except `is_not_set` (including `!=`: an unknown value is not taken to
-    /// differ).
+    /// Whether `node` satisfies the constraint. A target the node does not have fails every
+    /// operator except `is_not_set` and `!=`, where, as in Nomad, a missing value differs
+    /// from any present one (a node without `${meta.rack}` satisfies `${meta.rack} != r1`;
+    /// two missing values are equal).
     pub(crate) fn holds(&self, node: &Node) -> bool {
         let l = || self.l.resolve(node);
         let both = || Some((self.l.resolve(node)?, self.r.resolve(node)?));
@@ -366,7 +367,11 @@ impl Checker {
             Test::Regexp(re) => l().is_some_and(|l| re.as_ref().is_some_and(|re| re.is_match(&l))),
             Test::Version(vc) => l().is_some_and(|l| vc.as_ref().is_some_and(|vc| vc.matches(&l))),
             Test::Equal => both().is_some_and(|(l, r)| l == r),
-            Test::NotEqual => both().is_some_and(|(l, r)| l != r),
+            Test::NotEqual => match (self.l.resolve(node), self.r.resolve(node)) {
+                (Some(l), Some(r)) => l != r,
+                (None, None) => false,
+                _ => true,
+            },
             Test::Order(op) => both().is_some_and(|(l, r)| {
                 compare(&l, &r).is_some_and(|ord| match op {
                     Operator::Less => ord == Ordering::Less,

@@ -102,13 +102,30 @@ fn each_target_kind_resolves() {
     }
 }
 
+/// Nomad's `!=`: a value the node lacks differs from any value it could have, so the
+/// constraint holds; two missing values are the same, so it fails.
+#[test]
+fn not_equal_holds_where_the_node_lacks_the_value() {
+    use Operator::NotEqual;
+    let n = node();
+    let rows = [
+        ("${attr.no.such}", "x", true),
+        ("${meta.no_such}", "r12", true),
+        ("${attr.kernel.name}", "${meta.no_such}", true),
+        ("${attr.no.such}", "${meta.no_such}", false),
+        ("${meta.rack}", "r12", false),
+    ];
+    for (l, r, want) in rows {
+        assert_eq!(holds(l, NotEqual, r, &n), want, "{l} != {r}");
+    }
+}
+
 #[test]
 fn missing_targets_filter_except_is_not_set() {
     use Operator::*;
     let n = node();
     for op in [
         Equal,
-        NotEqual,
         Less,
         LessEqual,
         Greater,
@@ -360,4 +377,14 @@ fn usage_after_plan_counts_stops_placements_and_updates() {
             case.name
         );
     }
+}
+
+/// Nomad's spellings of the set operators: `set_contains_all` is `set_contains`.
+#[test]
+fn set_contains_all_is_set_contains() {
+    let n = node();
+    let op = Operator::parse("set_contains_all").expect("accepted");
+    assert_eq!(op, Operator::SetContains);
+    assert!(holds("${attr.os.features}", op, "avx,aes", &n));
+    assert!(!holds("${attr.os.features}", op, "avx,neon", &n));
 }
