@@ -16,6 +16,14 @@ job "web" {
   group "frontend" {
     count = 3
 
+    # A node drain moves one allocation at a time, each replacement running 5 s first.
+    migrate {
+      max_parallel     = 1
+      health_check     = "task_states"
+      min_healthy_time = "5s"
+      healthy_deadline = "2m"
+    }
+
     restart {
       attempts = 3
       interval = "5m"

@@ -93,6 +93,7 @@ pub fn full_links() -> AllocLinks {
         follow_up_eval_id: Some(eval_id(9)),
         preempted_by: Some(alloc_id(7)),
         preempted_allocations: vec![alloc_id(2), alloc_id(3)],
+        migrate: true,
     }
 }
 

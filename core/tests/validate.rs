@@ -924,6 +924,32 @@ mod validate {
     }
 
     #[test]
+    fn migrate_strategy() {
+        run(&[
+            (
+                "max_parallel 0",
+                |j| group(j).migrate.max_parallel = 0,
+                &[(
+                    "groups[web].migrate.max_parallel",
+                    "max_parallel must be at least 1: a drain moves at least one allocation at a time",
+                )],
+            ),
+            (
+                "min_healthy_time not under healthy_deadline",
+                |j| {
+                    group(j).migrate.min_healthy_time = secs(600);
+                    group(j).migrate.healthy_deadline = secs(300);
+                },
+                &[(
+                    "groups[web].migrate.min_healthy_time",
+                    "min_healthy_time 10m must be shorter than healthy_deadline 5m",
+                )],
+            ),
+            ("the defaults pass", |_| {}, &[]),
+        ]);
+    }
+
+    #[test]
     fn update_strategy() {
         run(&[
             (

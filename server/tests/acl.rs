@@ -284,17 +284,19 @@ async fn tokens_do_what_their_policies_say_and_nothing_more() {
         .expect_err("read cannot submit");
     assert_eq!(refused.code(), Code::PermissionDenied);
 
-    // The node reads jobs with its own identity instead of a token.
+    // The node's own identity is a credential (it is known, not refused as unknown), but
+    // it reads only the jobs of allocations placed on it (attacks.rs has the other half).
     let as_node = BearerChannel::for_node(acl.raw.clone(), &node.node_id, &node.secret_id)
         .expect("node credential");
-    JobServiceClient::new(as_node)
+    let refused = JobServiceClient::new(as_node)
         .get(pb::GetJobRequest {
             query: None,
             namespace: "default".into(),
             job_id: "web".into(),
         })
         .await
-        .expect("a node reads jobs");
+        .expect_err("the node runs nothing of web");
+    assert_eq!(refused.code(), Code::PermissionDenied, "{refused:?}");
     let wrong =
         BearerChannel::for_node(acl.raw.clone(), &node.node_id, "not-its-secret").expect("header");
     let refused = JobServiceClient::new(wrong)

@@ -6,9 +6,8 @@ use super::resolve;
 use crate::client::Client;
 use crate::error::{CliError, Exit, rpc_failed};
 use crate::output;
-use drover_core::{Allocation, JobType};
+use drover_core::Allocation;
 use drover_proto::v1 as pb;
-use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::time::Duration;
 
@@ -56,24 +55,46 @@ pub async fn run(client: &Client, args: DrainArgs, out: &mut dyn Write) -> Resul
     if !args.enable || args.detach {
         return Ok(Exit::OK);
     }
-    follow(client, &id, args.ignore_system, out).await
+    follow(client, &id, out).await
 }
 
-/// Reads the node until nothing the drain moves is left on it, saying what is left each
-/// time that changes.
-async fn follow(
-    client: &Client,
-    id: &str,
-    ignore_system: bool,
-    out: &mut dyn Write,
-) -> Result<Exit, CliError> {
+/// How a drain ended, as the node records it.
+#[derive(Debug, PartialEq, Eq)]
+enum Ended {
+    /// The servers' drainer moved everything the drain covers and ended it.
+    Complete,
+    /// An operator ended it (`-disable`) before that.
+    Disabled,
+}
+
+/// How the drain of `node` ended, or `None` while it goes on. The drainer ends a drain by
+/// itself and says so in the node's events; anything else that clears it is an operator.
+fn ended(node: &drover_core::Node) -> Option<Ended> {
+    if node.drain.is_some() {
+        return None;
+    }
+    let complete = node
+        .events
+        .iter()
+        .rev()
+        .find(|e| e.message.contains("drain"))
+        .is_some_and(|e| e.message.contains("drain complete"));
+    Some(if complete {
+        Ended::Complete
+    } else {
+        Ended::Disabled
+    })
+}
+
+/// Reads the node until its drain ends (the servers end it once nothing it covers is left),
+/// saying what is left each time that changes.
+async fn follow(client: &Client, id: &str, out: &mut dyn Write) -> Result<Exit, CliError> {
     let short = output::id(id, false);
     writeln!(
         out,
         "==> Following the drain of node {short:?} (Ctrl-C stops following, not the drain)"
     )?;
     out.flush()?;
-    let mut job_types = BTreeMap::new();
     let mut last: Option<Vec<String>> = None;
     loop {
         let answer = client
@@ -87,36 +108,37 @@ async fn follow(
                 "following the drain of node {short:?}"
             )))?
             .into_inner();
-        let draining = answer
+        let node = answer
             .node
-            .as_ref()
-            .and_then(|n| n.node.as_ref())
-            .is_some_and(|n| n.drain.is_some());
+            .and_then(|n| n.node)
+            .map(drover_core::Node::try_from)
+            .transpose()?
+            .ok_or_else(|| CliError::IncompleteAnswer("node".into()))?;
         let allocs = answer
             .allocations
             .into_iter()
             .map(Allocation::try_from)
             .collect::<Result<Vec<_>, _>>()?;
-        if ignore_system {
-            learn_job_types(client, &allocs, &mut job_types).await?;
-        }
-        let left = left_to_drain(&allocs, ignore_system.then_some(&job_types));
-        if left.is_empty() {
-            writeln!(out, "==> Drain complete for node {short:?}")?;
-            return Ok(Exit::OK);
-        }
-        if !draining {
-            writeln!(
-                out,
-                "==> The drain of node {short:?} was ended with {} allocation(s) left",
-                left.len()
-            )?;
-            return Ok(Exit::OK);
+        let left = left_on_node(&allocs);
+        match ended(&node) {
+            Some(Ended::Complete) => {
+                writeln!(out, "==> Drain complete for node {short:?}")?;
+                return Ok(Exit::OK);
+            }
+            Some(Ended::Disabled) => {
+                writeln!(
+                    out,
+                    "==> The drain of node {short:?} was ended with {} allocation(s) left",
+                    left.len()
+                )?;
+                return Ok(Exit::OK);
+            }
+            None => {}
         }
         if last.as_ref() != Some(&left) {
             writeln!(
                 out,
-                "    {} allocation(s) left: {}",
+                "    {} allocation(s) on the node: {}",
                 left.len(),
                 left.join(", ")
             )?;
@@ -127,57 +149,12 @@ async fn follow(
     }
 }
 
-/// The job types of the allocations' jobs not yet known, read once per job.
-async fn learn_job_types(
-    client: &Client,
-    allocs: &[Allocation],
-    known: &mut BTreeMap<(String, String), JobType>,
-) -> Result<(), CliError> {
-    let wanted: BTreeSet<(String, String)> = allocs
-        .iter()
-        .map(|a| (a.namespace.to_string(), a.job_id.to_string()))
-        .filter(|k| !known.contains_key(k))
-        .collect();
-    for (namespace, job_id) in wanted {
-        let answer = client
-            .jobs()
-            .get(pb::GetJobRequest {
-                query: None,
-                namespace: namespace.clone(),
-                job_id: job_id.clone(),
-            })
-            .await;
-        let job_type = match answer {
-            Ok(found) => found
-                .into_inner()
-                .job
-                .map(drover_core::Job::try_from)
-                .transpose()?
-                .map(|j| j.job_type),
-            Err(status) if status.code() == tonic::Code::NotFound => None,
-            Err(status) => {
-                return Err(rpc_failed(format_args!("querying job {job_id:?}"))(status));
-            }
-        };
-        // A purged job's allocations are stopping anyway: count them as moving.
-        known.insert((namespace, job_id), job_type.unwrap_or(JobType::Batch));
-    }
-    Ok(())
-}
-
-/// The names of the allocations still on the node that the drain moves: not yet
-/// finished on the node, leaving out system jobs' when `system_kept` gives the job types.
-fn left_to_drain(
-    allocs: &[Allocation],
-    system_kept: Option<&BTreeMap<(String, String), JobType>>,
-) -> Vec<String> {
+/// The names of the allocations the node still runs, wanted running or not yet stopped by
+/// its client.
+fn left_on_node(allocs: &[Allocation]) -> Vec<String> {
     let mut left: Vec<String> = allocs
         .iter()
         .filter(|a| !a.client_status.is_terminal())
-        .filter(|a| {
-            let key = (a.namespace.to_string(), a.job_id.to_string());
-            system_kept.is_none_or(|types| types.get(&key) != Some(&JobType::System))
-        })
         .map(|a| a.name.to_string())
         .collect();
     left.sort();
@@ -201,32 +178,39 @@ mod tests {
     }
 
     #[test]
-    fn what_is_left_leaves_out_finished_and_kept_system_allocations() {
+    fn what_is_left_leaves_out_finished_allocations() {
         let allocs = [
             alloc("web", 0, ClientStatus::Running),
             alloc("web", 1, ClientStatus::Complete),
             alloc("web", 2, ClientStatus::Pending),
-            alloc("logs", 0, ClientStatus::Running),
             alloc("gone", 0, ClientStatus::Lost),
         ];
-        let types = BTreeMap::from([
-            (("default".to_string(), "web".to_string()), JobType::Service),
-            (("default".to_string(), "logs".to_string()), JobType::System),
-        ]);
-        let cases: [(&str, Option<&BTreeMap<_, _>>, &[&str]); 2] = [
-            (
-                "everything moves",
-                None,
-                &["logs.web[0]", "web.web[0]", "web.web[2]"],
-            ),
-            (
-                "system allocations stay",
-                Some(&types),
-                &["web.web[0]", "web.web[2]"],
-            ),
-        ];
-        for (name, kept, want) in cases {
-            assert_eq!(left_to_drain(&allocs, kept), want, "{name}");
-        }
+        assert_eq!(left_on_node(&allocs), ["web.web[0]", "web.web[2]"]);
+    }
+
+    #[test]
+    fn the_drain_end_is_read_from_the_node() {
+        use drover_core::{DrainStrategy, NodeEvent, Timestamp};
+        let event = |m: &str| NodeEvent {
+            time: Timestamp::ZERO,
+            subsystem: "cluster".into(),
+            message: m.into(),
+        };
+        let mut node = mock::node(1);
+        node.drain = Some(DrainStrategy {
+            deadline: None,
+            force: false,
+            ignore_system_jobs: false,
+            started_at: Timestamp::ZERO,
+        });
+        node.events = vec![event("node drain started")];
+        assert_eq!(ended(&node), None);
+        node.drain = None;
+        node.events.push(event("node drain ended"));
+        assert_eq!(ended(&node), Some(Ended::Disabled));
+        node.events.push(event(
+            "node drain complete: nothing left to move (the node stays ineligible)",
+        ));
+        assert_eq!(ended(&node), Some(Ended::Complete));
     }
 }

@@ -180,6 +180,19 @@ impl Apply<'_> {
                 eval,
                 now,
             } => self.alloc_stop(*alloc_id, eval, *now),
+            Command::AllocsMigrate { allocs, evals, now } => {
+                self.allocs_migrate(allocs, evals, *now);
+                Ok(())
+            }
+            Command::NodeDrainComplete { node_id, now } => {
+                self.node_change(*node_id, EventType::NodeDrain, *now, &[], |n| {
+                    n.drain.take().map(|_| {
+                        n.eligibility = Eligibility::Ineligible;
+                        "node drain complete: nothing left to move (the node stays ineligible)"
+                            .to_string()
+                    })
+                })
+            }
             Command::NodeSnapshot {
                 node_id,
                 snapshot,
@@ -638,6 +651,27 @@ impl Apply<'_> {
         }
         self.put_eval(eval.clone());
         Ok(())
+    }
+
+    fn allocs_migrate(&mut self, allocs: &[AllocId], evals: &[Evaluation], now: Timestamp) {
+        for id in allocs {
+            let Some(alloc) = self.store.alloc(id) else {
+                continue;
+            };
+            if alloc.is_terminal() || alloc.links.get().migrate {
+                continue;
+            }
+            let mut a = (**alloc).clone();
+            a.links.update(|l| l.migrate = true);
+            a.modify_index = self.index;
+            a.alloc_modify_index = self.index;
+            a.modify_time = now;
+            self.touch_job(&a.namespace, &a.job_id);
+            let a = self.store.put_alloc(self.index, a);
+            self.events
+                .push(Event::alloc(self.index, EventType::AllocationUpdated, &a));
+        }
+        self.upsert_evals(evals);
     }
 
     fn apply_plan(&mut self, plan: &PlanApply, now: Timestamp) {

@@ -190,6 +190,20 @@ pub enum Command {
         nodes: Vec<NodeAllocUpdates>,
         now: Timestamp,
     },
+    /// The drainer marks allocations on draining nodes to move (their desired transition),
+    /// with the evals that have their jobs' schedulers move them. Allocations already
+    /// terminal or gone are skipped. Appended, so older logs decode unchanged.
+    AllocsMigrate {
+        allocs: Vec<AllocId>,
+        evals: Vec<Evaluation>,
+        now: Timestamp,
+    },
+    /// A drain that has nothing left to move ends by itself: the node's drain is cleared
+    /// and it stays ineligible (`nomad node drain` does the same). Appended.
+    NodeDrainComplete {
+        node_id: NodeId,
+        now: Timestamp,
+    },
 }
 
 /// One node's part of [`Command::AllocClientUpdates`].
@@ -230,6 +244,8 @@ impl Command {
             Command::AclPolicyDelete { .. } => "acl_policy_delete",
             Command::AclTokenUpsert { .. } => "acl_token_upsert",
             Command::AclTokenDelete { .. } => "acl_token_delete",
+            Command::AllocsMigrate { .. } => "allocs_migrate",
+            Command::NodeDrainComplete { .. } => "node_drain_complete",
         }
     }
 }

@@ -30,7 +30,7 @@ const GROUP_FIELDS: &[(&str, Shape)] = &[
     ("affinity", Shape::Unsupported),
     ("spread", Shape::Unsupported),
     ("scaling", Shape::Unsupported),
-    ("migrate", Shape::Unsupported),
+    ("migrate", Shape::Block),
     ("consul", Shape::Unsupported),
     ("vault", Shape::Unsupported),
     ("shutdown_delay", Shape::Unsupported),
@@ -159,6 +159,10 @@ pub(super) fn decode_group(
                     b,
                     defaults.update.clone(),
                 ));
+            }
+            ("migrate", Item::Block(b)) => {
+                g.migrate =
+                    super::migrate::migrate(d, &join(&path, "migrate"), b, g.migrate.clone());
             }
             ("task", Item::Block(b)) => {
                 let task_index = g.tasks.len();

@@ -22,6 +22,7 @@ mod error;
 mod group;
 mod job;
 mod json;
+mod migrate;
 mod nomad_json;
 mod reader;
 mod task;

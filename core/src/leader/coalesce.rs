@@ -169,6 +169,25 @@ impl<P: Prioritized> LeaderEngine<P> {
         coalesced_write(made)
     }
 
+    /// The per-node jobs `keys` changed at `index` (a drain marked their allocations to
+    /// move): each takes the change as it would a node's, and the evals it calls for come
+    /// back as one write.
+    pub(super) fn coalesce_jobs(
+        &mut self,
+        snap: &StateSnapshot,
+        keys: &[JobKey],
+        index: Index,
+        now: Timestamp,
+    ) -> Option<Action> {
+        let mut made = Vec::new();
+        for key in keys {
+            if let Some(job) = snap.job(key).filter(|j| follows_nodes(j)).cloned() {
+                self.coalesce_job(&job, index, now, &mut made);
+            }
+        }
+        coalesced_write(made)
+    }
+
     /// The pass a new leader (or one that missed events) makes over every per-node job, as
     /// of state `snap`.
     pub(super) fn pass_over_per_node_jobs(

@@ -63,6 +63,7 @@ impl<P: Prioritized> LeaderEngine<P> {
         }
 
         self.run_coalescer_due(snap, now, &mut actions);
+        self.drain_due(snap, now, &mut actions);
 
         for node_id in self.heartbeats.expired(now) {
             self.heartbeat_expired(snap, node_id, now, &mut actions);

@@ -39,7 +39,31 @@ impl<P: Prioritized> LeaderEngine<P> {
         let mut resumed = false;
         // The last entry of the batch that changed a node in a way per-node jobs follow.
         let mut node_changed: Option<Index> = None;
+        // Per-node jobs whose allocations a drain marked to move, and the last such entry.
+        let mut drained_per_node: (Vec<crate::types::JobKey>, Index) = (Vec::new(), 0);
         for ev in batch.iter().filter(|e| e.index > after) {
+            match &ev.payload {
+                EventPayload::Node(n) => self.drainer.on_node(n),
+                EventPayload::Allocation(a) => {
+                    self.drainer.on_alloc(Some(a));
+                    if ev.event_type == EventType::AllocationUpdated && a.links.get().migrate {
+                        let key = crate::types::JobKey {
+                            namespace: a.namespace.clone(),
+                            id: a.job_id.clone(),
+                        };
+                        if snap
+                            .job(&key)
+                            .is_some_and(|j| super::coalesce::follows_nodes(j))
+                            && !drained_per_node.0.contains(&key)
+                        {
+                            drained_per_node.0.push(key);
+                        }
+                        drained_per_node.1 = drained_per_node.1.max(ev.index);
+                    }
+                }
+                EventPayload::Job(_) | EventPayload::AllocId(_) => self.drainer.on_alloc(None),
+                _ => {}
+            }
             if let EventPayload::Node(_) = ev.payload
                 && matches!(
                     ev.event_type,
@@ -134,6 +158,10 @@ impl<P: Prioritized> LeaderEngine<P> {
         if let Some(index) = node_changed {
             actions.extend(self.coalesce_node_change(snap, index, now));
         }
+        if !drained_per_node.0.is_empty() {
+            actions.extend(self.coalesce_jobs(snap, &drained_per_node.0, drained_per_node.1, now));
+        }
+        self.drain_due(snap, now, &mut actions);
         take_duplicates(&mut self.blocked, now, &mut actions);
         if !obsolete.is_empty() {
             actions.push(Action::Write(

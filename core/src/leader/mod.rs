@@ -22,6 +22,7 @@
 //!   the job scheduled from state at or after it (`coalesce.rs`).
 
 mod coalesce;
+mod drainer;
 mod due;
 mod evals;
 mod events;
@@ -33,6 +34,7 @@ mod proptests;
 #[cfg(test)]
 mod tests;
 
+pub use drainer::{DrainPlan, plan as drain_plan};
 pub use evals::{node_evals, node_update_evals};
 pub use gc::{GcConfig, collect_garbage};
 pub use nodes::HeartbeatOutcome;
@@ -139,6 +141,7 @@ pub struct LeaderEngine<P: Prioritized> {
     pub rng: ChaCha8Rng,
     sweeps: Sweeps,
     coalescer: Coalescer,
+    drainer: drainer::Drainer,
     config: LeaderConfig,
 }
 
@@ -167,6 +170,7 @@ impl<P: Prioritized> LeaderEngine<P> {
             rng: ChaCha8Rng::seed_from_u64(seed),
             sweeps: Sweeps::new(&config, Timestamp(0)),
             coalescer: Coalescer::default(),
+            drainer: drainer::Drainer::default(),
             config,
         })
     }
@@ -221,6 +225,7 @@ impl<P: Prioritized> LeaderEngine<P> {
         self.sweeps = Sweeps::new(&self.config, now);
         self.coalescer.clear();
         self.coalescer.schedule_pass(now);
+        self.drainer.restore(snap);
         self.enabled = true;
         let stats = self.broker.stats();
         Established {
@@ -241,6 +246,7 @@ impl<P: Prioritized> LeaderEngine<P> {
         self.heartbeats.clear();
         self.periodic.clear();
         self.coalescer.clear();
+        self.drainer.clear();
         self.plans.drain()
     }
 
@@ -251,6 +257,7 @@ impl<P: Prioritized> LeaderEngine<P> {
             return None;
         }
         [
+            self.drainer.next_deadline(Timestamp::ZERO),
             self.broker.next_deadline(),
             self.broker.next_cancel_sweep(),
             self.heartbeats.next_deadline(),
@@ -273,6 +280,46 @@ impl<P: Prioritized> LeaderEngine<P> {
                 "cancel superseded evals",
             )
         })
+    }
+}
+
+impl<P: Prioritized> LeaderEngine<P> {
+    /// A drain pass, if one is due at `now` (see `drainer.rs`): marks as one write per
+    /// pass with an eval for each service or batch job they move (system and sysbatch jobs
+    /// get theirs coalesced once the marks are applied), and a completion per node.
+    fn drain_due(&mut self, snap: &StateSnapshot, now: Timestamp, actions: &mut Vec<Action>) {
+        if !self.drainer.due(now) {
+            return;
+        }
+        let plan = self.drainer.pass(snap, now);
+        if !plan.migrate.is_empty() {
+            let mut allocs = Vec::new();
+            let mut evals = Vec::new();
+            for (key, ids) in plan.migrate {
+                tracing::info!(job_id = %key, allocs = ids.len(), "drain moves allocations");
+                allocs.extend(ids);
+                if let Some(job) = snap.job(&key).filter(|j| !coalesce::follows_nodes(j)) {
+                    let id = crate::types::EvalId::from_bytes(rand::Rng::random(&mut self.rng));
+                    evals.push(Evaluation::new(
+                        id,
+                        job,
+                        crate::types::TriggeredBy::NodeDrain,
+                        now,
+                    ));
+                }
+            }
+            actions.push(Action::Write(
+                Command::AllocsMigrate { allocs, evals, now },
+                "drain: move allocations",
+            ));
+        }
+        for node_id in plan.complete {
+            tracing::info!(%node_id, "node drain complete");
+            actions.push(Action::Write(
+                Command::NodeDrainComplete { node_id, now },
+                "drain complete",
+            ));
+        }
     }
 }
 

@@ -155,7 +155,7 @@ impl GenericScheduler {
                     m.coalesced_failures += 1;
                 }
                 *pass.queued.entry(p.group.clone()).or_default() += 1;
-                undo_stop(plan, &p);
+                undo_stop(plan, &p, state, self.env.now);
                 continue;
             }
             let opts = SelectOptions {
@@ -185,7 +185,7 @@ impl GenericScheduler {
                     pass.failures.insert(p.group.clone(), m);
                     *pass.queued.entry(p.group.clone()).or_default() += 1;
                     failed.insert(p.group.clone());
-                    undo_stop(plan, &p);
+                    undo_stop(plan, &p, state, self.env.now);
                 }
             }
         }
@@ -195,14 +195,23 @@ impl GenericScheduler {
 
 /// When a replacement cannot be placed, the allocation it would replace keeps running
 /// (a destructive update, migration or reschedule never stops work it cannot re-home).
-/// Lost allocations are marked lost regardless: their node is gone.
-fn undo_stop(plan: &mut Plan, p: &Placement) {
-    let keeps_running = matches!(
-        p.kind,
-        PlacementKind::Destructive
-            | PlacementKind::Replacement(Replace::Migrate)
-            | PlacementKind::Replacement(Replace::Reschedule { .. })
-    );
+/// Lost allocations are marked lost regardless: their node is gone. So is a migration off
+/// a node whose drain is forced (`-force`, or its deadline passed): the drain's deadline
+/// removes what is left from the node whether or not it has somewhere to go, as Nomad's.
+fn undo_stop(plan: &mut Plan, p: &Placement, state: &StateSnapshot, now: Timestamp) {
+    let forced_off = |prev: &Allocation| {
+        state
+            .node(&prev.node_id)
+            .and_then(|n| n.drain.as_ref())
+            .is_some_and(|d| d.force || d.deadline_at().is_some_and(|at| at <= now))
+    };
+    let keeps_running = match p.kind {
+        PlacementKind::Destructive | PlacementKind::Replacement(Replace::Reschedule { .. }) => true,
+        PlacementKind::Replacement(Replace::Migrate) => {
+            !p.previous.as_deref().is_some_and(forced_off)
+        }
+        _ => false,
+    };
     if let (true, Some(prev)) = (keeps_running, &p.previous) {
         plan.remove_updates_of(prev.node_id, prev.id);
     }

@@ -55,7 +55,9 @@ pub(crate) fn bucket(alloc: &Allocation, group: &TaskGroup, facts: NodeFacts<'_>
         NodeStatus::Down => NodeBucket::Lost,
         NodeStatus::Disconnected => disconnected(alloc, group, node, facts),
         NodeStatus::Ready | NodeStatus::Initializing => {
-            if node.drain.as_ref().is_some_and(|d| !d.ignore_system_jobs) {
+            if alloc.links.get().migrate {
+                // The drainer marked it: system allocations move last, and not at all
+                // when the drain spares them.
                 NodeBucket::Migrate
             } else if !facts.matches_job {
                 NodeBucket::Stop
@@ -141,6 +143,8 @@ mod tests {
     #[derive(Clone, Copy, Debug)]
     enum A {
         Running,
+        /// Running, and marked by the drainer to move.
+        Marked,
         OldVersion,
         /// Unknown since 12 s (marked after the node went disconnected).
         Unknown,
@@ -187,6 +191,7 @@ mod tests {
         let eval = mock::eval_id(7);
         match a {
             A::Running => {}
+            A::Marked => alloc.links.update(|l| l.migrate = true),
             A::OldVersion => alloc.job_version = job.version + 1,
             A::Unknown | A::UnknownWithFollowUp | A::UnknownDue | A::Reported => {
                 alloc.record_client_status(ClientStatus::Unknown, at(12));
@@ -227,7 +232,10 @@ mod tests {
             (N::Ready, A::Running, false, None, 20, Stop),
             (N::Gone, A::Running, true, Some(30), 20, Lost),
             (N::Down, A::Running, true, Some(30), 20, Lost),
-            (N::Draining, A::Running, true, None, 20, Migrate),
+            // A drain moves what the drainer marked (system allocations last, never when
+            // the drain spares them: it never marks those).
+            (N::Draining, A::Marked, true, None, 20, Migrate),
+            (N::Draining, A::Running, true, None, 20, Ignore),
             (N::DrainingSparingSystem, A::Running, true, None, 20, Ignore),
             // No new work here, but what runs stays (item 2 of issue 14).
             (N::Ineligible, A::Running, true, None, 20, Ignore),

@@ -15,6 +15,9 @@ pub struct AllocLinks {
     pub preempted_by: Option<AllocId>,
     /// Allocations this one evicted when it was placed.
     pub preempted_allocations: Vec<AllocId>,
+    /// A node drain asked for it to move (Nomad's `DesiredTransition.Migrate`): the
+    /// scheduler stops it and places a replacement elsewhere.
+    pub migrate: bool,
 }
 
 const NO_LINKS: AllocLinks = AllocLinks {
@@ -24,6 +27,7 @@ const NO_LINKS: AllocLinks = AllocLinks {
     follow_up_eval_id: None,
     preempted_by: None,
     preempted_allocations: Vec::new(),
+    migrate: false,
 };
 static NONE_LINKED: AllocLinks = NO_LINKS;
 
@@ -102,8 +106,8 @@ mod tests {
         assert_eq!(*links.get(), AllocLinks::default());
     }
 
-    /// The layout of `Allocation` before the links moved out of line: logs and snapshots
-    /// written then must decode now, and what is written now must decode there.
+    /// The layout of `Allocation` with its links inline: the out-of-line links must encode
+    /// exactly as these flat fields do (postcard has no framing for a nested struct).
     #[derive(Serialize, Deserialize, PartialEq, Debug)]
     struct FlatAllocation {
         id: AllocId,
@@ -126,6 +130,7 @@ mod tests {
         follow_up_eval_id: Option<EvalId>,
         preempted_by: Option<AllocId>,
         preempted_allocations: Vec<AllocId>,
+        migrate: bool,
         resources: Resources,
         metrics: PlacementMetric,
         create_index: Index,
@@ -158,6 +163,7 @@ mod tests {
             follow_up_eval_id: l.follow_up_eval_id,
             preempted_by: l.preempted_by,
             preempted_allocations: l.preempted_allocations,
+            migrate: l.migrate,
             resources: a.resources,
             metrics: a.metrics,
             create_index: a.create_index,

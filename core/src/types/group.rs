@@ -20,6 +20,61 @@ pub struct TaskGroup {
     /// Per-group update strategy; falls back to the job's.
     pub update: Option<super::UpdateStrategy>,
     pub meta: std::collections::BTreeMap<String, String>,
+    /// How a node drain moves this group's allocations.
+    pub migrate: MigrateStrategy,
+}
+
+/// What makes an allocation healthy for a drain (and, once they exist, a deployment).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub enum HealthCheck {
+    /// Every task running for `min_healthy_time`, and every service check passing. Until
+    /// services exist it means what `TaskStates` does.
+    #[default]
+    Checks,
+    /// Every task running for `min_healthy_time`.
+    TaskStates,
+}
+
+impl HealthCheck {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HealthCheck::Checks => "checks",
+            HealthCheck::TaskStates => "task_states",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<HealthCheck> {
+        match s {
+            "checks" => Some(HealthCheck::Checks),
+            "task_states" => Some(HealthCheck::TaskStates),
+            _ => None,
+        }
+    }
+}
+
+/// Nomad's `migrate` block: a drain marks at most `max_parallel` of the group's
+/// allocations at a time, and marks the next only as replacements turn healthy (running
+/// for `min_healthy_time`).
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct MigrateStrategy {
+    pub max_parallel: u32,
+    pub health_check: HealthCheck,
+    pub min_healthy_time: Duration,
+    /// A replacement not healthy by then is not waited for any longer (it is not counted
+    /// healthy; the drain's deadline, if any, still moves the rest).
+    pub healthy_deadline: Duration,
+}
+
+impl Default for MigrateStrategy {
+    /// Nomad's defaults.
+    fn default() -> Self {
+        Self {
+            max_parallel: 1,
+            health_check: HealthCheck::Checks,
+            min_healthy_time: Duration::from_secs(10),
+            healthy_deadline: Duration::from_secs(300),
+        }
+    }
 }
 
 impl TaskGroup {
@@ -36,6 +91,7 @@ impl TaskGroup {
             stop_after_client_disconnect: None,
             update: None,
             meta: Default::default(),
+            migrate: MigrateStrategy::default(),
         }
     }
 

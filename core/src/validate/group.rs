@@ -95,7 +95,33 @@ fn check_group(r: &mut Report<'_>, job: &Job, p: &str, g: &TaskGroup) {
         }
         r.duration(p, "update.stagger", update.stagger);
     }
+    check_migrate(r, p, &g.migrate);
     r.map(p, "meta", &g.meta, MapKind::Meta);
+}
+
+/// A drain paces moves by `max_parallel` and waits `min_healthy_time` for each
+/// replacement, giving up on it at `healthy_deadline`.
+fn check_migrate(r: &mut Report<'_>, p: &str, m: &crate::types::MigrateStrategy) {
+    if m.max_parallel == 0 {
+        r.err(
+            p,
+            "migrate.max_parallel",
+            "max_parallel must be at least 1: a drain moves at least one allocation at a time",
+        );
+    }
+    r.duration(p, "migrate.min_healthy_time", m.min_healthy_time);
+    r.duration(p, "migrate.healthy_deadline", m.healthy_deadline);
+    if m.min_healthy_time >= m.healthy_deadline {
+        r.err(
+            p,
+            "migrate.min_healthy_time",
+            format!(
+                "min_healthy_time {} must be shorter than healthy_deadline {}",
+                fmt_duration(m.min_healthy_time),
+                fmt_duration(m.healthy_deadline)
+            ),
+        );
+    }
 }
 
 /// Task names become directory names on the node, so a slash is refused as in Nomad.

@@ -175,6 +175,14 @@ fn common_mistakes_are_reported_where_they_are() {
             Expect::Err(r#"t.hcl:3:5: "network" in group "g" is a Nomad feature drover does not support"#),
         ),
         (
+            job("    migrate {\n      health_check = \"task_state\"\n    }\n", ""),
+            Expect::Err(r#"t.hcl:4:22: health_check: unknown value "task_state" (one of checks, task_states); did you mean "task_states"?"#),
+        ),
+        (
+            job("    migrate {\n      max_parallel = 0\n    }\n", ""),
+            Expect::Err("t.hcl:4:22: groups[g].migrate.max_parallel: max_parallel must be at least 1: a drain moves at least one allocation at a time"),
+        ),
+        (
             job("", "      resources = { cpu = 100 }\n"),
             Expect::Err(r#"t.hcl:6:7: "resources" in task "t" is a block: write `resources { … }`, not `resources = …`"#),
         ),

@@ -133,6 +133,7 @@ impl From<&Allocation> for pb::Allocation {
             modify_index: a.modify_index,
             alloc_modify_index: a.alloc_modify_index,
             create_time_unix_ms: a.create_time.as_millis(),
+            migrate: a.links.get().migrate,
             modify_time_unix_ms: a.modify_time.as_millis(),
         }
     }
@@ -321,6 +322,7 @@ pub(crate) fn allocation(p: pb::Allocation) -> Result<Allocation> {
             preempted_allocations: each("preempted_allocations", p.preempted_allocations, |id| {
                 parse_id("", &id)
             })?,
+            migrate: p.migrate,
         }),
         resources: required_resources("resources", p.resources)?,
         metrics: placement_metric(required("metrics", p.metrics)?),

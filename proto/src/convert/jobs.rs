@@ -117,8 +117,41 @@ impl From<&TaskGroup> for pb::TaskGroup {
             stop_after_client_disconnect_ms: g.stop_after_client_disconnect.map(to_ms),
             update: g.update.as_ref().map(Into::into),
             meta: g.meta.clone(),
+            migrate: Some((&g.migrate).into()),
         }
     }
+}
+
+impl From<&MigrateStrategy> for pb::MigrateStrategy {
+    fn from(m: &MigrateStrategy) -> Self {
+        pb::MigrateStrategy {
+            max_parallel: m.max_parallel,
+            health_check: m.health_check.as_str().to_string(),
+            min_healthy_time_ms: to_ms(m.min_healthy_time),
+            healthy_deadline_ms: to_ms(m.healthy_deadline),
+        }
+    }
+}
+
+fn migrate(p: pb::MigrateStrategy) -> Result<MigrateStrategy> {
+    if p.max_parallel == 0 {
+        return Err(ConvertError::new(
+            "max_parallel",
+            Problem::Invalid("must be at least 1"),
+        ));
+    }
+    let health_check = HealthCheck::parse(&p.health_check).ok_or_else(|| {
+        ConvertError::new(
+            "health_check",
+            Problem::Invalid("must be \"checks\" or \"task_states\""),
+        )
+    })?;
+    Ok(MigrateStrategy {
+        max_parallel: p.max_parallel,
+        health_check,
+        min_healthy_time: from_ms(p.min_healthy_time_ms),
+        healthy_deadline: from_ms(p.healthy_deadline_ms),
+    })
 }
 
 impl From<&Job> for pb::Job {
@@ -344,6 +377,12 @@ fn group(p: pb::TaskGroup, job_type: JobType) -> Result<TaskGroup> {
         stop_after_client_disconnect: p.stop_after_client_disconnect_ms.map(from_ms),
         update: p.update.map(update_strategy).transpose().within("update")?,
         meta: p.meta,
+        migrate: p
+            .migrate
+            .map(migrate)
+            .transpose()
+            .within("migrate")?
+            .unwrap_or_default(),
     })
 }
 

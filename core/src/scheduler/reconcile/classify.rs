@@ -93,7 +93,9 @@ pub fn classify(entry: &JobAlloc, cx: &Context<'_>) -> Class {
                 } else {
                     Class::Reconnecting
                 }
-            } else if cx.node == NodeView::Draining {
+            } else if entry.alloc.links.get().migrate {
+                // A drain marked it (the drainer paces how many at a time); on a draining
+                // node, an allocation not yet marked stays until it is.
                 Class::Replace(Replace::Migrate)
             } else {
                 Class::Keep

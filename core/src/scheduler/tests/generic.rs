@@ -371,18 +371,7 @@ fn node_drain_migrates_without_counting_a_reschedule() {
     let job = mock::service_job("web", 3);
     w.run_job(&job);
     let node = mock::node_id(1);
-    let drain = DrainStrategy {
-        deadline: None,
-        force: false,
-        ignore_system_jobs: false,
-        started_at: NOW,
-    };
-    w.h.apply(Command::NodeDrain {
-        node_id: node,
-        drain: Some(drain),
-        now: NOW,
-        evals: vec![],
-    });
+    w.drain_and_mark(node);
     let moving: Vec<_> = w
         .live(&job)
         .into_values()
@@ -416,22 +405,28 @@ fn drain_keeps_allocations_that_cannot_be_rehomed() {
     let mut w = World::with_nodes(1);
     let job = mock::service_job("web", 1);
     w.run_job(&job);
-    let drain = DrainStrategy {
-        deadline: None,
-        force: false,
-        ignore_system_jobs: false,
-        started_at: NOW,
-    };
-    w.h.apply(Command::NodeDrain {
-        node_id: mock::node_id(0),
-        drain: Some(drain),
-        now: NOW,
-        evals: vec![],
-    });
+    w.drain_and_mark(mock::node_id(0));
     let eval = w.node_eval(&job, TriggeredBy::NodeDrain);
     w.run(&eval);
     assert_eq!(w.live_count(&job), 1, "nowhere to go: it keeps running");
     assert_eq!(w.h.created.len(), 1, "and a blocked eval waits for room");
+}
+
+/// A forced drain (or one past its deadline) removes what is left even with nowhere to go.
+#[test]
+fn a_forced_drain_stops_what_cannot_be_rehomed() {
+    let mut w = World::with_nodes(1);
+    let job = mock::service_job("web", 1);
+    w.run_job(&job);
+    w.drain_and_mark_forced(mock::node_id(0), true);
+    let eval = w.node_eval(&job, TriggeredBy::NodeDrain);
+    w.run(&eval);
+    assert_eq!(w.live_count(&job), 0, "forced off the node");
+    assert_eq!(
+        w.h.created.len(),
+        1,
+        "and a blocked eval waits for room elsewhere"
+    );
 }
 
 fn reschedule_job(attempts: u32) -> Job {

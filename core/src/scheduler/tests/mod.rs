@@ -48,6 +48,40 @@ impl World {
         w
     }
 
+    /// Drains `node` and marks everything it runs to move, as the drainer does once the
+    /// pacing lets it (tests of the drainer itself live in `leader/tests/drain.rs`).
+    pub fn drain_and_mark(&mut self, node: NodeId) {
+        self.drain_and_mark_forced(node, false)
+    }
+
+    /// [`Self::drain_and_mark`], with `-force` (or a deadline passed) when `force`.
+    pub fn drain_and_mark_forced(&mut self, node: NodeId, force: bool) {
+        let drain = DrainStrategy {
+            deadline: None,
+            force,
+            ignore_system_jobs: false,
+            started_at: NOW,
+        };
+        self.h.apply(Command::NodeDrain {
+            node_id: node,
+            drain: Some(drain),
+            now: NOW,
+            evals: vec![],
+        });
+        let allocs = self
+            .h
+            .state
+            .allocs_by_node(&node)
+            .filter(|a| !a.is_terminal())
+            .map(|a| a.id)
+            .collect();
+        self.h.apply(Command::AllocsMigrate {
+            allocs,
+            evals: vec![],
+            now: NOW,
+        });
+    }
+
     pub fn node(&mut self, node: Node) -> NodeId {
         let id = node.id;
         self.h.upsert_node(node);

@@ -82,18 +82,7 @@ fn system_node_down_or_drained_loses_its_allocation_and_gets_nothing() {
         w.run_job(&job);
         let node = mock::node_id(1);
         if drained {
-            let drain = DrainStrategy {
-                deadline: None,
-                force: false,
-                ignore_system_jobs: false,
-                started_at: NOW,
-            };
-            w.h.apply(Command::NodeDrain {
-                node_id: node,
-                drain: Some(drain),
-                now: NOW,
-                evals: vec![],
-            });
+            w.drain_and_mark(node);
         } else {
             w.set_node_status(node, NodeStatus::Down);
         }
