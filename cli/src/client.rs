@@ -49,9 +49,9 @@ pub struct ClientArgs {
           value_parser = humantime::parse_duration)]
     pub timeout: Duration,
     /// The namespace of the jobs (and their allocations and evaluations) a command acts
-    /// on; `*` lists every namespace
-    #[arg(long, global = true, env = "DROVER_NAMESPACE", default_value = drover_core::DEFAULT_NAMESPACE)]
-    pub namespace: String,
+    /// on; `*` lists every namespace [default: default]
+    #[arg(long, global = true, env = "DROVER_NAMESPACE")]
+    pub namespace: Option<String>,
     /// The cluster CA's certificate: talk TLS and trust servers it signed
     #[arg(
         long = "ca-cert",
@@ -110,7 +110,8 @@ pub struct Client {
     /// The same two without the token, for [`Client::with_token`].
     raw: (Channel, Channel),
     address: String,
-    namespace: String,
+    /// As the operator gave it (`-namespace`, `DROVER_NAMESPACE`); `None`: not given.
+    namespace: Option<String>,
 }
 
 impl Client {
@@ -183,7 +184,7 @@ impl Client {
             streams: BearerChannel::plain(streams.clone()),
             raw: (channel, streams),
             address,
-            namespace: drover_core::DEFAULT_NAMESPACE.to_string(),
+            namespace: None,
         })
     }
 
@@ -195,23 +196,32 @@ impl Client {
         Ok(self)
     }
 
-    /// The client for the namespace `namespace` (`*`: every namespace, for lists).
-    pub fn with_namespace(mut self, namespace: &str) -> Client {
-        self.namespace = namespace.trim().to_string();
+    /// The client for the namespace `namespace` (`*`: every namespace, for lists; `None`:
+    /// the operator named none, the default one applies).
+    pub fn with_namespace(mut self, namespace: Option<&str>) -> Client {
+        self.namespace = namespace
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .map(str::to_string);
         self
     }
 
     /// The namespace single-job commands act in; `*` means the default one there.
     pub fn namespace(&self) -> &str {
-        match self.namespace.as_str() {
-            "" | "*" => drover_core::DEFAULT_NAMESPACE,
-            ns => ns,
+        match self.namespace.as_deref() {
+            None | Some("*") => drover_core::DEFAULT_NAMESPACE,
+            Some(ns) => ns,
         }
+    }
+
+    /// The namespace the operator named (`-namespace` or `DROVER_NAMESPACE`), if any.
+    pub fn named_namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
     }
 
     /// The namespace filter of list requests: empty (every namespace) for `*`.
     pub fn namespace_filter(&self) -> String {
-        match self.namespace.as_str() {
+        match self.namespace.as_deref().unwrap_or_default() {
             "*" => String::new(),
             _ => self.namespace().to_string(),
         }

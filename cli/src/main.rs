@@ -251,6 +251,6 @@ async fn connect(args: &ClientArgs) -> Result<Client, CliError> {
         Client::connect_with(&args.address, args.timeout, &args.tls())
             .await?
             .with_token(args.token.as_deref())?
-            .with_namespace(&args.namespace),
+            .with_namespace(args.namespace.as_deref()),
     )
 }

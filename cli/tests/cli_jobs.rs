@@ -497,3 +497,69 @@ async fn jobs_in_a_namespace() {
     assert_code(&missing, 1);
     server.stop().await;
 }
+
+/// A job file that names no namespace runs in the one `-namespace` or `DROVER_NAMESPACE`
+/// names; a file and a flag naming two different ones is refused, naming both.
+#[tokio::test(flavor = "multi_thread")]
+async fn job_run_takes_the_namespace_from_the_flag_or_the_environment() {
+    let server = TestServer::start().await;
+    let _nodes = join_nodes(&server, 1).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = write_job(dir.path(), "web", 1);
+    let file = file.to_str().expect("utf-8").to_string();
+    assert_code(
+        &drover(
+            &server,
+            &["job", "run", "-detach", "-namespace", "staging", &file],
+        )
+        .await,
+        0,
+    );
+    let url = server.url();
+    let from_env = tokio::task::spawn_blocking({
+        let file = file.clone();
+        move || {
+            assert_cmd::Command::new(env!("CARGO_BIN_EXE_drover"))
+                .env("DROVER_ADDR", url)
+                .env("DROVER_NAMESPACE", "qa")
+                .args(["job", "run", "-detach", &file])
+                .output()
+                .expect("drover runs")
+        }
+    })
+    .await
+    .expect("joined");
+    assert_code(&from_env, 0);
+    let list = json(&drover(&server, &["job", "status", "-namespace", "*", "-json"]).await);
+    let mut namespaces: Vec<String> = list
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|j| j["namespace"].as_str().expect("namespace").to_string())
+        .collect();
+    namespaces.sort();
+    assert_eq!(namespaces, ["qa", "staging"], "never the default one");
+
+    let prod = dir.path().join("prod.nomad.hcl");
+    let text = std::fs::read_to_string(&file).expect("job file").replacen(
+        "job \"web\" {",
+        "job \"web\" {\n  namespace = \"prod\"",
+        1,
+    );
+    std::fs::write(&prod, text).expect("job file is written");
+    let prod = prod.to_str().expect("utf-8");
+    let refused = drover(&server, &["job", "run", "-namespace", "staging", prod]).await;
+    assert_ne!(refused.status.code(), Some(0));
+    let said = stderr(&refused);
+    assert!(
+        said.contains("\"prod\"") && said.contains("\"staging\""),
+        "{said}"
+    );
+    let same = drover(
+        &server,
+        &["job", "run", "-detach", "-namespace", "prod", prod],
+    )
+    .await;
+    assert_code(&same, 0);
+    server.stop().await;
+}

@@ -143,12 +143,12 @@ pub async fn run(client: &Client, cmd: JobCommand, out: &mut dyn Write) -> Resul
             check_index,
             verbose,
         } => {
-            let job = load(&file)?;
+            let job = in_namespace(load(&file)?, client.named_namespace())?;
             submit::run(client, job, check_index, detach, verbose, out).await
         }
         JobCommand::Validate { file } => validate(&file, out),
         JobCommand::Plan { file } => {
-            let job = load(&file)?;
+            let job = in_namespace(load(&file)?, client.named_namespace())?;
             submit::plan(client, job, &file, out).await
         }
         JobCommand::Status { job_id, output } => match job_id {
@@ -200,6 +200,27 @@ pub fn validate(file: &Path, out: &mut dyn Write) -> Result<Exit, CliError> {
     load(file)?;
     writeln!(out, "Job validation successful")?;
     Ok(Exit::OK)
+}
+
+/// `job` in its namespace: the one its file names, else the one the operator named
+/// (`-namespace`, `DROVER_NAMESPACE`), else the default. A file and an operator naming two
+/// different ones is a mistake, refused naming both (as Nomad does).
+pub fn in_namespace(
+    mut job: drover_core::Job,
+    named: Option<&str>,
+) -> Result<drover_core::Job, CliError> {
+    let named = named.filter(|n| *n != "*");
+    match (job.namespace.as_str(), named) {
+        ("", Some(ns)) => job.namespace = ns.to_string(),
+        ("", None) => job.namespace = drover_core::DEFAULT_NAMESPACE.to_string(),
+        (file, Some(ns)) if file != ns => {
+            return Err(CliError::Usage(format!(
+                "namespace: the job file names {file:?} but -namespace (or DROVER_NAMESPACE) names {ns:?}: drop one of them"
+            )));
+        }
+        _ => {}
+    }
+    Ok(job)
 }
 
 /// Reads and checks a job file with the jobspec parser (HCL, or JSON by extension).

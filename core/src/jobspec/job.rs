@@ -122,6 +122,9 @@ fn decode_job(d: &mut Decoder<'_>, block: &Block) -> Job {
     }
     let items = walk(d, &block.body, &format!("job {id:?}"), JOB_FIELDS);
     let mut job = Job::new(id, JobType::Service, Vec::new());
+    // Empty unless the file names one: whoever submits the job decides then (the CLI's
+    // -namespace, else the servers' default).
+    job.namespace.clear();
 
     // The type and a job-level reschedule block set the defaults every group starts from, so
     // they are read before the groups whatever order the file has them in.

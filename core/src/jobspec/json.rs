@@ -53,9 +53,12 @@ fn serde_message(e: &serde_json::Error) -> String {
     format!("invalid json: {}", &text[..cut])
 }
 
-/// Appends validation's problems, named by field path (JSON keeps no positions).
+/// Appends validation's problems, named by field path (JSON keeps no positions). The job
+/// is checked as the servers will see it (an unnamed namespace is the default one).
 fn validated(job: &Job, problems: &mut Vec<Problem>) {
-    if let Err(e) = validate_job(job, &Limits::default()) {
+    let mut as_submitted = job.clone();
+    crate::validate::canonicalize(&mut as_submitted);
+    if let Err(e) = validate_job(&as_submitted, &Limits::default()) {
         problems.extend(e.errors.iter().map(|f| Problem {
             position: None,
             message: format!("{}: {}", f.path, f.reason),

@@ -14,7 +14,9 @@
 //! Defaults follow Nomad: a group's restart and reschedule policies start from the job
 //! type's defaults, task resources from 100 MHz and 300 MB, a missing `count` is 1.
 //! Strings are kept as written, `${NOMAD_ALLOC_DIR}` and `${attr.…}` included: the agent
-//! and the scheduler interpolate them, not the parser.
+//! and the scheduler interpolate them, not the parser. A job that names no namespace is
+//! returned with an empty one: the submitter's namespace (`-namespace`) or the servers'
+//! default applies.
 
 mod decoder;
 mod duration;
@@ -93,8 +95,12 @@ fn into_error(d: Decoder<'_>, file_name: &str) -> JobspecError {
     }
 }
 
-/// Runs drover's job validation and reports each problem where its field was written.
+/// Runs drover's job validation and reports each problem where its field was written. The
+/// job is checked as the servers will see it (an unnamed namespace is the default one).
 fn check(d: &mut Decoder<'_>, job: &Job) {
+    let mut as_submitted = job.clone();
+    crate::validate::canonicalize(&mut as_submitted);
+    let job = &as_submitted;
     let Err(invalid) = validate_job(job, &Limits::default()) else {
         return;
     };

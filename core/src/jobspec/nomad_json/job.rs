@@ -14,6 +14,8 @@ impl Reader<'_> {
         let p = "Job";
         let fields = self.fields(p, value, JOB_KEYS);
         let mut job = Job::new("", JobType::Service, Vec::new());
+        // Empty unless the job names one, as in an HCL file.
+        job.namespace.clear();
         job.name = String::new();
         let get = |name: &str| fields.iter().find(|(k, _)| *k == name).map(|(_, v)| *v);
         if let Some(v) = get("Type") {
