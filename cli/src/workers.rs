@@ -148,6 +148,9 @@ pub async fn run(
             } else {
                 write!(out, "{}", worker_table(&rows, output::now()))?;
             }
+            for missing in &answer.unreachable {
+                eprintln!("! server {missing}: its workers are not listed");
+            }
         }
         WorkerCommand::Pause { which } => {
             let answer = client

@@ -62,3 +62,69 @@ async fn three_server_processes_form_a_cluster() {
         .await;
     }
 }
+
+/// Worker commands reach every server whichever one answers: `pause -all` sent to one
+/// server pauses every server's workers, and `list -server-id N` sent to another server
+/// answers N's workers.
+#[tokio::test(flavor = "multi_thread")]
+async fn worker_commands_reach_every_server() {
+    let ports = free_ports(6);
+    let api: Vec<String> = (0..3)
+        .map(|i| format!("http://127.0.0.1:{}", ports[i]))
+        .collect();
+    let raft: Vec<String> = (0..3)
+        .map(|i| format!("127.0.0.1:{}", ports[3 + i]))
+        .collect();
+    let binds: Vec<String> = api
+        .iter()
+        .map(|a| a.trim_start_matches("http://").to_string())
+        .collect();
+    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let _servers: Vec<Running> = spawn_cluster(&binds, &raft, &dirs, SECRET);
+    let list = |address: String, extra: Vec<&'static str>| async move {
+        let mut args = vec!["operator", "workers", "list", "-json"];
+        args.extend(extra);
+        let out = drover_at(&address, &args).await;
+        let rows: serde_json::Value = serde_json::from_str(&stdout(&out)).ok()?;
+        Some(
+            rows.as_array()?
+                .iter()
+                .map(|w| {
+                    (
+                        w["server_id"].as_str().unwrap_or_default().to_string(),
+                        w["status"].as_str().unwrap_or_default().to_string(),
+                    )
+                })
+                .collect::<Vec<_>>(),
+        )
+    };
+    // Every server's workers, from any server, once all three serve their API.
+    eventually("all three servers' workers listed", DEADLINE, || async {
+        let rows = list(api[0].clone(), vec![]).await?;
+        let servers: std::collections::BTreeSet<_> = rows.iter().map(|(s, _)| s.clone()).collect();
+        (servers.len() == 3).then_some(())
+    })
+    .await;
+    let only_two = list(api[0].clone(), vec!["-server-id", "2"])
+        .await
+        .expect("a list");
+    assert!(
+        !only_two.is_empty() && only_two.iter().all(|(s, _)| s == "2"),
+        "{only_two:?}"
+    );
+
+    let paused = drover_at(&api[0], &["operator", "workers", "pause", "-all"]).await;
+    assert!(paused.status.success(), "{}", stdout(&paused));
+    eventually("every server's workers paused", DEADLINE, || async {
+        let rows = list(api[1].clone(), vec![]).await?;
+        (rows.len() >= 3 && rows.iter().all(|(_, status)| status == "paused")).then_some(())
+    })
+    .await;
+    let resumed = drover_at(&api[2], &["operator", "workers", "resume", "-all"]).await;
+    assert!(resumed.status.success(), "{}", stdout(&resumed));
+    eventually("every server's workers running again", DEADLINE, || async {
+        let rows = list(api[0].clone(), vec![]).await?;
+        (rows.len() >= 3 && rows.iter().all(|(_, status)| status == "started")).then_some(())
+    })
+    .await;
+}

@@ -76,6 +76,8 @@ pub struct Directory {
     /// How long a call waits for an election to end before UNAVAILABLE.
     wait: Duration,
     known: Mutex<Option<Known>>,
+    /// Other servers' APIs by id, with the Raft address they were learnt at.
+    peers: Mutex<std::collections::HashMap<ServerId, (String, Channel)>>,
 }
 
 impl Directory {
@@ -91,7 +93,62 @@ impl Directory {
             tls,
             wait,
             known: Mutex::new(None),
+            peers: Mutex::new(std::collections::HashMap::new()),
         })
+    }
+
+    /// Every server of the membership (voters and learners), this one included.
+    pub fn members(&self) -> Vec<ServerId> {
+        let metrics = self.raft.metrics();
+        let m = metrics.borrow();
+        m.membership_config
+            .membership()
+            .nodes()
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    /// A channel to server `id`'s client API (for calls that act on one server, such as
+    /// its workers); NOT_FOUND when `id` is not a member, UNAVAILABLE when it does not say
+    /// where its API is.
+    pub async fn server(&self, id: ServerId) -> Result<Channel, Status> {
+        let raft_addr = {
+            let metrics = self.raft.metrics();
+            let m = metrics.borrow();
+            m.membership_config
+                .membership()
+                .get_node(&id)
+                .map(|n| n.addr.clone())
+        };
+        let Some(raft_addr) = raft_addr else {
+            return Err(Status::not_found(format!(
+                "server {id} is not a member of this cluster (`drover server members` lists them)"
+            )));
+        };
+        if let Some((at, channel)) = self.lock_peers().get(&id)
+            && *at == raft_addr
+        {
+            return Ok(channel.clone());
+        }
+        let info = self
+            .transport
+            .server_info(id, &raft_addr)
+            .await
+            .map_err(|e| Status::unavailable(format!("cannot reach server {id}: {e}")))?;
+        if info.api_addr.is_empty() {
+            return Err(Status::unavailable(format!(
+                "server {id} does not serve its API yet; retry"
+            )));
+        }
+        let channel = self.channel(&info)?;
+        self.lock_peers().insert(id, (raft_addr, channel.clone()));
+        Ok(channel)
+    }
+
+    fn lock_peers(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<ServerId, (String, Channel)>> {
+        self.peers.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// A channel to the leader's API; `None` when this server leads.
