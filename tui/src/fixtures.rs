@@ -68,10 +68,8 @@ pub fn snapshot(nodes: u64, allocs: u64) -> Snapshot {
                 node.status = NodeStatus::Down;
             }
             3 => node.health = NodeHealth::Suspended(SuspendReason::Flaky),
-            4 => {
-                node.health = NodeHealth::Offlined;
-                node.eligibility = Eligibility::Ineligible;
-            }
+            // Offlining leaves the eligibility flag alone, as the servers do.
+            4 => node.health = NodeHealth::Offlined,
             5 => {
                 node.eligibility = Eligibility::Ineligible;
                 node.drain = Some(DrainStrategy {

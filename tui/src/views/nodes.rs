@@ -73,6 +73,22 @@ fn allocatable(node: &Node) -> drover_core::Resources {
     }
 }
 
+/// Whether new placements may go to the node as far as the operator decided: its
+/// eligibility flag, and not offlined. Offlining leaves the flag as it was (onlining must
+/// give the node back as it was), but an offlined node takes no placements whatever the
+/// flag says, so it must not read as eligible.
+fn eligible(node: &Node) -> bool {
+    node.eligibility == Eligibility::Eligible && node.health != NodeHealth::Offlined
+}
+
+/// The eligibility as a sentence for the detail, saying why an eligible flag does not count.
+fn eligibility_text(node: &Node) -> String {
+    match (node.eligibility, node.health) {
+        (Eligibility::Eligible, NodeHealth::Offlined) => "ineligible (offlined)".to_owned(),
+        (e, _) => e.as_str().to_owned(),
+    }
+}
+
 fn node<'a>(ctx: &Ctx<'a>, key: &RowKey) -> Option<&'a Node> {
     match key {
         RowKey::Node(id) => ctx.cluster.nodes.get(id),
@@ -149,7 +165,7 @@ impl TableView for NodesView {
         let n = node(ctx, key)?;
         let usage = ctx.cluster.usage(&n.id);
         let cap = allocatable(n);
-        let eligible = n.eligibility == Eligibility::Eligible;
+        let eligible = eligible(n);
         Some(vec![
             Cell::new(n.name.clone()),
             health_cell(n, ctx),
@@ -186,7 +202,7 @@ impl TableView for NodesView {
             0 => SortKey::text(&n.name),
             1 => SortKey::Num(health_rank(n.health)),
             2 => SortKey::text(n.status.as_str()),
-            3 => SortKey::text(n.eligibility.as_str()),
+            3 => SortKey::Num(u64::from(eligible(n))),
             4 => SortKey::Num(u64::from(n.drain.is_some())),
             5 => SortKey::text(&n.datacenter),
             6 => SortKey::text(&n.node_class),
@@ -219,7 +235,7 @@ impl TableView for NodesView {
                     format!("{} ({})", n.status.as_str(), n.status_description)
                 },
             ),
-            DetailLine::field("eligibility", n.eligibility.as_str()),
+            DetailLine::field("eligibility", eligibility_text(n)),
             DetailLine::field("drain", drain_text(n, ctx.now)),
             DetailLine::field("datacenter", n.datacenter.clone()),
             DetailLine::field("class", n.node_class.clone()),
@@ -285,6 +301,67 @@ mod tests {
             clock_offset: 0,
         };
         health_cell(&node, &ctx).text
+    }
+
+    /// An offlined node takes no placements whatever its eligibility flag says (offlining
+    /// leaves the flag alone), so it reads ineligible in the table and the detail.
+    #[test]
+    fn an_offlined_node_reads_ineligible() {
+        let cluster = Cluster::default();
+        let ctx = Ctx {
+            cluster: &cluster,
+            now: Timestamp::from_millis(0),
+            alloc_job: None,
+            health: HealthFilter::All,
+            topic: None,
+            namespace: None,
+            alloc_detail: None,
+            clock_offset: 0,
+        };
+        // (health, eligibility flag, ELIG cell, detail)
+        let cases = [
+            (
+                NodeHealth::Healthy,
+                Eligibility::Eligible,
+                "yes",
+                "eligible",
+            ),
+            (
+                NodeHealth::Healthy,
+                Eligibility::Ineligible,
+                "no",
+                "ineligible",
+            ),
+            (
+                NodeHealth::Offlined,
+                Eligibility::Eligible,
+                "no",
+                "ineligible (offlined)",
+            ),
+            (
+                NodeHealth::Offlined,
+                Eligibility::Ineligible,
+                "no",
+                "ineligible",
+            ),
+        ];
+        for (health, flag, cell, detail) in cases {
+            let mut node = mock::node(1);
+            node.health = health;
+            node.eligibility = flag;
+            let mut cluster = Cluster::default();
+            let key = RowKey::Node(node.id);
+            cluster.nodes.insert(node.id, node);
+            let ctx = Ctx {
+                cluster: &cluster,
+                ..ctx
+            };
+            let cells = NodesView.cells(&ctx, &key).expect("the node's row");
+            assert_eq!(cells[3].text, cell, "{health:?} {flag:?}");
+            let lines = NodesView.detail(&ctx, &key);
+            let shown = lines.iter().find(|l| l.label == "eligibility");
+            assert_eq!(shown.map(|l| l.value.text.as_str()), Some(detail));
+        }
     }
 
     /// The countdown follows the server's periods (here not the defaults of 1m and 15m); a
