@@ -6,6 +6,7 @@ use crate::app::{App, Connection, Input, Update};
 use crate::model::{
     AllocName, AllocRow, AllocTable, BlockedKindLabel, BlockedRow, Change, ClusterInfo, EventRow,
     HealthPeriods, SchedulingStats, Snapshot, WorkerRow, WorkerStatusLabel, alloc_row, job_row,
+    workload_label,
 };
 use drover_core::{
     AllocMetric, ClientStatus, Dimension, DrainStrategy, Eligibility, EvalStatus, JobKey,
@@ -205,11 +206,12 @@ fn placement_failure() -> AllocMetric {
 }
 
 pub fn workers() -> Vec<WorkerRow> {
+    use drover_proto::v1::WorkloadStatus as W;
     let statuses = [
-        (WorkerStatusLabel::Started, "waiting to dequeue"),
-        (WorkerStatusLabel::Started, "scheduling"),
-        (WorkerStatusLabel::Paused, "paused"),
-        (WorkerStatusLabel::Pausing, "submitting"),
+        (WorkerStatusLabel::Started, W::WaitingToDequeue),
+        (WorkerStatusLabel::Started, W::Scheduling),
+        (WorkerStatusLabel::Paused, W::Paused),
+        (WorkerStatusLabel::Pausing, W::Submitting),
     ];
     (0..4)
         .map(|i| WorkerRow {
@@ -224,7 +226,7 @@ pub fn workers() -> Vec<WorkerRow> {
             ],
             started: ago(5_000),
             status: statuses[i].0,
-            workload: statuses[i].1,
+            workload: workload_label(statuses[i].1 as i32),
         })
         .collect()
 }

@@ -341,11 +341,10 @@ pub fn decode_event(e: pb::Event, received: Timestamp) -> Result<(Change, EventR
         Some(Payload::Job(j)) => {
             let job = Job::try_from(j)?;
             let summary = format!(
-                "{} v{} {}{}",
+                "{} v{} {}",
                 job.id,
                 job.version,
-                job.status.as_str(),
-                if job.stop { " (stopped)" } else { "" }
+                super::rows::job_status_text(job.status, job.stop)
             );
             (Change::Job(job_row(&job)), summary)
         }

@@ -25,7 +25,7 @@ pub use job_evals::JobEvals;
 pub use node_wire::{ListedNode, ListedNodeEntry, ListedNodePage};
 pub use rows::{
     AllocRow, BlockedKindLabel, BlockedRow, EventRow, JobCounts, JobRow, SchedulingStats, Usage,
-    WorkerRow, WorkerStatusLabel, workload_label,
+    WorkerRow, WorkerStatusLabel, job_status_text, workload_label,
 };
 
 use drover_core::{EvalId, Evaluation, JobKey, Node, NodeId};

@@ -136,7 +136,7 @@ impl TableView for AllocsView {
                 if !full.client_description.is_empty() {
                     lines.push(DetailLine::field(
                         "description",
-                        full.client_description.clone(),
+                        super::format::sentence(&full.client_description),
                     ));
                 }
                 for (task, state) in &full.task_states {

@@ -12,7 +12,7 @@ mod jobs;
 mod nodes;
 mod workers;
 
-pub use format::{age, clock, duration_short, percent};
+pub use format::{age, clock, duration_short, percent, sentence};
 pub use nodes::time_left;
 
 pub use crate::kinds::{HealthFilter, TOPICS, Tone, ViewKind};

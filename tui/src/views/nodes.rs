@@ -89,6 +89,17 @@ fn eligibility_text(node: &Node) -> String {
     }
 }
 
+/// A node's class as the schedulers name it (`default` when the node set none): the name
+/// blocked evaluations list classes by, so the two views read alike. Dim when unset.
+fn class_cell(node: &Node) -> Cell {
+    let tone = if node.node_class.is_empty() {
+        Tone::Dim
+    } else {
+        Tone::Normal
+    };
+    Cell::tone(node.class_key(), tone)
+}
+
 fn node<'a>(ctx: &Ctx<'a>, key: &RowKey) -> Option<&'a Node> {
     match key {
         RowKey::Node(id) => ctx.cluster.nodes.get(id),
@@ -183,7 +194,7 @@ impl TableView for NodesView {
                 },
             ),
             Cell::new(n.datacenter.clone()),
-            Cell::new(n.node_class.clone()),
+            class_cell(n),
             Cell::new(usage.live_allocs.to_string()),
             Cell::new(percent(usage.used.cpu_mhz, cap.cpu_mhz)),
             Cell::new(percent(usage.used.memory_mb, cap.memory_mb)),
@@ -205,7 +216,7 @@ impl TableView for NodesView {
             3 => SortKey::Num(u64::from(eligible(n))),
             4 => SortKey::Num(u64::from(n.drain.is_some())),
             5 => SortKey::text(&n.datacenter),
-            6 => SortKey::text(&n.node_class),
+            6 => SortKey::text(n.class_key()),
             7 => SortKey::Num(usage.live_allocs.into()),
             8 => SortKey::Num(ratio(usage.used.cpu_mhz, cap.cpu_mhz)),
             9 => SortKey::Num(ratio(usage.used.memory_mb, cap.memory_mb)),
@@ -232,13 +243,17 @@ impl TableView for NodesView {
                 if n.status_description.is_empty() {
                     n.status.as_str().to_owned()
                 } else {
-                    format!("{} ({})", n.status.as_str(), n.status_description)
+                    format!(
+                        "{} ({})",
+                        n.status.as_str(),
+                        super::format::sentence(&n.status_description)
+                    )
                 },
             ),
             DetailLine::field("eligibility", eligibility_text(n)),
             DetailLine::field("drain", drain_text(n, ctx.now)),
             DetailLine::field("datacenter", n.datacenter.clone()),
-            DetailLine::field("class", n.node_class.clone()),
+            DetailLine::field("class", n.class_key()),
             DetailLine::field(
                 "last snapshot",
                 n.last_snapshot.clone().unwrap_or_else(|| "-".to_owned()),
@@ -361,6 +376,33 @@ mod tests {
             let lines = NodesView.detail(&ctx, &key);
             let shown = lines.iter().find(|l| l.label == "eligibility");
             assert_eq!(shown.map(|l| l.value.text.as_str()), Some(detail));
+        }
+    }
+
+    /// A node without a class reads as the schedulers name its class, as blocked
+    /// evaluations list it.
+    #[test]
+    fn a_node_without_a_class_reads_default() {
+        let mut cluster = Cluster::default();
+        for (n, class) in [(1, ""), (2, "gpu")] {
+            let mut node = mock::node(n);
+            node.node_class = class.into();
+            cluster.nodes.insert(node.id, node);
+        }
+        let ctx = Ctx {
+            cluster: &cluster,
+            now: Timestamp::from_millis(0),
+            alloc_job: None,
+            health: HealthFilter::All,
+            topic: None,
+            namespace: None,
+            alloc_detail: None,
+            clock_offset: 0,
+        };
+        for (n, want) in [(1, "default"), (2, "gpu")] {
+            let key = RowKey::Node(mock::node(n).id);
+            let cells = NodesView.cells(&ctx, &key).expect("the node's row");
+            assert_eq!(cells[6].text, want);
         }
     }
 
