@@ -291,41 +291,45 @@ fn events(count: u64) -> Vec<(Change, EventRow)> {
     eval.id = drover_core::EvalId::from_bytes(scattered(3, 10));
     eval.status = EvalStatus::Blocked;
     eval.triggered_by = TriggeredBy::QueuedAllocs;
-    let kinds: [(&str, &str, String, Payload); 4] = [
+    let kinds: [(&str, &str, String, String, Payload); 4] = [
         (
             "allocation",
             "plan-result",
+            alloc.id.to_string(),
             "web-0.web[3] run/pending".into(),
             Payload::Allocation(pb::Allocation::from(&alloc)),
         ),
         (
             "evaluation",
             "eval-updated",
+            eval.id.to_string(),
             "web-9 queued-allocs blocked".into(),
             Payload::Evaluation(pb::Evaluation::from(&eval)),
         ),
         (
             "job",
             "job-registered",
+            web0.id.to_string(),
             "web-0 v0 running".into(),
             Payload::Job(pb::Job::from(&web0)),
         ),
         (
             "node",
             "node-health",
+            node.id.to_string(),
             "node-4 ready offlined".into(),
             Payload::Node(pb::Node::from(&node)),
         ),
     ];
     (0..count)
         .map(|i| {
-            let (topic, event_type, summary, payload) = &kinds[(i % 4) as usize];
+            let (topic, event_type, key, summary, payload) = &kinds[(i % 4) as usize];
             let row = EventRow {
                 seq: 0,
                 index: 1_001 + i,
                 topic,
                 event_type,
-                key: format!("key-{i}"),
+                key: key.clone(),
                 summary: summary.clone(),
                 received: ago(count - i),
                 payload: Some(std::sync::Arc::new(payload.clone())),
