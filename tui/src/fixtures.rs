@@ -175,10 +175,19 @@ pub fn snapshot(nodes: u64, allocs: u64) -> Snapshot {
         evals.push(eval);
     }
 
+    // Two children dispatched from batch-1, whose ids differ only at their end (as the
+    // servers name them: the parent, the time, a random suffix), done by now.
+    let children = ["0a1b2c3d", "9f8e7d6c"].map(|suffix| {
+        let mut child = mock::batch_job(&format!("batch-1/dispatch-1767225000-{suffix}"), 1);
+        child.parent_id = Some(drover_core::JobId::new("batch-1"));
+        child.status = JobStatus::Dead;
+        child.submit_time = ago(600);
+        child
+    });
     Snapshot {
         nodes: node_list,
         allocs: alloc_rows,
-        jobs: jobs.iter().map(job_row).collect(),
+        jobs: jobs.iter().chain(&children).map(job_row).collect(),
         evals,
         index: 1_000,
         health_periods: Some(server_health_periods()),

@@ -264,6 +264,22 @@ fn logs_pane_following_paused_and_ended() {
     }
 }
 
+/// Two children dispatched from one job differ only at the end of their ids: however
+/// narrow the JOB column, their rows read differently.
+#[test]
+fn dispatched_children_stay_distinct_when_cut() {
+    for (width, height) in [(80, 24), (200, 50)] {
+        let mut app = fixtures::app(40, 200, width, height);
+        keys(&mut app, ":jobs\n/dispatch\n");
+        let text = screen(&mut app, Theme { color: false });
+        for suffix in ["0a1b2c3d", "9f8e7d6c"] {
+            let rows = text.lines().filter(|l| l.contains(suffix)).count();
+            assert_eq!(rows, 1, "{suffix}: {text}");
+        }
+        insta::assert_snapshot!(format!("jobs_dispatched_{width}x{height}"), text);
+    }
+}
+
 /// With several servers the header's first line names each one's state, a server the
 /// console's server cannot reach as down.
 #[test]

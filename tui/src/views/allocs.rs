@@ -81,7 +81,7 @@ impl TableView for AllocsView {
         let a = alloc(ctx, key)?;
         Some(vec![
             Cell::tone(a.id.short(), Tone::Dim),
-            Cell::new(a.name()),
+            Cell::name(a.name()),
             Cell::new(&*a.task_group),
             Cell::new(node_name(ctx, a)),
             Cell::tone(

@@ -77,7 +77,7 @@ impl TableView for JobsView {
         let j = job(ctx, key)?;
         let c = ctx.cluster.job_counts(&j.key);
         Some(vec![
-            Cell::new(j.key.id.to_string()),
+            Cell::name(j.key.id.to_string()),
             Cell::new(j.job_type.as_str()),
             Cell::new(j.priority.to_string()),
             status_cell(j),

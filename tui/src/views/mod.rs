@@ -57,20 +57,29 @@ const fn col(title: &'static str, width: u16, priority: u8) -> Column {
 pub struct Cell {
     pub text: String,
     pub tone: Tone,
+    /// A name whose end tells it from its siblings (`batch/dispatch-…-ab12cd34`,
+    /// `sim-00017`): cut in the middle when it does not fit, never at the end.
+    pub keep_end: bool,
 }
 
 impl Cell {
     pub fn new(text: impl Into<String>) -> Self {
-        Self {
-            text: text.into(),
-            tone: Tone::Normal,
-        }
+        Self::tone(text, Tone::Normal)
     }
 
     pub fn tone(text: impl Into<String>, tone: Tone) -> Self {
         Self {
             text: text.into(),
             tone,
+            keep_end: false,
+        }
+    }
+
+    /// A name (job, allocation, node) that keeps its end when cut.
+    pub fn name(text: impl Into<String>) -> Self {
+        Self {
+            keep_end: true,
+            ..Self::new(text)
         }
     }
 }

@@ -178,7 +178,7 @@ impl TableView for NodesView {
         let cap = allocatable(n);
         let eligible = eligible(n);
         Some(vec![
-            Cell::new(n.name.clone()),
+            Cell::name(n.name.clone()),
             health_cell(n, ctx),
             Cell::tone(n.status.as_str(), status_tone(n.status)),
             Cell::tone(
