@@ -280,6 +280,51 @@ fn dispatched_children_stay_distinct_when_cut() {
     }
 }
 
+/// The help wraps at spaces whatever the width: on a screen tall enough to hold it, every
+/// word of every entry is on screen whole, in the view's help as in the global one.
+#[test]
+fn the_help_wraps_words_at_any_width() {
+    for width in [30, 36, 48, 60, 80, 120] {
+        for view in [":nodes\n", ":jobs\n\n", ":workers\n"] {
+            let mut app = fixtures::app(40, 200, width, 90);
+            keys(&mut app, view);
+            keys(&mut app, "?");
+            let text = screen(&mut app, Theme { color: false });
+            let words: std::collections::HashSet<&str> = text
+                .split(|c: char| c.is_whitespace() || c == '│')
+                .collect();
+            let entries = drover_tui::views::GLOBAL_KEYS
+                .iter()
+                .chain(app.component().keys());
+            for entry in entries {
+                for word in entry
+                    .what
+                    .split_whitespace()
+                    .chain(entry.keys.split_whitespace())
+                {
+                    assert!(words.contains(word), "{word:?} at {width}{view:?}:\n{text}");
+                }
+            }
+        }
+    }
+}
+
+/// A help taller than the screen scrolls with j/k, and says how much more there is.
+#[test]
+fn a_tall_help_scrolls() {
+    let mut app = fixtures::app(40, 200, 60, 20);
+    keys(&mut app, "?");
+    let first = screen(&mut app, Theme { color: false });
+    assert!(first.contains("more, esc closes"), "{first}");
+    keys(&mut app, &"j".repeat(200));
+    let last = screen(&mut app, Theme { color: false });
+    assert!(last.contains("toggle eligibility"), "{last}");
+    assert!(last.contains("(j/k scroll, 0 more"), "{last}");
+    insta::assert_snapshot!("help_nodes_scrolled_60x20", last);
+    keys(&mut app, &"k".repeat(200));
+    assert_eq!(screen(&mut app, Theme { color: false }), first);
+}
+
 /// With several servers the header's first line names each one's state, a server the
 /// console's server cannot reach as down.
 #[test]

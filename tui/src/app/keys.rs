@@ -23,9 +23,7 @@ impl App {
             Mode::Normal if self.logs.is_some() => self.on_logs_key(key),
             Mode::Normal => self.on_normal_key(key),
             Mode::Help => {
-                if matches!(key.code, KeyCode::Esc | KeyCode::Char('?' | 'q')) {
-                    self.mode = Mode::Normal;
-                }
+                self.on_help_key(key);
                 Action::None
             }
             Mode::Filter => {
@@ -54,7 +52,10 @@ impl App {
         }
         match key.code {
             KeyCode::Char('q') => return Action::Quit,
-            KeyCode::Char('?') => self.mode = Mode::Help,
+            KeyCode::Char('?') => {
+                self.help_scroll = 0;
+                self.mode = Mode::Help;
+            }
             KeyCode::Char('/') => self.mode = Mode::Filter,
             KeyCode::Char(':') => self.mode = Mode::Command(String::new()),
             KeyCode::Tab => self.cycle_view(1),
@@ -113,6 +114,26 @@ impl App {
             _ => {}
         }
         Action::None
+    }
+
+    /// Keys while the help is open: scrolling it, closing it; nothing reaches the view.
+    fn on_help_key(&mut self, key: KeyEvent) {
+        let most = u16::try_from(crate::ui::help_len(self)).unwrap_or(u16::MAX);
+        let page = self.height.saturating_sub(4).max(1);
+        self.help_scroll = match key.code {
+            KeyCode::Esc | KeyCode::Char('?' | 'q') => {
+                self.mode = Mode::Normal;
+                0
+            }
+            KeyCode::Down | KeyCode::Char('j') => self.help_scroll.saturating_add(1),
+            KeyCode::Up | KeyCode::Char('k') => self.help_scroll.saturating_sub(1),
+            KeyCode::PageDown => self.help_scroll.saturating_add(page),
+            KeyCode::PageUp => self.help_scroll.saturating_sub(page),
+            KeyCode::Home => 0,
+            KeyCode::End => most,
+            _ => self.help_scroll,
+        }
+        .min(most);
     }
 
     fn cycle_view(&mut self, step: isize) {

@@ -70,6 +70,8 @@ pub struct App {
     pub detail_open: bool,
     /// Lines of the detail scrolled past (`J`/`K`); back to the top when the row changes.
     pub detail_scroll: u16,
+    /// Lines of the help scrolled past (j/k while it is open); 0 when it opens.
+    pub help_scroll: u16,
     /// Seconds east of UTC of the operator's clock, for times of day. The runtime sets it
     /// from the local time zone; it stays 0 (UTC) in tests, so they read the same anywhere.
     pub clock_offset: i32,
@@ -108,6 +110,7 @@ impl App {
             height: 24,
             detail_open: false,
             detail_scroll: 0,
+            help_scroll: 0,
             clock_offset: 0,
             health: HealthFilter::All,
             topic: 0,
