@@ -309,6 +309,61 @@ fn the_help_wraps_words_at_any_width() {
     }
 }
 
+/// The footer fits the terminal: hints that do not fit are dropped whole, least needed
+/// first, never cut; help and quit stay while there is room for them.
+#[test]
+fn the_footer_drops_hints_whole() {
+    let all = [
+        "? help",
+        "/ filter",
+        ": view",
+        "1-9 sort",
+        "enter detail",
+        "enter allocs",
+        "q quit",
+    ];
+    let three = "http://127.0.0.1:46471,http://127.0.0.1:46473,http://127.0.0.1:46475";
+    for address in ["127.0.0.1:4647", three] {
+        for width in [60u16, 72, 80, 100, 120] {
+            let mut app = App::new(address, false, fixtures::now());
+            app.handle(Input::Resize { width, height: 24 });
+            app.handle(Input::Update(Update::Connection(Connection::Connected)));
+            let text = screen(&mut app, Theme { color: false });
+            let footer = text.lines().last().unwrap_or_default();
+            let hints = footer.split_once("│ ").map_or("", |(_, h)| h).trim_end();
+            let shown: Vec<&str> = if hints.is_empty() {
+                Vec::new()
+            } else {
+                hints.split("  ").collect()
+            };
+            assert!(
+                shown.iter().all(|h| all.contains(h)),
+                "{width} {address}: {footer:?}"
+            );
+            let room = usize::from(width).saturating_sub(
+                footer
+                    .split_once("│ ")
+                    .map_or(0, |(c, _)| c.chars().count() + 2),
+            );
+            if room >= "? help  q quit".len() {
+                assert!(
+                    shown.contains(&"? help") && shown.contains(&"q quit"),
+                    "{width} {address}: {footer:?}"
+                );
+            }
+            if width == 80 {
+                insta::assert_snapshot!(
+                    format!(
+                        "footer_{}_80x24",
+                        if address == three { "three" } else { "one" }
+                    ),
+                    footer
+                );
+            }
+        }
+    }
+}
+
 /// A help taller than the screen scrolls with j/k, and says how much more there is.
 #[test]
 fn a_tall_help_scrolls() {

@@ -59,6 +59,9 @@ pub struct App {
     /// What the token may do; actions outside it are greyed and refused with the reason.
     pub permissions: Permissions,
     pub address: String,
+    /// The server answering now (its URL with its real scheme), once one has: of several
+    /// listed, the one the footer names.
+    pub serving: Option<String>,
     pub connection: Connection,
     /// Whether the server ever answered: until it has, a failure means the address is
     /// wrong or the server is not up, not that an empty cluster was lost.
@@ -102,6 +105,7 @@ impl App {
             read_only,
             permissions: Permissions::default(),
             address: address.into(),
+            serving: None,
             connection: Connection::Connecting,
             ever_connected: false,
             notice: None,
@@ -344,6 +348,24 @@ impl App {
             Connection::Lost { reason, .. } => {
                 Some(format!("cannot connect to {}: {reason}", self.address))
             }
+        }
+    }
+
+    /// The server to name in one line: the one answering, else the first of those the
+    /// console was given (and how many more), never the whole list.
+    pub fn server(&self) -> String {
+        if let Some(serving) = &self.serving {
+            return serving.clone();
+        }
+        let mut listed = self
+            .address
+            .split(',')
+            .map(str::trim)
+            .filter(|a| !a.is_empty());
+        let first = listed.next().unwrap_or(&self.address).to_owned();
+        match listed.count() {
+            0 => first,
+            more => format!("{first} (+{more} more)"),
         }
     }
 
