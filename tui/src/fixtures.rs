@@ -358,6 +358,7 @@ pub fn app(nodes: u64, allocs: u64, width: u16, height: u16) -> App {
             server_id: "server-1".into(),
             leader_id: "server-1".into(),
             role: "leader",
+            term: 3,
             applied_index: 1_020,
             servers: Vec::new(),
         }),

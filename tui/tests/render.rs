@@ -44,9 +44,11 @@ fn keys(app: &mut App, text: &str) {
 }
 
 /// (snapshot name, keys pressed from the nodes view)
-const SCREENS: [(&str, &str); 12] = [
+const SCREENS: [(&str, &str); 14] = [
     ("nodes", ""),
-    ("nodes_detail", "jj\n"),
+    ("nodes_detail", "jji"),
+    ("node_allocs", "jj\n"),
+    ("allocs_all", ":allocs\n"),
     ("nodes_lost_group", "ggg"),
     ("nodes_filtered_sorted", "/dc2\n88"),
     ("evals", ":evals\n"),
@@ -390,12 +392,14 @@ fn the_header_shows_each_servers_state() {
         name: format!("dev-{id}"),
         role,
         reachable,
+        ..Default::default()
     };
     let mut app = fixtures::app(40, 200, 160, 40);
     app.handle(Input::Update(Update::Cluster(ClusterInfo {
         server_id: "2".into(),
         leader_id: "2".into(),
         role: "leader",
+        term: 3,
         applied_index: 1_020,
         servers: vec![
             server("1", "follower", false),
@@ -409,6 +413,55 @@ fn the_header_shows_each_servers_state() {
         first.contains("leader 2  servers dev-1:down dev-2:leader dev-3:follower  index 1020"),
         "{first}"
     );
+}
+
+/// The servers view: each server as the membership lists it, with what the servers the
+/// console can ask say of themselves (term, index, whom they follow); during an election
+/// they disagree, and a server nobody asked shows dashes.
+#[test]
+fn the_servers_view_shows_each_servers_own_view() {
+    use drover_tui::model::{ClusterInfo, ServerState, ServerView};
+    let member = |id: &str, role: &'static str, reachable| ServerState {
+        id: id.into(),
+        name: format!("drover-{id}"),
+        role,
+        reachable,
+        address: format!("10.0.0.{id}:4648"),
+        version: "0.1.0".into(),
+    };
+    for (width, height) in [(80, 24), (160, 40)] {
+        let mut app = fixtures::app(40, 200, width, height);
+        app.handle(Input::Update(Update::Cluster(ClusterInfo {
+            server_id: "2".into(),
+            leader_id: "2".into(),
+            role: "leader",
+            term: 4,
+            applied_index: 1_020,
+            servers: vec![
+                member("1", "follower", false),
+                member("2", "leader", true),
+                member("3", "follower", true),
+                member("4", "learner", true),
+            ],
+        })));
+        app.handle(Input::Update(Update::ServerViews(vec![ServerView {
+            server_id: "3".into(),
+            url: "http://10.0.0.3:4647".into(),
+            role: "follower",
+            term: 4,
+            applied_index: 1_018,
+            leader_id: "2".into(),
+        }])));
+        keys(&mut app, ":servers\n");
+        let text = screen(&mut app, Theme { color: false });
+        insta::assert_snapshot!(format!("servers_{width}x{height}"), text);
+        keys(&mut app, "jj\n");
+        let detail = screen(&mut app, Theme { color: false });
+        assert!(
+            detail.contains("1018") && detail.contains("http://10.0.0.3:4647"),
+            "{detail}"
+        );
+    }
 }
 
 /// `:ns NAME` scopes the jobs, evals and blocked views to one namespace and says so in

@@ -2,7 +2,9 @@
 //! comes out of it (commands for the servers, the clipboard, quitting).
 
 use crate::model::WorkerRow;
-use crate::model::{BlockedRow, Change, ClusterInfo, EventRow, SchedulingStats, Snapshot};
+use crate::model::{
+    BlockedRow, Change, ClusterInfo, EventRow, SchedulingStats, ServerView, Snapshot,
+};
 use drover_core::{AllocId, Allocation, JobKey, NodeId, Timestamp};
 use ratatui::crossterm::event::{KeyEvent, MouseEvent};
 use std::time::Duration;
@@ -30,6 +32,8 @@ pub enum Update {
     /// The events of one stream message, decoded.
     Events(Vec<(Change, EventRow)>),
     Cluster(ClusterInfo),
+    /// What each server the console could ask said of itself.
+    ServerViews(Vec<ServerView>),
     Workers(Vec<WorkerRow>),
     Scheduling(SchedulingStats),
     Blocked(Vec<BlockedRow>),

@@ -2,7 +2,7 @@
 
 use super::actions::describe_nodes;
 use super::modes::parse_deadline;
-use super::{Action, App, Command, Confirm, Mode, Prompt, PromptKind, RowKey};
+use super::{Action, App, Command, Confirm, Mode, Prompt, PromptKind};
 use crate::views::{TOPICS, Tone, ViewKind};
 use ratatui::crossterm::event::{
     KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
@@ -76,7 +76,7 @@ impl App {
                     self.invalidate_view();
                 }
             }
-            KeyCode::Enter => return self.open(),
+            KeyCode::Enter => return self.enter(),
             KeyCode::Char('i') => return self.toggle_detail(),
             KeyCode::Esc => self.back(),
             KeyCode::Char('y') => {
@@ -134,88 +134,6 @@ impl App {
             _ => self.help_scroll,
         }
         .min(most);
-    }
-
-    fn cycle_view(&mut self, step: isize) {
-        let tabs = ViewKind::TABS;
-        // The allocations view counts as the jobs tab it was opened from.
-        let current = if self.view == ViewKind::Allocs {
-            ViewKind::Jobs
-        } else {
-            self.view
-        };
-        let i = tabs.iter().position(|v| *v == current).unwrap_or(0) as isize;
-        let next = (i + step).rem_euclid(tabs.len() as isize) as usize;
-        self.switch_to(tabs[next]);
-    }
-
-    pub(super) fn switch_to(&mut self, view: ViewKind) {
-        if self.view != view {
-            self.view = view;
-            self.detail_open = false;
-        }
-    }
-
-    fn open(&mut self) -> Action {
-        let Some(selected) = self.list().selected.clone() else {
-            return Action::None;
-        };
-        match (self.view, selected) {
-            (ViewKind::Jobs, RowKey::Job(job)) => {
-                if self.alloc_job.as_ref() != Some(&job) {
-                    self.lists[ViewKind::Allocs as usize] = Default::default();
-                    self.invalidate(ViewKind::Allocs);
-                }
-                self.alloc_job = Some(job);
-                self.switch_to(ViewKind::Allocs);
-                Action::None
-            }
-            _ => self.toggle_detail(),
-        }
-    }
-
-    /// Lines in the selected row's detail, which bound its scrolling.
-    fn detail_len(&self) -> u16 {
-        self.list().selected.as_ref().map_or(0, |key| {
-            let lines = self.component().detail(&self.ctx(), key).len();
-            u16::try_from(lines).unwrap_or(u16::MAX)
-        })
-    }
-
-    /// `i` everywhere, and `enter` where it does not drill down: the selected row's detail.
-    fn toggle_detail(&mut self) -> Action {
-        let Some(selected) = self.list().selected.clone() else {
-            return Action::None;
-        };
-        match (self.view, selected) {
-            (ViewKind::Workers, _) => Action::None,
-            (ViewKind::Allocs, RowKey::Alloc(id)) => {
-                self.detail_open = !self.detail_open;
-                if self.detail_open {
-                    Action::Run(Command::FetchAlloc(id))
-                } else {
-                    Action::None
-                }
-            }
-            _ => {
-                self.detail_open = !self.detail_open;
-                Action::None
-            }
-        }
-    }
-
-    /// `esc`: closes the detail, else clears the filter, else leaves the allocations view.
-    fn back(&mut self) {
-        if self.detail_open {
-            self.detail_open = false;
-        } else if !self.list().filter.is_empty() {
-            self.list_mut().filter.clear();
-            self.invalidate_view();
-        } else if !self.list().marked.is_empty() {
-            self.list_mut().marked.clear();
-        } else if self.view == ViewKind::Allocs {
-            self.switch_to(ViewKind::Jobs);
-        }
     }
 
     fn on_filter_key(&mut self, key: KeyEvent) {

@@ -11,6 +11,7 @@ mod list;
 mod logs;
 mod logs_keys;
 mod modes;
+mod navigate;
 mod order;
 mod permissions;
 mod rate;
@@ -29,8 +30,8 @@ pub use rate::PlacementRate;
 pub use refresh::Stale;
 
 use crate::model::Cluster;
-use crate::views::{Ctx, HealthFilter, TOPICS, TableView, Tone, ViewKind};
-use drover_core::{Allocation, JobKey, Timestamp};
+use crate::views::{AllocScope, Ctx, HealthFilter, TOPICS, TableView, Tone, ViewKind};
+use drover_core::{Allocation, Timestamp};
 
 /// How long a notice stays in the status bar: long enough to read a sentence, short
 /// enough that an old outcome is not taken for the state of things now.
@@ -51,9 +52,9 @@ pub struct App {
     pub view: ViewKind,
     /// One per view, indexed by `ViewKind as usize`; each keeps its filter, sort and
     /// selection while another view is shown.
-    lists: [ListState; 7],
+    lists: [ListState; ViewKind::COUNT],
     /// Per view, indexed like `lists`: what its order lacks of the latest data.
-    stale: [Stale; 7],
+    stale: [Stale; ViewKind::COUNT],
     pub mode: Mode,
     pub read_only: bool,
     /// What the token may do; actions outside it are greyed and refused with the reason.
@@ -84,8 +85,12 @@ pub struct App {
     /// The namespace the jobs, evals and blocked views show (`:ns NAME`, `:ns *`);
     /// `None`: every namespace.
     pub namespace: Option<String>,
-    /// The job whose allocations the allocations view shows.
-    pub alloc_job: Option<JobKey>,
+    /// Which allocations the allocations view shows.
+    pub alloc_scope: AllocScope,
+    /// The view `enter` drilled into the allocations view from, which `esc` goes back to
+    /// (with its selection as it was); `None` when the allocations view was opened as a
+    /// view of its own.
+    pub drilled_from: Option<ViewKind>,
     pub alloc_detail: Option<Allocation>,
     pub placements: PlacementRate,
     /// The logs pane, while open (`l` on an allocation).
@@ -119,7 +124,8 @@ impl App {
             health: HealthFilter::All,
             topic: 0,
             namespace: None,
-            alloc_job: None,
+            alloc_scope: AllocScope::All,
+            drilled_from: None,
             alloc_detail: None,
             placements: PlacementRate::default(),
             logs: None,
@@ -246,7 +252,7 @@ impl App {
         Ctx {
             cluster: &self.cluster,
             now: self.now,
-            alloc_job: self.alloc_job.as_ref(),
+            alloc_scope: &self.alloc_scope,
             health: self.health,
             topic: self.topic_filter(),
             namespace: self.namespace.as_deref(),
@@ -301,7 +307,16 @@ impl App {
             }
             Update::Cluster(info) => {
                 self.cluster.index = self.cluster.index.max(info.applied_index);
-                self.cluster.info = info;
+                if self.cluster.info != info {
+                    self.cluster.info = info;
+                    self.invalidate(ViewKind::Servers);
+                }
+            }
+            Update::ServerViews(views) => {
+                if self.cluster.server_views != views {
+                    self.cluster.server_views = views;
+                    self.invalidate(ViewKind::Servers);
+                }
             }
             // Polled every few seconds: an unchanged answer must not rebuild the view.
             Update::Workers(workers) => {

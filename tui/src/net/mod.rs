@@ -317,6 +317,7 @@ async fn poll_leader(channel: &Channel, updates: &mpsc::Sender<Update>) -> Resul
         server_id: cluster.server_id,
         leader_id: cluster.leader_id,
         role: role_label(cluster.role),
+        term: cluster.term,
         applied_index: cluster.applied_index,
         servers,
     };

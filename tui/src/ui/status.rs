@@ -13,7 +13,7 @@ use ratatui::widgets::Paragraph;
 /// as the terminal narrows (help and quit lead to everything else).
 fn hints(app: &App) -> [(&'static str, u8); 6] {
     let enter = match app.view {
-        crate::views::ViewKind::Jobs => "enter allocs",
+        crate::views::ViewKind::Nodes | crate::views::ViewKind::Jobs => "enter allocs",
         _ => "enter detail",
     };
     [

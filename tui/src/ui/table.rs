@@ -3,7 +3,7 @@
 
 use super::theme::Theme;
 use crate::app::App;
-use crate::views::{Cell, Column};
+use crate::views::{AllocScope, Cell, Column};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Modifier;
@@ -134,6 +134,23 @@ fn fit(text: &str, width: usize, keep_end: bool) -> String {
     cut
 }
 
+/// What the allocations view shows, as its title says it: whose allocations, named as
+/// the view they were drilled from names them.
+fn alloc_title(app: &App) -> String {
+    match &app.alloc_scope {
+        AllocScope::All => "allocations".to_owned(),
+        AllocScope::Job(job) => format!("allocations of job {}", job.id),
+        AllocScope::Node(id) => {
+            let name = app
+                .cluster
+                .nodes
+                .get(id)
+                .map_or_else(|| id.short(), |n| n.name.clone());
+            format!("allocations on node {name}")
+        }
+    }
+}
+
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let view = app.component();
     let list = app.list();
@@ -150,12 +167,8 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let columns = visible_columns(view.columns(), area.width, &widest, sort.map(|s| s.column));
     let title = {
         let mut t = format!(" {} ({})", app.view.name(), list.order.len());
-        if let Some(job) = app
-            .alloc_job
-            .as_ref()
-            .filter(|_| app.view == crate::views::ViewKind::Allocs)
-        {
-            t = format!(" allocations of {} ({})", job.id, list.order.len());
+        if app.view == crate::views::ViewKind::Allocs {
+            t = format!(" {} ({})", alloc_title(app), list.order.len());
         }
         if app.view == crate::views::ViewKind::Nodes
             && app.health != crate::views::HealthFilter::All

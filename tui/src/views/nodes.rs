@@ -135,6 +135,8 @@ const COLUMNS: &[Column] = &[
 ];
 
 const KEYS: &[KeyHelp] = &[
+    key("enter", "the node's allocations (esc comes back)"),
+    key("i", "the node's detail"),
     key("g", "cycle the health group shown"),
     key(
         "space",
@@ -292,7 +294,6 @@ impl TableView for NodesView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kinds::HealthFilter;
     use crate::model::Cluster;
     use drover_core::mock;
 
@@ -305,16 +306,7 @@ mod tests {
         node.health_since = Timestamp::from_millis(now.as_millis() - ago.as_millis() as u64);
         let mut cluster = Cluster::default();
         cluster.health_periods = periods;
-        let ctx = Ctx {
-            cluster: &cluster,
-            now,
-            alloc_job: None,
-            health: HealthFilter::All,
-            topic: None,
-            namespace: None,
-            alloc_detail: None,
-            clock_offset: 0,
-        };
+        let ctx = Ctx::new(&cluster, now);
         health_cell(&node, &ctx).text
     }
 
@@ -322,17 +314,6 @@ mod tests {
     /// leaves the flag alone), so it reads ineligible in the table and the detail.
     #[test]
     fn an_offlined_node_reads_ineligible() {
-        let cluster = Cluster::default();
-        let ctx = Ctx {
-            cluster: &cluster,
-            now: Timestamp::from_millis(0),
-            alloc_job: None,
-            health: HealthFilter::All,
-            topic: None,
-            namespace: None,
-            alloc_detail: None,
-            clock_offset: 0,
-        };
         // (health, eligibility flag, ELIG cell, detail)
         let cases = [
             (
@@ -367,10 +348,7 @@ mod tests {
             let mut cluster = Cluster::default();
             let key = RowKey::Node(node.id);
             cluster.nodes.insert(node.id, node);
-            let ctx = Ctx {
-                cluster: &cluster,
-                ..ctx
-            };
+            let ctx = Ctx::new(&cluster, Timestamp::from_millis(0));
             let cells = NodesView.cells(&ctx, &key).expect("the node's row");
             assert_eq!(cells[3].text, cell, "{health:?} {flag:?}");
             let lines = NodesView.detail(&ctx, &key);
@@ -389,16 +367,7 @@ mod tests {
             node.node_class = class.into();
             cluster.nodes.insert(node.id, node);
         }
-        let ctx = Ctx {
-            cluster: &cluster,
-            now: Timestamp::from_millis(0),
-            alloc_job: None,
-            health: HealthFilter::All,
-            topic: None,
-            namespace: None,
-            alloc_detail: None,
-            clock_offset: 0,
-        };
+        let ctx = Ctx::new(&cluster, Timestamp::from_millis(0));
         for (n, want) in [(1, "default"), (2, "gpu")] {
             let key = RowKey::Node(mock::node(n).id);
             let cells = NodesView.cells(&ctx, &key).expect("the node's row");
