@@ -210,7 +210,7 @@ fn operator_screens_small_and_large() {
     }
     fn nothing(_: &mut App) {}
     // (snapshot name, setup, keys pressed from the nodes view)
-    let screens: [(&str, fn(&mut App), &str); 7] = [
+    let screens: [(&str, fn(&mut App), &str); 8] = [
         ("job_why_pending", nothing, ":jobs\n/pending\ni"),
         ("blocked_why_pending", nothing, ":blocked\n\n"),
         ("eval_why_pending", nothing, ":evals\n\n"),
@@ -218,6 +218,7 @@ fn operator_screens_small_and_large() {
         ("events_payload", nothing, ":events\n\n"),
         ("confirm_pause_all", nothing, ":workers pause\n"),
         ("confirm_stop_job", nothing, ":job stop web-3\n"),
+        ("confirm_restart_alloc", nothing, ":jobs\n\nr"),
     ];
     for (width, height) in [(80, 24), (200, 50)] {
         for (name, setup, pressed) in screens {

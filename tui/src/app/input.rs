@@ -88,6 +88,10 @@ pub enum Command {
         count: u32,
     },
     StopJob(JobKey),
+    /// Restarts an allocation's running tasks in place, on its node.
+    RestartAlloc(AllocId),
+    /// Stops an allocation; its job's scheduler places a replacement.
+    StopAlloc(AllocId),
     /// Not an action: fetches one allocation in full for its detail.
     FetchAlloc(AllocId),
 }

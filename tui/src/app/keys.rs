@@ -38,6 +38,10 @@ impl App {
 
     fn on_normal_key(&mut self, key: KeyEvent) -> Action {
         let page = crate::ui::layout::table_rows(self).max(1) as isize;
+        // k9s's kill: checked before `k`, which moves the selection.
+        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('k') {
+            return self.on_action_key("ctrl-k");
+        }
         match key.code {
             KeyCode::Char('J') if self.detail_open => {
                 let lines = self.detail_len();
@@ -110,7 +114,7 @@ impl App {
                     Tone::Normal,
                 );
             }
-            KeyCode::Char(c) => return self.on_action_key(c),
+            KeyCode::Char(c) => return self.on_action_key(c.encode_utf8(&mut [0; 4])),
             _ => {}
         }
         Action::None

@@ -7,6 +7,7 @@ use crate::model::decode_worker;
 use drover_core::{Allocation, NodeId};
 use drover_proto::bearer::BearerChannel as Channel;
 use drover_proto::v1 as pb;
+use pb::alloc_service_client::AllocServiceClient;
 use pb::job_service_client::JobServiceClient;
 use pb::operator_service_client::OperatorServiceClient;
 use pb::worker_service_client::WorkerServiceClient;
@@ -236,6 +237,39 @@ async fn run(channel: &Channel, command: Command) -> Result<Outcome, String> {
             .await
             .map_err(|s| failed(format_args!("stop job {}", job.id), s))?;
             Ok(Outcome::Said(format!("stopping job {}", job.id)))
+        }
+        Command::RestartAlloc(id) => {
+            let mut allocs = AllocServiceClient::new(channel.clone());
+            let answer = allocs
+                .restart(pb::AllocRestartRequest {
+                    alloc_id: id.to_string(),
+                    task: String::new(),
+                })
+                .await
+                .map_err(|s| failed(format_args!("restart allocation {}", id.short()), s))?
+                .into_inner();
+            Ok(Outcome::Said(format!(
+                "restarted {} of allocation {}",
+                match answer.tasks.as_slice() {
+                    [] => "no running task".to_owned(),
+                    [one] => format!("task {one}"),
+                    many => format!("tasks {}", many.join(", ")),
+                },
+                id.short()
+            )))
+        }
+        Command::StopAlloc(id) => {
+            let mut allocs = AllocServiceClient::new(channel.clone());
+            allocs
+                .stop(pb::AllocStopRequest {
+                    alloc_id: id.to_string(),
+                })
+                .await
+                .map_err(|s| failed(format_args!("stop allocation {}", id.short()), s))?;
+            Ok(Outcome::Said(format!(
+                "stopping allocation {}, a replacement is being placed",
+                id.short()
+            )))
         }
         Command::FetchAlloc(id) => {
             let mut c = operator.clone();

@@ -115,26 +115,55 @@ pub(crate) async fn token_permissions<'a>(
     if !first.acl_enabled || first.management {
         return None;
     }
-    let submits = |r: &drover_proto::v1::AclTokenSelfResponse| {
-        r.namespace_capabilities.iter().any(|c| c == "submit-job")
+    let holds = |r: &drover_proto::v1::AclTokenSelfResponse, capability: &str| {
+        r.namespace_capabilities.iter().any(|c| c == capability)
     };
-    let (mut allowed, mut denied) = (BTreeSet::new(), BTreeSet::new());
-    let mut sort = |namespace: &str, submit: bool| {
-        let set = if submit { &mut allowed } else { &mut denied };
-        set.insert(namespace.to_string());
+    let mut jobs = Rights::default();
+    let mut allocs = Rights::default();
+    let mut sort = |namespace: &str, answer: &drover_proto::v1::AclTokenSelfResponse| {
+        jobs.sort(namespace, holds(answer, "submit-job"));
+        allocs.sort(namespace, holds(answer, "alloc-lifecycle"));
     };
-    sort("default", submits(&first));
+    sort("default", &first);
     let others: BTreeSet<&str> = namespaces.into_iter().filter(|n| *n != "default").collect();
     for namespace in others.into_iter().take(MAX_NAMESPACES_ASKED) {
         if let Ok(r) = client.token_self(ask(namespace)).await {
-            sort(namespace, submits(&r.into_inner()));
+            sort(namespace, &r.into_inner());
         }
     }
     Some(Permissions {
         nodes: first.node == "write",
         operator: first.operator == "write",
-        jobs: JobRights::Asked { allowed, denied },
+        jobs: jobs.into(),
+        allocs: allocs.into(),
     })
+}
+
+/// The namespaces asked about, split by whether the token holds a capability there.
+#[derive(Default)]
+struct Rights {
+    allowed: BTreeSet<String>,
+    denied: BTreeSet<String>,
+}
+
+impl Rights {
+    fn sort(&mut self, namespace: &str, holds: bool) {
+        let set = if holds {
+            &mut self.allowed
+        } else {
+            &mut self.denied
+        };
+        set.insert(namespace.to_string());
+    }
+}
+
+impl From<Rights> for JobRights {
+    fn from(r: Rights) -> Self {
+        JobRights::Asked {
+            allowed: r.allowed,
+            denied: r.denied,
+        }
+    }
 }
 
 /// Namespaces asked about at one load; jobs in others are offered and left to the server.

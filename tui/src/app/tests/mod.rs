@@ -8,14 +8,20 @@ use ratatui::crossterm::event::{
 };
 
 /// Presses keys written as text: plain characters, plus `<esc>`, `<enter>`, `<tab>`,
-/// `<down>`, `<up>`, `<right>`, `<bs>` and `<end>`. Returns the actions that were not `None`.
+/// `<down>`, `<up>`, `<right>`, `<bs>`, `<end>` and `<c-k>` (ctrl-k). Returns the actions
+/// that were not `None`.
 fn press(app: &mut App, keys: &str) -> Vec<Action> {
     let mut actions = Vec::new();
     let mut rest = keys;
     while !rest.is_empty() {
+        let mut ctrl = false;
         let (code, len) = if rest.starts_with('<') && rest.contains('>') {
             let end = rest.find('>').unwrap_or(0);
             let code = match &rest[1..end] {
+                "c-k" => {
+                    ctrl = true;
+                    KeyCode::Char('k')
+                }
                 "esc" => KeyCode::Esc,
                 "enter" => KeyCode::Enter,
                 "tab" => KeyCode::Tab,
@@ -33,6 +39,7 @@ fn press(app: &mut App, keys: &str) -> Vec<Action> {
         };
         rest = &rest[len..];
         let modifiers = match code {
+            _ if ctrl => KeyModifiers::CONTROL,
             KeyCode::Char(c) if c.is_ascii_uppercase() => KeyModifiers::SHIFT,
             _ => KeyModifiers::NONE,
         };
