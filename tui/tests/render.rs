@@ -1,47 +1,18 @@
 //! Every view drawn from the fixture cluster at several terminal sizes, compared with
 //! insta snapshots of the screen text.
 
+mod support {
+    pub mod screen;
+}
+
 use drover_tui::app::{App, Connection, Input, Update};
 use drover_tui::fixtures;
 use drover_tui::ui::{Theme, draw};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use support::screen::{keys, screen};
 
 const SIZES: [(u16, u16); 3] = [(80, 24), (120, 40), (60, 20)];
-
-fn screen(app: &mut App, theme: Theme) -> String {
-    app.prepare_frame();
-    let mut terminal =
-        Terminal::new(TestBackend::new(app.width, app.height)).expect("test terminal");
-    terminal
-        .draw(|frame| draw(frame, app, &theme))
-        .expect("draw");
-    let buffer = terminal.backend().buffer();
-    let area = buffer.area;
-    (0..area.height)
-        .map(|y| {
-            (0..area.width)
-                .map(|x| buffer[(x, y)].symbol())
-                .collect::<String>()
-                .trim_end()
-                .to_owned()
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn keys(app: &mut App, text: &str) {
-    for c in text.chars() {
-        let code = match c {
-            '\n' => KeyCode::Enter,
-            '\x1b' => KeyCode::Esc,
-            '→' => KeyCode::Right,
-            c => KeyCode::Char(c),
-        };
-        app.handle(Input::Key(KeyEvent::new(code, KeyModifiers::NONE)));
-    }
-}
 
 /// (snapshot name, keys pressed from the nodes view)
 const SCREENS: [(&str, &str); 14] = [

@@ -27,6 +27,9 @@ pub enum Input {
 #[derive(Clone, Debug)]
 pub enum Update {
     Connection(Connection),
+    /// The server followed from now on (its URL as dialed): the first, or the next one
+    /// answering after it went away.
+    Serving(String),
     /// Everything the read RPCs answered after a (re)connect.
     Snapshot(Box<Snapshot>),
     /// The events of one stream message, decoded.

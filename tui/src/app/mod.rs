@@ -270,6 +270,13 @@ impl App {
                 }
                 self.connection = c;
             }
+            Update::Serving(url) => {
+                if let Some(old) = self.serving.as_ref().filter(|old| **old != url) {
+                    let text = format!("{old} stopped answering: following {url}");
+                    self.tell(text, Tone::Warn);
+                }
+                self.serving = Some(url);
+            }
             Update::Snapshot(snapshot) => {
                 self.cluster.load(*snapshot);
                 for view in [
