@@ -107,7 +107,7 @@ pub async fn run(options: ConsoleOptions) -> Result<(), ConsoleError> {
         })
     };
 
-    let mut app = App::new(options.address, read_only, now());
+    let mut app = App::new(servers.address(), read_only, now());
     app.permissions = permissions;
     app.clock_offset = chrono::Local::now().offset().local_minus_utc();
     let size = session.terminal.size()?;

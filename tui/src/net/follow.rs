@@ -88,7 +88,7 @@ pub async fn follow(servers: Servers, updates: mpsc::Sender<Update>) {
                 failed = 0;
                 let retry_in = delays.next().unwrap_or(Duration::from_secs(5));
                 let lost = Connection::Lost {
-                    reason: describe(&status),
+                    reason: describe(&status, servers.tls()),
                     retry_in,
                 };
                 if updates.send(Update::Connection(lost)).await.is_err() {

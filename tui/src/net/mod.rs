@@ -28,22 +28,20 @@ pub use servers::{Server, Servers};
 /// ten thousand nodes, the allocations of a large job.
 const MAX_ANSWER_BYTES: usize = 256 * 1024 * 1024;
 
-/// A short reason for the status bar. A transport failure's own message is generic
-/// ("transport error"); the cause at the bottom of its chain says what happened
-/// ("Connection refused"), so that is the one shown.
-fn describe(status: &tonic::Status) -> String {
-    let mut deepest: Option<&dyn std::error::Error> = None;
-    let mut cause = std::error::Error::source(status);
-    while let Some(e) = cause {
-        deepest = Some(e);
-        cause = e.source();
-    }
-    let message = deepest.map_or_else(|| status.message().to_owned(), ToString::to_string);
-    let first_line = message.lines().next().unwrap_or_default();
-    if first_line.is_empty() {
-        format!("{:?}", status.code()).to_lowercase()
+/// Why a call failed, for the status bar and the header. A failed connection reads as
+/// what is wrong (a TLS misconfiguration named, knowing what the console was given as
+/// `tls`, or the innermost cause, "Connection refused", rather than tonic's generic
+/// "transport error"), worded as the CLI words it; a server's refusal reads as the
+/// server's message.
+fn describe(status: &tonic::Status, tls: &drover_proto::tls::TlsFiles) -> String {
+    let text = if std::error::Error::source(status).is_some() {
+        drover_proto::tls::describe_connect_error_given(status, tls)
     } else {
-        first_line.chars().take(60).collect()
+        status.message().to_owned()
+    };
+    match text.lines().next() {
+        Some(line) if !line.is_empty() => line.to_owned(),
+        _ => format!("{:?}", status.code()).to_lowercase(),
     }
 }
 
@@ -61,7 +59,7 @@ mod tests {
         let status = load::snapshot(&servers.current().1.unary)
             .await
             .expect_err("nobody listens");
-        let reason = describe(&status).to_lowercase();
+        let reason = describe(&status, servers.tls()).to_lowercase();
         assert!(reason.contains("refused"), "{reason}");
     }
 }

@@ -40,6 +40,8 @@ pub struct Server {
 #[derive(Clone, Debug)]
 pub struct Servers {
     list: Arc<[Server]>,
+    /// What the console was given to talk TLS with, which failures are read by.
+    tls: Arc<TlsFiles>,
     /// The server the console follows now; calls try it first.
     current: Arc<AtomicUsize>,
 }
@@ -79,8 +81,21 @@ impl Servers {
             .collect::<Result<Vec<_>, ConsoleError>>()?;
         Ok(Servers {
             list: list.into(),
+            tls: Arc::new(tls.clone()),
             current: Arc::default(),
         })
+    }
+
+    /// The servers as they are dialed, comma-separated: what to name them by before one
+    /// answers (with the scheme TLS gives them, whatever was typed).
+    pub fn address(&self) -> String {
+        let urls: Vec<&str> = self.list.iter().map(|s| s.url.as_str()).collect();
+        urls.join(",")
+    }
+
+    /// What the console was given to talk TLS with.
+    pub fn tls(&self) -> &TlsFiles {
+        &self.tls
     }
 
     pub fn len(&self) -> usize {

@@ -56,9 +56,23 @@ pub struct FakeServers {
     runtimes: Vec<Option<tokio::runtime::Runtime>>,
 }
 
+/// A server's TLS: its certificate and key (PEM), and the CA its clients' certificates
+/// must be signed by, when it asks for them.
+#[derive(Clone, Debug)]
+pub struct FakeTls {
+    pub cert: Vec<u8>,
+    pub key: Vec<u8>,
+    pub client_ca: Option<Vec<u8>>,
+}
+
 impl FakeServers {
-    /// `count` servers, the first of them leading.
+    /// `count` servers in plain gRPC, the first of them leading.
     pub fn start(count: usize) -> Self {
+        Self::start_with(count, None)
+    }
+
+    /// `count` servers, serving TLS when `tls` says, the first of them leading.
+    pub fn start_with(count: usize, tls: Option<FakeTls>) -> Self {
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 leader: "1".into(),
@@ -86,10 +100,20 @@ impl FakeServers {
                 listener.local_addr().expect("its address")
             ));
             let shared = shared.clone();
+            let tls = tls.clone();
             runtime.spawn(async move {
                 let listener =
                     tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
                 let mut builder = tonic::transport::Server::builder();
+                if let Some(tls) = tls {
+                    use tonic::transport::{Certificate, Identity, ServerTlsConfig};
+                    let mut config =
+                        ServerTlsConfig::new().identity(Identity::from_pem(tls.cert, tls.key));
+                    if let Some(ca) = tls.client_ca {
+                        config = config.client_ca_root(Certificate::from_pem(ca));
+                    }
+                    builder = builder.tls_config(config).expect("a TLS configuration");
+                }
                 let router = FakeCluster::even(3, 12, 2)
                     .router(&mut builder)
                     .add_service(StatusServiceServer::new(StatusApi {
