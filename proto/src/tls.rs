@@ -260,11 +260,11 @@ fn explain(error: &(dyn std::error::Error + 'static), given: Option<&TlsFiles>) 
     } else if has("UnknownIssuer") || has("BadSignature") {
         "the server's certificate is not trusted: the CA given (--ca-cert) did not sign it"
     } else if has("NotValidForName") || has("not valid for name") {
-        "the server's certificate does not name server.global.drover: it is not a drover \
-         server's certificate"
+        "the server's certificate is not a drover server's: it does not name \
+         server.global.drover"
     } else if has("InvalidPurpose") || has("extended key usage for server authentication") {
-        "the server's certificate is not a server certificate (it is a client's): make one \
-         with `drover tls cert create -server`"
+        "the server's certificate is not a drover server's: it is not for server use (make \
+         one with `drover tls cert create -server`)"
     } else if has("invalid peer certificate") && has("Expired") {
         "the server's certificate has expired"
     } else if has("invalid peer certificate") && has("NotValidYet") {
@@ -285,9 +285,14 @@ fn explain(error: &(dyn std::error::Error + 'static), given: Option<&TlsFiles>) 
             Some(tls) if tls.enabled() => return None,
             // What a plaintext client sees of a TLS server when it writes after the server
             // hung up on its first bytes; also what a server that dies mid-call leaves.
-            _ => {
+            Some(_) => {
                 "the server closed the connection: if it serves TLS, give its CA certificate \
                  (--ca-cert or DROVER_CACERT)"
+            }
+            None => {
+                "the server closed the connection: if it serves TLS, give its CA certificate \
+                 (--ca-cert); if it asks for client certificates, give --client-cert and \
+                 --client-key"
             }
         }
     } else {
@@ -394,7 +399,7 @@ mod tests {
                     InvalidData,
                     "invalid peer certificate: certificate not valid for name \"x\"",
                 ),
-                "the server's certificate does not name server.global.drover",
+                "the server's certificate is not a drover server's: it does not name",
             ),
             (
                 io(
@@ -402,7 +407,7 @@ mod tests {
                     "invalid peer certificate: certificate does not allow extended key usage \
                      for server authentication, allows client authentication",
                 ),
-                "the server's certificate is not a server certificate",
+                "the server's certificate is not a drover server's: it is not for server use",
             ),
             (
                 io(
@@ -438,8 +443,16 @@ mod tests {
             key_file: Some("cli-key.pem".into()),
             ..with_ca.clone()
         };
+        let plain = TlsFiles::default();
         let given = [
-            (None, Some("if it serves TLS, give its CA certificate")),
+            (
+                None,
+                Some("--ca-cert); if it asks for client certificates, give"),
+            ),
+            (
+                Some(&plain),
+                Some("if it serves TLS, give its CA certificate"),
+            ),
             (Some(&with_ca), Some("if it asks for client certificates")),
             (Some(&with_certificate), None),
         ];
