@@ -22,9 +22,13 @@ use tokio::task::JoinSet;
 
 /// How often it is all read again while a leader is known.
 const POLL: Duration = Duration::from_secs(2);
-/// How often while none is: an election ends within a second or two, and the header
-/// should name the new leader as soon as the servers do.
+/// How often while none is (or the one named does not answer its peers), and for the
+/// first seconds of a session, which often starts because the server followed before died
+/// (while its followers still name it): an election ends within a second or two, and the
+/// header should name the new leader as soon as the servers do.
 const POLL_ELECTING: Duration = Duration::from_millis(500);
+/// How long a session polls at the electing pace from its start.
+const SETTLING: Duration = Duration::from_secs(5);
 /// Longest wait for one poll's call: far below the call timeout, so a server that hangs
 /// (a follower forwarding to a leader that died) cannot hold the header back.
 const POLL_CALL: Duration = Duration::from_secs(3);
@@ -43,9 +47,16 @@ pub(super) async fn run(
     servers: Servers,
     updates: mpsc::Sender<Update>,
 ) -> Result<(), tonic::Status> {
+    let settled = tokio::time::Instant::now() + SETTLING;
     loop {
         let info = cluster_info(&followed.unary).await?;
-        let electing = info.leader_id.is_empty();
+        let leader_gone = info
+            .servers
+            .iter()
+            .any(|s| s.id == info.leader_id && !s.reachable);
+        let electing = info.leader_id.is_empty()
+            || leader_gone
+            || tokio::time::Instant::now() < settled;
         let mut sends = vec![Update::Cluster(info)];
         sends.extend(super::load::leader_state(&followed.unary, POLL_CALL).await);
         let (views, workers) = every_server(&servers).await;
