@@ -3,8 +3,8 @@
 //! plan queue and blocked evaluations (through it), and from every server the console was
 //! given, what that server says of itself and its own scheduler workers.
 //!
-//! The server followed is asked first and its answer sent at once, so the header's leader
-//! never waits on a slow or dead server elsewhere in the list.
+//! Who leads is read in a loop of its own and sent as soon as it is answered, so the
+//! header's leader never waits on a slow or dead server elsewhere in the list.
 
 use super::MAX_ANSWER_BYTES;
 use super::servers::{Server, Servers};
@@ -41,11 +41,25 @@ async fn bounded<T>(
 }
 
 /// Polls until the state's receiver is gone (`Ok`) or the followed server stops
-/// answering (`Err`, which ends the session).
+/// answering (`Err`, which ends the session). Who leads is read in a loop of its own, so
+/// the rest (calls a follower passes on to a leader that may be gone, servers that may not
+/// answer) never holds it back.
 pub(super) async fn run(
     followed: Server,
     servers: Servers,
     updates: mpsc::Sender<Update>,
+) -> Result<(), tonic::Status> {
+    tokio::select! {
+        ended = leadership(&followed, &updates) => ended,
+        () = the_rest(&followed, &servers, &updates) => Ok(()),
+    }
+}
+
+/// Who leads, as the followed server says, read again at the electing pace while an
+/// election may be on.
+async fn leadership(
+    followed: &Server,
+    updates: &mpsc::Sender<Update>,
 ) -> Result<(), tonic::Status> {
     let settled = tokio::time::Instant::now() + SETTLING;
     loop {
@@ -54,20 +68,32 @@ pub(super) async fn run(
             .servers
             .iter()
             .any(|s| s.id == info.leader_id && !s.reachable);
-        let electing = info.leader_id.is_empty()
-            || leader_gone
-            || tokio::time::Instant::now() < settled;
-        let mut sends = vec![Update::Cluster(info)];
-        sends.extend(super::load::leader_state(&followed.unary, POLL_CALL).await);
-        let (views, workers) = every_server(&servers).await;
+        let electing =
+            info.leader_id.is_empty() || leader_gone || tokio::time::Instant::now() < settled;
+        if updates.send(Update::Cluster(info)).await.is_err() {
+            return Ok(());
+        }
+        tokio::time::sleep(if electing { POLL_ELECTING } else { POLL }).await;
+    }
+}
+
+/// The leader's broker, plan queue and blocked evaluations, and every listed server's own
+/// view and workers; returns when the state's receiver is gone.
+async fn the_rest(followed: &Server, servers: &Servers, updates: &mpsc::Sender<Update>) {
+    loop {
+        let (leader, (views, workers)) = tokio::join!(
+            super::load::leader_state(&followed.unary, POLL_CALL),
+            every_server(servers)
+        );
+        let mut sends = leader;
         sends.push(Update::ServerViews(views));
         sends.extend(workers.map(Update::Workers));
         for update in sends {
             if updates.send(update).await.is_err() {
-                return Ok(());
+                return;
             }
         }
-        tokio::time::sleep(if electing { POLL_ELECTING } else { POLL }).await;
+        tokio::time::sleep(POLL).await;
     }
 }
 

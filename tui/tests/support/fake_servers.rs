@@ -32,6 +32,8 @@ struct State {
     alive: Vec<bool>,
     /// Server ids whose pool is paused.
     paused: BTreeSet<String>,
+    /// Worker lists never answer, as a follower's call passed on to a dead leader hangs.
+    stalled: bool,
 }
 
 #[derive(Debug)]
@@ -80,6 +82,7 @@ impl FakeServers {
                 events: Vec::new(),
                 alive: vec![true; count],
                 paused: BTreeSet::new(),
+                stalled: false,
             }),
             appended: watch::channel(LOADED_AT).0,
         });
@@ -177,6 +180,11 @@ impl FakeServers {
         };
         self.shared.appended.send_replace(index);
         index
+    }
+
+    /// From now on no server answers worker lists.
+    pub fn stall_workers(&self) {
+        self.shared.state().stalled = true;
     }
 
     /// Pauses the pool of server `id`, as `operator workers pause -all` sent to it does.
@@ -392,6 +400,9 @@ impl WorkerService for WorkerApi {
         &self,
         _: Request<pb::ListWorkersRequest>,
     ) -> Result<Response<pb::ListWorkersResponse>, Status> {
+        if self.shared.state().stalled {
+            std::future::pending::<()>().await;
+        }
         Ok(Response::new(pb::ListWorkersResponse {
             workers: self.pool(),
         }))
