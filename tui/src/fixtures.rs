@@ -348,6 +348,29 @@ fn events(count: u64) -> Vec<(Change, EventRow)> {
         .collect()
 }
 
+/// The cluster as server 2 sees it while it leads (term 4), with `members` as (id, role,
+/// reachable from server 2), each named `drover-<id>` at `10.0.0.<id>:4648`.
+pub fn led_by_2(members: &[(&str, &'static str, bool)]) -> ClusterInfo {
+    ClusterInfo {
+        server_id: "2".into(),
+        leader_id: "2".into(),
+        role: "leader",
+        term: 4,
+        applied_index: 1_020,
+        servers: members
+            .iter()
+            .map(|(id, role, reachable)| crate::model::ServerState {
+                id: (*id).into(),
+                name: format!("drover-{id}"),
+                role,
+                reachable: *reachable,
+                address: format!("10.0.0.{id}:4648"),
+                version: "0.1.0".into(),
+            })
+            .collect(),
+    }
+}
+
 /// An app of `width` x `height` holding the fixture cluster, connected, at [`now`].
 pub fn app(nodes: u64, allocs: u64, width: u16, height: u16) -> App {
     let mut app = App::new("127.0.0.1:4647", false, now());

@@ -358,31 +358,18 @@ fn a_tall_help_scrolls() {
 /// console's server cannot reach as down.
 #[test]
 fn the_header_shows_each_servers_state() {
-    use drover_tui::model::{ClusterInfo, ServerState};
-    let server = |id: &str, role: &'static str, reachable| ServerState {
-        id: id.into(),
-        name: format!("dev-{id}"),
-        role,
-        reachable,
-        ..Default::default()
-    };
     let mut app = fixtures::app(40, 200, 160, 40);
-    app.handle(Input::Update(Update::Cluster(ClusterInfo {
-        server_id: "2".into(),
-        leader_id: "2".into(),
-        role: "leader",
-        term: 3,
-        applied_index: 1_020,
-        servers: vec![
-            server("1", "follower", false),
-            server("2", "leader", true),
-            server("3", "follower", true),
-        ],
-    })));
+    app.handle(Input::Update(Update::Cluster(fixtures::led_by_2(&[
+        ("1", "follower", false),
+        ("2", "leader", true),
+        ("3", "follower", true),
+    ]))));
     let text = screen(&mut app, Theme { color: false });
     let first = text.lines().next().unwrap_or_default();
     assert!(
-        first.contains("leader 2  servers dev-1:down dev-2:leader dev-3:follower  index 1020"),
+        first.contains(
+            "leader 2  servers drover-1:down drover-2:leader drover-3:follower  index 1020"
+        ),
         "{first}"
     );
 }
@@ -392,30 +379,15 @@ fn the_header_shows_each_servers_state() {
 /// they disagree, and a server nobody asked shows dashes.
 #[test]
 fn the_servers_view_shows_each_servers_own_view() {
-    use drover_tui::model::{ClusterInfo, ServerState, ServerView};
-    let member = |id: &str, role: &'static str, reachable| ServerState {
-        id: id.into(),
-        name: format!("drover-{id}"),
-        role,
-        reachable,
-        address: format!("10.0.0.{id}:4648"),
-        version: "0.1.0".into(),
-    };
+    use drover_tui::model::ServerView;
     for (width, height) in [(80, 24), (160, 40)] {
         let mut app = fixtures::app(40, 200, width, height);
-        app.handle(Input::Update(Update::Cluster(ClusterInfo {
-            server_id: "2".into(),
-            leader_id: "2".into(),
-            role: "leader",
-            term: 4,
-            applied_index: 1_020,
-            servers: vec![
-                member("1", "follower", false),
-                member("2", "leader", true),
-                member("3", "follower", true),
-                member("4", "learner", true),
-            ],
-        })));
+        app.handle(Input::Update(Update::Cluster(fixtures::led_by_2(&[
+            ("1", "follower", false),
+            ("2", "leader", true),
+            ("3", "follower", true),
+            ("4", "learner", true),
+        ]))));
         app.handle(Input::Update(Update::ServerViews(vec![ServerView {
             server_id: "3".into(),
             url: "http://10.0.0.3:4647".into(),

@@ -128,8 +128,49 @@ async fn every_pool(servers: &Servers, pause: bool) -> Result<(usize, usize), St
     }
 }
 
+/// Pauses or resumes one worker, on whichever server knows it.
+async fn one_worker(
+    servers: &Servers,
+    server_id: String,
+    worker_id: String,
+    pause: bool,
+) -> Result<Outcome, String> {
+    let (verb, doing) = if pause {
+        ("pause", "pausing")
+    } else {
+        ("resume", "resuming")
+    };
+    let workers_sel = selector(
+        server_id,
+        pb::worker_selector::Target::WorkerId(worker_id.clone()),
+    );
+    servers
+        .call_until(
+            |channel| {
+                let workers_sel = workers_sel.clone();
+                async move {
+                    let mut client = workers(channel);
+                    if pause {
+                        let request = pb::PauseWorkersRequest {
+                            workers: workers_sel,
+                        };
+                        client.pause(request).await.map(drop)
+                    } else {
+                        let request = pb::ResumeWorkersRequest {
+                            workers: workers_sel,
+                        };
+                        client.resume(request).await.map(drop)
+                    }
+                }
+            },
+            elsewhere,
+        )
+        .await
+        .map_err(|s| failed(format_args!("{verb} worker {worker_id}"), s))?;
+    Ok(Outcome::Said(format!("{doing} worker {worker_id}")))
+}
+
 async fn run(servers: &Servers, command: Command) -> Result<Outcome, String> {
-    use pb::worker_selector::Target;
     match command {
         Command::Offline(nodes) => {
             each_node(servers, &nodes, "offlined", |channel, node_id| {
@@ -198,41 +239,11 @@ async fn run(servers: &Servers, command: Command) -> Result<Outcome, String> {
         Command::PauseWorker {
             server_id,
             worker_id,
-        } => {
-            let request = pb::PauseWorkersRequest {
-                workers: selector(server_id, Target::WorkerId(worker_id.clone())),
-            };
-            servers
-                .call_until(
-                    |channel| {
-                        let request = request.clone();
-                        async move { workers(channel).pause(request).await }
-                    },
-                    elsewhere,
-                )
-                .await
-                .map_err(|s| failed(format_args!("pause worker {worker_id}"), s))?;
-            Ok(Outcome::Said(format!("pausing worker {worker_id}")))
-        }
+        } => one_worker(servers, server_id, worker_id, true).await,
         Command::ResumeWorker {
             server_id,
             worker_id,
-        } => {
-            let request = pb::ResumeWorkersRequest {
-                workers: selector(server_id, Target::WorkerId(worker_id.clone())),
-            };
-            servers
-                .call_until(
-                    |channel| {
-                        let request = request.clone();
-                        async move { workers(channel).resume(request).await }
-                    },
-                    elsewhere,
-                )
-                .await
-                .map_err(|s| failed(format_args!("resume worker {worker_id}"), s))?;
-            Ok(Outcome::Said(format!("resuming worker {worker_id}")))
-        }
+        } => one_worker(servers, server_id, worker_id, false).await,
         Command::PauseAllWorkers => {
             let (count, done) = every_pool(servers, true)
                 .await

@@ -146,6 +146,30 @@ impl Servers {
     /// that names another server's worker, which only that server knows).
     pub(crate) async fn call_until<T, F, Fut>(
         &self,
+        call: F,
+        move_on: impl Fn(&tonic::Status) -> bool,
+    ) -> Result<T, tonic::Status>
+    where
+        F: FnMut(Channel) -> Fut,
+        Fut: Future<Output = Result<T, tonic::Status>>,
+    {
+        self.in_turn_on(|s| &s.unary, call, move_on).await
+    }
+
+    /// [`Servers::call`] on the servers' stream channels, for a stream that follows for
+    /// as long as it is read (task logs).
+    pub(crate) async fn open<T, F, Fut>(&self, open: F) -> Result<T, tonic::Status>
+    where
+        F: FnMut(Channel) -> Fut,
+        Fut: Future<Output = Result<T, tonic::Status>>,
+    {
+        self.in_turn_on(|s| &s.stream, open, |_| false).await
+    }
+
+    /// Runs `call` on each server's `channel` in turn (see [`Servers::call_until`]).
+    async fn in_turn_on<T, F, Fut>(
+        &self,
+        channel: impl Fn(&Server) -> &Channel,
         mut call: F,
         move_on: impl Fn(&tonic::Status) -> bool,
     ) -> Result<T, tonic::Status>
@@ -155,25 +179,8 @@ impl Servers {
     {
         let mut last = None;
         for server in self.in_turn() {
-            match call(server.unary.clone()).await {
+            match call(channel(server).clone()).await {
                 Err(status) if unreached(&status) || move_on(&status) => last = Some(status),
-                answer => return answer,
-            }
-        }
-        Err(last.unwrap_or_else(|| tonic::Status::unavailable("no server was given")))
-    }
-
-    /// [`Servers::call`] on the servers' stream channels, for a stream that follows for
-    /// as long as it is read (task logs).
-    pub(crate) async fn open<T, F, Fut>(&self, mut open: F) -> Result<T, tonic::Status>
-    where
-        F: FnMut(Channel) -> Fut,
-        Fut: Future<Output = Result<T, tonic::Status>>,
-    {
-        let mut last = None;
-        for server in self.in_turn() {
-            match open(server.stream.clone()).await {
-                Err(status) if unreached(&status) => last = Some(status),
                 answer => return answer,
             }
         }
