@@ -7,8 +7,8 @@
 
 mod cli_support;
 
-use cli_support::{Running, drover_at, free_ports, spawn_cluster, stdout};
-use drover_tests::{DEADLINE, eventually};
+use cli_support::{Three, drover_at, leader_seen_by, stdout};
+use drover_tests::DEADLINE;
 use drover_tui::app::{App, Connection, Input, Update};
 use drover_tui::model::WorkerStatusLabel;
 use drover_tui::net::{Servers, follow};
@@ -16,17 +16,6 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 const SECRET: &str = "test-cluster-secret-0123";
-
-/// The leader's id as `address` reports it, if it knows one.
-async fn leader_seen_by(address: &str) -> Option<String> {
-    let out = drover_at(address, &["server", "members", "-json"]).await;
-    let members: serde_json::Value = serde_json::from_str(&stdout(&out)).ok()?;
-    members
-        .as_array()?
-        .iter()
-        .find(|m| m["role"] == "leader")
-        .and_then(|m| m["id"].as_str().map(String::from))
-}
 
 /// The console's state, fed by its follower, with every lost connection it was told of.
 struct Console {
@@ -68,19 +57,12 @@ impl Console {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_console_names_the_new_leader_as_soon_as_the_cli() {
-    let ports = free_ports(6);
-    let api: Vec<String> = (0..3).map(|i| format!("127.0.0.1:{}", ports[i])).collect();
-    let url: Vec<String> = api.iter().map(|a| format!("http://{a}")).collect();
-    let raft: Vec<String> = (0..3)
-        .map(|i| format!("127.0.0.1:{}", ports[3 + i]))
-        .collect();
-    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
-    let mut servers: Vec<Option<Running>> = spawn_cluster(&api, &raft, &dirs, SECRET)
-        .into_iter()
-        .map(Some)
-        .collect();
-    let leader = eventually("a leader", DEADLINE, || leader_seen_by(&url[0])).await;
-    let leader_at: usize = leader.parse::<usize>().unwrap() - 1;
+    let mut cluster = Three::start(SECRET).await;
+    let (url, leader, leader_at) = (
+        cluster.url.clone(),
+        cluster.leader.clone(),
+        cluster.leader_at(),
+    );
     let survivor = &url[(leader_at + 1) % 3];
 
     // The leader first in the list: the console follows it.
@@ -123,7 +105,7 @@ async fn the_console_names_the_new_leader_as_soon_as_the_cli() {
     let out = drover_at(survivor, &["operator", "workers", "resume", "-all"]).await;
     assert!(out.status.success(), "{}", stdout(&out));
 
-    drop(servers[leader_at].take());
+    drop(cluster.servers[leader_at].take());
     let killed = Instant::now();
     // The CLI's view and the console's, side by side.
     let (mut cli, mut shown) = (None, None);
@@ -171,5 +153,5 @@ async fn the_console_names_the_new_leader_as_soon_as_the_cli() {
         .await;
     assert!(console.lost.is_empty(), "said lost: {:?}", console.lost);
     follower.abort();
-    drop(servers);
+    drop(cluster);
 }
