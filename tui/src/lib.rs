@@ -46,7 +46,8 @@ const UPDATE_BATCH: usize = 512;
 /// How to start the console.
 #[derive(Clone, Debug)]
 pub struct ConsoleOptions {
-    /// A server's gRPC address, `host:port` or a URL.
+    /// A server's gRPC address, `host:port` or a URL; several servers of one cluster
+    /// comma-separated, which the console fails over among.
     pub address: String,
     /// Hide and refuse every action: for watching a cluster without the risk of a stray key.
     pub read_only: bool,
@@ -72,7 +73,8 @@ fn now() -> Timestamp {
 
 /// Runs the console until `q` or ctrl-c. Takes over the terminal (alternate screen, raw
 /// mode, the mouse if asked) and gives it back however this returns, panics included. A server that is
-/// down or goes away is not an error: the console says so and reconnects by itself.
+/// down or goes away is not an error: the console follows another listed server, or says
+/// no server answers and reconnects by itself.
 pub async fn run(options: ConsoleOptions) -> Result<(), ConsoleError> {
     let servers = net::Servers::new(&options.address, &options.tls, options.token.as_deref())?;
     let permissions = net::token_permissions(&servers.current().1.unary, [])
