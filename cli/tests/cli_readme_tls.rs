@@ -16,7 +16,10 @@ const MARKER: &str = "<!-- tls-walkthrough:";
 
 /// The block's commands: continued lines joined, a heredoc kept with its command.
 fn steps(readme: &str) -> Vec<String> {
-    let after = readme.split_once(MARKER).expect("README has the TLS walkthrough").1;
+    let after = readme
+        .split_once(MARKER)
+        .expect("README has the TLS walkthrough")
+        .1;
     let block = after
         .split_once("```sh\n")
         .expect("a sh block follows the marker")
@@ -107,7 +110,11 @@ fn the_readme_tls_walkthrough_works_as_written() {
     )
     .unwrap();
     let bin = Path::new(env!("CARGO_BIN_EXE_drover")).parent().unwrap();
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let port = free_pair();
     let mut env = BTreeMap::new();
     let mut background = Background(Vec::new());
