@@ -1,6 +1,6 @@
 //! Which server the client commands talk to, and the connection to it.
 
-use crate::error::{CliError, root_cause};
+use crate::error::{CliError, connect_failure};
 use drover_proto::bearer::BearerChannel;
 use drover_proto::tls::TlsFiles;
 use drover_proto::v1::acl_service_client::AclServiceClient;
@@ -178,7 +178,7 @@ impl Client {
             .timeout(timeout)
             .connect()
             .await
-            .map_err(|e| unreachable(root_cause(&e).to_lowercase()))?;
+            .map_err(|e| unreachable(connect_failure(&e, tls)))?;
         Ok(Client {
             channel: BearerChannel::plain(channel.clone()),
             streams: BearerChannel::plain(streams.clone()),

@@ -81,6 +81,10 @@ pub fn rpc_failed(action: impl Display) -> impl FnOnce(tonic::Status) -> CliErro
             || (status.code() == tonic::Code::Cancelled && status.message().contains("Timeout"));
         let message = if timed_out {
             "the server did not answer within the deadline (--timeout)".to_string()
+        } else if std::error::Error::source(&status).is_some() {
+            // The call never reached the server (or the connection broke): the status's
+            // own message is tonic's generic "transport error".
+            drover_proto::tls::describe_connect_error(&status)
         } else if status.message().is_empty() {
             status.code().description().to_string()
         } else {
@@ -94,12 +98,14 @@ pub fn rpc_failed(action: impl Display) -> impl FnOnce(tonic::Status) -> CliErro
     }
 }
 
-/// The innermost cause of an error: transport errors wrap the useful part ("Connection
-/// refused") several layers down.
-pub fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut cause = error;
-    while let Some(next) = cause.source() {
-        cause = next;
-    }
-    cause.to_string()
+/// Why a connection made with `tls` failed, in the words the console uses too: what is
+/// wrong with TLS when that is it, else the innermost cause (transport errors wrap the
+/// useful part, "Connection refused", several layers down), lower-cased.
+pub fn connect_failure(
+    error: &(dyn std::error::Error + 'static),
+    tls: &drover_proto::tls::TlsFiles,
+) -> String {
+    drover_proto::tls::explain_connect_error_given(error, tls).unwrap_or_else(|| {
+        drover_proto::tls::describe_connect_error_given(error, tls).to_lowercase()
+    })
 }

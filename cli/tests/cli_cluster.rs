@@ -3,25 +3,20 @@
 
 mod cli_support;
 
-use cli_support::{Running, drover_at, free_ports, spawn_cluster, stdout};
+use cli_support::{Three, drover_at, stdout};
 use drover_tests::{DEADLINE, eventually};
 
 const SECRET: &str = "test-cluster-secret-0123";
 
 #[tokio::test(flavor = "multi_thread")]
 async fn three_server_processes_form_a_cluster() {
-    let ports = free_ports(6);
-    let api: Vec<String> = (0..3).map(|i| format!("127.0.0.1:{}", ports[i])).collect();
-    let raft: Vec<String> = (0..3)
-        .map(|i| format!("127.0.0.1:{}", ports[3 + i]))
-        .collect();
-    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
-    let _servers: Vec<Running> = spawn_cluster(&api, &raft, &dirs, SECRET);
+    let cluster = Three::start(SECRET).await;
+    let api = &cluster.url;
 
     // Every server lists all three, one of them the leader.
-    for address in &api {
+    for address in api {
         eventually("three members with a leader", DEADLINE, || async {
-            let out = drover_at(&format!("http://{address}"), &["server", "members"]).await;
+            let out = drover_at(address, &["server", "members"]).await;
             let text = stdout(&out);
             let rows = text.lines().skip(1).count();
             let leaders = text.lines().filter(|l| l.contains("leader")).count();
@@ -32,9 +27,9 @@ async fn three_server_processes_form_a_cluster() {
 
     // A write goes through on whichever server leads, and every server reads it.
     eventually("a write on the leader", DEADLINE, || async {
-        for address in &api {
+        for address in api {
             let out = drover_at(
-                &format!("http://{address}"),
+                address,
                 &[
                     "operator",
                     "scheduler",
@@ -50,13 +45,9 @@ async fn three_server_processes_form_a_cluster() {
         None
     })
     .await;
-    for address in &api {
+    for address in api {
         eventually("the write replicated", DEADLINE, || async {
-            let out = drover_at(
-                &format!("http://{address}"),
-                &["operator", "scheduler", "get-config", "-json"],
-            )
-            .await;
+            let out = drover_at(address, &["operator", "scheduler", "get-config", "-json"]).await;
             stdout(&out).contains("\"Spread\"").then_some(())
         })
         .await;

@@ -7,23 +7,12 @@
 
 mod cli_support;
 
-use cli_support::{Running, drover_at, free_ports, spawn, spawn_cluster, stdout, write_job};
+use cli_support::{Three, drover_at, leader_seen_by, spawn, stdout, write_job};
 use drover_tests::{DEADLINE, eventually};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const SECRET: &str = "test-cluster-secret-0123";
-
-/// The leader's id as `address` reports it, if it knows one.
-async fn leader_seen_by(address: &str) -> Option<String> {
-    let out = drover_at(address, &["server", "members", "-json"]).await;
-    let members: serde_json::Value = serde_json::from_str(&stdout(&out)).ok()?;
-    members
-        .as_array()?
-        .iter()
-        .find(|m| m["role"] == "leader")
-        .and_then(|m| m["id"].as_str().map(String::from))
-}
 
 /// Nodes that are not ready and healthy, as `address` reads them.
 async fn unhealthy_nodes(address: &str) -> Option<Vec<String>> {
@@ -53,19 +42,12 @@ async fn unhealthy_nodes(address: &str) -> Option<Vec<String>> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn killing_the_leader_loses_no_acknowledged_write() {
-    let ports = free_ports(6);
-    let api: Vec<String> = (0..3).map(|i| format!("127.0.0.1:{}", ports[i])).collect();
-    let url: Vec<String> = api.iter().map(|a| format!("http://{a}")).collect();
-    let raft: Vec<String> = (0..3)
-        .map(|i| format!("127.0.0.1:{}", ports[3 + i]))
-        .collect();
-    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
-    let mut servers: Vec<Option<Running>> = spawn_cluster(&api, &raft, &dirs, SECRET)
-        .into_iter()
-        .map(Some)
-        .collect();
-    let leader = eventually("a leader", DEADLINE, || leader_seen_by(&url[0])).await;
-    let leader_at: usize = leader.parse::<usize>().unwrap() - 1;
+    let mut cluster = Three::start(SECRET).await;
+    let (url, leader, leader_at) = (
+        cluster.url.clone(),
+        cluster.leader.clone(),
+        cluster.leader_at(),
+    );
     let follower = (leader_at + 1) % 3;
 
     // Nodes register and heartbeat through whichever server their channel picks: the
@@ -120,7 +102,7 @@ async fn killing_the_leader_loses_no_acknowledged_write() {
 
     // Kill the leader outright, and time the election from a survivor's view.
     let killed = Instant::now();
-    drop(servers[leader_at].take());
+    drop(cluster.servers[leader_at].take());
     let survivors: Vec<usize> = (0..3).filter(|i| *i != leader_at).collect();
     let new_leader = eventually("a new leader", DEADLINE, || async {
         let seen = leader_seen_by(&url[survivors[0]]).await?;
@@ -171,5 +153,5 @@ async fn killing_the_leader_loses_no_acknowledged_write() {
         let unhealthy = unhealthy_nodes(&url[*i]).await.expect("nodes listed");
         assert!(unhealthy.is_empty(), "after the election: {unhealthy:?}");
     }
-    drop(servers);
+    drop(cluster);
 }

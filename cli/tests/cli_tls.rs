@@ -5,7 +5,7 @@
 
 mod cli_support;
 
-use cli_support::{code, drover_at, spawn, stdout};
+use cli_support::{code, drover_at, make_certs, spawn, stdout};
 use drover_tests::{DEADLINE, eventually};
 
 #[tokio::test(flavor = "multi_thread")]
@@ -13,36 +13,16 @@ async fn a_tls_server_answers_only_operators_with_a_certificate() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap().to_string();
     let ca = format!("{d}/drover-agent-ca.pem");
-    let ca_key = format!("{d}/drover-agent-ca-key.pem");
-    for args in [
-        vec!["tls", "ca", "create", "--dir", &d],
-        vec![
-            "tls", "cert", "create", "--server", "--ca", &ca, "--key", &ca_key, "--dir", &d,
+    make_certs(
+        &d,
+        &[
+            &["--server"],
+            &["--cli"],
+            &["--client"],
+            &["--client", "--node", "tls-agent"],
         ],
-        vec![
-            "tls", "cert", "create", "--cli", "--ca", &ca, "--key", &ca_key, "--dir", &d,
-        ],
-        vec![
-            "tls", "cert", "create", "--client", "--ca", &ca, "--key", &ca_key, "--dir", &d,
-        ],
-        vec![
-            "tls",
-            "cert",
-            "create",
-            "--client",
-            "--node",
-            "tls-agent",
-            "--ca",
-            &ca,
-            "--key",
-            &ca_key,
-            "--dir",
-            &d,
-        ],
-    ] {
-        let out = drover_at("unused:1", &args).await;
-        assert_eq!(code(&out), 0, "{args:?}: {}", stdout(&out));
-    }
+    )
+    .await;
     let again = drover_at("unused:1", &["tls", "ca", "create", "--dir", &d]).await;
     assert_ne!(code(&again), 0, "an existing CA is never overwritten");
 

@@ -212,9 +212,267 @@ pub fn host_of(addr: &str) -> &str {
     authority.rsplit_once(':').map_or(authority, |(h, _)| h)
 }
 
+/// What went wrong with a connection, as one sentence for an operator, when `error`'s
+/// chain tells: a server speaking TLS to a client given no CA, a server certificate the CA
+/// given did not sign, one that is not a drover server's (it does not name
+/// [`SERVER_NAME`] for server use), a server that wants a client certificate or refuses the
+/// one given, a server that does not speak TLS, a server that hung up (which is how a TLS
+/// server may answer plaintext). `None` when nothing in the chain is one of these:
+/// [`describe_connect_error`] then falls back on the innermost cause.
+///
+/// The CLI and the console both word connection failures with it. The TLS errors come
+/// from rustls, a dependency of tonic's rather than this crate's, so they are read by the
+/// names rustls prints for them (its error variants and alerts); the CLI's TLS tests run
+/// each case against a real server, so a rustls that words them otherwise fails there.
+pub fn explain_connect_error(error: &(dyn std::error::Error + 'static)) -> Option<String> {
+    explain(error, None)
+}
+
+/// [`explain_connect_error`] for a client that was given `tls`. A server that hangs up
+/// without a word is then read by what the client lacks: to a client without a CA, a TLS
+/// server hangs up on plaintext; to a TLS client without a certificate of its own, a
+/// server that asks for one may hang up before its alert is read (TLS 1.3 checks the
+/// client's certificate after the client is done with its handshake).
+pub fn explain_connect_error_given(
+    error: &(dyn std::error::Error + 'static),
+    tls: &TlsFiles,
+) -> Option<String> {
+    explain(error, Some(tls))
+}
+
+fn explain(error: &(dyn std::error::Error + 'static), given: Option<&TlsFiles>) -> Option<String> {
+    let texts = chain_texts(error);
+    let has = |needle: &str| texts.iter().any(|t| t.contains(needle));
+    let hung_up =
+        has("kind: BrokenPipe") || has("kind: ConnectionReset") || has("\"connection closed\"");
+    let sentence = if has("CertificateRequired") {
+        NO_CLIENT_CERTIFICATE
+    } else if [
+        "BadCertificate",
+        "UnknownCA",
+        "CertificateUnknown",
+        "DecryptError",
+    ]
+    .iter()
+    .any(|alert| has(&format!("alert: {alert}")) || has(&format!("AlertReceived({alert})")))
+    {
+        "the server refused the client certificate: it is not signed by the server's CA"
+    } else if has("UnknownIssuer") || has("BadSignature") {
+        "the server's certificate is not trusted: the CA given (--ca-cert) did not sign it"
+    } else if has("NotValidForName") || has("not valid for name") {
+        "the server's certificate is not a drover server's: it does not name \
+         server.global.drover"
+    } else if has("InvalidPurpose") || has("extended key usage for server authentication") {
+        "the server's certificate is not a drover server's: it is not for server use (make \
+         one with `drover tls cert create -server`)"
+    } else if has("invalid peer certificate") && has("Expired") {
+        "the server's certificate has expired"
+    } else if has("invalid peer certificate") && has("NotValidYet") {
+        "the server's certificate is not valid yet (are the clocks right?)"
+    } else if has("InvalidContentType") {
+        "the server does not speak TLS: drop --ca-cert (DROVER_CACERT) or check the address"
+    } else if has("FRAME_SIZE_ERROR") || has("frame with invalid size") {
+        "the server speaks TLS and no CA certificate was given: give --ca-cert \
+         (DROVER_CACERT)"
+    } else if has("InvalidCertificate") {
+        "the server's certificate is not trusted by the CA given (--ca-cert)"
+    } else if hung_up {
+        match given {
+            Some(tls) if tls.enabled() && tls.cert_file.is_none() => {
+                "the server closed the connection: if it asks for client certificates, give \
+                 --client-cert and --client-key (DROVER_CLIENT_CERT, DROVER_CLIENT_KEY)"
+            }
+            Some(tls) if tls.enabled() => return None,
+            // What a plaintext client sees of a TLS server when it writes after the server
+            // hung up on its first bytes; also what a server that dies mid-call leaves.
+            Some(_) => {
+                "the server closed the connection: if it serves TLS, give its CA certificate \
+                 (--ca-cert or DROVER_CACERT)"
+            }
+            None => {
+                "the server closed the connection: if it serves TLS, give its CA certificate \
+                 (--ca-cert); if it asks for client certificates, give --client-cert and \
+                 --client-key"
+            }
+        }
+    } else {
+        return None;
+    };
+    Some(sentence.to_string())
+}
+
+const NO_CLIENT_CERTIFICATE: &str = "the server requires a client certificate: give \
+    --client-cert and --client-key (DROVER_CLIENT_CERT, DROVER_CLIENT_KEY)";
+
+/// [`explain_connect_error`]'s sentence, else the first line of the innermost cause in
+/// `error`'s chain ("Connection refused (os error 111)"), which says more than the
+/// generic "transport error" on top.
+pub fn describe_connect_error(error: &(dyn std::error::Error + 'static)) -> String {
+    explain(error, None).unwrap_or_else(|| innermost(error))
+}
+
+/// [`describe_connect_error`] for a client that was given `tls`
+/// (see [`explain_connect_error_given`]).
+pub fn describe_connect_error_given(
+    error: &(dyn std::error::Error + 'static),
+    tls: &TlsFiles,
+) -> String {
+    explain(error, Some(tls)).unwrap_or_else(|| innermost(error))
+}
+
+/// The first line of the innermost cause in `error`'s chain.
+fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = error;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    cause
+        .to_string()
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Every error in the chain as it prints and as it debugs, with what an I/O error wraps:
+/// an I/O error's `source` skips the error it carries (rustls's), so it is read here.
+fn chain_texts(error: &(dyn std::error::Error + 'static)) -> Vec<String> {
+    let mut texts = Vec::new();
+    let mut cause = Some(error);
+    while let Some(e) = cause {
+        texts.push(e.to_string());
+        texts.push(format!("{e:?}"));
+        if let Some(inner) = e
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::get_ref)
+        {
+            texts.push(inner.to_string());
+            texts.push(format!("{inner:?}"));
+        }
+        cause = e.source();
+    }
+    texts
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An error carrying `inner` the way tonic and hyper carry a connection's failure: an
+    /// I/O error holding it, under a transport error.
+    #[derive(Debug)]
+    struct Transport(std::io::Error);
+
+    impl std::fmt::Display for Transport {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("transport error")
+        }
+    }
+
+    impl std::error::Error for Transport {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    /// How rustls and h2 word each failure (as observed against a real TLS server, see
+    /// `cli/tests/cli_tls_errors.rs`), and the sentence each becomes.
+    #[test]
+    fn connection_failures_are_worded_for_the_operator() {
+        let io = |kind, text: &str| Transport(std::io::Error::new(kind, text.to_string()));
+        use std::io::ErrorKind::{BrokenPipe, ConnectionRefused, InvalidData};
+        let cases = [
+            (
+                io(InvalidData, "received fatal alert: CertificateRequired"),
+                "the server requires a client certificate",
+            ),
+            (
+                io(InvalidData, "invalid peer certificate: BadSignature"),
+                "the server's certificate is not trusted",
+            ),
+            (
+                io(InvalidData, "invalid peer certificate: UnknownIssuer"),
+                "the server's certificate is not trusted",
+            ),
+            (
+                io(
+                    InvalidData,
+                    "invalid peer certificate: certificate not valid for name \"x\"",
+                ),
+                "the server's certificate is not a drover server's: it does not name",
+            ),
+            (
+                io(
+                    InvalidData,
+                    "invalid peer certificate: certificate does not allow extended key usage \
+                     for server authentication, allows client authentication",
+                ),
+                "the server's certificate is not a drover server's: it is not for server use",
+            ),
+            (
+                io(
+                    InvalidData,
+                    "received corrupt message of type InvalidContentType",
+                ),
+                "the server does not speak TLS",
+            ),
+            (
+                io(
+                    InvalidData,
+                    "connection error detected: frame with invalid size",
+                ),
+                "the server speaks TLS and no CA certificate was given",
+            ),
+            (
+                io(InvalidData, "received fatal alert: BadCertificate"),
+                "the server refused the client certificate",
+            ),
+        ];
+        for (error, want) in cases {
+            let said = describe_connect_error(&error);
+            assert!(said.starts_with(want), "{error:?}: {said}");
+        }
+        // A server that hangs up is read by what the client lacks.
+        let hung_up = io(BrokenPipe, "stream closed because of a broken pipe");
+        let with_ca = TlsFiles {
+            ca_file: Some("ca.pem".into()),
+            ..TlsFiles::default()
+        };
+        let with_certificate = TlsFiles {
+            cert_file: Some("cli.pem".into()),
+            key_file: Some("cli-key.pem".into()),
+            ..with_ca.clone()
+        };
+        let plain = TlsFiles::default();
+        let given = [
+            (
+                None,
+                Some("--ca-cert); if it asks for client certificates, give"),
+            ),
+            (
+                Some(&plain),
+                Some("if it serves TLS, give its CA certificate"),
+            ),
+            (Some(&with_ca), Some("if it asks for client certificates")),
+            (Some(&with_certificate), None),
+        ];
+        for (tls, want) in given {
+            let said = match tls {
+                Some(tls) => explain_connect_error_given(&hung_up, tls),
+                None => explain_connect_error(&hung_up),
+            };
+            match (said, want) {
+                (Some(said), Some(want)) => assert!(said.contains(want), "{said}"),
+                (said, want) => assert_eq!(said.as_deref(), want),
+            }
+        }
+        let refused = io(ConnectionRefused, "Connection refused (os error 111)");
+        assert_eq!(explain_connect_error(&refused), None);
+        assert_eq!(
+            describe_connect_error(&refused),
+            "Connection refused (os error 111)"
+        );
+    }
 
     #[test]
     fn hosts_are_read_from_every_address_form() {

@@ -6,6 +6,7 @@ use crate::app::{App, Connection, Input, Update};
 use crate::model::{
     AllocName, AllocRow, AllocTable, BlockedKindLabel, BlockedRow, Change, ClusterInfo, EventRow,
     HealthPeriods, SchedulingStats, Snapshot, WorkerRow, WorkerStatusLabel, alloc_row, job_row,
+    workload_label,
 };
 use drover_core::{
     AllocMetric, ClientStatus, Dimension, DrainStrategy, Eligibility, EvalStatus, JobKey,
@@ -68,10 +69,8 @@ pub fn snapshot(nodes: u64, allocs: u64) -> Snapshot {
                 node.status = NodeStatus::Down;
             }
             3 => node.health = NodeHealth::Suspended(SuspendReason::Flaky),
-            4 => {
-                node.health = NodeHealth::Offlined;
-                node.eligibility = Eligibility::Ineligible;
-            }
+            // Offlining leaves the eligibility flag alone, as the servers do.
+            4 => node.health = NodeHealth::Offlined,
             5 => {
                 node.eligibility = Eligibility::Ineligible;
                 node.drain = Some(DrainStrategy {
@@ -176,10 +175,19 @@ pub fn snapshot(nodes: u64, allocs: u64) -> Snapshot {
         evals.push(eval);
     }
 
+    // Two children dispatched from batch-1, whose ids differ only at their end (as the
+    // servers name them: the parent, the time, a random suffix), done by now.
+    let children = ["0a1b2c3d", "9f8e7d6c"].map(|suffix| {
+        let mut child = mock::batch_job(&format!("batch-1/dispatch-1767225000-{suffix}"), 1);
+        child.parent_id = Some(drover_core::JobId::new("batch-1"));
+        child.status = JobStatus::Dead;
+        child.submit_time = ago(600);
+        child
+    });
     Snapshot {
         nodes: node_list,
         allocs: alloc_rows,
-        jobs: jobs.iter().map(job_row).collect(),
+        jobs: jobs.iter().chain(&children).map(job_row).collect(),
         evals,
         index: 1_000,
         health_periods: Some(server_health_periods()),
@@ -207,11 +215,12 @@ fn placement_failure() -> AllocMetric {
 }
 
 pub fn workers() -> Vec<WorkerRow> {
+    use drover_proto::v1::WorkloadStatus as W;
     let statuses = [
-        (WorkerStatusLabel::Started, "waiting to dequeue"),
-        (WorkerStatusLabel::Started, "scheduling"),
-        (WorkerStatusLabel::Paused, "paused"),
-        (WorkerStatusLabel::Pausing, "submitting"),
+        (WorkerStatusLabel::Started, W::WaitingToDequeue),
+        (WorkerStatusLabel::Started, W::Scheduling),
+        (WorkerStatusLabel::Paused, W::Paused),
+        (WorkerStatusLabel::Pausing, W::Submitting),
     ];
     (0..4)
         .map(|i| WorkerRow {
@@ -226,7 +235,7 @@ pub fn workers() -> Vec<WorkerRow> {
             ],
             started: ago(5_000),
             status: statuses[i].0,
-            workload: statuses[i].1,
+            workload: workload_label(statuses[i].1 as i32),
         })
         .collect()
 }
@@ -291,41 +300,45 @@ fn events(count: u64) -> Vec<(Change, EventRow)> {
     eval.id = drover_core::EvalId::from_bytes(scattered(3, 10));
     eval.status = EvalStatus::Blocked;
     eval.triggered_by = TriggeredBy::QueuedAllocs;
-    let kinds: [(&str, &str, String, Payload); 4] = [
+    let kinds: [(&str, &str, String, String, Payload); 4] = [
         (
             "allocation",
             "plan-result",
+            alloc.id.to_string(),
             "web-0.web[3] run/pending".into(),
             Payload::Allocation(pb::Allocation::from(&alloc)),
         ),
         (
             "evaluation",
             "eval-updated",
+            eval.id.to_string(),
             "web-9 queued-allocs blocked".into(),
             Payload::Evaluation(pb::Evaluation::from(&eval)),
         ),
         (
             "job",
             "job-registered",
+            web0.id.to_string(),
             "web-0 v0 running".into(),
             Payload::Job(pb::Job::from(&web0)),
         ),
         (
             "node",
             "node-health",
+            node.id.to_string(),
             "node-4 ready offlined".into(),
             Payload::Node(pb::Node::from(&node)),
         ),
     ];
     (0..count)
         .map(|i| {
-            let (topic, event_type, summary, payload) = &kinds[(i % 4) as usize];
+            let (topic, event_type, key, summary, payload) = &kinds[(i % 4) as usize];
             let row = EventRow {
                 seq: 0,
                 index: 1_001 + i,
                 topic,
                 event_type,
-                key: format!("key-{i}"),
+                key: key.clone(),
                 summary: summary.clone(),
                 received: ago(count - i),
                 payload: Some(std::sync::Arc::new(payload.clone())),
@@ -333,6 +346,29 @@ fn events(count: u64) -> Vec<(Change, EventRow)> {
             (Change::LogOnly, row)
         })
         .collect()
+}
+
+/// The cluster as server 2 sees it while it leads (term 4), with `members` as (id, role,
+/// reachable from server 2), each named `drover-<id>` at `10.0.0.<id>:4648`.
+pub fn led_by_2(members: &[(&str, &'static str, bool)]) -> ClusterInfo {
+    ClusterInfo {
+        server_id: "2".into(),
+        leader_id: "2".into(),
+        role: "leader",
+        term: 4,
+        applied_index: 1_020,
+        servers: members
+            .iter()
+            .map(|(id, role, reachable)| crate::model::ServerState {
+                id: (*id).into(),
+                name: format!("drover-{id}"),
+                role,
+                reachable: *reachable,
+                address: format!("10.0.0.{id}:4648"),
+                version: "0.1.0".into(),
+            })
+            .collect(),
+    }
 }
 
 /// An app of `width` x `height` holding the fixture cluster, connected, at [`now`].
@@ -345,6 +381,7 @@ pub fn app(nodes: u64, allocs: u64, width: u16, height: u16) -> App {
             server_id: "server-1".into(),
             leader_id: "server-1".into(),
             role: "leader",
+            term: 3,
             applied_index: 1_020,
             servers: Vec::new(),
         }),

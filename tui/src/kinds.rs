@@ -14,20 +14,26 @@ pub enum ViewKind {
     Blocked,
     Workers,
     Jobs,
-    /// The allocations of the job chosen in the jobs view.
+    /// Allocations: of the whole cluster, or of the node or job drilled into (see
+    /// [`AllocScope`]).
     Allocs,
     Events,
+    Servers,
 }
 
 impl ViewKind {
-    /// The views `tab` cycles through, in the order of the header's tabs. The allocations
-    /// view is reached from a job only.
-    pub const TABS: [ViewKind; 6] = [
+    /// How many views there are: the length of the per-view tables the app keeps.
+    pub const COUNT: usize = 8;
+
+    /// The views `tab` cycles through, in the order of the header's tabs: every view.
+    pub const TABS: [ViewKind; Self::COUNT] = [
         ViewKind::Nodes,
         ViewKind::Evals,
         ViewKind::Blocked,
         ViewKind::Workers,
         ViewKind::Jobs,
+        ViewKind::Allocs,
+        ViewKind::Servers,
         ViewKind::Events,
     ];
 
@@ -41,21 +47,25 @@ impl ViewKind {
             ViewKind::Jobs => "jobs",
             ViewKind::Allocs => "allocs",
             ViewKind::Events => "events",
+            ViewKind::Servers => "servers",
         }
     }
 
     pub fn parse(name: &str) -> Option<Self> {
         let name = name.trim();
-        let aliases: [(&str, ViewKind); 5] = [
+        let aliases: [(&str, ViewKind); 9] = [
             ("node", ViewKind::Nodes),
             ("eval", ViewKind::Evals),
             ("evaluations", ViewKind::Evals),
             ("worker", ViewKind::Workers),
             ("job", ViewKind::Jobs),
+            ("alloc", ViewKind::Allocs),
+            ("allocations", ViewKind::Allocs),
+            ("server", ViewKind::Servers),
+            ("members", ViewKind::Servers),
         ];
         Self::TABS
             .into_iter()
-            .chain([ViewKind::Allocs])
             .find(|v| v.name() == name)
             .or_else(|| {
                 aliases
@@ -64,6 +74,16 @@ impl ViewKind {
                     .map(|(_, v)| v)
             })
     }
+}
+
+/// Which allocations the allocations view shows: every one (its tab, `:allocs`), or
+/// those of the node or job an operator drilled into with `enter`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum AllocScope {
+    #[default]
+    All,
+    Job(JobKey),
+    Node(NodeId),
 }
 
 /// How a cell should read: mapped to colours by the theme (or to nothing, with NO_COLOR).
@@ -135,6 +155,8 @@ pub enum RowKey {
     Blocked(String),
     /// Server id, then worker id.
     Worker(String, String),
+    /// A server by its Raft id.
+    Server(String),
     /// The event log's sequence number.
     Event(u64),
 }
@@ -149,6 +171,7 @@ impl RowKey {
             RowKey::Job(key) => key.id.to_string(),
             RowKey::Blocked(id) => id.clone(),
             RowKey::Worker(_, id) => id.clone(),
+            RowKey::Server(id) => id.clone(),
             RowKey::Event(seq) => seq.to_string(),
         }
     }

@@ -4,8 +4,8 @@
 //!
 //! The parts, from the outside in:
 //! - [`run`] takes over the terminal and wires the rest together;
-//! - [`net`] holds the background tasks that talk gRPC to a server and send [`app::Update`]s
-//!   (of which only the timed initial load is public, for `drover bench`);
+//! - [`net`] holds the background tasks that talk gRPC to the servers and send
+//!   [`app::Update`]s, failing over among the servers given;
 //! - [`app::App`] is the whole state, changed only by [`app::App::handle`], which is pure;
 //! - [`views`] are the components (one per view), [`ui`] draws a frame from the state.
 
@@ -46,7 +46,8 @@ const UPDATE_BATCH: usize = 512;
 /// How to start the console.
 #[derive(Clone, Debug)]
 pub struct ConsoleOptions {
-    /// A server's gRPC address, `host:port` or a URL.
+    /// A server's gRPC address, `host:port` or a URL; several servers of one cluster
+    /// comma-separated, which the console fails over among.
     pub address: String,
     /// Hide and refuse every action: for watching a cluster without the risk of a stray key.
     pub read_only: bool,
@@ -72,10 +73,11 @@ fn now() -> Timestamp {
 
 /// Runs the console until `q` or ctrl-c. Takes over the terminal (alternate screen, raw
 /// mode, the mouse if asked) and gives it back however this returns, panics included. A server that is
-/// down or goes away is not an error: the console says so and reconnects by itself.
+/// down or goes away is not an error: the console follows another listed server, or says
+/// no server answers and reconnects by itself.
 pub async fn run(options: ConsoleOptions) -> Result<(), ConsoleError> {
-    let channels = net::Channels::lazy(&options.address, &options.tls, options.token.as_deref())?;
-    let permissions = net::token_permissions(&channels.unary, [])
+    let servers = net::Servers::new(&options.address, &options.tls, options.token.as_deref())?;
+    let permissions = net::token_permissions(&servers.current().1.unary, [])
         .await
         .unwrap_or_default();
     let read_only = options.read_only || permissions.none();
@@ -87,17 +89,17 @@ pub async fn run(options: ConsoleOptions) -> Result<(), ConsoleError> {
     let stop_input = Arc::new(AtomicBool::new(false));
     let input_thread = terminal::spawn_input(input_tx, stop_input.clone());
 
-    let follower = tokio::spawn(net::follow(channels.clone(), update_tx.clone()));
+    let follower = tokio::spawn(net::follow(servers.clone(), update_tx.clone()));
     let log_updates = update_tx.clone();
     let mut log_stream: Option<tokio::task::JoinHandle<()>> = None;
     let commander = {
-        let channel = channels.unary.clone();
+        let servers = servers.clone();
         tokio::spawn(async move {
             while let Some(command) = commands.recv().await {
                 let tx = update_tx.clone();
-                let channel = channel.clone();
+                let servers = servers.clone();
                 tokio::spawn(async move {
-                    for update in net::execute(&channel, command).await {
+                    for update in net::execute(&servers, command).await {
                         if tx.send(update).await.is_err() {
                             return;
                         }
@@ -107,7 +109,7 @@ pub async fn run(options: ConsoleOptions) -> Result<(), ConsoleError> {
         })
     };
 
-    let mut app = App::new(options.address, read_only, now());
+    let mut app = App::new(servers.address(), read_only, now());
     app.permissions = permissions;
     app.clock_offset = chrono::Local::now().offset().local_minus_utc();
     let size = session.terminal.size()?;
@@ -172,8 +174,7 @@ pub async fn run(options: ConsoleOptions) -> Result<(), ConsoleError> {
                 if let Some(old) = log_stream.take() {
                     old.abort();
                 }
-                let stream =
-                    net::logs::stream(channels.stream.clone(), target, log_updates.clone());
+                let stream = net::logs::stream(servers.clone(), target, log_updates.clone());
                 log_stream = Some(tokio::spawn(stream));
             }
             Action::StopLogs => {

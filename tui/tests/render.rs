@@ -1,52 +1,25 @@
 //! Every view drawn from the fixture cluster at several terminal sizes, compared with
 //! insta snapshots of the screen text.
 
+mod support {
+    pub mod screen;
+}
+
 use drover_tui::app::{App, Connection, Input, Update};
 use drover_tui::fixtures;
 use drover_tui::ui::{Theme, draw};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use support::screen::{keys, screen};
 
 const SIZES: [(u16, u16); 3] = [(80, 24), (120, 40), (60, 20)];
 
-fn screen(app: &mut App, theme: Theme) -> String {
-    app.prepare_frame();
-    let mut terminal =
-        Terminal::new(TestBackend::new(app.width, app.height)).expect("test terminal");
-    terminal
-        .draw(|frame| draw(frame, app, &theme))
-        .expect("draw");
-    let buffer = terminal.backend().buffer();
-    let area = buffer.area;
-    (0..area.height)
-        .map(|y| {
-            (0..area.width)
-                .map(|x| buffer[(x, y)].symbol())
-                .collect::<String>()
-                .trim_end()
-                .to_owned()
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn keys(app: &mut App, text: &str) {
-    for c in text.chars() {
-        let code = match c {
-            '\n' => KeyCode::Enter,
-            '\x1b' => KeyCode::Esc,
-            '→' => KeyCode::Right,
-            c => KeyCode::Char(c),
-        };
-        app.handle(Input::Key(KeyEvent::new(code, KeyModifiers::NONE)));
-    }
-}
-
 /// (snapshot name, keys pressed from the nodes view)
-const SCREENS: [(&str, &str); 12] = [
+const SCREENS: [(&str, &str); 14] = [
     ("nodes", ""),
-    ("nodes_detail", "jj\n"),
+    ("nodes_detail", "jji"),
+    ("node_allocs", "jj\n"),
+    ("allocs_all", ":allocs\n"),
     ("nodes_lost_group", "ggg"),
     ("nodes_filtered_sorted", "/dc2\n88"),
     ("evals", ":evals\n"),
@@ -208,7 +181,7 @@ fn operator_screens_small_and_large() {
     }
     fn nothing(_: &mut App) {}
     // (snapshot name, setup, keys pressed from the nodes view)
-    let screens: [(&str, fn(&mut App), &str); 7] = [
+    let screens: [(&str, fn(&mut App), &str); 8] = [
         ("job_why_pending", nothing, ":jobs\n/pending\ni"),
         ("blocked_why_pending", nothing, ":blocked\n\n"),
         ("eval_why_pending", nothing, ":evals\n\n"),
@@ -216,6 +189,7 @@ fn operator_screens_small_and_large() {
         ("events_payload", nothing, ":events\n\n"),
         ("confirm_pause_all", nothing, ":workers pause\n"),
         ("confirm_stop_job", nothing, ":job stop web-3\n"),
+        ("confirm_restart_alloc", nothing, ":jobs\n\nr"),
     ];
     for (width, height) in [(80, 24), (200, 50)] {
         for (name, setup, pressed) in screens {
@@ -264,35 +238,174 @@ fn logs_pane_following_paused_and_ended() {
     }
 }
 
+/// Two children dispatched from one job differ only at the end of their ids: however
+/// narrow the JOB column, their rows read differently.
+#[test]
+fn dispatched_children_stay_distinct_when_cut() {
+    for (width, height) in [(80, 24), (200, 50)] {
+        let mut app = fixtures::app(40, 200, width, height);
+        keys(&mut app, ":jobs\n/dispatch\n");
+        let text = screen(&mut app, Theme { color: false });
+        for suffix in ["0a1b2c3d", "9f8e7d6c"] {
+            let rows = text.lines().filter(|l| l.contains(suffix)).count();
+            assert_eq!(rows, 1, "{suffix}: {text}");
+        }
+        insta::assert_snapshot!(format!("jobs_dispatched_{width}x{height}"), text);
+    }
+}
+
+/// The help wraps at spaces whatever the width: on a screen tall enough to hold it, every
+/// word of every entry is on screen whole, in the view's help as in the global one.
+#[test]
+fn the_help_wraps_words_at_any_width() {
+    for width in [30, 36, 48, 60, 80, 120] {
+        for view in [":nodes\n", ":jobs\n\n", ":workers\n"] {
+            let mut app = fixtures::app(40, 200, width, 90);
+            keys(&mut app, view);
+            keys(&mut app, "?");
+            let text = screen(&mut app, Theme { color: false });
+            let words: std::collections::HashSet<&str> = text
+                .split(|c: char| c.is_whitespace() || c == '│')
+                .collect();
+            let entries = drover_tui::views::GLOBAL_KEYS
+                .iter()
+                .chain(app.component().keys());
+            for entry in entries {
+                for word in entry
+                    .what
+                    .split_whitespace()
+                    .chain(entry.keys.split_whitespace())
+                {
+                    assert!(words.contains(word), "{word:?} at {width}{view:?}:\n{text}");
+                }
+            }
+        }
+    }
+}
+
+/// The footer fits the terminal: hints that do not fit are dropped whole, least needed
+/// first, never cut; help and quit stay while there is room for them.
+#[test]
+fn the_footer_drops_hints_whole() {
+    let all = [
+        "? help",
+        "/ filter",
+        ": view",
+        "1-9 sort",
+        "enter detail",
+        "enter allocs",
+        "q quit",
+    ];
+    let three = "http://127.0.0.1:46471,http://127.0.0.1:46473,http://127.0.0.1:46475";
+    for address in ["127.0.0.1:4647", three] {
+        for width in [60u16, 72, 80, 100, 120] {
+            let mut app = App::new(address, false, fixtures::now());
+            app.handle(Input::Resize { width, height: 24 });
+            app.handle(Input::Update(Update::Connection(Connection::Connected)));
+            let text = screen(&mut app, Theme { color: false });
+            let footer = text.lines().last().unwrap_or_default();
+            let hints = footer.split_once("│ ").map_or("", |(_, h)| h).trim_end();
+            let shown: Vec<&str> = if hints.is_empty() {
+                Vec::new()
+            } else {
+                hints.split("  ").collect()
+            };
+            assert!(
+                shown.iter().all(|h| all.contains(h)),
+                "{width} {address}: {footer:?}"
+            );
+            let room = usize::from(width).saturating_sub(
+                footer
+                    .split_once("│ ")
+                    .map_or(0, |(c, _)| c.chars().count() + 2),
+            );
+            if room >= "? help  q quit".len() {
+                assert!(
+                    shown.contains(&"? help") && shown.contains(&"q quit"),
+                    "{width} {address}: {footer:?}"
+                );
+            }
+            if width == 80 {
+                insta::assert_snapshot!(
+                    format!(
+                        "footer_{}_80x24",
+                        if address == three { "three" } else { "one" }
+                    ),
+                    footer
+                );
+            }
+        }
+    }
+}
+
+/// A help taller than the screen scrolls with j/k, and says how much more there is.
+#[test]
+fn a_tall_help_scrolls() {
+    let mut app = fixtures::app(40, 200, 60, 20);
+    keys(&mut app, "?");
+    let first = screen(&mut app, Theme { color: false });
+    assert!(first.contains("more, esc closes"), "{first}");
+    keys(&mut app, &"j".repeat(200));
+    let last = screen(&mut app, Theme { color: false });
+    assert!(last.contains("toggle eligibility"), "{last}");
+    assert!(last.contains("(j/k scroll, 0 more"), "{last}");
+    insta::assert_snapshot!("help_nodes_scrolled_60x20", last);
+    keys(&mut app, &"k".repeat(200));
+    assert_eq!(screen(&mut app, Theme { color: false }), first);
+}
+
 /// With several servers the header's first line names each one's state, a server the
 /// console's server cannot reach as down.
 #[test]
 fn the_header_shows_each_servers_state() {
-    use drover_tui::model::{ClusterInfo, ServerState};
-    let server = |id: &str, role: &'static str, reachable| ServerState {
-        id: id.into(),
-        name: format!("dev-{id}"),
-        role,
-        reachable,
-    };
     let mut app = fixtures::app(40, 200, 160, 40);
-    app.handle(Input::Update(Update::Cluster(ClusterInfo {
-        server_id: "2".into(),
-        leader_id: "2".into(),
-        role: "leader",
-        applied_index: 1_020,
-        servers: vec![
-            server("1", "follower", false),
-            server("2", "leader", true),
-            server("3", "follower", true),
-        ],
-    })));
+    app.handle(Input::Update(Update::Cluster(fixtures::led_by_2(&[
+        ("1", "follower", false),
+        ("2", "leader", true),
+        ("3", "follower", true),
+    ]))));
     let text = screen(&mut app, Theme { color: false });
     let first = text.lines().next().unwrap_or_default();
     assert!(
-        first.contains("leader 2  servers dev-1:down dev-2:leader dev-3:follower  index 1020"),
+        first.contains(
+            "leader 2  servers drover-1:down drover-2:leader drover-3:follower  index 1020"
+        ),
         "{first}"
     );
+}
+
+/// The servers view: each server as the membership lists it, with what the servers the
+/// console can ask say of themselves (term, index, whom they follow); during an election
+/// they disagree, and a server nobody asked shows dashes.
+#[test]
+fn the_servers_view_shows_each_servers_own_view() {
+    use drover_tui::model::ServerView;
+    for (width, height) in [(80, 24), (160, 40)] {
+        let mut app = fixtures::app(40, 200, width, height);
+        app.handle(Input::Update(Update::Cluster(fixtures::led_by_2(&[
+            ("1", "follower", false),
+            ("2", "leader", true),
+            ("3", "follower", true),
+            ("4", "learner", true),
+        ]))));
+        app.handle(Input::Update(Update::ServerViews(vec![ServerView {
+            server_id: "3".into(),
+            url: "http://10.0.0.3:4647".into(),
+            role: "follower",
+            term: 4,
+            applied_index: 1_018,
+            leader_id: "2".into(),
+        }])));
+        keys(&mut app, ":servers\n");
+        let text = screen(&mut app, Theme { color: false });
+        insta::assert_snapshot!(format!("servers_{width}x{height}"), text);
+        keys(&mut app, "jj\n");
+        let detail = screen(&mut app, Theme { color: false });
+        assert!(
+            detail.contains("1018") && detail.contains("http://10.0.0.3:4647"),
+            "{detail}"
+        );
+    }
 }
 
 /// `:ns NAME` scopes the jobs, evals and blocked views to one namespace and says so in

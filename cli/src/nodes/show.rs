@@ -77,7 +77,7 @@ pub fn node_table(rows: &[NodeRow], verbose: bool) -> String {
             output::id(n.id, verbose),
             n.datacenter.clone(),
             n.name.clone(),
-            or_none(&n.node_class),
+            n.class_key().to_string(),
             n.drain.is_some().to_string(),
             n.eligibility.as_str().to_string(),
             n.status.as_str().to_string(),
@@ -140,14 +140,6 @@ pub async fn status(
     Ok(Exit::OK)
 }
 
-fn or_none(text: &str) -> String {
-    if text.is_empty() {
-        "<none>".into()
-    } else {
-        text.to_string()
-    }
-}
-
 fn resources(r: &Resources) -> String {
     format!(
         "{} MHz, {} MB memory, {} MB disk",
@@ -167,7 +159,7 @@ pub fn node_details(view: &NodeStatusView, verbose: bool, now: Timestamp) -> Str
     let mut text = key_values(&[
         ("ID", output::id(n.id, verbose)),
         ("Name", n.name.clone()),
-        ("Class", or_none(&n.node_class)),
+        ("Class", n.class_key().to_string()),
         ("DC", n.datacenter.clone()),
         ("Drain", drain),
         ("Eligibility", n.eligibility.as_str().to_string()),

@@ -273,3 +273,73 @@ pub fn spawn_cluster(
         })
         .collect()
 }
+
+/// The leader's id as `address` reports it (`server members`), if it knows one.
+pub async fn leader_seen_by(address: &str) -> Option<String> {
+    let out = drover_at(address, &["server", "members", "-json"]).await;
+    let members: serde_json::Value = serde_json::from_str(&stdout(&out)).ok()?;
+    members
+        .as_array()?
+        .iter()
+        .find(|m| m["role"] == "leader")
+        .and_then(|m| m["id"].as_str().map(String::from))
+}
+
+/// Three `drover server` processes forming one cluster on free loopback ports.
+pub struct Three {
+    /// Server `i + 1`'s API, `http://127.0.0.1:PORT`.
+    pub url: Vec<String>,
+    /// Server `i + 1`'s process; take it out to kill it.
+    pub servers: Vec<Option<Running>>,
+    /// The leader's id once the cluster formed.
+    pub leader: String,
+    /// Their data dirs, kept while the servers run.
+    _dirs: Vec<tempfile::TempDir>,
+}
+
+impl Three {
+    /// Starts them with the cluster secret `secret` and waits for a leader.
+    pub async fn start(secret: &str) -> Three {
+        let ports = free_ports(6);
+        let api: Vec<String> = (0..3).map(|i| format!("127.0.0.1:{}", ports[i])).collect();
+        let raft: Vec<String> = (0..3)
+            .map(|i| format!("127.0.0.1:{}", ports[3 + i]))
+            .collect();
+        let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+        let servers = spawn_cluster(&api, &raft, &dirs, secret)
+            .into_iter()
+            .map(Some)
+            .collect();
+        let url: Vec<String> = api.iter().map(|a| format!("http://{a}")).collect();
+        let leader = eventually("a leader", DEADLINE, || leader_seen_by(&url[0])).await;
+        Three {
+            url,
+            servers,
+            leader,
+            _dirs: dirs,
+        }
+    }
+
+    /// The leader's place in `url` and `servers`.
+    pub fn leader_at(&self) -> usize {
+        self.leader.parse::<usize>().expect("a numeric server id") - 1
+    }
+}
+
+/// Runs `drover tls` in `dir`: a CA, then a certificate for each of `kinds` (its flags,
+/// `--server`, `--client --node NAME`, ...), signed by it; each must succeed.
+pub async fn make_certs(dir: &str, kinds: &[&[&str]]) {
+    let ca = format!("{dir}/drover-agent-ca.pem");
+    let ca_key = format!("{dir}/drover-agent-ca-key.pem");
+    let mut runs = vec![vec!["tls", "ca", "create", "--dir", dir]];
+    for kind in kinds {
+        let mut args = vec!["tls", "cert", "create"];
+        args.extend_from_slice(kind);
+        args.extend(["--ca", &ca, "--key", &ca_key, "--dir", dir]);
+        runs.push(args);
+    }
+    for args in runs {
+        let out = drover_at("unused:1", &args).await;
+        assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
+    }
+}

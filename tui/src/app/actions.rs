@@ -7,13 +7,14 @@ use crate::views::{Tone, ViewKind};
 use drover_core::{Eligibility, NodeHealth, NodeId};
 
 impl App {
-    /// The keys that act on the cluster. In read-only mode every one is refused.
-    pub(super) fn on_action_key(&mut self, c: char) -> Action {
+    /// The keys that act on the cluster, named as the help lists them (`o`, `ctrl-k`). In
+    /// read-only mode every one is refused.
+    pub(super) fn on_action_key(&mut self, key: &str) -> Action {
         let known = self
             .component()
             .keys()
             .iter()
-            .any(|k| k.action && k.keys == c.to_string());
+            .any(|k| k.action && k.keys == key);
         if !known {
             return Action::None;
         }
@@ -27,17 +28,53 @@ impl App {
             self.tell_lacking(area);
             return Action::None;
         }
-        match (self.view, c) {
+        let c = key.chars().next().unwrap_or_default();
+        match (self.view, key) {
             (ViewKind::Nodes, _) => self.node_action(c),
             (ViewKind::Workers, _) => self.worker_action(c),
-            (ViewKind::Jobs, 'x') => {
+            (ViewKind::Jobs, "x") => {
                 if let Some(RowKey::Job(job)) = self.list().selected.clone() {
                     self.confirm_stop_job(job);
                 }
                 Action::None
             }
+            (ViewKind::Allocs, "r" | "ctrl-k") => {
+                self.alloc_action(key == "r");
+                Action::None
+            }
             _ => Action::None,
         }
+    }
+
+    /// Asks before restarting (`restart`) or stopping the selected allocation, naming it
+    /// as the table does; a token without `alloc-lifecycle` in its namespace is told so.
+    fn alloc_action(&mut self, restart: bool) {
+        let Some(RowKey::Alloc(id)) = self.list().selected.clone() else {
+            return;
+        };
+        let Some(alloc) = self.cluster.allocs.get(&id) else {
+            return;
+        };
+        let namespace = alloc.job.namespace.to_string();
+        if !self.permissions.may_touch_allocs_in(&namespace) {
+            self.tell(
+                format!("your token lacks alloc-lifecycle in namespace {namespace:?}"),
+                Tone::Warn,
+            );
+            return;
+        }
+        let what = format!("allocation {} ({})", alloc.name(), id.short());
+        self.mode = Mode::Confirm(if restart {
+            Confirm::new(
+                format!("restart the tasks of {what} in place?"),
+                Command::RestartAlloc(id),
+            )
+        } else {
+            Confirm::new(
+                format!("stop {what}? its job places a replacement"),
+                Command::StopAlloc(id),
+            )
+        });
     }
 
     fn node_action(&mut self, c: char) -> Action {

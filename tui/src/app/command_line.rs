@@ -168,9 +168,6 @@ impl App {
                 self.mode = Mode::Help;
                 Ok(Action::None)
             }
-            CommandLine::View(ViewKind::Allocs) if self.alloc_job.is_none() => {
-                Err("no job chosen: open one from :jobs with enter".to_owned())
-            }
             CommandLine::Namespace(ns) => {
                 let told = match &ns {
                     Some(ns) => format!("showing namespace {ns:?}"),

@@ -2,7 +2,9 @@
 //! comes out of it (commands for the servers, the clipboard, quitting).
 
 use crate::model::WorkerRow;
-use crate::model::{BlockedRow, Change, ClusterInfo, EventRow, SchedulingStats, Snapshot};
+use crate::model::{
+    BlockedRow, Change, ClusterInfo, EventRow, SchedulingStats, ServerView, Snapshot,
+};
 use drover_core::{AllocId, Allocation, JobKey, NodeId, Timestamp};
 use ratatui::crossterm::event::{KeyEvent, MouseEvent};
 use std::time::Duration;
@@ -25,11 +27,16 @@ pub enum Input {
 #[derive(Clone, Debug)]
 pub enum Update {
     Connection(Connection),
+    /// The server followed from now on (its URL as dialed): the first, or the next one
+    /// answering after it went away.
+    Serving(String),
     /// Everything the read RPCs answered after a (re)connect.
     Snapshot(Box<Snapshot>),
     /// The events of one stream message, decoded.
     Events(Vec<(Change, EventRow)>),
     Cluster(ClusterInfo),
+    /// What each server the console could ask said of itself.
+    ServerViews(Vec<ServerView>),
     Workers(Vec<WorkerRow>),
     Scheduling(SchedulingStats),
     Blocked(Vec<BlockedRow>),
@@ -84,6 +91,10 @@ pub enum Command {
         count: u32,
     },
     StopJob(JobKey),
+    /// Restarts an allocation's running tasks in place, on its node.
+    RestartAlloc(AllocId),
+    /// Stops an allocation; its job's scheduler places a replacement.
+    StopAlloc(AllocId),
     /// Not an action: fetches one allocation in full for its detail.
     FetchAlloc(AllocId),
 }

@@ -2,7 +2,7 @@
 
 use super::actions::describe_nodes;
 use super::modes::parse_deadline;
-use super::{Action, App, Command, Confirm, Mode, Prompt, PromptKind, RowKey};
+use super::{Action, App, Command, Confirm, Mode, Prompt, PromptKind};
 use crate::views::{TOPICS, Tone, ViewKind};
 use ratatui::crossterm::event::{
     KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
@@ -23,9 +23,7 @@ impl App {
             Mode::Normal if self.logs.is_some() => self.on_logs_key(key),
             Mode::Normal => self.on_normal_key(key),
             Mode::Help => {
-                if matches!(key.code, KeyCode::Esc | KeyCode::Char('?' | 'q')) {
-                    self.mode = Mode::Normal;
-                }
+                self.on_help_key(key);
                 Action::None
             }
             Mode::Filter => {
@@ -40,6 +38,10 @@ impl App {
 
     fn on_normal_key(&mut self, key: KeyEvent) -> Action {
         let page = crate::ui::layout::table_rows(self).max(1) as isize;
+        // k9s's kill: checked before `k`, which moves the selection.
+        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('k') {
+            return self.on_action_key("ctrl-k");
+        }
         match key.code {
             KeyCode::Char('J') if self.detail_open => {
                 let lines = self.detail_len();
@@ -54,7 +56,10 @@ impl App {
         }
         match key.code {
             KeyCode::Char('q') => return Action::Quit,
-            KeyCode::Char('?') => self.mode = Mode::Help,
+            KeyCode::Char('?') => {
+                self.help_scroll = 0;
+                self.mode = Mode::Help;
+            }
             KeyCode::Char('/') => self.mode = Mode::Filter,
             KeyCode::Char(':') => self.mode = Mode::Command(String::new()),
             KeyCode::Tab => self.cycle_view(1),
@@ -75,7 +80,7 @@ impl App {
                     self.invalidate_view();
                 }
             }
-            KeyCode::Enter => return self.open(),
+            KeyCode::Enter => return self.enter(),
             KeyCode::Char('i') => return self.toggle_detail(),
             KeyCode::Esc => self.back(),
             KeyCode::Char('y') => {
@@ -109,92 +114,30 @@ impl App {
                     Tone::Normal,
                 );
             }
-            KeyCode::Char(c) => return self.on_action_key(c),
+            KeyCode::Char(c) => return self.on_action_key(c.encode_utf8(&mut [0; 4])),
             _ => {}
         }
         Action::None
     }
 
-    fn cycle_view(&mut self, step: isize) {
-        let tabs = ViewKind::TABS;
-        // The allocations view counts as the jobs tab it was opened from.
-        let current = if self.view == ViewKind::Allocs {
-            ViewKind::Jobs
-        } else {
-            self.view
-        };
-        let i = tabs.iter().position(|v| *v == current).unwrap_or(0) as isize;
-        let next = (i + step).rem_euclid(tabs.len() as isize) as usize;
-        self.switch_to(tabs[next]);
-    }
-
-    pub(super) fn switch_to(&mut self, view: ViewKind) {
-        if self.view != view {
-            self.view = view;
-            self.detail_open = false;
-        }
-    }
-
-    fn open(&mut self) -> Action {
-        let Some(selected) = self.list().selected.clone() else {
-            return Action::None;
-        };
-        match (self.view, selected) {
-            (ViewKind::Jobs, RowKey::Job(job)) => {
-                if self.alloc_job.as_ref() != Some(&job) {
-                    self.lists[ViewKind::Allocs as usize] = Default::default();
-                    self.invalidate(ViewKind::Allocs);
-                }
-                self.alloc_job = Some(job);
-                self.switch_to(ViewKind::Allocs);
-                Action::None
+    /// Keys while the help is open: scrolling it, closing it; nothing reaches the view.
+    fn on_help_key(&mut self, key: KeyEvent) {
+        let most = u16::try_from(crate::ui::help_len(self)).unwrap_or(u16::MAX);
+        let page = self.height.saturating_sub(4).max(1);
+        self.help_scroll = match key.code {
+            KeyCode::Esc | KeyCode::Char('?' | 'q') => {
+                self.mode = Mode::Normal;
+                0
             }
-            _ => self.toggle_detail(),
+            KeyCode::Down | KeyCode::Char('j') => self.help_scroll.saturating_add(1),
+            KeyCode::Up | KeyCode::Char('k') => self.help_scroll.saturating_sub(1),
+            KeyCode::PageDown => self.help_scroll.saturating_add(page),
+            KeyCode::PageUp => self.help_scroll.saturating_sub(page),
+            KeyCode::Home => 0,
+            KeyCode::End => most,
+            _ => self.help_scroll,
         }
-    }
-
-    /// Lines in the selected row's detail, which bound its scrolling.
-    fn detail_len(&self) -> u16 {
-        self.list().selected.as_ref().map_or(0, |key| {
-            let lines = self.component().detail(&self.ctx(), key).len();
-            u16::try_from(lines).unwrap_or(u16::MAX)
-        })
-    }
-
-    /// `i` everywhere, and `enter` where it does not drill down: the selected row's detail.
-    fn toggle_detail(&mut self) -> Action {
-        let Some(selected) = self.list().selected.clone() else {
-            return Action::None;
-        };
-        match (self.view, selected) {
-            (ViewKind::Workers, _) => Action::None,
-            (ViewKind::Allocs, RowKey::Alloc(id)) => {
-                self.detail_open = !self.detail_open;
-                if self.detail_open {
-                    Action::Run(Command::FetchAlloc(id))
-                } else {
-                    Action::None
-                }
-            }
-            _ => {
-                self.detail_open = !self.detail_open;
-                Action::None
-            }
-        }
-    }
-
-    /// `esc`: closes the detail, else clears the filter, else leaves the allocations view.
-    fn back(&mut self) {
-        if self.detail_open {
-            self.detail_open = false;
-        } else if !self.list().filter.is_empty() {
-            self.list_mut().filter.clear();
-            self.invalidate_view();
-        } else if !self.list().marked.is_empty() {
-            self.list_mut().marked.clear();
-        } else if self.view == ViewKind::Allocs {
-            self.switch_to(ViewKind::Jobs);
-        }
+        .min(most);
     }
 
     fn on_filter_key(&mut self, key: KeyEvent) {

@@ -11,6 +11,7 @@ mod list;
 mod logs;
 mod logs_keys;
 mod modes;
+mod navigate;
 mod order;
 mod permissions;
 mod rate;
@@ -29,8 +30,8 @@ pub use rate::PlacementRate;
 pub use refresh::Stale;
 
 use crate::model::Cluster;
-use crate::views::{Ctx, HealthFilter, TOPICS, TableView, Tone, ViewKind};
-use drover_core::{Allocation, JobKey, Timestamp};
+use crate::views::{AllocScope, Ctx, HealthFilter, TOPICS, TableView, Tone, ViewKind};
+use drover_core::{Allocation, Timestamp};
 
 /// How long a notice stays in the status bar: long enough to read a sentence, short
 /// enough that an old outcome is not taken for the state of things now.
@@ -51,14 +52,17 @@ pub struct App {
     pub view: ViewKind,
     /// One per view, indexed by `ViewKind as usize`; each keeps its filter, sort and
     /// selection while another view is shown.
-    lists: [ListState; 7],
+    lists: [ListState; ViewKind::COUNT],
     /// Per view, indexed like `lists`: what its order lacks of the latest data.
-    stale: [Stale; 7],
+    stale: [Stale; ViewKind::COUNT],
     pub mode: Mode,
     pub read_only: bool,
     /// What the token may do; actions outside it are greyed and refused with the reason.
     pub permissions: Permissions,
     pub address: String,
+    /// The server answering now (its URL with its real scheme), once one has: of several
+    /// listed, the one the footer names.
+    pub serving: Option<String>,
     pub connection: Connection,
     /// Whether the server ever answered: until it has, a failure means the address is
     /// wrong or the server is not up, not that an empty cluster was lost.
@@ -70,6 +74,8 @@ pub struct App {
     pub detail_open: bool,
     /// Lines of the detail scrolled past (`J`/`K`); back to the top when the row changes.
     pub detail_scroll: u16,
+    /// Lines of the help scrolled past (j/k while it is open); 0 when it opens.
+    pub help_scroll: u16,
     /// Seconds east of UTC of the operator's clock, for times of day. The runtime sets it
     /// from the local time zone; it stays 0 (UTC) in tests, so they read the same anywhere.
     pub clock_offset: i32,
@@ -79,8 +85,12 @@ pub struct App {
     /// The namespace the jobs, evals and blocked views show (`:ns NAME`, `:ns *`);
     /// `None`: every namespace.
     pub namespace: Option<String>,
-    /// The job whose allocations the allocations view shows.
-    pub alloc_job: Option<JobKey>,
+    /// Which allocations the allocations view shows.
+    pub alloc_scope: AllocScope,
+    /// The view `enter` drilled into the allocations view from, which `esc` goes back to
+    /// (with its selection as it was); `None` when the allocations view was opened as a
+    /// view of its own.
+    pub drilled_from: Option<ViewKind>,
     pub alloc_detail: Option<Allocation>,
     pub placements: PlacementRate,
     /// The logs pane, while open (`l` on an allocation).
@@ -100,6 +110,7 @@ impl App {
             read_only,
             permissions: Permissions::default(),
             address: address.into(),
+            serving: None,
             connection: Connection::Connecting,
             ever_connected: false,
             notice: None,
@@ -108,11 +119,13 @@ impl App {
             height: 24,
             detail_open: false,
             detail_scroll: 0,
+            help_scroll: 0,
             clock_offset: 0,
             health: HealthFilter::All,
             topic: 0,
             namespace: None,
-            alloc_job: None,
+            alloc_scope: AllocScope::All,
+            drilled_from: None,
             alloc_detail: None,
             placements: PlacementRate::default(),
             logs: None,
@@ -239,7 +252,7 @@ impl App {
         Ctx {
             cluster: &self.cluster,
             now: self.now,
-            alloc_job: self.alloc_job.as_ref(),
+            alloc_scope: &self.alloc_scope,
             health: self.health,
             topic: self.topic_filter(),
             namespace: self.namespace.as_deref(),
@@ -256,6 +269,13 @@ impl App {
                     self.ever_connected = true;
                 }
                 self.connection = c;
+            }
+            Update::Serving(url) => {
+                if let Some(old) = self.serving.as_ref().filter(|old| **old != url) {
+                    let text = format!("{old} stopped answering: following {url}");
+                    self.tell(text, Tone::Warn);
+                }
+                self.serving = Some(url);
             }
             Update::Snapshot(snapshot) => {
                 self.cluster.load(*snapshot);
@@ -294,7 +314,16 @@ impl App {
             }
             Update::Cluster(info) => {
                 self.cluster.index = self.cluster.index.max(info.applied_index);
-                self.cluster.info = info;
+                if self.cluster.info != info {
+                    self.cluster.info = info;
+                    self.invalidate(ViewKind::Servers);
+                }
+            }
+            Update::ServerViews(views) => {
+                if self.cluster.server_views != views {
+                    self.cluster.server_views = views;
+                    self.invalidate(ViewKind::Servers);
+                }
             }
             // Polled every few seconds: an unchanged answer must not rebuild the view.
             Update::Workers(workers) => {
@@ -341,6 +370,24 @@ impl App {
             Connection::Lost { reason, .. } => {
                 Some(format!("cannot connect to {}: {reason}", self.address))
             }
+        }
+    }
+
+    /// The server to name in one line: the one answering, else the first of those the
+    /// console was given (and how many more), never the whole list.
+    pub fn server(&self) -> String {
+        if let Some(serving) = &self.serving {
+            return serving.clone();
+        }
+        let mut listed = self
+            .address
+            .split(',')
+            .map(str::trim)
+            .filter(|a| !a.is_empty());
+        let first = listed.next().unwrap_or(&self.address).to_owned();
+        match listed.count() {
+            0 => first,
+            more => format!("{first} (+{more} more)"),
         }
     }
 

@@ -14,6 +14,8 @@ pub enum Area {
     Operator,
     /// Stopping a job: `submit-job` in its namespace.
     Jobs,
+    /// Restarting and stopping an allocation: `alloc-lifecycle` in its namespace.
+    Allocs,
 }
 
 impl Area {
@@ -23,13 +25,15 @@ impl Area {
             ViewKind::Nodes => Some(Area::Nodes),
             ViewKind::Workers => Some(Area::Operator),
             ViewKind::Jobs => Some(Area::Jobs),
+            ViewKind::Allocs => Some(Area::Allocs),
             _ => None,
         }
     }
 }
 
-/// Where the token may stop jobs, from the namespaces the server was asked about. A
-/// namespace not asked about (a job that appeared since) is offered; the server decides.
+/// Where the token holds one namespace capability (stopping jobs, restarting and stopping
+/// allocations), from the namespaces the server was asked about. A namespace not asked
+/// about (a job that appeared since) is offered; the server decides.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum JobRights {
     Everywhere,
@@ -39,11 +43,31 @@ pub enum JobRights {
     },
 }
 
+impl JobRights {
+    /// Whether some namespace grants it.
+    fn anywhere(&self) -> bool {
+        match self {
+            JobRights::Everywhere => true,
+            JobRights::Asked { allowed, .. } => !allowed.is_empty(),
+        }
+    }
+
+    fn allows(&self, namespace: &str) -> bool {
+        match self {
+            JobRights::Everywhere => true,
+            JobRights::Asked { allowed, denied } => {
+                allowed.contains(namespace) || !denied.contains(namespace)
+            }
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Permissions {
     pub nodes: bool,
     pub operator: bool,
     pub jobs: JobRights,
+    pub allocs: JobRights,
 }
 
 impl Default for Permissions {
@@ -59,12 +83,15 @@ impl Permissions {
             nodes: true,
             operator: true,
             jobs: JobRights::Everywhere,
+            allocs: JobRights::Everywhere,
         }
     }
 
     /// Whether no action at all is open to the token: the console then runs read-only.
     pub fn none(&self) -> bool {
-        !self.nodes && !self.allows(Area::Operator) && !self.allows(Area::Jobs)
+        [Area::Nodes, Area::Operator, Area::Jobs, Area::Allocs]
+            .into_iter()
+            .all(|area| !self.allows(area))
     }
 
     /// Whether the token may act in `area` at all (for jobs: in some namespace).
@@ -72,20 +99,17 @@ impl Permissions {
         match area {
             Area::Nodes => self.nodes,
             Area::Operator => self.operator,
-            Area::Jobs => match &self.jobs {
-                JobRights::Everywhere => true,
-                JobRights::Asked { allowed, .. } => !allowed.is_empty(),
-            },
+            Area::Jobs => self.jobs.anywhere(),
+            Area::Allocs => self.allocs.anywhere(),
         }
     }
 
     pub fn may_stop_jobs_in(&self, namespace: &str) -> bool {
-        match &self.jobs {
-            JobRights::Everywhere => true,
-            JobRights::Asked { allowed, denied } => {
-                allowed.contains(namespace) || !denied.contains(namespace)
-            }
-        }
+        self.jobs.allows(namespace)
+    }
+
+    pub fn may_touch_allocs_in(&self, namespace: &str) -> bool {
+        self.allocs.allows(namespace)
     }
 
     /// What the token lacks for `area`, in the server's words.
@@ -94,6 +118,7 @@ impl Permissions {
             Area::Nodes => "write-node",
             Area::Operator => "operator write",
             Area::Jobs => "submit-job",
+            Area::Allocs => "alloc-lifecycle",
         }
     }
 }

@@ -82,12 +82,13 @@ pub struct ClusterInfo {
     pub server_id: String,
     pub leader_id: String,
     pub role: &'static str,
+    pub term: u64,
     pub applied_index: u64,
     /// Every server of the cluster (empty when the token may not list them).
     pub servers: Vec<ServerState>,
 }
 
-/// One server as the header shows it.
+/// One server as the membership lists it (from the server the console talks to).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ServerState {
     pub id: String,
@@ -96,6 +97,9 @@ pub struct ServerState {
     pub role: &'static str,
     /// Whether the server the console talks to reaches it.
     pub reachable: bool,
+    /// The address the membership lists it at.
+    pub address: String,
+    pub version: String,
 }
 
 impl ServerState {
@@ -109,6 +113,36 @@ impl ServerState {
             },
             role: role_label(m.role),
             reachable: m.status != pb::MemberStatus::Unreachable as i32,
+            address: m.address.clone(),
+            version: m.version.clone(),
+        }
+    }
+}
+
+/// What one server says of itself when the console asks it directly (it can only ask
+/// the servers it was given): its term, how far it has applied the log, and whom it
+/// takes for the leader. Servers disagree during an election; this shows where.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ServerView {
+    pub server_id: String,
+    /// The URL the console asked it at.
+    pub url: String,
+    pub role: &'static str,
+    pub term: u64,
+    pub applied_index: u64,
+    /// Empty while it knows none.
+    pub leader_id: String,
+}
+
+impl ServerView {
+    pub fn from_status(url: &str, s: &pb::ClusterStatusResponse) -> Self {
+        ServerView {
+            server_id: s.server_id.clone(),
+            url: url.to_owned(),
+            role: role_label(s.role),
+            term: s.term,
+            applied_index: s.applied_index,
+            leader_id: s.leader_id.clone(),
         }
     }
 }
@@ -341,11 +375,10 @@ pub fn decode_event(e: pb::Event, received: Timestamp) -> Result<(Change, EventR
         Some(Payload::Job(j)) => {
             let job = Job::try_from(j)?;
             let summary = format!(
-                "{} v{} {}{}",
+                "{} v{} {}",
                 job.id,
                 job.version,
-                job.status.as_str(),
-                if job.stop { " (stopped)" } else { "" }
+                super::rows::job_status_text(job.status, job.stop)
             );
             (Change::Job(job_row(&job)), summary)
         }

@@ -17,15 +17,15 @@ pub use alloc_wire::{
 };
 pub use allocs::AllocTable;
 pub use change::{
-    AllocDetail, Change, ClusterInfo, DecodeError, HealthPeriods, ServerState, Snapshot, alloc_row,
-    decode_blocked, decode_event, decode_job_entry, decode_node, decode_worker, health_periods,
-    job_row, role_label, scheduling_stats,
+    AllocDetail, Change, ClusterInfo, DecodeError, HealthPeriods, ServerState, ServerView,
+    Snapshot, alloc_row, decode_blocked, decode_event, decode_job_entry, decode_node,
+    decode_worker, health_periods, job_row, role_label, scheduling_stats,
 };
 pub use job_evals::JobEvals;
 pub use node_wire::{ListedNode, ListedNodeEntry, ListedNodePage};
 pub use rows::{
     AllocRow, BlockedKindLabel, BlockedRow, EventRow, JobCounts, JobRow, SchedulingStats, Usage,
-    WorkerRow, WorkerStatusLabel, workload_label,
+    WorkerRow, WorkerStatusLabel, job_status_text, workload_label,
 };
 
 use drover_core::{EvalId, Evaluation, JobKey, Node, NodeId};
@@ -46,6 +46,9 @@ pub struct Cluster {
     pub workers: Vec<WorkerRow>,
     pub stats: SchedulingStats,
     pub info: ClusterInfo,
+    /// What each server the console could ask says of itself, by server id (kept until
+    /// an answer replaces it; a server that stops answering is left out of the next).
+    pub server_views: Vec<ServerView>,
     pub events: VecDeque<EventRow>,
     /// The highest Raft index seen in any answer or event.
     pub index: u64,

@@ -42,6 +42,16 @@ impl AllocRow {
     }
 }
 
+/// A job's status as every view and the CLI word it: a job an operator stopped keeps its
+/// status (its allocations may still be stopping) with the stop marked, `dead (stopped)`.
+pub fn job_status_text(status: JobStatus, stop: bool) -> String {
+    if stop {
+        format!("{} (stopped)", status.as_str())
+    } else {
+        status.as_str().to_owned()
+    }
+}
+
 /// One job as the jobs view shows it (the spec is not kept).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JobRow {
@@ -125,6 +135,7 @@ pub enum WorkerStatusLabel {
 }
 
 impl WorkerStatusLabel {
+    /// The label the CLI prints too (the wire name without its prefix, lower-cased).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Starting => "starting",
@@ -153,12 +164,13 @@ impl WorkerStatusLabel {
     }
 }
 
-/// What a worker is doing right now, as a label.
+/// What a worker is doing right now, as a label: the one the CLI prints (the wire name
+/// without its prefix, lower-cased), so an operator reads one word in both.
 pub fn workload_label(value: i32) -> &'static str {
     use pb::WorkloadStatus as W;
     match W::try_from(value) {
-        Ok(W::WaitingToDequeue) => "waiting to dequeue",
-        Ok(W::WaitingForRaft) => "waiting for raft",
+        Ok(W::WaitingToDequeue) => "waiting_to_dequeue",
+        Ok(W::WaitingForRaft) => "waiting_for_raft",
         Ok(W::Scheduling) => "scheduling",
         Ok(W::Submitting) => "submitting",
         Ok(W::Backoff) => "backoff",
@@ -259,6 +271,46 @@ impl JobCounts {
             ClientStatus::Pending => delta(&mut self.pending),
             ClientStatus::Failed | ClientStatus::Lost => delta(&mut self.failed),
             ClientStatus::Complete | ClientStatus::Unknown => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The CLI's form of a wire enum's value (`output::wire_name`): its name without the
+    /// prefix, lower-cased.
+    fn cli_label(name: &str, prefix: &str) -> String {
+        name.trim_start_matches(prefix).to_lowercase()
+    }
+
+    /// Workers read in the console as `operator workers list` prints them.
+    #[test]
+    fn worker_labels_are_the_clis() {
+        for value in 1..=7 {
+            let workload = pb::WorkloadStatus::try_from(value).expect("a workload status");
+            assert_eq!(
+                workload_label(value),
+                cli_label(workload.as_str_name(), "WORKLOAD_STATUS_"),
+            );
+            let status = pb::WorkerStatus::try_from(value).expect("a worker status");
+            assert_eq!(
+                WorkerStatusLabel::from_wire(value).as_str(),
+                cli_label(status.as_str_name(), "WORKER_STATUS_"),
+            );
+        }
+    }
+
+    #[test]
+    fn a_stopped_job_keeps_its_status_with_the_stop_marked() {
+        let cases = [
+            (JobStatus::Running, false, "running"),
+            (JobStatus::Dead, true, "dead (stopped)"),
+            (JobStatus::Running, true, "running (stopped)"),
+        ];
+        for (status, stop, want) in cases {
+            assert_eq!(job_status_text(status, stop), want);
         }
     }
 }

@@ -80,16 +80,31 @@ pub fn table_rows(app: &App) -> usize {
     usize::from(areas(app).table.height.saturating_sub(3))
 }
 
-/// The width of a tab's label, with its padding.
-pub fn tab_width(view: ViewKind) -> u16 {
-    view.name().len() as u16 + 2
+/// The padding of each tab's label on a line `width` wide: a space each side when every
+/// tab fits so, none when only that fits (the labels stay whole either way).
+pub fn tab_padding(width: u16) -> u16 {
+    let labels: u16 = ViewKind::TABS
+        .iter()
+        .map(|v| v.name().len() as u16 + 1)
+        .sum();
+    if 1 + labels + 2 * ViewKind::TABS.len() as u16 <= width {
+        2
+    } else {
+        0
+    }
+}
+
+/// The width of a tab's label, with `padding`.
+pub fn tab_width(view: ViewKind, padding: u16) -> u16 {
+    view.name().len() as u16 + padding
 }
 
 /// Which tab is at column `x`.
 pub fn tab_at(tabs: Rect, x: u16) -> Option<ViewKind> {
+    let padding = tab_padding(tabs.width);
     let mut left = tabs.x + 1;
     for view in ViewKind::TABS {
-        let right = left + tab_width(view);
+        let right = left + tab_width(view, padding);
         if (left..right).contains(&x) {
             return Some(view);
         }

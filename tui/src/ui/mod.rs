@@ -5,10 +5,12 @@ pub mod table;
 pub mod theme;
 
 mod header;
+mod help;
 mod logs;
 mod overlay;
 mod status;
 
+pub use help::help_len;
 pub use theme::Theme;
 
 use crate::app::{App, Mode};
@@ -50,7 +52,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
     }
     status::draw(frame, areas.status, app, theme);
     match &app.mode {
-        Mode::Help => overlay::draw_help(frame, frame.area(), app, theme),
+        Mode::Help => help::draw(frame, frame.area(), app, theme),
         Mode::Confirm(confirm) => overlay::draw_confirm(frame, frame.area(), confirm, theme),
         _ => {}
     }

@@ -1,8 +1,9 @@
-//! What is drawn over the views: the detail pane, the help and the confirmation dialog.
+//! What is drawn over the views: the detail pane and the confirmation dialog (the help
+//! has a module of its own, `help`).
 
 use super::theme::Theme;
 use crate::app::{App, Confirm};
-use crate::views::{GLOBAL_KEYS, Tone};
+use crate::views::Tone;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Flex, Layout, Rect};
 use ratatui::text::{Line, Span};
@@ -52,7 +53,7 @@ pub fn draw_detail(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     );
 }
 
-fn centered(area: Rect, width: u16, height: u16) -> Rect {
+pub(super) fn centered(area: Rect, width: u16, height: u16) -> Rect {
     let [row] = Layout::vertical([Constraint::Length(height.min(area.height))])
         .flex(Flex::Center)
         .areas(area);
@@ -60,63 +61,6 @@ fn centered(area: Rect, width: u16, height: u16) -> Rect {
         .flex(Flex::Center)
         .areas(row);
     cell
-}
-
-pub fn draw_help(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
-    let view_keys = app
-        .component()
-        .keys()
-        .iter()
-        .filter(|k| !(app.read_only && k.action));
-    // Actions the token cannot do stay listed, greyed, and a last line says what it lacks.
-    let lacking = crate::app::Area::of_view(app.view)
-        .filter(|area| !app.permissions.allows(*area))
-        .map(crate::app::Permissions::lacking);
-    let mut lines = Vec::new();
-    let key_line = |keys: &str, what: &str| {
-        Line::from(vec![
-            Span::styled(format!(" {keys:<18} "), theme.accent()),
-            Span::raw(what.to_owned()),
-        ])
-    };
-    let greyed =
-        |keys: &str, what: &str| Line::styled(format!(" {keys:<18} {what}"), theme.tone(Tone::Dim));
-    lines.push(Line::styled(" everywhere", theme.title()));
-    lines.extend(GLOBAL_KEYS.iter().map(|k| key_line(k.keys, k.what)));
-    let mut view_lines: Vec<Line> = view_keys
-        .map(|k| match lacking {
-            Some(_) if k.action => greyed(k.keys, k.what),
-            _ => key_line(k.keys, k.what),
-        })
-        .collect();
-    if !view_lines.is_empty() {
-        lines.push(Line::raw(""));
-        lines.push(Line::styled(format!(" {}", app.view.name()), theme.title()));
-        lines.append(&mut view_lines);
-    }
-    if app.read_only {
-        lines.push(Line::raw(""));
-        lines.push(Line::styled(
-            " read-only: actions are hidden and refused",
-            theme.tone(Tone::Warn),
-        ));
-    } else if let Some(lacks) = lacking {
-        lines.push(Line::raw(""));
-        lines.push(Line::styled(
-            format!(" your token lacks {lacks}: the greyed actions are refused"),
-            theme.tone(Tone::Warn),
-        ));
-    }
-    let height = lines.len() as u16 + 2;
-    let popup = centered(area, 78, height);
-    frame.render_widget(Clear, popup);
-    frame.render_widget(
-        Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(Span::styled(
-            format!(" help: {} (esc closes) ", app.view.name()),
-            theme.title(),
-        ))),
-        popup,
-    );
 }
 
 /// The confirmation's buttons, and the hint beside them when there is room.
@@ -181,7 +125,7 @@ pub fn draw_confirm(frame: &mut Frame, area: Rect, confirm: &Confirm, theme: &Th
 
 /// Breaks `text` into lines of at most `width` characters at spaces (a longer word is cut
 /// where it must be), so a long question stays inside the dialog's padding.
-fn wrap_words(text: &str, width: usize) -> Vec<String> {
+pub(super) fn wrap_words(text: &str, width: usize) -> Vec<String> {
     let mut lines = Vec::new();
     let mut line = String::new();
     for word in text.split_whitespace() {

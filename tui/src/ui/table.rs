@@ -3,7 +3,7 @@
 
 use super::theme::Theme;
 use crate::app::App;
-use crate::views::{Cell, Column};
+use crate::views::{AllocScope, Cell, Column};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Modifier;
@@ -117,14 +117,38 @@ pub fn column_at(columns: &[(usize, u16)], left: u16, x: u16) -> Option<usize> {
     None
 }
 
-/// Cuts `text` to `width` characters, marking the cut with an ellipsis.
-fn fit(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
+/// Cuts `text` to `width` characters, marking the cut with an ellipsis: at the end, or
+/// for a name that keeps its end (`keep_end`) in the middle, keeping a third of the room
+/// for its start and the rest for its end, where names made by the servers differ
+/// (dispatched and periodic children, numbered nodes).
+fn fit(text: &str, width: usize, keep_end: bool) -> String {
+    let len = text.chars().count();
+    if len <= width {
         return format!("{text:width$}");
     }
-    let mut cut: String = text.chars().take(width.saturating_sub(1)).collect();
+    let room = width.saturating_sub(1);
+    let head = if keep_end { room / 3 } else { room };
+    let mut cut: String = text.chars().take(head).collect();
     cut.push('…');
+    cut.extend(text.chars().skip(len - (room - head)));
     cut
+}
+
+/// What the allocations view shows, as its title says it: whose allocations, named as
+/// the view they were drilled from names them.
+fn alloc_title(app: &App) -> String {
+    match &app.alloc_scope {
+        AllocScope::All => "allocations".to_owned(),
+        AllocScope::Job(job) => format!("allocations of job {}", job.id),
+        AllocScope::Node(id) => {
+            let name = app
+                .cluster
+                .nodes
+                .get(id)
+                .map_or_else(|| id.short(), |n| n.name.clone());
+            format!("allocations on node {name}")
+        }
+    }
 }
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
@@ -143,12 +167,8 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let columns = visible_columns(view.columns(), area.width, &widest, sort.map(|s| s.column));
     let title = {
         let mut t = format!(" {} ({})", app.view.name(), list.order.len());
-        if let Some(job) = app
-            .alloc_job
-            .as_ref()
-            .filter(|_| app.view == crate::views::ViewKind::Allocs)
-        {
-            t = format!(" allocations of {} ({})", job.id, list.order.len());
+        if app.view == crate::views::ViewKind::Allocs {
+            t = format!(" {} ({})", alloc_title(app), list.order.len());
         }
         if app.view == crate::views::ViewKind::Nodes
             && app.health != crate::views::HealthFilter::All
@@ -200,7 +220,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             name.push(if s.descending { '↓' } else { '↑' });
         }
         header.push(Span::styled(
-            fit(&name, usize::from(*width)),
+            fit(&name, usize::from(*width), false),
             theme.title().add_modifier(Modifier::UNDERLINED),
         ));
     }
@@ -215,7 +235,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             }
             let cell = &cells[*i];
             spans.push(Span::styled(
-                fit(&cell.text, usize::from(*width)),
+                fit(&cell.text, usize::from(*width), cell.keep_end),
                 theme.tone(cell.tone),
             ));
         }
@@ -321,6 +341,27 @@ mod tests {
             visible_columns(&tight, 14, &[], Some(0)),
             vec![(0, 5), (1, 4)]
         );
+    }
+
+    #[test]
+    fn names_are_cut_in_the_middle_and_keep_their_end() {
+        let cases = [
+            ("web-0", 8, false, "web-0   "),
+            ("running (stopped)", 10, false, "running (…"),
+            (
+                "batch/dispatch-1767225600-ab12cd34",
+                20,
+                true,
+                "batch/…5600-ab12cd34",
+            ),
+            ("sim-00017", 6, true, "s…0017"),
+            ("abc", 1, true, "…"),
+        ];
+        for (text, width, keep_end, want) in cases {
+            let got = fit(text, width, keep_end);
+            assert_eq!(got, want, "{text:?} in {width}");
+            assert_eq!(got.chars().count(), width);
+        }
     }
 
     #[test]

@@ -1,8 +1,11 @@
-//! The allocations of one job (reached from the jobs view); the detail shows the task
-//! states and events, fetched from the server when it opens.
+//! Allocations: every one in the cluster (newest first), or those of the node or job an
+//! operator drilled into (by name). The detail shows the task states and events, fetched
+//! from the server when it opens.
 
 use super::format::age;
-use super::{Cell, Column, Ctx, DetailLine, KeyHelp, TableView, Tone, ViewKind, col};
+use super::{
+    AllocScope, Cell, Column, Ctx, DetailLine, KeyHelp, TableView, Tone, ViewKind, action, col, key,
+};
 use crate::kinds::{RowKey, SortKey};
 use crate::model::AllocRow;
 use drover_core::{ClientStatus, DesiredStatus};
@@ -33,20 +36,41 @@ fn node_name(ctx: &Ctx, a: &AllocRow) -> String {
         .unwrap_or_else(|| a.node_id.short())
 }
 
+/// Whether the view's scope holds `a`.
+fn in_scope(scope: &AllocScope, a: &AllocRow) -> bool {
+    match scope {
+        AllocScope::All => true,
+        AllocScope::Job(job) => a.job == *job,
+        AllocScope::Node(node) => a.node_id == *node,
+    }
+}
+
 const COLUMNS: &[Column] = &[
     col("ID", 8, 0),
     col("NAME", 22, 0),
-    col("GROUP", 10, 3),
+    col("JOB", 14, 3),
+    col("GROUP", 10, 4),
     col("NODE", 14, 1),
     col("DESIRED", 7, 2),
-    col("CLIENT", 8, 0),
+    col("STATUS", 8, 0),
     col("AGE", 5, 2),
 ];
 
-const KEYS: &[KeyHelp] = &[super::key(
-    "l",
-    "the task's output, followed (j/k scroll, e stderr, t task)",
-)];
+const KEYS: &[KeyHelp] = &[
+    key(
+        "enter / i",
+        "the allocation's detail: its tasks and their events",
+    ),
+    key(
+        "l",
+        "the task's output, followed (j/k scroll, e stderr, t task)",
+    ),
+    action("r", "restart the allocation's tasks in place"),
+    action(
+        "ctrl-k",
+        "stop the allocation (its job places a replacement)",
+    ),
+];
 
 impl TableView for AllocsView {
     fn kind(&self) -> ViewKind {
@@ -58,30 +82,31 @@ impl TableView for AllocsView {
     }
 
     fn rows(&self, ctx: &Ctx) -> Vec<RowKey> {
-        let Some(job) = ctx.alloc_job else {
-            return Vec::new();
-        };
         ctx.cluster
             .allocs
             .values()
-            .filter(|a| a.job == *job)
+            .filter(|a| in_scope(ctx.alloc_scope, a))
             .map(|a| RowKey::Alloc(a.id))
             .collect()
     }
 
+    /// A node's or job's allocations by name; the whole cluster's newest first (a number
+    /// per row: a million rows sort by it in a blink, by their names they would not).
     fn natural_rank(&self, ctx: &Ctx, key: &RowKey) -> Option<Vec<SortKey>> {
-        let a = alloc(ctx, key).filter(|a| Some(&a.job) == ctx.alloc_job)?;
-        Some(vec![
-            SortKey::text(a.name()),
-            SortKey::Num(a.create_time.as_millis()),
-        ])
+        let a = alloc(ctx, key).filter(|a| in_scope(ctx.alloc_scope, a))?;
+        let newest_first = SortKey::Num(u64::MAX - a.create_time.as_millis());
+        Some(match ctx.alloc_scope {
+            AllocScope::All => vec![newest_first],
+            _ => vec![SortKey::text(a.name()), newest_first],
+        })
     }
 
     fn cells(&self, ctx: &Ctx, key: &RowKey) -> Option<Vec<Cell>> {
         let a = alloc(ctx, key)?;
         Some(vec![
             Cell::tone(a.id.short(), Tone::Dim),
-            Cell::new(a.name()),
+            Cell::name(a.name()),
+            Cell::name(a.job.id.to_string()),
             Cell::new(&*a.task_group),
             Cell::new(node_name(ctx, a)),
             Cell::tone(
@@ -104,10 +129,11 @@ impl TableView for AllocsView {
         match column {
             0 => SortKey::text(a.id.to_string()),
             1 => SortKey::text(a.name()),
-            2 => SortKey::text(&a.task_group),
-            3 => SortKey::text(node_name(ctx, a)),
-            4 => SortKey::text(a.desired.as_str()),
-            5 => SortKey::text(a.client.as_str()),
+            2 => SortKey::text(a.job.id.as_str()),
+            3 => SortKey::text(&a.task_group),
+            4 => SortKey::text(node_name(ctx, a)),
+            5 => SortKey::text(a.desired.as_str()),
+            6 => SortKey::text(a.client.as_str()),
             _ => SortKey::Num(u64::MAX - a.create_time.as_millis()),
         }
     }
@@ -119,9 +145,11 @@ impl TableView for AllocsView {
         let mut lines = vec![
             DetailLine::field("id", a.id.to_string()),
             DetailLine::field("name", a.name()),
+            DetailLine::field("job", a.job.to_string()),
+            DetailLine::field("group", &*a.task_group),
             DetailLine::field("node", format!("{} ({})", node_name(ctx, a), a.node_id)),
             DetailLine::field("desired", a.desired.as_str()),
-            DetailLine::toned("client", a.client.as_str(), client_tone(a.client)),
+            DetailLine::toned("status", a.client.as_str(), client_tone(a.client)),
             DetailLine::field(
                 "resources",
                 format!(
@@ -136,7 +164,7 @@ impl TableView for AllocsView {
                 if !full.client_description.is_empty() {
                     lines.push(DetailLine::field(
                         "description",
-                        full.client_description.clone(),
+                        super::format::sentence(&full.client_description),
                     ));
                 }
                 for (task, state) in &full.task_states {

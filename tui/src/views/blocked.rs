@@ -64,7 +64,7 @@ impl TableView for BlockedView {
     fn cells(&self, ctx: &Ctx, key: &RowKey) -> Option<Vec<Cell>> {
         let b = blocked(ctx, key)?;
         Some(vec![
-            Cell::new(b.job.id.to_string()),
+            Cell::name(b.job.id.to_string()),
             Cell::new(b.kind.as_str()),
             Cell::new(classes(b)),
             Cell::tone(

@@ -155,7 +155,7 @@ impl TableView for EvalsView {
             Cell::tone(e.id.short(), Tone::Dim),
             Cell::tone(e.status.as_str(), status_tone(e.status)),
             Cell::new(e.scheduler.as_str()),
-            Cell::new(e.job_id.to_string()),
+            Cell::name(e.job_id.to_string()),
             Cell::new(e.triggered_by.as_str()),
             Cell::new(e.priority.to_string()),
             Cell::new(age(e.create_time, ctx.now)),

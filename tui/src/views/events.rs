@@ -25,9 +25,21 @@ const COLUMNS: &[Column] = &[
     col("INDEX", 7, 2),
     col("TOPIC", 10, 0),
     col("TYPE", 17, 0),
-    col("KEY", 12, 3),
+    col("KEY", 8, 3),
     col("SUMMARY", 30, 0),
 ];
+
+/// An event's key as the other views show the same object: an id (node, allocation,
+/// evaluation) by its first eight characters, as every table prints ids and as `:`
+/// commands and the CLI take them; anything else (a job's id) as it is.
+fn short_key(key: &str) -> &str {
+    let is_uuid = key.len() == 36
+        && key.char_indices().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => c == '-',
+            _ => c.is_ascii_hexdigit(),
+        });
+    if is_uuid { &key[..8] } else { key }
+}
 
 const KEYS: &[KeyHelp] = &[
     key("t", "cycle the topic shown"),
@@ -94,7 +106,7 @@ impl TableView for EventsView {
             Cell::tone(e.index.to_string(), Tone::Dim),
             Cell::new(e.topic),
             Cell::new(e.event_type),
-            Cell::tone(e.key.chars().take(12).collect::<String>(), Tone::Dim),
+            Cell::tone(short_key(&e.key), Tone::Dim),
             Cell::new(e.summary.clone()),
         ])
     }
@@ -139,5 +151,27 @@ impl TableView for EventsView {
 
     fn keys(&self) -> &'static [KeyHelp] {
         KEYS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::short_key;
+
+    #[test]
+    fn ids_in_keys_read_by_their_first_eight_characters() {
+        let node = drover_core::mock::node_id(7).to_string();
+        let cases = [
+            (node.as_str(), &node[..8]),
+            ("web-0", "web-0"),
+            (
+                "batch/dispatch-1767225600-ab12cd34",
+                "batch/dispatch-1767225600-ab12cd34",
+            ),
+            ("", ""),
+        ];
+        for (key, want) in cases {
+            assert_eq!(short_key(key), want, "{key:?}");
+        }
     }
 }

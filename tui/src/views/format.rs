@@ -37,6 +37,20 @@ pub fn percent(used: u64, total: u64) -> String {
     format!("{}%", used.saturating_mul(100) / total)
 }
 
+/// A description written by an agent or a server, in the house style: lower-case first
+/// (`tasks are running`, whichever agent wrote `Tasks are running`), an acronym at the
+/// start (`TLS ...`) left as it is.
+pub fn sentence(text: &str) -> String {
+    let mut chars = text.chars();
+    match (chars.next(), chars.next()) {
+        (Some(first), second) if !second.is_some_and(char::is_uppercase) => first
+            .to_lowercase()
+            .chain(text[first.len_utf8()..].chars())
+            .collect(),
+        _ => text.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -71,6 +85,20 @@ mod tests {
         assert_eq!(clock(t, 0), "00:00:05");
         assert_eq!(clock(t, 2 * 3_600), "02:00:05");
         assert_eq!(clock(t, -3_600), "23:00:05");
+    }
+
+    #[test]
+    fn descriptions_read_lower_case_first() {
+        let cases = [
+            ("Tasks are running", "tasks are running"),
+            ("tasks are running", "tasks are running"),
+            ("TLS handshake failed", "TLS handshake failed"),
+            ("A", "a"),
+            ("", ""),
+        ];
+        for (text, want) in cases {
+            assert_eq!(sentence(text), want, "{text:?}");
+        }
     }
 
     #[test]

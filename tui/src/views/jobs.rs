@@ -3,7 +3,7 @@
 use super::format::age;
 use super::{Cell, Column, Ctx, DetailLine, KeyHelp, TableView, Tone, ViewKind, action, col, key};
 use crate::kinds::{RowKey, SortKey};
-use crate::model::JobRow;
+use crate::model::{JobRow, job_status_text};
 use drover_core::JobStatus;
 
 pub struct JobsView;
@@ -16,15 +16,13 @@ fn job<'a>(ctx: &Ctx<'a>, key: &RowKey) -> Option<&'a JobRow> {
 }
 
 fn status_cell(j: &JobRow) -> Cell {
-    if j.stop {
-        return Cell::tone("stopped", Tone::Dim);
-    }
     let tone = match j.status {
+        _ if j.stop => Tone::Dim,
         JobStatus::Pending => Tone::Warn,
         JobStatus::Running => Tone::Good,
         JobStatus::Dead => Tone::Dim,
     };
-    Cell::tone(j.status.as_str(), tone)
+    Cell::tone(job_status_text(j.status, j.stop), tone)
 }
 
 /// Allocations not placed yet, a warning when there are any: a job whose whole count waits
@@ -79,7 +77,7 @@ impl TableView for JobsView {
         let j = job(ctx, key)?;
         let c = ctx.cluster.job_counts(&j.key);
         Some(vec![
-            Cell::new(j.key.id.to_string()),
+            Cell::name(j.key.id.to_string()),
             Cell::new(j.job_type.as_str()),
             Cell::new(j.priority.to_string()),
             status_cell(j),

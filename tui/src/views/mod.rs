@@ -10,15 +10,16 @@ mod events;
 mod format;
 mod jobs;
 mod nodes;
+mod servers;
 mod workers;
 
-pub use format::{age, clock, duration_short, percent};
+pub use format::{age, clock, duration_short, percent, sentence};
 pub use nodes::time_left;
 
-pub use crate::kinds::{HealthFilter, TOPICS, Tone, ViewKind};
+pub use crate::kinds::{AllocScope, HealthFilter, TOPICS, Tone, ViewKind};
 use crate::kinds::{RowKey, SortKey};
 use crate::model::Cluster;
-use drover_core::{JobKey, Timestamp};
+use drover_core::Timestamp;
 
 impl ViewKind {
     /// The component that draws this view.
@@ -31,6 +32,7 @@ impl ViewKind {
             ViewKind::Jobs => &jobs::JobsView,
             ViewKind::Allocs => &allocs::AllocsView,
             ViewKind::Events => &events::EventsView,
+            ViewKind::Servers => &servers::ServersView,
         }
     }
 }
@@ -57,20 +59,29 @@ const fn col(title: &'static str, width: u16, priority: u8) -> Column {
 pub struct Cell {
     pub text: String,
     pub tone: Tone,
+    /// A name whose end tells it from its siblings (`batch/dispatch-…-ab12cd34`,
+    /// `sim-00017`): cut in the middle when it does not fit, never at the end.
+    pub keep_end: bool,
 }
 
 impl Cell {
     pub fn new(text: impl Into<String>) -> Self {
-        Self {
-            text: text.into(),
-            tone: Tone::Normal,
-        }
+        Self::tone(text, Tone::Normal)
     }
 
     pub fn tone(text: impl Into<String>, tone: Tone) -> Self {
         Self {
             text: text.into(),
             tone,
+            keep_end: false,
+        }
+    }
+
+    /// A name (job, allocation, node) that keeps its end when cut.
+    pub fn name(text: impl Into<String>) -> Self {
+        Self {
+            keep_end: true,
+            ..Self::new(text)
         }
     }
 }
@@ -144,8 +155,8 @@ const fn action(keys: &'static str, what: &'static str) -> KeyHelp {
 pub struct Ctx<'a> {
     pub cluster: &'a Cluster,
     pub now: Timestamp,
-    /// The job whose allocations the allocations view shows.
-    pub alloc_job: Option<&'a JobKey>,
+    /// Which allocations the allocations view shows.
+    pub alloc_scope: &'a AllocScope,
     pub health: HealthFilter,
     /// Only events of this topic; `None`: all.
     pub topic: Option<&'static str>,
@@ -193,8 +204,8 @@ pub const GLOBAL_KEYS: &[KeyHelp] = &[
     ),
     key("tab / shift-tab", "next / previous view"),
     key(
-        ":nodes :evals …",
-        "go to a view (:blocked :workers :jobs :events too)",
+        ":nodes :allocs …",
+        "go to a view (:evals :blocked :workers :jobs :servers :events too)",
     ),
     key(
         ":node offline ID",
@@ -212,14 +223,32 @@ pub const GLOBAL_KEYS: &[KeyHelp] = &[
     key("1-9", "sort by that column (again: reverse)"),
     key(
         "enter / esc",
-        "open the detail, drill down / close, clear, go back",
+        "drill down (a node's or job's allocations) or open the detail / close, clear, go back",
     ),
-    key("i  J/K", "the row's detail (jobs too) / scroll the detail"),
+    key(
+        "i  J/K",
+        "the row's detail (nodes and jobs too) / scroll the detail",
+    ),
     key("y", "copy the selected id to the clipboard"),
     key("? / q ctrl-c", "this help / quit"),
 ];
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
+    /// What the views read of `cluster` at `now` with no scope narrowed: every health
+    /// group, topic and namespace, the whole cluster's allocations.
+    pub fn new(cluster: &'a Cluster, now: Timestamp) -> Self {
+        Ctx {
+            cluster,
+            now,
+            alloc_scope: &AllocScope::All,
+            health: HealthFilter::All,
+            topic: None,
+            namespace: None,
+            alloc_detail: None,
+            clock_offset: 0,
+        }
+    }
+
     /// Whether a row of `namespace` is in the console's namespace scope.
     pub fn in_namespace(&self, namespace: &str) -> bool {
         self.namespace.is_none_or(|ns| ns == namespace)

@@ -73,6 +73,33 @@ fn allocatable(node: &Node) -> drover_core::Resources {
     }
 }
 
+/// Whether new placements may go to the node as far as the operator decided: its
+/// eligibility flag, and not offlined. Offlining leaves the flag as it was (onlining must
+/// give the node back as it was), but an offlined node takes no placements whatever the
+/// flag says, so it must not read as eligible.
+fn eligible(node: &Node) -> bool {
+    node.eligibility == Eligibility::Eligible && node.health != NodeHealth::Offlined
+}
+
+/// The eligibility as a sentence for the detail, saying why an eligible flag does not count.
+fn eligibility_text(node: &Node) -> String {
+    match (node.eligibility, node.health) {
+        (Eligibility::Eligible, NodeHealth::Offlined) => "ineligible (offlined)".to_owned(),
+        (e, _) => e.as_str().to_owned(),
+    }
+}
+
+/// A node's class as the schedulers name it (`default` when the node set none): the name
+/// blocked evaluations list classes by, so the two views read alike. Dim when unset.
+fn class_cell(node: &Node) -> Cell {
+    let tone = if node.node_class.is_empty() {
+        Tone::Dim
+    } else {
+        Tone::Normal
+    };
+    Cell::tone(node.class_key(), tone)
+}
+
 fn node<'a>(ctx: &Ctx<'a>, key: &RowKey) -> Option<&'a Node> {
     match key {
         RowKey::Node(id) => ctx.cluster.nodes.get(id),
@@ -108,6 +135,8 @@ const COLUMNS: &[Column] = &[
 ];
 
 const KEYS: &[KeyHelp] = &[
+    key("enter", "the node's allocations (esc comes back)"),
+    key("i", "the node's detail"),
     key("g", "cycle the health group shown"),
     key(
         "space",
@@ -149,9 +178,9 @@ impl TableView for NodesView {
         let n = node(ctx, key)?;
         let usage = ctx.cluster.usage(&n.id);
         let cap = allocatable(n);
-        let eligible = n.eligibility == Eligibility::Eligible;
+        let eligible = eligible(n);
         Some(vec![
-            Cell::new(n.name.clone()),
+            Cell::name(n.name.clone()),
             health_cell(n, ctx),
             Cell::tone(n.status.as_str(), status_tone(n.status)),
             Cell::tone(
@@ -167,7 +196,7 @@ impl TableView for NodesView {
                 },
             ),
             Cell::new(n.datacenter.clone()),
-            Cell::new(n.node_class.clone()),
+            class_cell(n),
             Cell::new(usage.live_allocs.to_string()),
             Cell::new(percent(usage.used.cpu_mhz, cap.cpu_mhz)),
             Cell::new(percent(usage.used.memory_mb, cap.memory_mb)),
@@ -186,10 +215,10 @@ impl TableView for NodesView {
             0 => SortKey::text(&n.name),
             1 => SortKey::Num(health_rank(n.health)),
             2 => SortKey::text(n.status.as_str()),
-            3 => SortKey::text(n.eligibility.as_str()),
+            3 => SortKey::Num(u64::from(eligible(n))),
             4 => SortKey::Num(u64::from(n.drain.is_some())),
             5 => SortKey::text(&n.datacenter),
-            6 => SortKey::text(&n.node_class),
+            6 => SortKey::text(n.class_key()),
             7 => SortKey::Num(usage.live_allocs.into()),
             8 => SortKey::Num(ratio(usage.used.cpu_mhz, cap.cpu_mhz)),
             9 => SortKey::Num(ratio(usage.used.memory_mb, cap.memory_mb)),
@@ -216,13 +245,17 @@ impl TableView for NodesView {
                 if n.status_description.is_empty() {
                     n.status.as_str().to_owned()
                 } else {
-                    format!("{} ({})", n.status.as_str(), n.status_description)
+                    format!(
+                        "{} ({})",
+                        n.status.as_str(),
+                        super::format::sentence(&n.status_description)
+                    )
                 },
             ),
-            DetailLine::field("eligibility", n.eligibility.as_str()),
+            DetailLine::field("eligibility", eligibility_text(n)),
             DetailLine::field("drain", drain_text(n, ctx.now)),
             DetailLine::field("datacenter", n.datacenter.clone()),
-            DetailLine::field("class", n.node_class.clone()),
+            DetailLine::field("class", n.class_key()),
             DetailLine::field(
                 "last snapshot",
                 n.last_snapshot.clone().unwrap_or_else(|| "-".to_owned()),
@@ -261,7 +294,6 @@ impl TableView for NodesView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kinds::HealthFilter;
     use crate::model::Cluster;
     use drover_core::mock;
 
@@ -274,17 +306,73 @@ mod tests {
         node.health_since = Timestamp::from_millis(now.as_millis() - ago.as_millis() as u64);
         let mut cluster = Cluster::default();
         cluster.health_periods = periods;
-        let ctx = Ctx {
-            cluster: &cluster,
-            now,
-            alloc_job: None,
-            health: HealthFilter::All,
-            topic: None,
-            namespace: None,
-            alloc_detail: None,
-            clock_offset: 0,
-        };
+        let ctx = Ctx::new(&cluster, now);
         health_cell(&node, &ctx).text
+    }
+
+    /// An offlined node takes no placements whatever its eligibility flag says (offlining
+    /// leaves the flag alone), so it reads ineligible in the table and the detail.
+    #[test]
+    fn an_offlined_node_reads_ineligible() {
+        // (health, eligibility flag, ELIG cell, detail)
+        let cases = [
+            (
+                NodeHealth::Healthy,
+                Eligibility::Eligible,
+                "yes",
+                "eligible",
+            ),
+            (
+                NodeHealth::Healthy,
+                Eligibility::Ineligible,
+                "no",
+                "ineligible",
+            ),
+            (
+                NodeHealth::Offlined,
+                Eligibility::Eligible,
+                "no",
+                "ineligible (offlined)",
+            ),
+            (
+                NodeHealth::Offlined,
+                Eligibility::Ineligible,
+                "no",
+                "ineligible",
+            ),
+        ];
+        for (health, flag, cell, detail) in cases {
+            let mut node = mock::node(1);
+            node.health = health;
+            node.eligibility = flag;
+            let mut cluster = Cluster::default();
+            let key = RowKey::Node(node.id);
+            cluster.nodes.insert(node.id, node);
+            let ctx = Ctx::new(&cluster, Timestamp::from_millis(0));
+            let cells = NodesView.cells(&ctx, &key).expect("the node's row");
+            assert_eq!(cells[3].text, cell, "{health:?} {flag:?}");
+            let lines = NodesView.detail(&ctx, &key);
+            let shown = lines.iter().find(|l| l.label == "eligibility");
+            assert_eq!(shown.map(|l| l.value.text.as_str()), Some(detail));
+        }
+    }
+
+    /// A node without a class reads as the schedulers name its class, as blocked
+    /// evaluations list it.
+    #[test]
+    fn a_node_without_a_class_reads_default() {
+        let mut cluster = Cluster::default();
+        for (n, class) in [(1, ""), (2, "gpu")] {
+            let mut node = mock::node(n);
+            node.node_class = class.into();
+            cluster.nodes.insert(node.id, node);
+        }
+        let ctx = Ctx::new(&cluster, Timestamp::from_millis(0));
+        for (n, want) in [(1, "default"), (2, "gpu")] {
+            let key = RowKey::Node(mock::node(n).id);
+            let cells = NodesView.cells(&ctx, &key).expect("the node's row");
+            assert_eq!(cells[6].text, want);
+        }
     }
 
     /// The countdown follows the server's periods (here not the defaults of 1m and 15m); a

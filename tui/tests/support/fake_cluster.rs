@@ -62,14 +62,22 @@ impl FakeCluster {
             .await
             .expect("a free loopback port");
         let address = listener.local_addr().expect("its address").to_string();
-        let api = Api(Arc::new(self));
-        let router = tonic::transport::Server::builder()
-            .add_service(OperatorServiceServer::new(api.clone()))
-            .add_service(JobServiceServer::new(api.clone()))
-            .add_service(EvalServiceServer::new(api));
+        let router = self.router(&mut tonic::transport::Server::builder());
         let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
         tokio::spawn(router.serve_with_incoming(incoming));
         address
+    }
+
+    /// The load's services on `builder`, for a server that adds more of its own.
+    pub fn router(
+        self,
+        builder: &mut tonic::transport::Server,
+    ) -> tonic::transport::server::Router {
+        let api = Api(Arc::new(self));
+        builder
+            .add_service(OperatorServiceServer::new(api.clone()))
+            .add_service(JobServiceServer::new(api.clone()))
+            .add_service(EvalServiceServer::new(api))
     }
 
     fn node(&self, n: u64) -> pb::NodeListEntry {

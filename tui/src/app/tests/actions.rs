@@ -29,10 +29,21 @@ fn confirmations_default_to_cancel() {
     assert!(matches!(&app.mode, Mode::Confirm(c) if !c.on_confirm));
 }
 
+/// The allocation selected first in the allocations of job `batch-1` (`:jobs`, enter).
+fn first_alloc() -> drover_core::AllocId {
+    let mut app = app();
+    press(&mut app, ":jobs<enter><enter>");
+    match app.list().selected {
+        Some(RowKey::Alloc(id)) => id,
+        ref other => panic!("an allocation is selected: {other:?}"),
+    }
+}
+
 #[test]
 fn every_action_key_asks_or_runs_the_right_command() {
     let base = app();
     let first = selected_node(&base).expect("selected");
+    let alloc = first_alloc();
     // (view command, keys, the command it ends in)
     let cases: Vec<(&str, &str, Command)> = vec![
         ("", "O", Command::Online(vec![first])),
@@ -88,6 +99,16 @@ fn every_action_key_asks_or_runs_the_right_command() {
             "x<right><enter>",
             Command::StopJob(drover_core::JobKey::default_ns("batch-1")),
         ),
+        (
+            ":jobs<enter><enter>",
+            "r<right><enter>",
+            Command::RestartAlloc(alloc),
+        ),
+        (
+            ":jobs<enter><enter>",
+            "<c-k><right><enter>",
+            Command::StopAlloc(alloc),
+        ),
     ];
     for (view, keys, want) in cases {
         let mut app = app();
@@ -125,6 +146,8 @@ fn read_only_refuses_every_action() {
         (":workers<enter>", "R"),
         (":workers<enter>", "c<enter><right><enter>"),
         (":jobs<enter>", "x<right><enter>"),
+        (":jobs<enter><enter>", "r<right><enter>"),
+        (":allocs<enter>", "<c-k><right><enter>"),
     ];
     for (view, keys) in keys {
         let mut app = fixtures::app(40, 200, 120, 40);
@@ -150,13 +173,19 @@ fn read_only_refuses_every_action() {
 #[test]
 fn actions_follow_what_the_token_may_do() {
     use crate::app::{JobRights, Permissions};
+    let asked = |allowed: &[&str], denied: &[&str]| JobRights::Asked {
+        allowed: allowed.iter().map(|n| n.to_string()).collect(),
+        denied: denied.iter().map(|n| n.to_string()).collect(),
+    };
     let only = |nodes: bool, operator: bool, jobs_in: &[&str], denied: &[&str]| Permissions {
         nodes,
         operator,
-        jobs: JobRights::Asked {
-            allowed: jobs_in.iter().map(|n| n.to_string()).collect(),
-            denied: denied.iter().map(|n| n.to_string()).collect(),
-        },
+        jobs: asked(jobs_in, denied),
+        allocs: asked(&[], &["default"]),
+    };
+    let allocs_in = |allowed: &[&str], denied: &[&str]| Permissions {
+        allocs: asked(allowed, denied),
+        ..only(false, false, &[], &["default"])
     };
     // (permissions, view, keys, Some(what the refusal names) or None: the action runs)
     let cases = [
@@ -207,6 +236,24 @@ fn actions_follow_what_the_token_may_do() {
             ":workers<enter>",
             "p<right><enter>",
             None,
+        ),
+        (
+            allocs_in(&["default"], &[]),
+            ":allocs<enter>",
+            "r<right><enter>",
+            None,
+        ),
+        (
+            allocs_in(&["prod"], &["default"]),
+            ":allocs<enter>",
+            "<c-k><right><enter>",
+            Some("alloc-lifecycle in namespace \"default\""),
+        ),
+        (
+            only(true, true, &["default"], &[]),
+            ":allocs<enter>",
+            "r<right><enter>",
+            Some("alloc-lifecycle"),
         ),
     ];
     for (permissions, view, keys, refused) in cases {

@@ -1,5 +1,6 @@
 use super::*;
 use crate::fixtures;
+use crate::kinds::AllocScope;
 use crate::model::Change;
 use drover_core::{NodeHealth, mock};
 use ratatui::crossterm::event::{
@@ -7,14 +8,20 @@ use ratatui::crossterm::event::{
 };
 
 /// Presses keys written as text: plain characters, plus `<esc>`, `<enter>`, `<tab>`,
-/// `<down>`, `<up>`, `<right>`, `<bs>` and `<end>`. Returns the actions that were not `None`.
+/// `<down>`, `<up>`, `<right>`, `<bs>`, `<end>` and `<c-k>` (ctrl-k). Returns the actions
+/// that were not `None`.
 fn press(app: &mut App, keys: &str) -> Vec<Action> {
     let mut actions = Vec::new();
     let mut rest = keys;
     while !rest.is_empty() {
+        let mut ctrl = false;
         let (code, len) = if rest.starts_with('<') && rest.contains('>') {
             let end = rest.find('>').unwrap_or(0);
             let code = match &rest[1..end] {
+                "c-k" => {
+                    ctrl = true;
+                    KeyCode::Char('k')
+                }
                 "esc" => KeyCode::Esc,
                 "enter" => KeyCode::Enter,
                 "tab" => KeyCode::Tab,
@@ -32,6 +39,7 @@ fn press(app: &mut App, keys: &str) -> Vec<Action> {
         };
         rest = &rest[len..];
         let modifiers = match code {
+            _ if ctrl => KeyModifiers::CONTROL,
             KeyCode::Char(c) if c.is_ascii_uppercase() => KeyModifiers::SHIFT,
             _ => KeyModifiers::NONE,
         };
@@ -195,6 +203,110 @@ fn esc_closes_the_detail_then_goes_back() {
     assert_eq!(app.view, ViewKind::Jobs);
 }
 
+/// The allocations each row of the allocations view shows, as (node, job).
+fn alloc_rows(app: &App) -> Vec<(drover_core::NodeId, drover_core::JobKey)> {
+    app.list()
+        .order
+        .iter()
+        .filter_map(|k| match k {
+            RowKey::Alloc(id) => app.cluster.allocs.get(id),
+            _ => None,
+        })
+        .map(|a| (a.node_id, a.job.clone()))
+        .collect()
+}
+
+/// As k9s does: `enter` on a node or a job lists its allocations, `esc` comes back to
+/// the row it left; `i` opens the node's own detail.
+#[test]
+fn enter_drills_into_allocations_and_esc_comes_back() {
+    let mut app = app();
+    press(&mut app, "<down><down>");
+    let node = selected_node(&app).expect("a node is selected");
+    assert!(press(&mut app, "<enter>").is_empty());
+    assert_eq!(
+        (app.view, &app.alloc_scope, app.detail_open),
+        (ViewKind::Allocs, &AllocScope::Node(node), false)
+    );
+    let on_node = app
+        .cluster
+        .allocs
+        .values()
+        .filter(|a| a.node_id == node)
+        .count();
+    let rows = alloc_rows(&app);
+    assert!(on_node > 0 && rows.len() == on_node, "{on_node} {rows:?}");
+    assert!(rows.iter().all(|(n, _)| *n == node));
+    press(&mut app, "<esc>");
+    assert_eq!(
+        (app.view, selected_node(&app)),
+        (ViewKind::Nodes, Some(node))
+    );
+    press(&mut app, "i");
+    assert!(app.detail_open);
+    assert_eq!(app.view, ViewKind::Nodes);
+
+    let mut app = self::app();
+    press(&mut app, ":jobs<enter>/web-0<enter>");
+    let Some(RowKey::Job(job)) = app.list().selected.clone() else {
+        panic!("a job is selected");
+    };
+    press(&mut app, "<enter>");
+    assert_eq!(app.alloc_scope, AllocScope::Job(job.clone()));
+    let rows = alloc_rows(&app);
+    assert!(
+        !rows.is_empty() && rows.iter().all(|(_, j)| *j == job),
+        "{rows:?}"
+    );
+    press(&mut app, "<esc>");
+    assert_eq!(app.view, ViewKind::Jobs);
+    assert_eq!(app.list().selected, Some(RowKey::Job(job)));
+}
+
+/// The allocations tab lists the whole cluster's allocations, newest first; `esc` has
+/// nowhere to go back to from it, and leaving a drill by tab forgets the drill.
+#[test]
+fn the_allocations_tab_lists_every_allocation() {
+    let mut app = app();
+    press(&mut app, ":allocs<enter>");
+    assert_eq!(
+        (app.view, &app.alloc_scope),
+        (ViewKind::Allocs, &AllocScope::All)
+    );
+    assert_eq!(app.list().order.len(), app.cluster.allocs.len());
+    let ages: Vec<u64> = app
+        .list()
+        .order
+        .iter()
+        .filter_map(|k| match k {
+            RowKey::Alloc(id) => app
+                .cluster
+                .allocs
+                .get(id)
+                .map(|a| a.create_time.as_millis()),
+            _ => None,
+        })
+        .collect();
+    assert!(ages.windows(2).all(|w| w[0] >= w[1]), "newest first");
+    press(&mut app, "<esc>");
+    assert_eq!(app.view, ViewKind::Allocs);
+
+    press(&mut app, ":nodes<enter><enter>");
+    assert!(matches!(app.alloc_scope, AllocScope::Node(_)));
+    press(&mut app, "<tab>");
+    assert_eq!(app.view, ViewKind::Servers);
+    press(&mut app, "<esc>");
+    assert_eq!(app.view, ViewKind::Servers, "no drill to go back from");
+    let mut app = self::app();
+    press(&mut app, "<enter>");
+    let drilled = app.list().order.len();
+    // Back to the tab the allocations view has: every allocation again.
+    press(&mut app, "<tab><tab><tab><tab><tab><tab><tab><tab>");
+    assert_eq!(app.view, ViewKind::Allocs);
+    assert_eq!(app.alloc_scope, AllocScope::All);
+    assert!(app.list().order.len() > drilled);
+}
+
 #[test]
 fn quitting_and_copying() {
     let cases: [(&str, fn(&App) -> Vec<Action>); 3] = [
@@ -267,7 +379,8 @@ fn mouse_selects_rows_sorts_columns_scrolls_and_switches_tabs() {
     );
     assert_eq!(app.list().sort.map(|s| s.column), Some(0));
     let tabs = crate::ui::layout::areas(&app).tabs;
-    let evals_x = tabs.x + 1 + crate::ui::layout::tab_width(ViewKind::Nodes) + 2;
+    let padding = crate::ui::layout::tab_padding(tabs.width);
+    let evals_x = tabs.x + 1 + crate::ui::layout::tab_width(ViewKind::Nodes, padding) + 2;
     click(
         &mut app,
         MouseEventKind::Down(MouseButton::Left),

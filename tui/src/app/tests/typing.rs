@@ -140,7 +140,6 @@ fn commands_that_name_nothing_or_too_much_say_so() {
             ":node drain node-7 soon<enter>",
             "invalid deadline \"soon\"",
         ),
-        (":allocs<enter>", "no job chosen"),
     ];
     for (keys, want) in cases {
         let mut app = app();

@@ -39,7 +39,7 @@ pub async fn measure_initial_load(
     address: &str,
     token: Option<String>,
 ) -> Result<InitialLoad, ConsoleError> {
-    let channels = crate::net::Channels::lazy(address, &Default::default(), token.as_deref())?;
+    let servers = crate::net::Servers::new(address, &Default::default(), token.as_deref())?;
     // Made before the load starts, as the console makes it at start-up.
     let mut app = App::new(address, false, crate::now());
     app.handle(Input::Resize {
@@ -48,7 +48,7 @@ pub async fn measure_initial_load(
     });
     let clock = DecodeClock::default();
     let started = Instant::now();
-    let snapshot = read(&channels.unary, &clock)
+    let snapshot = read(&servers.current().1.unary, &clock)
         .await
         .map_err(|status| ConsoleError::Load(Box::new(status)))?;
     let read_time = started.elapsed();

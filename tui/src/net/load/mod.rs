@@ -17,14 +17,12 @@ pub use measure::{InitialLoad, measure_initial_load};
 
 use crate::app::Update;
 use crate::model::{
-    ListedNodePage, Snapshot, decode_blocked, decode_node, decode_worker, health_periods,
-    scheduling_stats,
+    ListedNodePage, Snapshot, decode_blocked, decode_node, health_periods, scheduling_stats,
 };
 use drover_core::{Evaluation, Node};
 use drover_proto::bearer::BearerChannel as Channel;
 use drover_proto::v1 as pb;
 use pb::eval_service_client::EvalServiceClient;
-use pb::worker_service_client::WorkerServiceClient;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -178,46 +176,42 @@ async fn read_evals(
     Ok((evals, answer.index))
 }
 
-/// Workers, broker and plan queue counters and blocked evaluations, each skipped when its
-/// call fails (the broker's and tracker's are unavailable while there is no leader).
-pub(crate) async fn leader_state(channel: &Channel) -> Vec<Update> {
-    let mut workers = WorkerServiceClient::new(channel.clone())
-        .max_decoding_message_size(super::MAX_ANSWER_BYTES);
-    let mut evals =
+/// The broker's and plan queue's counters and the blocked evaluations, which live on the
+/// leader (a follower passes the calls on), each skipped when its call fails or takes
+/// longer than `patience` (they are unavailable while there is no leader).
+pub(crate) async fn leader_state(channel: &Channel, patience: Duration) -> Vec<Update> {
+    let evals =
         EvalServiceClient::new(channel.clone()).max_decoding_message_size(super::MAX_ANSWER_BYTES);
+    let (mut a, mut b, mut c) = (evals.clone(), evals.clone(), evals);
+    let (broker, plans, blocked) = tokio::join!(
+        within(patience, a.broker_stats(pb::BrokerStatsRequest {})),
+        within(patience, b.plan_queue_stats(pb::PlanQueueStatsRequest {})),
+        within(patience, c.blocked_list(pb::BlockedListRequest {})),
+    );
     let mut updates = Vec::new();
-    match workers.list(pb::ListWorkersRequest::default()).await {
-        Ok(r) => updates.push(Update::Workers(
-            r.into_inner()
-                .workers
-                .into_iter()
-                .map(decode_worker)
-                .collect(),
-        )),
-        Err(status) => tracing::debug!(code = ?status.code(), "worker list unavailable"),
-    }
-    let broker = evals
-        .broker_stats(pb::BrokerStatsRequest {})
-        .await
-        .map(|r| r.into_inner())
-        .ok();
-    let plans = evals
-        .plan_queue_stats(pb::PlanQueueStatsRequest {})
-        .await
-        .map(|r| r.into_inner())
-        .ok();
+    let (broker, plans) = (broker.ok(), plans.ok());
     if broker.is_some() || plans.is_some() {
         updates.push(Update::Scheduling(scheduling_stats(broker, plans)));
     }
-    match evals.blocked_list(pb::BlockedListRequest {}).await {
+    match blocked {
         Ok(r) => updates.push(Update::Blocked(
-            r.into_inner()
-                .evaluations
-                .into_iter()
-                .map(decode_blocked)
-                .collect(),
+            r.evaluations.into_iter().map(decode_blocked).collect(),
         )),
         Err(status) => tracing::debug!(code = ?status.code(), "blocked list unavailable"),
     }
     updates
+}
+
+/// The answer of `call`, or a deadline error after `patience`.
+pub(super) async fn within<T>(
+    patience: Duration,
+    call: impl std::future::Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+) -> Result<T, tonic::Status> {
+    match tokio::time::timeout(patience, call).await {
+        Ok(answer) => answer.map(tonic::Response::into_inner),
+        Err(_) => Err(tonic::Status::deadline_exceeded(format!(
+            "no answer within {}s",
+            patience.as_secs()
+        ))),
+    }
 }
