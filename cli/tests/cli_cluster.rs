@@ -59,19 +59,8 @@ async fn three_server_processes_form_a_cluster() {
 /// answers N's workers.
 #[tokio::test(flavor = "multi_thread")]
 async fn worker_commands_reach_every_server() {
-    let ports = free_ports(6);
-    let api: Vec<String> = (0..3)
-        .map(|i| format!("http://127.0.0.1:{}", ports[i]))
-        .collect();
-    let raft: Vec<String> = (0..3)
-        .map(|i| format!("127.0.0.1:{}", ports[3 + i]))
-        .collect();
-    let binds: Vec<String> = api
-        .iter()
-        .map(|a| a.trim_start_matches("http://").to_string())
-        .collect();
-    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
-    let _servers: Vec<Running> = spawn_cluster(&binds, &raft, &dirs, SECRET);
+    let cluster = Three::start(SECRET).await;
+    let api = &cluster.url;
     let list = |address: String, extra: Vec<&'static str>| async move {
         let mut args = vec!["operator", "workers", "list", "-json"];
         args.extend(extra);

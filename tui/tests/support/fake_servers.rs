@@ -405,6 +405,7 @@ impl WorkerService for WorkerApi {
         }
         Ok(Response::new(pb::ListWorkersResponse {
             workers: self.pool(),
+            unreachable: Vec::new(),
         }))
     }
 
