@@ -93,6 +93,25 @@ pub fn readiness(alloc_root: &Path) -> Readiness {
     }
 }
 
+/// The agent's `default_user`, resolved: it must exist, and only root may run tasks as
+/// another user.
+fn default_user(config: &AgentConfig) -> Result<Option<crate::users::TaskUser>, AgentError> {
+    let Some(name) = config.default_user.as_deref() else {
+        return Ok(None);
+    };
+    let invalid = |problem: String| AgentError::ConfigInvalid {
+        field: "default_user",
+        problem,
+    };
+    let user = crate::users::lookup(name).map_err(|e| invalid(e.to_string()))?;
+    if !crate::users::agent_is_root() && user.uid != nix::unistd::geteuid().as_raw() {
+        return Err(invalid(format!(
+            "is {name:?}, but only an agent running as root can start tasks as another user"
+        )));
+    }
+    Ok(Some(user))
+}
+
 impl Agent {
     /// Starts the agent: fingerprints the host, registers (or reuses the identity in the
     /// data dir), re-attaches to tasks a previous agent left running, and starts the
@@ -104,11 +123,10 @@ impl Agent {
     pub async fn start(config: AgentConfig) -> Result<Agent, AgentError> {
         config.validate()?;
         let data_dir = config.data_dir.clone();
-        let alloc_root = data_dir.join("allocs");
-        std::fs::create_dir_all(&alloc_root).map_err(|source| AgentError::DataDir {
-            path: alloc_root.clone(),
-            source,
-        })?;
+        let layout = crate::layout::Layout::new(&data_dir);
+        layout.prepare()?;
+        let alloc_root = layout.allocs.clone();
+        let default_user = default_user(&config)?;
         let print = fingerprint(&data_dir).map_err(|source| AgentError::DataDir {
             path: data_dir.clone(),
             source,
@@ -161,6 +179,7 @@ impl Agent {
             link: link.clone(),
             log_max_bytes: config.log_max_bytes,
             log_max_files: config.log_max_files,
+            default_user,
         });
         let mut sup = Supervisor::new(ctx, servers.clone(), config.datacenter.clone());
         sup.restore(store.load_allocs());

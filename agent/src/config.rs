@@ -11,6 +11,7 @@
 //!   token      = "..."                  # join credential when the servers have ACLs on
 //!   endpoint_addr      = "0.0.0.0:4648"   # the agent's own endpoint (task logs, restarts)
 //!   endpoint_advertise = "10.0.0.5:4648"  # where servers reach it (default: the bound address)
+//!   default_user       = "nobody"         # tasks without a `user` run as this one
 //!   meta { rack = "r1" }
 //!   reserved {
 //!     cpu    = 500
@@ -72,6 +73,9 @@ pub struct AgentConfig {
     /// The address servers reach the endpoint at; `None`: the bound address, which must
     /// then not be unspecified (`0.0.0.0`).
     pub endpoint_advertise: Option<String>,
+    /// Who tasks without a `user` of their own run as; `None`: the agent's user. Only an
+    /// agent running as root can start tasks as another user.
+    pub default_user: Option<String>,
 }
 
 /// The endpoint's default: on loopback, where a server on the same host (`drover dev`, a
@@ -95,6 +99,7 @@ impl Default for AgentConfig {
             token: None,
             endpoint_addr: DEFAULT_ENDPOINT_ADDR.into(),
             endpoint_advertise: None,
+            default_user: None,
         }
     }
 }
@@ -129,6 +134,7 @@ struct ClientBlock {
     reserved: Option<ReservedBlock>,
     endpoint_addr: Option<String>,
     endpoint_advertise: Option<String>,
+    default_user: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -188,6 +194,7 @@ impl AgentConfig {
             config.endpoint_addr = a;
         }
         config.endpoint_advertise = client.endpoint_advertise;
+        config.default_user = client.default_user;
         if let Some(c) = client.node_class {
             config.node_class = c;
         }

@@ -22,12 +22,14 @@ pub mod endpoint;
 mod error;
 pub mod fingerprint;
 pub mod heartbeat;
+pub mod layout;
 pub mod reporter;
 pub mod rpc;
 pub mod runner;
 pub mod sim;
 pub mod state;
 pub mod supervisor;
+pub mod users;
 
 pub use agent::{Agent, readiness};
 pub use config::AgentConfig;

@@ -18,8 +18,10 @@ const ADOPTED_POLL: Duration = Duration::from_millis(200);
 pub struct TaskLaunch<'a> {
     pub command: &'a str,
     pub args: &'a [String],
-    /// Set on top of the agent's own environment.
+    /// The task's whole environment: the agent's own is never inherited.
     pub env: &'a BTreeMap<String, String>,
+    /// Run as this user rather than the agent's.
+    pub user: Option<&'a crate::users::TaskUser>,
     /// The working directory; relative commands are looked up in it.
     pub task_dir: &'a Path,
     pub logs: &'a LogPaths,
@@ -131,7 +133,8 @@ fn is_executable(path: &Path) -> Option<bool> {
 }
 
 /// Finds the file `command` names: a path (relative ones from the task dir), or a name
-/// looked up in `path_var` (the task's `PATH`, else the agent's).
+/// looked up in `path_var` (the task's `PATH`; never the agent's, which the task does not
+/// get, else the default one tasks get).
 pub fn resolve_executable(
     command: &str,
     task_dir: &Path,
@@ -151,18 +154,15 @@ pub fn resolve_executable(
             None => Err(not_found()),
         };
     }
-    let search = path_var
-        .map(str::to_string)
-        .or_else(|| std::env::var("PATH").ok())
-        .unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
-    std::env::split_paths(&search)
+    let search = path_var.unwrap_or(crate::runner::TASK_PATH);
+    std::env::split_paths(search)
         .map(|dir| dir.join(command))
         .find(|p| is_executable(p) == Some(true))
         .ok_or_else(not_found)
 }
 
-/// Starts the task in its own process group with stdin closed and stdout / stderr appended
-/// to its log files.
+/// Starts the task in its own process group with stdin closed, stdout / stderr appended
+/// to its log files, its environment exactly `launch.env` and, when given, as its user.
 pub fn start(launch: &TaskLaunch<'_>) -> Result<TaskHandle, DriverError> {
     let path_var = launch.env.get("PATH").map(String::as_str);
     let program = resolve_executable(launch.command, launch.task_dir, path_var)?;
@@ -170,8 +170,13 @@ pub fn start(launch: &TaskLaunch<'_>) -> Result<TaskHandle, DriverError> {
         path: launch.logs.stdout.clone(),
         source,
     })?;
-    let child = tokio::process::Command::new(&program)
+    let mut command = tokio::process::Command::new(&program);
+    if let Some(user) = launch.user {
+        command.uid(user.uid).gid(user.gid);
+    }
+    let child = command
         .args(launch.args)
+        .env_clear()
         .envs(launch.env)
         .current_dir(launch.task_dir)
         .stdin(Stdio::null())
@@ -211,6 +216,7 @@ mod tests {
             command,
             args: &args,
             env: &env,
+            user: None,
             task_dir: dir,
             logs: &logs,
         };
@@ -231,6 +237,19 @@ mod tests {
             assert_eq!(std::fs::read_to_string(&logs.stdout).expect("log"), stdout);
             std::fs::remove_file(&logs.stdout).expect("reset log");
         }
+    }
+
+    /// The agent's environment (this test process's, with `PATH`, `HOME` and cargo's
+    /// variables) never reaches a task: it gets exactly what it is given.
+    #[tokio::test]
+    async fn only_the_given_environment_reaches_the_task() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (mut handle, logs) = launch_in(dir.path(), "/usr/bin/env", &[]);
+        assert_eq!(handle.wait().await, ExitOutcome::Exited(0));
+        assert_eq!(
+            std::fs::read_to_string(&logs.stdout).expect("log"),
+            "GREETING=hello\n"
+        );
     }
 
     #[tokio::test]

@@ -237,7 +237,8 @@ async fn run_alloc(
     for task in record.group.tasks.clone() {
         let dirs = TaskDirs::new(&alloc_dir, &task.name);
         let entry = record.tasks.entry(task.name.clone()).or_default();
-        if let Err(e) = dirs.create() {
+        let user = ctx.default_user.clone();
+        if let Err(e) = dirs.create(user.as_ref().map(|u| (u.uid, u.gid))) {
             // The node's fault: it cannot give the task a place to run.
             tracing::warn!(%alloc_id, task = %task.name, error = %e, "cannot create task directories");
             entry.state.state = TaskRunState::Dead;
@@ -264,6 +265,7 @@ async fn run_alloc(
         let task = super::interpolate_task(task, &env);
         let run = TaskRun {
             env,
+            user,
             dirs,
             restart: record.group.restart.clone(),
             runs_to_completion,

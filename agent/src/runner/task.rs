@@ -40,6 +40,8 @@ pub struct TaskChange {
 pub struct TaskRun {
     pub task: Task,
     pub env: BTreeMap<String, String>,
+    /// Who the task runs as; `None`: the agent's user.
+    pub user: Option<crate::users::TaskUser>,
     pub dirs: TaskDirs,
     pub restart: RestartPolicy,
     /// Batch-like jobs: an exit 0 finishes the task instead of restarting it.
@@ -135,6 +137,7 @@ pub async fn run_task(
     let TaskRun {
         task,
         env,
+        user,
         dirs,
         restart,
         runs_to_completion,
@@ -188,6 +191,7 @@ pub async fn run_task(
                     command: &task.config.command,
                     args: &task.config.args,
                     env: &env,
+                    user: user.as_ref(),
                     task_dir: &dirs.work,
                     logs: &logs,
                 };
