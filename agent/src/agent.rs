@@ -3,7 +3,8 @@
 
 use crate::AgentError;
 use crate::config::AgentConfig;
-use crate::driver::{self, ProcessRecord};
+use crate::driver::ProcessRecord;
+use crate::driver::health::Drivers;
 use crate::fingerprint::{Fingerprint, fingerprint};
 use crate::heartbeat::{self, Heartbeat, Link};
 use crate::reporter::{self, Reporter};
@@ -58,9 +59,6 @@ fn registration(
         drover_proto::AGENT_ADDRESS_ATTRIBUTE.to_string(),
         endpoint.to_string(),
     );
-    for d in driver::DRIVERS {
-        attributes.insert(format!("driver.{d}"), "1".into());
-    }
     pb::NodeRegistration {
         node_id: identity.map(|i| i.node_id.to_string()).unwrap_or_default(),
         secret_id: identity.map(|i| i.secret_id.clone()).unwrap_or_default(),
@@ -127,10 +125,12 @@ impl Agent {
         layout.prepare()?;
         let alloc_root = layout.allocs.clone();
         let default_user = default_user(&config)?;
-        let print = fingerprint(&data_dir).map_err(|source| AgentError::DataDir {
+        let mut print = fingerprint(&data_dir).map_err(|source| AgentError::DataDir {
             path: data_dir.clone(),
             source,
         })?;
+        let drivers = Arc::new(Drivers::fingerprint(&config, &layout.state.join("probe")).await);
+        print.attributes.extend(drivers.attributes());
         let store = StateStore::open(&data_dir)?;
         let servers =
             Servers::with_tls(&config.servers, &config.tls)?.with_token(config.token.clone());
@@ -180,6 +180,7 @@ impl Agent {
             log_max_bytes: config.log_max_bytes,
             log_max_files: config.log_max_files,
             default_user,
+            drivers,
         });
         let mut sup = Supervisor::new(ctx, servers.clone(), config.datacenter.clone());
         sup.restore(store.load_allocs());

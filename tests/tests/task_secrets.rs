@@ -32,7 +32,7 @@ async fn a_task_cannot_read_the_join_token_the_agents_env_or_the_node_secret() {
     std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o755))
         .expect("chmod temp dir");
     let data = root.path().join("agent");
-    let config = "client {\n  default_user = \"nobody\"\n}\n";
+    let config = "client {\n  default_user = \"nobody\"\n}\nraw_exec {\n  enabled = true\n}\n";
     let (mut agent, _node) = spawn_test_agent(
         &data,
         &server.addr().to_string(),

@@ -237,7 +237,24 @@ async fn run_alloc(
     for task in record.group.tasks.clone() {
         let dirs = TaskDirs::new(&alloc_dir, &task.name);
         let entry = record.tasks.entry(task.name.clone()).or_default();
-        let user = ctx.default_user.clone();
+        let user = match super::launch::task_user(&ctx, &task) {
+            Ok(user) => user,
+            Err(e) => {
+                // The job names a user this node lacks: the job's fault.
+                tracing::warn!(%alloc_id, task = %task.name, error = %e, "task cannot start");
+                entry.state.state = TaskRunState::Dead;
+                entry.state.failed = true;
+                entry.state.events.push(TaskEvent {
+                    time: super::task::now(),
+                    kind: "Driver Failure".into(),
+                    message: e.to_string().into(),
+                    exit_code: None,
+                    infra_failure: false,
+                });
+                commands.send_replace(TaskCommand::Kill);
+                continue;
+            }
+        };
         if let Err(e) = dirs.create(user.as_ref().map(|u| (u.uid, u.gid))) {
             // The node's fault: it cannot give the task a place to run.
             tracing::warn!(%alloc_id, task = %task.name, error = %e, "cannot create task directories");
@@ -259,11 +276,12 @@ async fn run_alloc(
             &record.alloc,
             &record.group.name,
             &task.name,
-            &dirs,
+            &super::launch::visible_dirs(&task, &dirs),
             &task.env,
         );
         let task = super::interpolate_task(task, &env);
         let run = TaskRun {
+            alloc_id,
             env,
             user,
             dirs,

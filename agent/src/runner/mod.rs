@@ -3,6 +3,7 @@
 //! layout and environment every task gets.
 
 pub mod alloc;
+pub mod launch;
 pub mod restart;
 pub mod task;
 
@@ -29,6 +30,8 @@ pub struct RunnerContext {
     /// Who tasks without a `user` run as (the agent's `default_user`); `None`: the agent's
     /// own user.
     pub default_user: Option<crate::users::TaskUser>,
+    /// The drivers this node runs, their health, and what they share.
+    pub drivers: Arc<crate::driver::health::Drivers>,
 }
 
 impl RunnerContext {

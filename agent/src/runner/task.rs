@@ -4,7 +4,8 @@
 
 use super::restart::{RestartTracker, Verdict};
 use super::{RunnerContext, TaskDirs};
-use crate::driver::{self, ExitOutcome, LogPaths, TaskHandle, TaskLaunch};
+use crate::cgroups::TaskCgroup;
+use crate::driver::{self, ExitOutcome, LogPaths, TaskHandle};
 use crate::state::TaskRecord;
 use drover_core::types::{
     MAX_TASK_EVENTS, RestartPolicy, Task, TaskEvent, TaskRunState, Timestamp,
@@ -38,6 +39,7 @@ pub struct TaskChange {
 /// Everything one task runner needs.
 #[derive(Debug)]
 pub struct TaskRun {
+    pub alloc_id: drover_core::types::AllocId,
     pub task: Task,
     pub env: BTreeMap<String, String>,
     /// Who the task runs as; `None`: the agent's user.
@@ -127,14 +129,34 @@ async fn kill_requested(commands: &mut watch::Receiver<TaskCommand>) {
     let _ = commands.wait_for(|c| *c == TaskCommand::Kill).await;
 }
 
-/// Runs the task to its end.
+/// Runs the task to its end, then kills whatever it left in its cgroup and removes it.
+/// (An agent that detaches aborts this future: the task and its cgroup stay.)
 pub async fn run_task(
+    run: TaskRun,
+    ctx: Arc<RunnerContext>,
+    commands: watch::Receiver<TaskCommand>,
+    updates: mpsc::UnboundedSender<TaskChange>,
+) {
+    let cgroup = super::launch::task_cgroup(&ctx, run.alloc_id, &run.task);
+    run_steps(run, ctx, commands, updates, cgroup.clone()).await;
+    if let Some(cgroup) = cgroup {
+        let _ = tokio::task::spawn_blocking(move || {
+            cgroup.kill_all();
+            cgroup.remove();
+        })
+        .await;
+    }
+}
+
+async fn run_steps(
     run: TaskRun,
     ctx: Arc<RunnerContext>,
     mut commands: watch::Receiver<TaskCommand>,
     updates: mpsc::UnboundedSender<TaskChange>,
+    cgroup: Option<TaskCgroup>,
 ) {
     let TaskRun {
+        alloc_id: _,
         task,
         env,
         user,
@@ -155,6 +177,7 @@ pub async fn run_task(
     }
     let logs = LogPaths::new(&dirs.logs, &task.name);
     let mut tracker = RestartTracker::new(restart);
+    let mut oom_baseline = 0;
     let mut step = match me.record.process.take() {
         Some(p) if p.is_alive() => {
             me.record.process = Some(p);
@@ -187,21 +210,17 @@ pub async fn run_task(
                     me.send(false);
                     return;
                 }
-                let launch = TaskLaunch {
-                    command: &task.config.command,
-                    args: &task.config.args,
+                oom_baseline = cgroup.as_ref().map_or(0, TaskCgroup::oom_kills);
+                let started = super::launch::start(super::launch::Start {
+                    ctx: &ctx,
+                    task: &task,
                     env: &env,
                     user: user.as_ref(),
-                    task_dir: &dirs.work,
+                    dirs: &dirs,
                     logs: &logs,
-                };
-                let started = if driver::supports(&task.driver) {
-                    driver::start(&launch)
-                } else {
-                    Err(driver::DriverError::UnknownDriver {
-                        driver: task.driver.clone(),
-                    })
-                };
+                    cgroup: cgroup.as_ref(),
+                })
+                .await;
                 match started {
                     Ok(handle) => {
                         let pid = handle.record().pid;
@@ -280,6 +299,26 @@ pub async fn run_task(
             }
             Step::Exited(outcome) => {
                 me.record.process = None;
+                // The OOM killer picks the biggest process, which need not be the task's
+                // first one (a shell's pipeline): any OOM kill in its cgroup since it
+                // started, and an unsuccessful end, is an OOM kill of the task.
+                let oom = !outcome.success()
+                    && cgroup
+                        .as_ref()
+                        .is_some_and(|c| c.oom_kills() > oom_baseline);
+                if oom {
+                    // The job's own doing (it used more than it asked for): never the node's.
+                    me.event(
+                        "OOM Killed",
+                        format!(
+                            "task used more than its {} MB of memory and was killed by the kernel's OOM killer",
+                            task.resources.memory_mb
+                        ),
+                        None,
+                        false,
+                    );
+                    tracing::info!(task = %me.name, memory_mb = task.resources.memory_mb, "task OOM killed");
+                }
                 me.event("Terminated", outcome.describe(), outcome.exit_code(), false);
                 match tracker.on_exit(now(), outcome.success(), runs_to_completion) {
                     Verdict::Restart(delay) => {

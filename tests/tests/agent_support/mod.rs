@@ -18,14 +18,27 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
-/// An agent on `dir` talking to `servers` (in failover order).
-pub async fn start_agent(dir: &Path, servers: Vec<String>) -> Agent {
-    let config = AgentConfig {
+/// The config of an in-process agent on `dir`: `raw_exec` enabled, and the test-agent
+/// binary as its task shim (this test binary does not dispatch one).
+pub fn agent_config(dir: &Path, servers: Vec<String>) -> AgentConfig {
+    let mut config = AgentConfig {
         data_dir: dir.to_path_buf(),
         servers,
         name: Some("e2e-agent".into()),
+        shim: Some(env!("CARGO_BIN_EXE_test-agent").into()),
         ..AgentConfig::default()
     };
+    config.raw_exec.enabled = true;
+    config
+}
+
+/// An agent on `dir` talking to `servers` (in failover order).
+pub async fn start_agent(dir: &Path, servers: Vec<String>) -> Agent {
+    start_agent_with(agent_config(dir, servers)).await
+}
+
+/// An agent with `config`, once the servers consider its node ready.
+pub async fn start_agent_with(config: AgentConfig) -> Agent {
     let agent = Agent::start(config).await.expect("agent starts");
     eventually("the node to be ready", DEADLINE, || async {
         agent.is_ready().then_some(())
