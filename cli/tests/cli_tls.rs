@@ -91,6 +91,7 @@ tls {{
         &address,
         &[
             "agent",
+            "--raw-exec",
             "--servers",
             &address,
             "--data-dir",
