@@ -25,6 +25,7 @@ mod json;
 mod nomad_json;
 mod reader;
 mod task;
+mod task_blocks;
 mod value;
 
 pub use error::{JobspecError, Position, Problem};

@@ -65,6 +65,13 @@ impl From<&Task> for pb::Task {
             snapshot: t.snapshot.clone(),
             kill_timeout_ms: to_ms(t.kill_timeout),
             meta: t.meta.clone(),
+            user: t.user.clone(),
+            kill_signal: t.kill_signal.clone(),
+            restart: t.restart.as_ref().map(Into::into),
+            lifecycle: t.lifecycle.as_ref().map(|l| pb::Lifecycle {
+                hook: l.hook.to_wire(),
+                sidecar: l.sidecar,
+            }),
         }
     }
 }
@@ -117,6 +124,9 @@ impl From<&TaskGroup> for pb::TaskGroup {
             stop_after_client_disconnect_ms: g.stop_after_client_disconnect.map(to_ms),
             update: g.update.as_ref().map(Into::into),
             meta: g.meta.clone(),
+            ephemeral_disk: g
+                .ephemeral_disk
+                .map(|d| pb::EphemeralDisk { size_mb: d.size_mb }),
         }
     }
 }
@@ -280,6 +290,18 @@ fn task(p: pb::Task) -> Result<Task> {
         snapshot: p.snapshot,
         kill_timeout: from_ms(p.kill_timeout_ms),
         meta: p.meta,
+        user: p.user,
+        kill_signal: p.kill_signal,
+        restart: p.restart.map(restart).transpose().within("restart")?,
+        lifecycle: p
+            .lifecycle
+            .map(|l| {
+                Ok::<_, ConvertError>(Lifecycle {
+                    hook: LifecycleHook::from_wire("lifecycle.hook", l.hook)?,
+                    sidecar: l.sidecar,
+                })
+            })
+            .transpose()?,
     })
 }
 
@@ -344,6 +366,9 @@ fn group(p: pb::TaskGroup, job_type: JobType) -> Result<TaskGroup> {
         stop_after_client_disconnect: p.stop_after_client_disconnect_ms.map(from_ms),
         update: p.update.map(update_strategy).transpose().within("update")?,
         meta: p.meta,
+        ephemeral_disk: p
+            .ephemeral_disk
+            .map(|d| EphemeralDisk { size_mb: d.size_mb }),
     })
 }
 
