@@ -25,9 +25,12 @@ pub fn task_cgroup(ctx: &RunnerContext, alloc_id: AllocId, task: &Task) -> Optio
     wanted.then(|| cgroups.task(&alloc_id.to_string(), &task.name))
 }
 
-/// Who `task` runs as: the agent's `default_user`, else `nobody` for `exec`, else the
-/// agent's own user.
+/// Who `task` runs as: its own `user`, else the agent's `default_user`, else `nobody` for
+/// `exec`, else the agent's own user.
 pub fn task_user(ctx: &RunnerContext, task: &Task) -> Result<Option<TaskUser>, DriverError> {
+    if let Some(name) = &task.user {
+        return Ok(Some(crate::users::lookup(name)?));
+    }
     if let Some(user) = &ctx.default_user {
         return Ok(Some(user.clone()));
     }

@@ -4,6 +4,7 @@
 
 pub mod alloc;
 pub mod launch;
+pub mod lifecycle;
 pub mod restart;
 pub mod task;
 

@@ -2,6 +2,7 @@
 //! agent restart), applies the restart policy when it exits, kills it when told to, and
 //! hands every state change (with its task event) to the allocation's supervisor.
 
+use super::lifecycle::Gate;
 use super::restart::{RestartTracker, Verdict};
 use super::{RunnerContext, TaskDirs};
 use crate::cgroups::TaskCgroup;
@@ -48,6 +49,8 @@ pub struct TaskRun {
     pub restart: RestartPolicy,
     /// Batch-like jobs: an exit 0 finishes the task instead of restarting it.
     pub runs_to_completion: bool,
+    /// When the task's lifecycle hook lets it run (see [`super::lifecycle`]).
+    pub gate: watch::Receiver<Gate>,
     /// The state to continue from: fresh, or restored from disk.
     pub record: TaskRecord,
     /// Changes each time an operator asks to restart the task in place.
@@ -61,13 +64,13 @@ pub fn now() -> Timestamp {
     Timestamp::from_millis(ms)
 }
 
-/// The signal a task is stopped with: the driver config's `kill_signal` (Nomad's task
-/// setting of that name, kept in `config.extra` by drover's job model), else SIGTERM.
+/// The signal a task is stopped with: its `kill_signal`, else a driver config's
+/// `kill_signal` (other drivers' settings are kept in `config.extra`), else SIGTERM.
 pub fn kill_signal(task: &Task) -> Signal {
-    task.config
-        .extra
-        .get("kill_signal")
-        .and_then(|s| driver::process::parse_signal(s))
+    task.kill_signal
+        .as_deref()
+        .or_else(|| task.config.extra.get("kill_signal").map(String::as_str))
+        .and_then(driver::process::parse_signal)
         .unwrap_or(Signal::SIGTERM)
 }
 
@@ -129,6 +132,13 @@ async fn kill_requested(commands: &mut watch::Receiver<TaskCommand>) {
     let _ = commands.wait_for(|c| *c == TaskCommand::Kill).await;
 }
 
+/// Resolves once a sidecar's main tasks have ended (never for other tasks).
+async fn sidecar_stop(gate: &mut watch::Receiver<Gate>) {
+    if gate.wait_for(|g| *g == Gate::Stop).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
 /// Runs the task to its end, then kills whatever it left in its cgroup and removes it.
 /// (An agent that detaches aborts this future: the task and its cgroup stay.)
 pub async fn run_task(
@@ -163,6 +173,7 @@ async fn run_steps(
         dirs,
         restart,
         runs_to_completion,
+        mut gate,
         record,
         mut restarts,
     } = run;
@@ -204,7 +215,13 @@ async fn run_steps(
     loop {
         step = match step {
             Step::Start => {
-                if next_command(&mut commands).await == TaskCommand::Kill {
+                // Wait for the task's hook to come (unless the allocation is stopped first).
+                let go = tokio::select! {
+                    g = gate.wait_for(|g| *g != Gate::Wait) => g.is_ok_and(|g| *g == Gate::Open),
+                    () = kill_requested(&mut commands) => false,
+                };
+                // The hook's turn came; the allocation may still have been stopped meanwhile.
+                if !go || next_command(&mut commands).await == TaskCommand::Kill {
                     me.finish(false);
                     me.event("Killed", "stopped before it started".into(), None, false);
                     me.send(false);
@@ -249,6 +266,7 @@ async fn run_steps(
                 let killed = tokio::select! {
                     outcome = handle.wait() => Err(outcome),
                     () = kill_requested(&mut commands) => Ok(false),
+                    () = sidecar_stop(&mut gate) => Ok(false),
                     Ok(()) = restarts.changed() => Ok(true),
                 };
                 match killed {
