@@ -180,6 +180,11 @@ impl Agent {
             log_max_bytes: config.log_max_bytes,
             log_max_files: config.log_max_files,
             default_user,
+            mhz_per_core: print
+                .attributes
+                .get("cpu.frequency")
+                .and_then(|f| f.parse().ok())
+                .unwrap_or(1000),
             drivers,
         });
         let mut sup = Supervisor::new(ctx, servers.clone(), config.datacenter.clone());

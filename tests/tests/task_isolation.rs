@@ -210,3 +210,37 @@ async fn a_fork_bomb_runs_into_its_pids_limit_and_the_agent_lives() {
     agent.shutdown_and_stop_tasks().await;
     server.stop().await;
 }
+
+/// Issue 32, usage: the agent samples a running task's cgroup and reports what it uses
+/// with the allocation's updates (what `alloc status` shows against what was asked).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_task_reports_its_cpu_and_memory_use() {
+    let server = TestServer::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let agent = start_agent(dir.path(), vec![server.addr().to_string()]).await;
+    let marker = sleep_marker();
+    let _cleanup = KillOnDrop(marker.clone());
+    // 30 MB held by `tail` (its input never ends) and one core kept busy.
+    let busy = format!("(head -c 31457280 /dev/zero; sleep {marker}) | tail & while :; do :; done");
+    let mut busy_job = job("busy", "raw_exec", &busy, 128);
+    busy_job.job_type = drover_core::types::JobType::Service;
+    register(&server, &busy_job).await;
+    let usage = wait_alloc(&server, "busy", "usage to be reported", |a| {
+        let usage = a.first()?.task_states.values().find_map(|s| s.usage)?;
+        (usage.cpu_mhz > 0 && usage.memory_mb >= 25).then_some(usage)
+    })
+    .await;
+    assert!(usage.memory_mb < 128, "{usage:?}");
+    deregister(&server, "busy").await;
+    let stopped = wait_alloc(&server, "busy", "the job stopped", |a| {
+        let a = a.first()?;
+        a.client_status.is_terminal().then(|| a.clone())
+    })
+    .await;
+    assert!(
+        stopped.task_states.values().all(|s| s.usage.is_none()),
+        "no usage once stopped"
+    );
+    agent.shutdown_and_stop_tasks().await;
+    server.stop().await;
+}

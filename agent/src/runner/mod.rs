@@ -7,6 +7,7 @@ pub mod launch;
 pub mod lifecycle;
 pub mod restart;
 pub mod task;
+pub mod usage;
 
 use crate::heartbeat::Link;
 use crate::reporter::Reporter;
@@ -31,6 +32,8 @@ pub struct RunnerContext {
     /// Who tasks without a `user` run as (the agent's `default_user`); `None`: the agent's
     /// own user.
     pub default_user: Option<crate::users::TaskUser>,
+    /// A core's MHz (the fingerprint's `cpu.frequency`): CPU time becomes MHz with it.
+    pub mhz_per_core: u64,
     /// The drivers this node runs, their health, and what they share.
     pub drivers: Arc<crate::driver::health::Drivers>,
 }

@@ -263,12 +263,21 @@ async fn run_steps(
                 }
             }
             Step::Wait(mut handle) => {
-                let killed = tokio::select! {
-                    outcome = handle.wait() => Err(outcome),
-                    () = kill_requested(&mut commands) => Ok(false),
-                    () = sidecar_stop(&mut gate) => Ok(false),
-                    Ok(()) = restarts.changed() => Ok(true),
+                let mut sampler = super::usage::Sampler::new(cgroup.clone(), ctx.mhz_per_core);
+                let killed = loop {
+                    tokio::select! {
+                        outcome = handle.wait() => break Err(outcome),
+                        () = kill_requested(&mut commands) => break Ok(false),
+                        () = sidecar_stop(&mut gate) => break Ok(false),
+                        Ok(()) = restarts.changed() => break Ok(true),
+                        usage = sampler.next() => {
+                            me.record.state.usage = Some(usage);
+                            me.send(false);
+                        }
+                    }
                 };
+                // Usage is reported while the task runs only.
+                me.record.state.usage = None;
                 match killed {
                     Err(outcome) => Step::Exited(outcome),
                     Ok(true) => {
