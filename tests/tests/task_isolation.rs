@@ -244,3 +244,54 @@ async fn a_running_task_reports_its_cpu_and_memory_use() {
     agent.shutdown_and_stop_tasks().await;
     server.stop().await;
 }
+
+/// A long-running `exec` task starts at once (the agent does not wait for the shim's end)
+/// and stopping it reaches the task through its init: it ends by the kill signal and
+/// nothing of it is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_running_exec_task_starts_at_once_and_stops_cleanly() {
+    let server = TestServer::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let agent = start_agent(dir.path(), vec![server.addr().to_string()]).await;
+    let marker = sleep_marker();
+    let _cleanup = KillOnDrop(marker.clone());
+    let mut sleeper = job("sleeper", "exec", &format!("exec sleep {marker}"), 32);
+    sleeper.job_type = drover_core::types::JobType::Service;
+    register(&server, &sleeper).await;
+    // Well inside the shim's 20 s answer timeout: a start that waited for it would fail.
+    drover_tests::eventually("the exec task running", Duration::from_secs(10), || {
+        let running = allocs(&server, "sleeper")
+            .first()
+            .is_some_and(|a| a.client_status == ClientStatus::Running);
+        async move { running.then_some(()) }
+    })
+    .await;
+    assert_eq!(
+        processes_with(&marker).len(),
+        1,
+        "one sleep, in its namespace"
+    );
+    deregister(&server, "sleeper").await;
+    let stopped = wait_alloc(&server, "sleeper", "the task stopped", |a| {
+        let a = a.first()?;
+        a.client_status.is_terminal().then(|| a.clone())
+    })
+    .await;
+    assert_eq!(stopped.client_status, ClientStatus::Complete, "{stopped:?}");
+    let task = stopped
+        .task_states
+        .keys()
+        .next()
+        .expect("a task")
+        .to_string();
+    assert!(
+        events(&stopped, &task)
+            .iter()
+            .any(|e| e.message.contains("SIGTERM")),
+        "{:?}",
+        events(&stopped, &task)
+    );
+    assert!(processes_with(&marker).is_empty());
+    agent.shutdown_and_stop_tasks().await;
+    server.stop().await;
+}

@@ -8,7 +8,7 @@ use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 /// How long a shim may take to set a task up before the start counts as failed.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(20);
@@ -68,8 +68,11 @@ pub async fn launch(
         let bytes = serde_json::to_vec(spec).map_err(std::io::Error::other)?;
         socket.write_all(&bytes).await?;
         socket.shutdown().await?;
+        // The first line is the answer; an `exec` shim keeps its end open while the task
+        // runs, so the agent must not wait for the end of the stream. A shim that replaced
+        // itself with the task sends nothing: end of stream.
         let mut answer = String::new();
-        socket.read_to_string(&mut answer).await?;
+        BufReader::new(&mut socket).read_line(&mut answer).await?;
         Ok::<_, std::io::Error>(answer)
     };
     let answer = match tokio::time::timeout(SETUP_TIMEOUT, talk).await {
