@@ -3,7 +3,8 @@
 
 use crate::AgentError;
 use crate::config::AgentConfig;
-use crate::driver::{self, ProcessRecord};
+use crate::driver::ProcessRecord;
+use crate::driver::health::Drivers;
 use crate::fingerprint::{Fingerprint, fingerprint};
 use crate::heartbeat::{self, Heartbeat, Link};
 use crate::reporter::{self, Reporter};
@@ -65,9 +66,6 @@ fn registration(
             interfaces.join(","),
         );
     }
-    for d in driver::DRIVERS {
-        attributes.insert(format!("driver.{d}"), "1".into());
-    }
     pb::NodeRegistration {
         node_id: identity.map(|i| i.node_id.to_string()).unwrap_or_default(),
         secret_id: identity.map(|i| i.secret_id.clone()).unwrap_or_default(),
@@ -119,6 +117,25 @@ pub fn readiness(alloc_root: &Path) -> Readiness {
     }
 }
 
+/// The agent's `default_user`, resolved: it must exist, and only root may run tasks as
+/// another user.
+fn default_user(config: &AgentConfig) -> Result<Option<crate::users::TaskUser>, AgentError> {
+    let Some(name) = config.default_user.as_deref() else {
+        return Ok(None);
+    };
+    let invalid = |problem: String| AgentError::ConfigInvalid {
+        field: "default_user",
+        problem,
+    };
+    let user = crate::users::lookup(name).map_err(|e| invalid(e.to_string()))?;
+    if !crate::users::agent_is_root() && user.uid != nix::unistd::geteuid().as_raw() {
+        return Err(invalid(format!(
+            "is {name:?}, but only an agent running as root can start tasks as another user"
+        )));
+    }
+    Ok(Some(user))
+}
+
 impl Agent {
     /// Starts the agent: fingerprints the host, registers (or reuses the identity in the
     /// data dir), re-attaches to tasks a previous agent left running, and starts the
@@ -130,15 +147,16 @@ impl Agent {
     pub async fn start(config: AgentConfig) -> Result<Agent, AgentError> {
         config.validate()?;
         let data_dir = config.data_dir.clone();
-        let alloc_root = data_dir.join("allocs");
-        std::fs::create_dir_all(&alloc_root).map_err(|source| AgentError::DataDir {
-            path: alloc_root.clone(),
-            source,
-        })?;
-        let print = fingerprint(&data_dir).map_err(|source| AgentError::DataDir {
+        let layout = crate::layout::Layout::new(&data_dir);
+        layout.prepare()?;
+        let alloc_root = layout.allocs.clone();
+        let default_user = default_user(&config)?;
+        let mut print = fingerprint(&data_dir).map_err(|source| AgentError::DataDir {
             path: data_dir.clone(),
             source,
         })?;
+        let drivers = Arc::new(Drivers::fingerprint(&config, &layout.state.join("probe")).await);
+        print.attributes.extend(drivers.attributes());
         let store = StateStore::open(&data_dir)?;
         let servers =
             Servers::with_tls(&config.servers, &config.tls)?.with_token(config.token.clone());
@@ -188,6 +206,13 @@ impl Agent {
             link: link.clone(),
             log_max_bytes: config.log_max_bytes,
             log_max_files: config.log_max_files,
+            default_user,
+            mhz_per_core: print
+                .attributes
+                .get("cpu.frequency")
+                .and_then(|f| f.parse().ok())
+                .unwrap_or(1000),
+            drivers,
         });
         let mut sup = Supervisor::new(ctx, servers.clone(), config.datacenter.clone());
         sup.restore(store.load_allocs());

@@ -11,12 +11,20 @@
 //!   token      = "..."                  # join credential when the servers have ACLs on
 //!   endpoint_addr      = "0.0.0.0:4648"   # the agent's own endpoint (task logs, restarts)
 //!   endpoint_advertise = "10.0.0.5:4648"  # where servers reach it (default: the bound address)
+//!   default_user       = "nobody"         # tasks without a `user` run as this one
+//!   chroot_env         = ["/bin", "/etc", "/lib", "/lib64", "/sbin", "/usr"]  # exec's root
+//!   cgroup_parent      = "drover"         # task cgroups go under this one
+//!   task_pids_limit    = 2048             # processes one task may hold (pids.max)
 //!   meta { rack = "r1" }
 //!   reserved {
 //!     cpu    = 500
 //!     memory = 512
 //!     disk   = 1024
 //!   }
+//! }
+//! raw_exec {
+//!   enabled    = true                     # off unless set (drover dev turns it on)
+//!   no_cgroups = false                    # true: raw_exec tasks run without limits
 //! }
 //! log {
 //!   max_file_size_mb = 10
@@ -72,7 +80,33 @@ pub struct AgentConfig {
     /// The address servers reach the endpoint at; `None`: the bound address, which must
     /// then not be unspecified (`0.0.0.0`).
     pub endpoint_advertise: Option<String>,
+    /// Who tasks without a `user` of their own run as; `None`: the agent's user. Only an
+    /// agent running as root can start tasks as another user.
+    pub default_user: Option<String>,
+    /// Whether `raw_exec` runs tasks at all (Nomad's default: no), and in cgroups.
+    pub raw_exec: RawExecConfig,
+    /// Host directories bound read-only into every `exec` task's root.
+    pub chroot_env: Vec<PathBuf>,
+    /// The cgroup task cgroups are made under (see [`crate::cgroups::detect::choose`]).
+    pub cgroup_parent: String,
+    /// `pids.max` of every task: what a fork bomb runs into.
+    pub task_pids_limit: u64,
+    /// The binary that runs the task shim; `None`: the agent's own (`/proc/self/exe`),
+    /// which must call [`crate::isolation::dispatch`] first thing in `main`. Tests that
+    /// run an agent inside a test binary point it at a binary that does.
+    pub shim: Option<PathBuf>,
 }
+
+/// The `raw_exec { }` block.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RawExecConfig {
+    pub enabled: bool,
+    /// Run `raw_exec` tasks outside cgroups (no limits, no usage).
+    pub no_cgroups: bool,
+}
+
+/// The default of `task_pids_limit`.
+pub const DEFAULT_TASK_PIDS_LIMIT: u64 = 2048;
 
 /// The endpoint's default: on loopback, where a server on the same host (`drover dev`, a
 /// single-machine cluster) reaches it; other clusters set `endpoint_addr`.
@@ -95,6 +129,15 @@ impl Default for AgentConfig {
             token: None,
             endpoint_addr: DEFAULT_ENDPOINT_ADDR.into(),
             endpoint_advertise: None,
+            default_user: None,
+            raw_exec: RawExecConfig::default(),
+            chroot_env: crate::isolation::mounts::DEFAULT_CHROOT_ENV
+                .iter()
+                .map(PathBuf::from)
+                .collect(),
+            cgroup_parent: "drover".into(),
+            task_pids_limit: DEFAULT_TASK_PIDS_LIMIT,
+            shim: None,
         }
     }
 }
@@ -108,6 +151,14 @@ struct FileConfig {
     client: Option<ClientBlock>,
     log: Option<LogBlock>,
     tls: Option<TlsBlock>,
+    raw_exec: Option<RawExecBlock>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawExecBlock {
+    enabled: Option<bool>,
+    no_cgroups: Option<bool>,
 }
 
 #[derive(Deserialize, Default)]
@@ -129,6 +180,10 @@ struct ClientBlock {
     reserved: Option<ReservedBlock>,
     endpoint_addr: Option<String>,
     endpoint_advertise: Option<String>,
+    default_user: Option<String>,
+    chroot_env: Option<Vec<PathBuf>>,
+    cgroup_parent: Option<String>,
+    task_pids_limit: Option<u64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -188,6 +243,22 @@ impl AgentConfig {
             config.endpoint_addr = a;
         }
         config.endpoint_advertise = client.endpoint_advertise;
+        config.default_user = client.default_user;
+        if let Some(env) = client.chroot_env {
+            config.chroot_env = env;
+        }
+        if let Some(parent) = client.cgroup_parent {
+            config.cgroup_parent = parent;
+        }
+        if let Some(n) = client.task_pids_limit {
+            config.task_pids_limit = n;
+        }
+        if let Some(raw) = file.raw_exec {
+            config.raw_exec = RawExecConfig {
+                enabled: raw.enabled.unwrap_or(false),
+                no_cgroups: raw.no_cgroups.unwrap_or(false),
+            };
+        }
         if let Some(c) = client.node_class {
             config.node_class = c;
         }
@@ -242,6 +313,25 @@ impl AgentConfig {
         }
         if self.endpoint_addr.parse::<std::net::SocketAddr>().is_err() {
             return invalid("endpoint_addr", "must be an ip:port to listen on");
+        }
+        if self
+            .chroot_env
+            .iter()
+            .any(|p| !p.is_absolute() || p == Path::new("/"))
+        {
+            return invalid(
+                "chroot_env",
+                "must list absolute host directories other than /",
+            );
+        }
+        if self.cgroup_parent.is_empty()
+            || self.cgroup_parent.starts_with('/')
+            || self.cgroup_parent.split('/').any(|p| p == "..")
+        {
+            return invalid("cgroup_parent", "must be a relative cgroup name without ..");
+        }
+        if self.task_pids_limit < 8 {
+            return invalid("task_pids_limit", "must be at least 8");
         }
         if self.report_interval.is_zero() || self.report_interval > Duration::from_millis(200) {
             return invalid("report_interval", "must be within 1..=200 ms");
@@ -305,6 +395,10 @@ mod tests {
         assert_eq!(config.servers.len(), 2);
         assert_eq!(config.reserved, Resources::new(500, 512, 1024));
         assert_eq!(config.log_max_files, 3);
+        assert!(config.raw_exec.enabled && !config.raw_exec.no_cgroups);
+        assert_eq!(config.chroot_env.len(), 6);
+        assert_eq!(config.task_pids_limit, 2048);
+        assert_eq!(config.default_user.as_deref(), Some("nobody"));
     }
 
     #[test]
@@ -316,6 +410,10 @@ mod tests {
             ("datacenter = \"\"", "datacenter"),
             ("log { max_file_size_mb = 0 }", "log_max_bytes"),
             ("client { endpoint_addr = \"nowhere\" }", "endpoint_addr"),
+            ("client { chroot_env = [\"usr\"] }", "chroot_env"),
+            ("client { cgroup_parent = \"../x\" }", "cgroup_parent"),
+            ("client { task_pids_limit = 1 }", "task_pids_limit"),
+            ("raw_exec { enable = true }", "enable"),
         ];
         for (text, needle) in cases {
             let err = parse(text).expect_err(text);

@@ -1,8 +1,9 @@
 //! drover's node agent and node simulator.
 //!
 //! The agent ([`Agent`]) registers this machine with the servers, heartbeats, watches the
-//! node's allocations and runs their tasks as host processes (the `raw_exec` driver, `exec`
-//! accepted as an alias), reporting status changes in batches. Its state lives in the data
+//! node's allocations and runs their tasks (`raw_exec` as host processes, `exec` isolated in
+//! namespaces and a chroot, both in cgroups with their limits: [`driver`], [`isolation`],
+//! [`cgroups`]), reporting status changes in batches. Its state lives in the data
 //! dir, so an agent killed at any moment and started again is the same node and re-attaches
 //! to the tasks still running instead of starting duplicates.
 //!
@@ -16,18 +17,22 @@
 //! [`sim`] runs thousands of virtual nodes in one process for scale and failure tests.
 
 mod agent;
+pub mod cgroups;
 pub mod config;
 pub mod driver;
 pub mod endpoint;
 mod error;
 pub mod fingerprint;
 pub mod heartbeat;
+pub mod isolation;
+pub mod layout;
 pub mod reporter;
 pub mod rpc;
 pub mod runner;
 pub mod sim;
 pub mod state;
 pub mod supervisor;
+pub mod users;
 
 pub use agent::{Agent, readiness};
 pub use config::AgentConfig;

@@ -3,7 +3,9 @@
 //! (written to a temp file in the same directory, synced, renamed over the old one), so a
 //! crash at any moment leaves either the old or the new version, never a torn one.
 //!
-//! Layout under `<data_dir>/state`: `node.json`, and `allocs/<alloc id>.json`.
+//! Layout under `<data_dir>/state`: `node.json`, and `allocs/<alloc id>.json`. Only the
+//! agent's user may read any of it (directories 0700, files 0600; see [`crate::layout`]):
+//! the node secret in `node.json` lets whoever holds it act as the node.
 
 use crate::AgentError;
 use crate::driver::ProcessRecord;
@@ -78,14 +80,18 @@ fn io_err(path: &Path, e: impl std::fmt::Display) -> AgentError {
 }
 
 impl StateStore {
-    /// Opens (creating) `<data_dir>/state`.
+    /// Opens (creating) `<data_dir>/state`, private to the agent's user.
     pub fn open(data_dir: &Path) -> Result<Self, AgentError> {
         let dir = data_dir.join("state");
         let allocs = dir.join("allocs");
-        std::fs::create_dir_all(&allocs).map_err(|source| AgentError::DataDir {
-            path: allocs.clone(),
-            source,
-        })?;
+        for d in [&dir, &allocs] {
+            std::fs::create_dir_all(d)
+                .and_then(|()| crate::layout::set_mode(d, crate::layout::PRIVATE_DIR))
+                .map_err(|source| AgentError::DataDir {
+                    path: d.clone(),
+                    source,
+                })?;
+        }
         Ok(Self { dir })
     }
 
@@ -157,6 +163,9 @@ fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), AgentError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let bytes = serde_json::to_vec_pretty(value).map_err(|e| io_err(path, e))?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| io_err(path, e))?;
+    // A temp file is created 0600; set it anyway so no umask or platform default matters.
+    crate::layout::set_mode(tmp.path(), crate::layout::PRIVATE_FILE)
+        .map_err(|e| io_err(path, e))?;
     tmp.write_all(&bytes).map_err(|e| io_err(path, e))?;
     tmp.as_file().sync_all().map_err(|e| io_err(path, e))?;
     tmp.persist(path).map_err(|e| io_err(path, e.error))?;

@@ -40,6 +40,9 @@ pub struct AgentArgs {
     /// The address servers reach the endpoint at (default: the bound one)
     #[arg(long, value_name = "HOST:PORT")]
     endpoint_advertise: Option<String>,
+    /// Run raw_exec tasks (off by default: they run as host processes; see the README)
+    #[arg(long)]
+    raw_exec: bool,
     /// Run this many simulated nodes instead of this machine (tasks are not executed)
     #[arg(long, value_name = "N")]
     simulate: Option<usize>,
@@ -117,6 +120,9 @@ impl AgentArgs {
             config.node_class = class.clone();
         }
         config.meta.extend(parse_meta(&self.meta)?);
+        if self.raw_exec {
+            config.raw_exec.enabled = true;
+        }
         config.validate()?;
         Ok(config)
     }

@@ -144,6 +144,11 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         servers: server_urls.clone(),
         data_dir: data_dir.join("agent"),
         name: Some("dev-agent".into()),
+        // A development cluster runs its jobs' raw_exec tasks, as `nomad agent -dev` does.
+        raw_exec: drover_agent::config::RawExecConfig {
+            enabled: true,
+            no_cgroups: false,
+        },
         ..AgentConfig::default()
     })
     .await

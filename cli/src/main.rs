@@ -119,6 +119,11 @@ enum Command {
 const PLAN_ERROR: u8 = 255;
 
 fn main() -> ExitCode {
+    // The agent re-executes this binary as the task shim: run it before anything else
+    // (no thread may exist yet when it enters namespaces).
+    if let Some(code) = drover_agent::isolation::dispatch() {
+        return code;
+    }
     let args = argv::normalize(std::env::args_os(), &Cli::command());
     let parsed = Cli::command()
         .try_get_matches_from(args)

@@ -108,6 +108,7 @@ async fn acl_bootstrap_policies_and_tokens_from_the_cli() {
         &address,
         &[
             "agent",
+            "--raw-exec",
             "--servers",
             &address,
             "--data-dir",
@@ -141,6 +142,7 @@ async fn acl_bootstrap_policies_and_tokens_from_the_cli() {
         &address,
         &[
             "agent",
+            "--raw-exec",
             "--simulate",
             "3",
             "--servers",

@@ -59,6 +59,7 @@ async fn logs_follow_restart_and_stop_from_the_binary() {
         &server.url(),
         &[
             "agent",
+            "--raw-exec",
             "--servers",
             &server.url(),
             "--data-dir",

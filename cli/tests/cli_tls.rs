@@ -114,6 +114,7 @@ tls {{
         &address,
         &[
             "agent",
+            "--raw-exec",
             "--servers",
             &address,
             "--name",

@@ -156,6 +156,7 @@ fn running_report(alloc: AllocId) -> fsm::AllocClientUpdate {
             event("Received", "task received by the simulator"),
             event("Started", "mock task started"),
         ],
+        usage: None,
     };
     fsm::AllocClientUpdate {
         alloc_id: alloc,

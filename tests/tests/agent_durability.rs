@@ -13,9 +13,7 @@ use drover_core::types::{
 };
 use drover_tests::{DEADLINE, TestServer};
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 fn sleep_job(id: &str, marker: &str) -> Job {
     let mut job = mock::service_job(id, 1);
@@ -34,26 +32,7 @@ fn sleep_job(id: &str, marker: &str) -> Job {
 
 /// The test-agent binary as its own process; returns it once it printed its node id.
 async fn spawn_agent(dir: &Path, server: &str) -> (tokio::process::Child, NodeId) {
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_test-agent"))
-        .arg(dir)
-        .arg(server)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("test-agent starts");
-    let stdout = child.stdout.take().expect("piped stdout");
-    let mut lines = BufReader::new(stdout).lines();
-    let line = tokio::time::timeout(DEADLINE, lines.next_line())
-        .await
-        .expect("agent registers in time")
-        .expect("reads stdout")
-        .expect("agent printed its node id");
-    let id = line
-        .strip_prefix("node ")
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
-    (child, id)
+    spawn_test_agent(dir, server, None, &[]).await
 }
 
 async fn sigkill(child: &mut tokio::process::Child) {

@@ -18,11 +18,25 @@ const ADOPTED_POLL: Duration = Duration::from_millis(200);
 pub struct TaskLaunch<'a> {
     pub command: &'a str,
     pub args: &'a [String],
-    /// Set on top of the agent's own environment.
+    /// The task's whole environment: the agent's own is never inherited.
     pub env: &'a BTreeMap<String, String>,
+    /// Run as this user rather than the agent's.
+    pub user: Option<&'a crate::users::TaskUser>,
+    /// Start through the task shim (a cgroup to join, `exec`'s isolation); `None`: spawn
+    /// the command directly.
+    pub shim: Option<ShimLaunch<'a>>,
     /// The working directory; relative commands are looked up in it.
     pub task_dir: &'a Path,
     pub logs: &'a LogPaths,
+}
+
+/// What the shim adds to a launch.
+#[derive(Clone, Debug)]
+pub struct ShimLaunch<'a> {
+    /// The binary that dispatches the shim (the agent's own, by default).
+    pub path: &'a Path,
+    pub cgroup_procs: Vec<PathBuf>,
+    pub isolation: Option<crate::isolation::Isolation>,
 }
 
 /// How a task process ended.
@@ -131,7 +145,8 @@ fn is_executable(path: &Path) -> Option<bool> {
 }
 
 /// Finds the file `command` names: a path (relative ones from the task dir), or a name
-/// looked up in `path_var` (the task's `PATH`, else the agent's).
+/// looked up in `path_var` (the task's `PATH`; never the agent's, which the task does not
+/// get, else the default one tasks get).
 pub fn resolve_executable(
     command: &str,
     task_dir: &Path,
@@ -151,39 +166,70 @@ pub fn resolve_executable(
             None => Err(not_found()),
         };
     }
-    let search = path_var
-        .map(str::to_string)
-        .or_else(|| std::env::var("PATH").ok())
-        .unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
-    std::env::split_paths(&search)
+    let search = path_var.unwrap_or(crate::runner::TASK_PATH);
+    std::env::split_paths(search)
         .map(|dir| dir.join(command))
         .find(|p| is_executable(p) == Some(true))
         .ok_or_else(not_found)
 }
 
-/// Starts the task in its own process group with stdin closed and stdout / stderr appended
-/// to its log files.
-pub fn start(launch: &TaskLaunch<'_>) -> Result<TaskHandle, DriverError> {
+/// Starts the task in its own process group with stdin closed, stdout / stderr appended
+/// to its log files, its environment exactly `launch.env` and, when given, as its user;
+/// through the shim when the launch needs one.
+pub async fn start(launch: &TaskLaunch<'_>) -> Result<TaskHandle, DriverError> {
     let path_var = launch.env.get("PATH").map(String::as_str);
-    let program = resolve_executable(launch.command, launch.task_dir, path_var)?;
+    let isolated = launch.shim.as_ref().is_some_and(|s| s.isolation.is_some());
+    // An isolated task's command is found inside its root, by the shim.
+    let program = if isolated {
+        PathBuf::from(launch.command)
+    } else {
+        resolve_executable(launch.command, launch.task_dir, path_var)?
+    };
     let (stdout, stderr) = launch.logs.open().map_err(|source| DriverError::Logs {
         path: launch.logs.stdout.clone(),
         source,
     })?;
-    let child = tokio::process::Command::new(&program)
-        .args(launch.args)
-        .envs(launch.env)
-        .current_dir(launch.task_dir)
-        .stdin(Stdio::null())
-        .stdout(stdout)
-        .stderr(stderr)
-        .process_group(0)
-        .kill_on_drop(false)
-        .spawn()
-        .map_err(|source| DriverError::Spawn {
-            command: launch.command.to_string(),
-            source,
-        })?;
+    let child = match &launch.shim {
+        Some(shim) => {
+            let spec = crate::isolation::ShimSpec {
+                program: program.display().to_string(),
+                args: launch.args.to_vec(),
+                env: launch.env.clone(),
+                cwd: if isolated {
+                    PathBuf::from("/")
+                } else {
+                    launch.task_dir.to_path_buf()
+                },
+                user: launch.user.map(|u| (u.uid, u.gid)),
+                cgroup_procs: shim.cgroup_procs.clone(),
+                isolation: shim.isolation.clone(),
+            };
+            crate::isolation::launch::launch(shim.path, &spec, stdout, stderr)
+                .await
+                .map_err(DriverError::Shim)?
+        }
+        None => {
+            let mut command = tokio::process::Command::new(&program);
+            if let Some(user) = launch.user {
+                command.uid(user.uid).gid(user.gid);
+            }
+            command
+                .args(launch.args)
+                .env_clear()
+                .envs(launch.env)
+                .current_dir(launch.task_dir)
+                .stdin(Stdio::null())
+                .stdout(stdout)
+                .stderr(stderr)
+                .process_group(0)
+                .kill_on_drop(false)
+                .spawn()
+                .map_err(|source| DriverError::Spawn {
+                    command: launch.command.to_string(),
+                    source,
+                })?
+        }
+    };
     let pid = child
         .id()
         .and_then(|p| i32::try_from(p).ok())
@@ -203,7 +249,7 @@ pub fn start(launch: &TaskLaunch<'_>) -> Result<TaskHandle, DriverError> {
 mod tests {
     use super::*;
 
-    fn launch_in(dir: &Path, command: &str, args: &[&str]) -> (TaskHandle, LogPaths) {
+    async fn launch_in(dir: &Path, command: &str, args: &[&str]) -> (TaskHandle, LogPaths) {
         let logs = LogPaths::new(dir, "t");
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         let env = BTreeMap::from([("GREETING".to_string(), "hello".to_string())]);
@@ -211,10 +257,13 @@ mod tests {
             command,
             args: &args,
             env: &env,
+            user: None,
+            shim: None,
             task_dir: dir,
             logs: &logs,
         };
-        (start(&launch).expect("starts"), logs)
+        let handle = start(&launch).await.expect("starts");
+        (handle, logs)
     }
 
     #[tokio::test]
@@ -226,22 +275,35 @@ mod tests {
             ("kill -9 $$", ExitOutcome::Signaled(9), ""),
         ];
         for (script, want, stdout) in cases {
-            let (mut handle, logs) = launch_in(dir.path(), "sh", &["-c", script]);
+            let (mut handle, logs) = launch_in(dir.path(), "sh", &["-c", script]).await;
             assert_eq!(handle.wait().await, want, "{script}");
             assert_eq!(std::fs::read_to_string(&logs.stdout).expect("log"), stdout);
             std::fs::remove_file(&logs.stdout).expect("reset log");
         }
     }
 
+    /// The agent's environment (this test process's, with `PATH`, `HOME` and cargo's
+    /// variables) never reaches a task: it gets exactly what it is given.
+    #[tokio::test]
+    async fn only_the_given_environment_reaches_the_task() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (mut handle, logs) = launch_in(dir.path(), "/usr/bin/env", &[]).await;
+        assert_eq!(handle.wait().await, ExitOutcome::Exited(0));
+        assert_eq!(
+            std::fs::read_to_string(&logs.stdout).expect("log"),
+            "GREETING=hello\n"
+        );
+    }
+
     #[tokio::test]
     async fn kill_escalates_to_sigkill_after_the_timeout() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let (mut polite, _) = launch_in(dir.path(), "sleep", &["30"]);
+        let (mut polite, _) = launch_in(dir.path(), "sleep", &["30"]).await;
         let out = polite.kill(Signal::SIGTERM, Duration::from_secs(5)).await;
         assert_eq!(out, ExitOutcome::Signaled(Signal::SIGTERM as i32));
 
         let script = "trap '' TERM; sleep 30 & wait; sleep 30";
-        let (mut stubborn, _) = launch_in(dir.path(), "sh", &["-c", script]);
+        let (mut stubborn, _) = launch_in(dir.path(), "sh", &["-c", script]).await;
         // Give the shell time to install its trap: poll until its child sleep exists.
         let record = stubborn.record();
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
@@ -262,7 +324,7 @@ mod tests {
     #[tokio::test]
     async fn re_attached_processes_are_watched_through_proc() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let (mut child, _) = launch_in(dir.path(), "sleep", &["30"]);
+        let (mut child, _) = launch_in(dir.path(), "sleep", &["30"]).await;
         let mut adopted = TaskHandle::Adopted(child.record());
         let waiter = tokio::spawn(async move { adopted.wait().await });
         child.kill(Signal::SIGTERM, Duration::from_secs(5)).await;

@@ -32,8 +32,20 @@ impl LogPaths {
     }
 }
 
+/// Log files are 0640: the agent's user and group read them, nobody else (a task needs no
+/// access: it writes through the descriptor it inherits).
+pub const LOG_FILE_MODE: u32 = 0o640;
+
 fn open_append(path: &Path) -> io::Result<File> {
-    OpenOptions::new().create(true).append(true).open(path)
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(LOG_FILE_MODE)
+        .open(path)?;
+    // An older agent's log (0644) keeps its mode through `open`; set it.
+    file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(LOG_FILE_MODE))?;
+    Ok(file)
 }
 
 fn rotated(path: &Path, n: u32) -> PathBuf {

@@ -1,5 +1,7 @@
-//! The process driver (`raw_exec`, with `exec` accepted as an alias): runs a task's command
-//! as a plain host process in its own process group, with its logs in files.
+//! The process drivers: `raw_exec` runs a task's command as a host process in its own
+//! process group (in a cgroup with its limits unless the agent's config says otherwise);
+//! `exec` runs it isolated through the task shim ([`crate::isolation`]). Logs go to files.
+//! [`health`] fingerprints which of them this node can run.
 //!
 //! Errors say whose fault a failure is: [`DriverError::is_infra`] marks the ones caused by
 //! the node (a full disk, an alloc dir it cannot create, a fork that fails), which the
@@ -7,16 +9,17 @@
 //! command that does not exist or is not executable, bad arguments, its exit code.
 
 mod exec;
+pub mod health;
 pub mod logs;
 pub mod process;
 
-pub use exec::{ExitOutcome, TaskHandle, TaskLaunch, resolve_executable, start};
+pub use exec::{ExitOutcome, ShimLaunch, TaskHandle, TaskLaunch, resolve_executable, start};
 pub use logs::LogPaths;
 pub use process::ProcessRecord;
 
 use std::path::PathBuf;
 
-/// Drivers this agent runs; the node advertises them as `driver.<name>` attributes.
+/// Drivers this agent knows; [`health::Drivers`] says which of them run here.
 pub const DRIVERS: [&str; 2] = ["raw_exec", "exec"];
 
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +47,14 @@ pub enum DriverError {
         command: String,
         source: std::io::Error,
     },
+    #[error("{0}")]
+    Shim(crate::isolation::launch::LaunchError),
+    #[error("driver {driver:?} cannot run tasks on this node: {reason}")]
+    Unavailable { driver: String, reason: String },
+    #[error("cannot prepare the task's cgroup: {0}")]
+    Cgroup(std::io::Error),
+    #[error(transparent)]
+    User(#[from] crate::users::UserError),
 }
 
 impl DriverError {
@@ -57,6 +68,11 @@ impl DriverError {
             | DriverError::NotExecutable { .. } => false,
             // The node could not give the task its directory or logs (disk full, ...).
             DriverError::TaskDir { .. } | DriverError::Logs { .. } => true,
+            DriverError::Shim(e) => e.is_infra(),
+            // A driver the node advertised and cannot run, or cgroups that fail, are the
+            // node's; a user the job names that this node lacks is the job's.
+            DriverError::Unavailable { .. } | DriverError::Cgroup(_) => true,
+            DriverError::User(_) => false,
             // exec of the job's own file failing (an interpreter it names is missing, its
             // arguments are refused) is the job's; fork failing (no memory, too many
             // processes) is the node's.

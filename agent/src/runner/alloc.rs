@@ -4,6 +4,7 @@
 //! rotates the task logs, and stops the tasks when the servers stop the allocation or one
 //! task fails.
 
+use super::lifecycle::{self, Gate, Role};
 use super::task::{TaskChange, TaskCommand, TaskRun, run_task};
 use super::{RunnerContext, TaskDirs, alloc_status, task_env};
 use crate::driver::LogPaths;
@@ -234,10 +235,38 @@ async fn run_alloc(
     let (changes_tx, mut changes) = mpsc::unbounded_channel::<TaskChange>();
     let mut tasks = JoinSet::new();
     let mut log_paths = Vec::new();
+    let roles: BTreeMap<String, Role> = record
+        .group
+        .tasks
+        .iter()
+        .map(|t| (t.name.clone(), Role::of(t)))
+        .collect();
+    let gates: BTreeMap<String, watch::Sender<Gate>> = lifecycle::gates(&roles, &states(&record))
+        .into_iter()
+        .map(|(name, gate)| (name, watch::channel(gate).0))
+        .collect();
     for task in record.group.tasks.clone() {
         let dirs = TaskDirs::new(&alloc_dir, &task.name);
         let entry = record.tasks.entry(task.name.clone()).or_default();
-        if let Err(e) = dirs.create() {
+        let user = match super::launch::task_user(&ctx, &task) {
+            Ok(user) => user,
+            Err(e) => {
+                // The job names a user this node lacks: the job's fault.
+                tracing::warn!(%alloc_id, task = %task.name, error = %e, "task cannot start");
+                entry.state.state = TaskRunState::Dead;
+                entry.state.failed = true;
+                entry.state.events.push(TaskEvent {
+                    time: super::task::now(),
+                    kind: "Driver Failure".into(),
+                    message: e.to_string().into(),
+                    exit_code: None,
+                    infra_failure: false,
+                });
+                commands.send_replace(TaskCommand::Kill);
+                continue;
+            }
+        };
+        if let Err(e) = dirs.create(user.as_ref().map(|u| (u.uid, u.gid))) {
             // The node's fault: it cannot give the task a place to run.
             tracing::warn!(%alloc_id, task = %task.name, error = %e, "cannot create task directories");
             entry.state.state = TaskRunState::Dead;
@@ -258,15 +287,24 @@ async fn run_alloc(
             &record.alloc,
             &record.group.name,
             &task.name,
-            &dirs,
+            &super::launch::visible_dirs(&task, &dirs),
             &task.env,
         );
         let task = super::interpolate_task(task, &env);
         let run = TaskRun {
+            alloc_id,
             env,
+            user,
             dirs,
-            restart: record.group.restart.clone(),
-            runs_to_completion,
+            restart: task
+                .restart
+                .clone()
+                .unwrap_or_else(|| record.group.restart.clone()),
+            runs_to_completion: runs_to_completion || Role::of(&task).runs_once(),
+            gate: gates
+                .get(&task.name)
+                .map(watch::Sender::subscribe)
+                .unwrap_or_else(|| watch::channel(Gate::Open).1),
             record: entry.clone(),
             restarts: restarts
                 .get(&task.name)
@@ -295,6 +333,7 @@ async fn run_alloc(
                     continue;
                 };
                 apply_change(&mut record, change, &commands);
+                update_gates(&roles, &gates, &record);
                 publisher.publish(&mut record);
             }
             res = desired.changed(), if desired_open => {
@@ -345,6 +384,28 @@ async fn run_alloc(
     }
     publisher.publish(&mut record);
     tracing::info!(%alloc_id, status = record.client_status.as_str(), "allocation finished");
+}
+
+/// The tasks' states, by name.
+fn states(record: &AllocRecord) -> BTreeMap<String, drover_core::types::TaskState> {
+    record
+        .tasks
+        .iter()
+        .map(|(n, t)| (n.clone(), t.state.clone()))
+        .collect()
+}
+
+/// Opens (or closes) each task's gate as its siblings' states now allow.
+fn update_gates(
+    roles: &BTreeMap<String, Role>,
+    gates: &BTreeMap<String, watch::Sender<Gate>>,
+    record: &AllocRecord,
+) {
+    for (name, gate) in lifecycle::gates(roles, &states(record)) {
+        if let Some(tx) = gates.get(&name) {
+            tx.send_if_modified(|g| std::mem::replace(g, gate) != gate);
+        }
+    }
 }
 
 fn apply_change(

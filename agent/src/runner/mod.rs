@@ -3,8 +3,11 @@
 //! layout and environment every task gets.
 
 pub mod alloc;
+pub mod launch;
+pub mod lifecycle;
 pub mod restart;
 pub mod task;
+pub mod usage;
 
 use crate::heartbeat::Link;
 use crate::reporter::Reporter;
@@ -26,6 +29,13 @@ pub struct RunnerContext {
     pub link: Arc<Link>,
     pub log_max_bytes: u64,
     pub log_max_files: u32,
+    /// Who tasks without a `user` run as (the agent's `default_user`); `None`: the agent's
+    /// own user.
+    pub default_user: Option<crate::users::TaskUser>,
+    /// A core's MHz (the fingerprint's `cpu.frequency`): CPU time becomes MHz with it.
+    pub mhz_per_core: u64,
+    /// The drivers this node runs, their health, and what they share.
+    pub drivers: Arc<crate::driver::health::Drivers>,
 }
 
 impl RunnerContext {
@@ -37,18 +47,32 @@ impl RunnerContext {
 /// The directories of one task:
 /// `<alloc>/alloc` (shared by the group's tasks, `NOMAD_ALLOC_DIR`), `<alloc>/alloc/logs`,
 /// `<alloc>/<task>` (the working directory) and `<alloc>/<task>/local` (`NOMAD_TASK_DIR`).
+///
+/// Modes (the agent's user owns everything unless said otherwise): the allocation dir is
+/// 0751, so a task running as another user can reach its own directory by path while no one
+/// else can list the allocation; `alloc` is 0750, owned by the task's user when it runs as
+/// another one (the tasks of a group share it); `alloc/logs` is 0750 and its files 0640
+/// (the task writes through the descriptors the agent opened, so it needs no access of its
+/// own); the task's own directories are 0750, owned by the task's user.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TaskDirs {
+    pub alloc: PathBuf,
     pub shared: PathBuf,
     pub logs: PathBuf,
     pub work: PathBuf,
     pub local: PathBuf,
 }
 
+/// Mode of an allocation's dir: traverse for the task's user, no listing for anyone else.
+pub const ALLOC_DIR_MODE: u32 = 0o751;
+/// Mode of the shared, log and task dirs: owner and group only.
+pub const TASK_DIR_MODE: u32 = 0o750;
+
 impl TaskDirs {
     pub fn new(alloc_dir: &Path, task: &str) -> Self {
         let shared = alloc_dir.join("alloc");
         Self {
+            alloc: alloc_dir.to_path_buf(),
             logs: shared.join("logs"),
             shared,
             work: alloc_dir.join(task),
@@ -56,16 +80,40 @@ impl TaskDirs {
         }
     }
 
-    pub fn create(&self) -> std::io::Result<()> {
-        for d in [&self.shared, &self.logs, &self.work, &self.local] {
+    /// Creates the directories with the modes above; `owner` (uid, gid) is the task's
+    /// user when it is not the agent's.
+    pub fn create(&self, owner: Option<(u32, u32)>) -> std::io::Result<()> {
+        use crate::layout::set_mode;
+        for d in [
+            &self.alloc,
+            &self.shared,
+            &self.logs,
+            &self.work,
+            &self.local,
+        ] {
             std::fs::create_dir_all(d)?;
+        }
+        set_mode(&self.alloc, ALLOC_DIR_MODE)?;
+        for d in [&self.shared, &self.logs, &self.work, &self.local] {
+            set_mode(d, TASK_DIR_MODE)?;
+        }
+        if let Some((uid, gid)) = owner {
+            for d in [&self.shared, &self.work, &self.local] {
+                std::os::unix::fs::chown(d, Some(uid), Some(gid))?;
+            }
         }
         Ok(())
     }
 }
 
-/// The environment drover sets for a task, under Nomad's names (so job files written for
-/// Nomad work) and drover's own; the task's own `env` is applied on top.
+/// `PATH` for every task: the agent's own is never passed on (see [`task_env`]).
+pub const TASK_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// The whole environment a task starts with: an allow-list, never the agent's own (which
+/// holds its join token and whatever else its operator exported). A minimal `PATH` and
+/// `HOME` (the task's working dir), then drover's variables under
+/// Nomad's names (so job files written for Nomad work) and drover's own, then the task's own
+/// `env` on top.
 pub fn task_env(
     alloc: &AllocInfo,
     group: &str,
@@ -92,7 +140,10 @@ pub fn task_env(
         ("TASK_NAME", task.to_string()),
         ("DC", alloc.datacenter.clone()),
     ];
-    let mut env = BTreeMap::new();
+    let mut env = BTreeMap::from([
+        ("PATH".to_string(), TASK_PATH.to_string()),
+        ("HOME".to_string(), dirs.work.display().to_string()),
+    ]);
     for (key, value) in pairs {
         env.insert(format!("NOMAD_{key}"), value.clone());
         env.insert(format!("DROVER_{key}"), value);

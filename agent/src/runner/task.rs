@@ -2,9 +2,11 @@
 //! agent restart), applies the restart policy when it exits, kills it when told to, and
 //! hands every state change (with its task event) to the allocation's supervisor.
 
+use super::lifecycle::Gate;
 use super::restart::{RestartTracker, Verdict};
 use super::{RunnerContext, TaskDirs};
-use crate::driver::{self, ExitOutcome, LogPaths, TaskHandle, TaskLaunch};
+use crate::cgroups::TaskCgroup;
+use crate::driver::{self, ExitOutcome, LogPaths, TaskHandle};
 use crate::state::TaskRecord;
 use drover_core::types::{
     MAX_TASK_EVENTS, RestartPolicy, Task, TaskEvent, TaskRunState, Timestamp,
@@ -38,12 +40,17 @@ pub struct TaskChange {
 /// Everything one task runner needs.
 #[derive(Debug)]
 pub struct TaskRun {
+    pub alloc_id: drover_core::types::AllocId,
     pub task: Task,
     pub env: BTreeMap<String, String>,
+    /// Who the task runs as; `None`: the agent's user.
+    pub user: Option<crate::users::TaskUser>,
     pub dirs: TaskDirs,
     pub restart: RestartPolicy,
     /// Batch-like jobs: an exit 0 finishes the task instead of restarting it.
     pub runs_to_completion: bool,
+    /// When the task's lifecycle hook lets it run (see [`super::lifecycle`]).
+    pub gate: watch::Receiver<Gate>,
     /// The state to continue from: fresh, or restored from disk.
     pub record: TaskRecord,
     /// Changes each time an operator asks to restart the task in place.
@@ -57,13 +64,13 @@ pub fn now() -> Timestamp {
     Timestamp::from_millis(ms)
 }
 
-/// The signal a task is stopped with: the driver config's `kill_signal` (Nomad's task
-/// setting of that name, kept in `config.extra` by drover's job model), else SIGTERM.
+/// The signal a task is stopped with: its `kill_signal`, else a driver config's
+/// `kill_signal` (other drivers' settings are kept in `config.extra`), else SIGTERM.
 pub fn kill_signal(task: &Task) -> Signal {
-    task.config
-        .extra
-        .get("kill_signal")
-        .and_then(|s| driver::process::parse_signal(s))
+    task.kill_signal
+        .as_deref()
+        .or_else(|| task.config.extra.get("kill_signal").map(String::as_str))
+        .and_then(driver::process::parse_signal)
         .unwrap_or(Signal::SIGTERM)
 }
 
@@ -125,19 +132,48 @@ async fn kill_requested(commands: &mut watch::Receiver<TaskCommand>) {
     let _ = commands.wait_for(|c| *c == TaskCommand::Kill).await;
 }
 
-/// Runs the task to its end.
+/// Resolves once a sidecar's main tasks have ended (never for other tasks).
+async fn sidecar_stop(gate: &mut watch::Receiver<Gate>) {
+    if gate.wait_for(|g| *g == Gate::Stop).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// Runs the task to its end, then kills whatever it left in its cgroup and removes it.
+/// (An agent that detaches aborts this future: the task and its cgroup stay.)
 pub async fn run_task(
+    run: TaskRun,
+    ctx: Arc<RunnerContext>,
+    commands: watch::Receiver<TaskCommand>,
+    updates: mpsc::UnboundedSender<TaskChange>,
+) {
+    let cgroup = super::launch::task_cgroup(&ctx, run.alloc_id, &run.task);
+    run_steps(run, ctx, commands, updates, cgroup.clone()).await;
+    if let Some(cgroup) = cgroup {
+        let _ = tokio::task::spawn_blocking(move || {
+            cgroup.kill_all();
+            cgroup.remove();
+        })
+        .await;
+    }
+}
+
+async fn run_steps(
     run: TaskRun,
     ctx: Arc<RunnerContext>,
     mut commands: watch::Receiver<TaskCommand>,
     updates: mpsc::UnboundedSender<TaskChange>,
+    cgroup: Option<TaskCgroup>,
 ) {
     let TaskRun {
+        alloc_id: _,
         task,
         env,
+        user,
         dirs,
         restart,
         runs_to_completion,
+        mut gate,
         record,
         mut restarts,
     } = run;
@@ -152,6 +188,7 @@ pub async fn run_task(
     }
     let logs = LogPaths::new(&dirs.logs, &task.name);
     let mut tracker = RestartTracker::new(restart);
+    let mut oom_baseline = 0;
     let mut step = match me.record.process.take() {
         Some(p) if p.is_alive() => {
             me.record.process = Some(p);
@@ -178,26 +215,29 @@ pub async fn run_task(
     loop {
         step = match step {
             Step::Start => {
-                if next_command(&mut commands).await == TaskCommand::Kill {
+                // Wait for the task's hook to come (unless the allocation is stopped first).
+                let go = tokio::select! {
+                    g = gate.wait_for(|g| *g != Gate::Wait) => g.is_ok_and(|g| *g == Gate::Open),
+                    () = kill_requested(&mut commands) => false,
+                };
+                // The hook's turn came; the allocation may still have been stopped meanwhile.
+                if !go || next_command(&mut commands).await == TaskCommand::Kill {
                     me.finish(false);
                     me.event("Killed", "stopped before it started".into(), None, false);
                     me.send(false);
                     return;
                 }
-                let launch = TaskLaunch {
-                    command: &task.config.command,
-                    args: &task.config.args,
+                oom_baseline = cgroup.as_ref().map_or(0, TaskCgroup::oom_kills);
+                let started = super::launch::start(super::launch::Start {
+                    ctx: &ctx,
+                    task: &task,
                     env: &env,
-                    task_dir: &dirs.work,
+                    user: user.as_ref(),
+                    dirs: &dirs,
                     logs: &logs,
-                };
-                let started = if driver::supports(&task.driver) {
-                    driver::start(&launch)
-                } else {
-                    Err(driver::DriverError::UnknownDriver {
-                        driver: task.driver.clone(),
-                    })
-                };
+                    cgroup: cgroup.as_ref(),
+                })
+                .await;
                 match started {
                     Ok(handle) => {
                         let pid = handle.record().pid;
@@ -223,11 +263,21 @@ pub async fn run_task(
                 }
             }
             Step::Wait(mut handle) => {
-                let killed = tokio::select! {
-                    outcome = handle.wait() => Err(outcome),
-                    () = kill_requested(&mut commands) => Ok(false),
-                    Ok(()) = restarts.changed() => Ok(true),
+                let mut sampler = super::usage::Sampler::new(cgroup.clone(), ctx.mhz_per_core);
+                let killed = loop {
+                    tokio::select! {
+                        outcome = handle.wait() => break Err(outcome),
+                        () = kill_requested(&mut commands) => break Ok(false),
+                        () = sidecar_stop(&mut gate) => break Ok(false),
+                        Ok(()) = restarts.changed() => break Ok(true),
+                        usage = sampler.next() => {
+                            me.record.state.usage = Some(usage);
+                            me.send(false);
+                        }
+                    }
                 };
+                // Usage is reported while the task runs only.
+                me.record.state.usage = None;
                 match killed {
                     Err(outcome) => Step::Exited(outcome),
                     Ok(true) => {
@@ -276,6 +326,26 @@ pub async fn run_task(
             }
             Step::Exited(outcome) => {
                 me.record.process = None;
+                // The OOM killer picks the biggest process, which need not be the task's
+                // first one (a shell's pipeline): any OOM kill in its cgroup since it
+                // started, and an unsuccessful end, is an OOM kill of the task.
+                let oom = !outcome.success()
+                    && cgroup
+                        .as_ref()
+                        .is_some_and(|c| c.oom_kills() > oom_baseline);
+                if oom {
+                    // The job's own doing (it used more than it asked for): never the node's.
+                    me.event(
+                        "OOM Killed",
+                        format!(
+                            "task used more than its {} MB of memory and was killed by the kernel's OOM killer",
+                            task.resources.memory_mb
+                        ),
+                        None,
+                        false,
+                    );
+                    tracing::info!(task = %me.name, memory_mb = task.resources.memory_mb, "task OOM killed");
+                }
                 me.event("Terminated", outcome.describe(), outcome.exit_code(), false);
                 match tracker.on_exit(now(), outcome.success(), runs_to_completion) {
                     Verdict::Restart(delay) => {

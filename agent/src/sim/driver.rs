@@ -108,6 +108,8 @@ impl SimTask {
             started_at_unix_ms: Some(self.started_ms),
             finished_at_unix_ms,
             events,
+            // Simulated tasks use nothing.
+            usage: None,
         }
     }
 }

@@ -156,6 +156,19 @@ pub fn alloc_details(a: &Allocation, verbose: bool, now: Timestamp) -> String {
             ),
         ),
     ];
+    // Live usage (tasks the agent samples from cgroups) against what was asked.
+    let usages: Vec<_> = a.task_states.values().filter_map(|s| s.usage).collect();
+    if !usages.is_empty() {
+        let cpu: u64 = usages.iter().map(|u| u.cpu_mhz).sum();
+        let memory: u64 = usages.iter().map(|u| u.memory_mb).sum();
+        fields.push((
+            "Usage",
+            format!(
+                "{cpu} of {} MHz, {memory} of {} MB memory",
+                a.resources.cpu_mhz, a.resources.memory_mb
+            ),
+        ));
+    }
     if let Some(prev) = a.links.get().previous_allocation {
         fields.push(("Replaces", output::id(prev, verbose)));
     }
@@ -194,9 +207,12 @@ pub fn alloc_details(a: &Allocation, verbose: bool, now: Timestamp) -> String {
     }
     for (task, state) in &a.task_states {
         let run_state = format!("{:?}", state.state).to_lowercase();
+        let usage = state.usage.map_or(String::new(), |u| {
+            format!(", using {} MHz and {} MB", u.cpu_mhz, u.memory_mb)
+        });
         let _ = writeln!(
             text,
-            "\nTask {task:?} is {run_state:?} (restarts: {}, failed: {})",
+            "\nTask {task:?} is {run_state:?} (restarts: {}, failed: {}{usage})",
             state.restarts, state.failed
         );
         let mut table = Table::new(["Time", "Type", "Description"]);
@@ -252,6 +268,10 @@ mod tests {
                         infra_failure: false,
                     },
                 ],
+                usage: Some(drover_core::TaskUsage {
+                    cpu_mhz: 42,
+                    memory_mb: 17,
+                }),
                 ..TaskState::default()
             },
         );

@@ -26,7 +26,7 @@ const GROUP_FIELDS: &[(&str, Shape)] = &[
     ("network", Shape::Unsupported),
     ("service", Shape::Unsupported),
     ("volume", Shape::Unsupported),
-    ("ephemeral_disk", Shape::Unsupported),
+    ("ephemeral_disk", Shape::Block),
     ("affinity", Shape::Unsupported),
     ("spread", Shape::Unsupported),
     ("scaling", Shape::Unsupported),
@@ -152,6 +152,9 @@ pub(super) fn decode_group(
                 g.stop_after_client_disconnect = d.read(&path, a, |v, f| v.duration(f));
             }
             ("meta", item) => g.meta = d.map(&path, "meta", item),
+            ("ephemeral_disk", Item::Block(b)) => {
+                g.ephemeral_disk = Some(super::task_blocks::ephemeral_disk(d, &path, b));
+            }
             ("update", Item::Block(b)) => {
                 g.update = Some(update(
                     d,
@@ -166,7 +169,14 @@ pub(super) fn decode_group(
             }
             ("task", Item::Block(b)) => {
                 let task_index = g.tasks.len();
-                let task = decode_task(d, &path, task_index, b, &mut g.constraints);
+                let task = decode_task(
+                    d,
+                    &path,
+                    task_index,
+                    b,
+                    &mut g.constraints,
+                    &defaults.restart,
+                );
                 g.tasks.push(task);
             }
             _ => {}
@@ -197,7 +207,12 @@ pub(super) fn decode_group(
     g
 }
 
-fn restart(d: &mut Decoder<'_>, path: &str, block: &Block, mut r: RestartPolicy) -> RestartPolicy {
+pub(super) fn restart(
+    d: &mut Decoder<'_>,
+    path: &str,
+    block: &Block,
+    mut r: RestartPolicy,
+) -> RestartPolicy {
     d.mark(path.to_owned(), Item::Block(block).at());
     for (name, item) in walk(d, &block.body, "restart", RESTART_FIELDS) {
         let Item::Attr(a) = item else { continue };

@@ -28,6 +28,7 @@ mod migrate;
 mod nomad_json;
 mod reader;
 mod task;
+mod task_blocks;
 mod value;
 
 pub use error::{JobspecError, Position, Problem};

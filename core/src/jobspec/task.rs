@@ -1,10 +1,11 @@
 //! `task` blocks: driver, `config`, `env`, `resources`, `kill_timeout`, `meta`, drover's
-//! `snapshot`, and task-level constraints.
+//! `snapshot`, task-level constraints, and the blocks of [`super::task_blocks`] (`user`,
+//! `kill_signal`, `restart`, `lifecycle`).
 
 use super::decoder::{Decoder, join};
 use super::job::{constraint, label_at};
 use super::reader::{Item, Shape, walk};
-use crate::types::{Constraint, Resources, Task, TaskConfig};
+use crate::types::{Constraint, Resources, RestartPolicy, Task, TaskConfig};
 use hcl::edit::structure::{Block, Structure};
 
 const TASK_FIELDS: &[(&str, Shape)] = &[
@@ -19,17 +20,17 @@ const TASK_FIELDS: &[(&str, Shape)] = &[
     ("artifact", Shape::Unsupported),
     ("template", Shape::Unsupported),
     ("service", Shape::Unsupported),
-    ("user", Shape::Unsupported),
+    ("user", Shape::Attr),
     ("logs", Shape::Unsupported),
     ("vault", Shape::Unsupported),
     ("consul", Shape::Unsupported),
     ("volume_mount", Shape::Unsupported),
-    ("lifecycle", Shape::Unsupported),
+    ("lifecycle", Shape::Block),
     ("leader", Shape::Unsupported),
     ("dispatch_payload", Shape::Unsupported),
-    ("kill_signal", Shape::Unsupported),
+    ("kill_signal", Shape::Attr),
     ("shutdown_delay", Shape::Unsupported),
-    ("restart", Shape::Unsupported),
+    ("restart", Shape::Block),
     ("identity", Shape::Unsupported),
     ("affinity", Shape::Unsupported),
     ("scaling", Shape::Unsupported),
@@ -60,6 +61,7 @@ pub(super) fn decode_task(
     index: usize,
     block: &Block,
     group_constraints: &mut Vec<Constraint>,
+    default_restart: &RestartPolicy,
 ) -> Task {
     let path = format!("{group_path}.tasks[{index}]");
     d.mark(path.clone(), Item::Block(block).at());
@@ -89,6 +91,18 @@ pub(super) fn decode_task(
                 }
             }
             ("snapshot", Item::Attr(a)) => task.snapshot = d.read(&path, a, |v, f| v.string(f)),
+            ("user", Item::Attr(a)) => task.user = d.read(&path, a, |v, f| v.string(f)),
+            ("kill_signal", Item::Attr(a)) => {
+                task.kill_signal = d.read(&path, a, |v, f| v.string(f));
+            }
+            ("restart", Item::Block(b)) => {
+                let at = join(&path, "restart");
+                let policy = super::group::restart(d, &at, b, default_restart.clone());
+                task.restart = Some(policy);
+            }
+            ("lifecycle", Item::Block(b)) => {
+                task.lifecycle = super::task_blocks::lifecycle(d, &path, b);
+            }
             ("constraint", Item::Block(b)) => {
                 let at = format!("{group_path}.constraints[{}]", group_constraints.len());
                 if let Some(c) = constraint(d, &at, b) {

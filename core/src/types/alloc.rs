@@ -95,6 +95,8 @@ pub struct TaskState {
     pub started_at: Option<Timestamp>,
     pub finished_at: Option<Timestamp>,
     pub events: Vec<TaskEvent>,
+    /// The latest usage sample while the task runs (agents that sample cgroups).
+    pub usage: Option<super::TaskUsage>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]

@@ -1,6 +1,6 @@
 //! A task group: the unit of placement. All its tasks land on one node together.
 
-use super::{Constraint, Resources, Task};
+use super::{Constraint, EphemeralDisk, Resources, Task};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -22,6 +22,8 @@ pub struct TaskGroup {
     pub meta: std::collections::BTreeMap<String, String>,
     /// How a node drain moves this group's allocations.
     pub migrate: MigrateStrategy,
+    /// Scratch disk for the allocation, counted with its tasks' disk.
+    pub ephemeral_disk: Option<EphemeralDisk>,
 }
 
 /// What makes an allocation healthy for a drain (and, once they exist, a deployment).
@@ -92,12 +94,15 @@ impl TaskGroup {
             update: None,
             meta: Default::default(),
             migrate: MigrateStrategy::default(),
+            ephemeral_disk: None,
         }
     }
 
-    /// What one allocation of this group asks of a node: the sum over its tasks.
+    /// What one allocation of this group asks of a node: the sum over its tasks, plus its
+    /// ephemeral disk.
     pub fn resources(&self) -> Resources {
-        self.tasks.iter().map(|t| t.resources).sum()
+        let disk = self.ephemeral_disk.map_or(0, |d| d.size_mb);
+        self.tasks.iter().map(|t| t.resources).sum::<Resources>() + Resources::new(0, 0, disk)
     }
 
     /// The window during which a disconnected allocation is `unknown` rather than lost.

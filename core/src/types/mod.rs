@@ -13,6 +13,7 @@ mod plan;
 mod resources;
 mod scheduler_config;
 mod task;
+mod task_blocks;
 mod task_states;
 
 pub use alloc::*;
@@ -28,4 +29,5 @@ pub use plan::*;
 pub use resources::*;
 pub use scheduler_config::*;
 pub use task::*;
+pub use task_blocks::*;
 pub use task_states::TaskStates;

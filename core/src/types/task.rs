@@ -1,6 +1,6 @@
 //! A task: one process to run inside an allocation.
 
-use super::Resources;
+use super::{Lifecycle, Resources, RestartPolicy};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -29,6 +29,14 @@ pub struct Task {
     /// Time between the polite signal and the kill on stop.
     pub kill_timeout: Duration,
     pub meta: BTreeMap<String, String>,
+    /// Who the task runs as on the node; `None`: the agent's choice.
+    pub user: Option<String>,
+    /// The signal the task is stopped with (`SIGINT`, ...); `None`: SIGTERM.
+    pub kill_signal: Option<String>,
+    /// Overrides the group's restart policy for this task.
+    pub restart: Option<RestartPolicy>,
+    /// `None`: a main task.
+    pub lifecycle: Option<Lifecycle>,
 }
 
 impl Task {
@@ -48,6 +56,10 @@ impl Task {
             snapshot: None,
             kill_timeout: Self::DEFAULT_KILL_TIMEOUT,
             meta: BTreeMap::new(),
+            user: None,
+            kill_signal: None,
+            restart: None,
+            lifecycle: None,
         }
     }
 }

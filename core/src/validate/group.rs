@@ -80,6 +80,7 @@ fn check_group(r: &mut Report<'_>, job: &Job, p: &str, g: &TaskGroup) {
     }
 
     check_restart(r, p, &g.restart);
+    super::task_blocks::check_group_blocks(r, p, g);
     check_reschedule(r, job, p, &g.reschedule);
     check_disconnect(r, p, g);
     if let Some(update) = &g.update {
@@ -214,11 +215,12 @@ fn check_task(r: &mut Report<'_>, p: &str, t: &Task) {
         );
     }
     r.map(p, "meta", &t.meta, MapKind::Meta);
+    super::task_blocks::check_task_blocks(r, p, t);
 }
 
 /// Nomad's rules: `delay` mode needs attempts to be meaningful, and the attempts with their
 /// delays must fit in the interval they are counted in.
-fn check_restart(r: &mut Report<'_>, p: &str, rp: &RestartPolicy) {
+pub(super) fn check_restart(r: &mut Report<'_>, p: &str, rp: &RestartPolicy) {
     r.duration(p, "restart.interval", rp.interval);
     r.duration(p, "restart.delay", rp.delay);
     if rp.attempts == 0 && rp.mode == RestartMode::Delay {

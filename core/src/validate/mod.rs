@@ -26,7 +26,10 @@
 mod constraint;
 mod group;
 mod node;
+mod task_blocks;
 mod version;
+
+pub use task_blocks::is_signal;
 
 pub use node::{NodeLimitError, NodeLimits, check_node, check_snapshot_id};
 pub use version::{VersionConstraint, VersionError, VersionFlavor};

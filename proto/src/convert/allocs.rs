@@ -41,6 +41,10 @@ impl From<&TaskState> for pb::TaskState {
             started_at_unix_ms: t.started_at.map(Timestamp::as_millis),
             finished_at_unix_ms: t.finished_at.map(Timestamp::as_millis),
             events: t.events.iter().map(Into::into).collect(),
+            usage: t.usage.map(|u| pb::TaskUsage {
+                cpu_mhz: u.cpu_mhz,
+                memory_mb: u.memory_mb,
+            }),
         }
     }
 }
@@ -232,6 +236,10 @@ pub(crate) fn task_state(p: pb::TaskState) -> Result<TaskState> {
         started_at: p.started_at_unix_ms.map(Timestamp::from_millis),
         finished_at: p.finished_at_unix_ms.map(Timestamp::from_millis),
         events: p.events.into_iter().map(task_event).collect(),
+        usage: p.usage.map(|u| drover_core::types::TaskUsage {
+            cpu_mhz: u.cpu_mhz,
+            memory_mb: u.memory_mb,
+        }),
     })
 }
 

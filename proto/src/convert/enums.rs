@@ -107,6 +107,12 @@ wire_enum!(RestartMode => pb::RestartMode {
     Delay => Delay,
 });
 
+wire_enum!(LifecycleHook => pb::LifecycleHook {
+    Prestart => Prestart,
+    Poststart => Poststart,
+    Poststop => Poststop,
+});
+
 wire_enum!(DelayFunction => pb::DelayFunction {
     Constant => Constant,
     Exponential => Exponential,

@@ -65,6 +65,13 @@ impl From<&Task> for pb::Task {
             snapshot: t.snapshot.clone(),
             kill_timeout_ms: to_ms(t.kill_timeout),
             meta: t.meta.clone(),
+            user: t.user.clone(),
+            kill_signal: t.kill_signal.clone(),
+            restart: t.restart.as_ref().map(Into::into),
+            lifecycle: t.lifecycle.as_ref().map(|l| pb::Lifecycle {
+                hook: l.hook.to_wire(),
+                sidecar: l.sidecar,
+            }),
         }
     }
 }
@@ -118,6 +125,9 @@ impl From<&TaskGroup> for pb::TaskGroup {
             update: g.update.as_ref().map(Into::into),
             meta: g.meta.clone(),
             migrate: Some((&g.migrate).into()),
+            ephemeral_disk: g
+                .ephemeral_disk
+                .map(|d| pb::EphemeralDisk { size_mb: d.size_mb }),
         }
     }
 }
@@ -313,6 +323,18 @@ fn task(p: pb::Task) -> Result<Task> {
         snapshot: p.snapshot,
         kill_timeout: from_ms(p.kill_timeout_ms),
         meta: p.meta,
+        user: p.user,
+        kill_signal: p.kill_signal,
+        restart: p.restart.map(restart).transpose().within("restart")?,
+        lifecycle: p
+            .lifecycle
+            .map(|l| {
+                Ok::<_, ConvertError>(Lifecycle {
+                    hook: LifecycleHook::from_wire("lifecycle.hook", l.hook)?,
+                    sidecar: l.sidecar,
+                })
+            })
+            .transpose()?,
     })
 }
 
@@ -383,6 +405,9 @@ fn group(p: pb::TaskGroup, job_type: JobType) -> Result<TaskGroup> {
             .transpose()
             .within("migrate")?
             .unwrap_or_default(),
+        ephemeral_disk: p
+            .ephemeral_disk
+            .map(|d| EphemeralDisk { size_mb: d.size_mb }),
     })
 }
 

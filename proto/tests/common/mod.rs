@@ -87,12 +87,23 @@ pub fn full_job() -> Job {
     task.resources = Resources::new(250, 512, 1024);
     task.snapshot = Some("snap-2024-01".into());
     task.kill_timeout = Duration::from_millis(7_500);
+    task.user = Some("nobody".into());
+    task.kill_signal = Some("SIGINT".into());
+    task.restart = Some(drover_core::types::RestartPolicy {
+        attempts: 9,
+        ..Default::default()
+    });
     task.meta = BTreeMap::from([("t".into(), "x".into())]);
 
     // A second task and group with the other enum values, so every variant travels.
     let mut sidecar = Task::raw_exec("sidecar", "/bin/true");
     sidecar.snapshot = Some(String::new());
+    sidecar.lifecycle = Some(drover_core::types::Lifecycle {
+        hook: drover_core::types::LifecycleHook::Poststart,
+        sidecar: true,
+    });
     group.tasks.push(sidecar);
+    group.ephemeral_disk = Some(drover_core::types::EphemeralDisk { size_mb: 150 });
     let mut batchy = TaskGroup::new("worker", 1, vec![Task::raw_exec("w", "/bin/echo")]);
     batchy.reschedule = ReschedulePolicy::batch_default();
     batchy.disconnect = Some(DisconnectPolicy::default());
@@ -186,6 +197,10 @@ pub fn full_alloc() -> Allocation {
                         infra_failure: true,
                     },
                 ],
+                usage: Some(drover_core::types::TaskUsage {
+                    cpu_mhz: 250,
+                    memory_mb: 48,
+                }),
             },
         ),
         (

@@ -5,31 +5,84 @@
 #![allow(dead_code)]
 
 use drover_agent::{Agent, AgentConfig};
-use drover_core::types::{Allocation, Job, JobKey, TaskEvent};
+use drover_core::types::{Allocation, Job, JobKey, NodeId, TaskEvent};
 use drover_proto::v1 as pb;
 use drover_proto::v1::job_service_client::JobServiceClient;
 use drover_tests::{DEADLINE, TestServer, eventually};
 use std::path::Path;
+use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
-/// An agent on `dir` talking to `servers` (in failover order).
-pub async fn start_agent(dir: &Path, servers: Vec<String>) -> Agent {
-    let config = AgentConfig {
+/// The config of an in-process agent on `dir`: `raw_exec` enabled, and the test-agent
+/// binary as its task shim (this test binary does not dispatch one).
+pub fn agent_config(dir: &Path, servers: Vec<String>) -> AgentConfig {
+    let mut config = AgentConfig {
         data_dir: dir.to_path_buf(),
         servers,
         name: Some("e2e-agent".into()),
+        shim: Some(env!("CARGO_BIN_EXE_test-agent").into()),
         ..AgentConfig::default()
     };
+    config.raw_exec.enabled = true;
+    config
+}
+
+/// An agent on `dir` talking to `servers` (in failover order).
+pub async fn start_agent(dir: &Path, servers: Vec<String>) -> Agent {
+    start_agent_with(agent_config(dir, servers)).await
+}
+
+/// An agent with `config`, once the servers consider its node ready.
+pub async fn start_agent_with(config: AgentConfig) -> Agent {
     let agent = Agent::start(config).await.expect("agent starts");
     eventually("the node to be ready", DEADLINE, || async {
         agent.is_ready().then_some(())
     })
     .await;
     agent
+}
+
+/// The test-agent binary as its own process on `dir` against `server`, with `config` (the
+/// agent's HCL, written beside the data dir) and `env` on top of the test's environment;
+/// returns it once it printed its node id.
+pub async fn spawn_test_agent(
+    dir: &Path,
+    server: &str,
+    config: Option<&str>,
+    env: &[(&str, &str)],
+) -> (tokio::process::Child, NodeId) {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_test-agent"));
+    if let Some(text) = config {
+        let path = dir.with_extension("hcl");
+        std::fs::write(&path, text).expect("write agent config");
+        command.arg("--config").arg(path);
+    }
+    let mut child = command
+        .arg(dir)
+        .arg(server)
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("test-agent starts");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let line = tokio::time::timeout(DEADLINE, lines.next_line())
+        .await
+        .expect("agent registers in time")
+        .expect("reads stdout")
+        .expect("agent printed its node id");
+    let id = line
+        .strip_prefix("node ")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+    (child, id)
 }
 
 pub async fn register(server: &TestServer, job: &Job) {

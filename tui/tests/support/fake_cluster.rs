@@ -140,6 +140,7 @@ impl FakeCluster {
                     event(1, "Task Setup", "Building Task Directory"),
                     event(2, "Started", "Task started by client"),
                 ],
+                usage: None,
             },
         );
         alloc.state_history = vec![
