@@ -9,6 +9,13 @@
 //! address in the membership) for its [`pb::ServerInfo`]. A forwarded call carries
 //! [`FORWARDED_HEADER`] and is never forwarded again: a server that has lost the lead in
 //! between answers it itself (UNAVAILABLE, naming the leader), so calls cannot loop.
+//!
+//! A forwarded call never outlives its caller: it runs under a deadline a little shorter
+//! than the caller's own (`grpc-timeout`), and at most [`MAX_FORWARD`]. If the leader this
+//! server knows changes while the call is on its way (a partitioned leader was replaced),
+//! the call is not left waiting for an answer that may never come: a small request is sent
+//! again to the new leader once, anything else answers UNAVAILABLE at once so the caller
+//! retries.
 
 use crate::raft::{GrpcTransport, RaftNode, ServerId};
 use drover_proto::v1 as pb;
@@ -22,6 +29,13 @@ use tonic::body::Body;
 use tonic::codegen::http;
 use tonic::transport::{Channel, Endpoint};
 use tower::ServiceExt;
+
+/// The longest a forwarded call may take, whatever the caller allows.
+pub const MAX_FORWARD: Duration = Duration::from_secs(10);
+/// Taken off the caller's deadline, so this server answers before the caller gives up.
+const DEADLINE_MARGIN: Duration = Duration::from_millis(100);
+/// Requests up to this size are kept so they can be sent again to a new leader.
+const MAX_REPLAY_BYTES: u64 = 1 << 20;
 
 /// Set on a call a follower forwarded (to the forwarding server's id).
 pub const FORWARDED_HEADER: &str = "drover-forwarded-by";
@@ -210,6 +224,17 @@ impl Directory {
         Ok(Some(channel))
     }
 
+    /// The leader this server knows, if any.
+    pub fn known_leader(&self) -> Option<ServerId> {
+        self.raft.metrics().borrow().current_leader
+    }
+
+    /// Resolves once the leader this server knows is no longer `from`.
+    async fn leader_changed(&self, from: Option<ServerId>) {
+        let mut metrics = self.raft.metrics();
+        let _ = metrics.wait_for(|m| m.current_leader != from).await;
+    }
+
     fn channel(&self, info: &pb::ServerInfo) -> Result<Channel, Status> {
         let bad = |e: String| Status::unavailable(format!("leader api {}: {e}", info.api_addr));
         let mut endpoint = Endpoint::from_shared(format!("{}://{}", info.scheme, info.api_addr))
@@ -284,31 +309,138 @@ where
         }
         let layer = self.layer.clone();
         Box::pin(async move {
-            let channel = match layer.directory.leader().await {
-                Ok(None) => return inner.call(req).await,
-                Ok(Some(channel)) => channel,
-                Err(status) => return Ok(status.into_http()),
-            };
+            let deadline = forward_deadline(req.headers());
             req.headers_mut()
                 .insert(FORWARDED_HEADER, http::HeaderValue::from(layer.server_id));
             let path = req.uri().path().to_string();
-            match channel.oneshot(req).await {
-                Ok(res) => Ok(res),
-                Err(e) => {
-                    tracing::warn!(path, error = %e, "forwarding to the leader failed");
-                    Ok(
-                        Status::unavailable(format!("forwarding to the leader failed: {e}; retry"))
+            let (parts, body) = req.into_parts();
+            let small = http_body::Body::size_hint(&body)
+                .upper()
+                .is_some_and(|n| n <= MAX_REPLAY_BYTES);
+            // A small request is kept whole, so it can go again to a new leader.
+            let (kept, mut body) = if small {
+                match http_body_util::BodyExt::collect(body).await {
+                    Ok(collected) => (Some(collected.to_bytes()), None),
+                    Err(e) => {
+                        return Ok(
+                            Status::unavailable(format!("reading the request: {e}")).into_http()
+                        );
+                    }
+                }
+            } else {
+                (None, Some(body))
+            };
+            let started = tokio::time::Instant::now();
+            for attempt in 0..2 {
+                let leader = layer.directory.known_leader();
+                let channel = match layer.directory.leader().await {
+                    Ok(None) => {
+                        let body = kept
+                            .clone()
+                            .map(|b| Body::new(http_body_util::Full::new(b)))
+                            .or_else(|| body.take());
+                        let Some(body) = body else { break };
+                        return inner.call(http::Request::from_parts(parts, body)).await;
+                    }
+                    Ok(Some(channel)) => channel,
+                    Err(status) => return Ok(status.into_http()),
+                };
+                let Some(body) = kept
+                    .clone()
+                    .map(|b| Body::new(http_body_util::Full::new(b)))
+                    .or_else(|| body.take())
+                else {
+                    break;
+                };
+                let mut onward = http::Request::from_parts(parts.clone(), body);
+                *onward.extensions_mut() = http::Extensions::new();
+                let left = deadline.saturating_sub(started.elapsed());
+                tokio::select! {
+                    answer = tokio::time::timeout(left, channel.oneshot(onward)) => {
+                        return Ok(match answer {
+                            Ok(Ok(res)) => res,
+                            Ok(Err(e)) => {
+                                tracing::warn!(path, error = %e, "forwarding to the leader failed");
+                                Status::unavailable(format!("forwarding to the leader failed: {e}; retry"))
+                                    .into_http()
+                            }
+                            Err(_) => Status::deadline_exceeded(format!(
+                                "the leader did not answer within {left:?}; retry"
+                            ))
                             .into_http(),
-                    )
+                        });
+                    }
+                    () = layer.directory.leader_changed(leader) => {
+                        tracing::info!(path, attempt, from = ?leader, to = ?layer.directory.known_leader(), "leader changed while forwarding");
+                        if kept.is_none() {
+                            break;
+                        }
+                    }
                 }
             }
+            Ok(
+                Status::unavailable(
+                    "the leader changed while the call was on its way to it; retry",
+                )
+                .into_http(),
+            )
         })
     }
+}
+
+/// The deadline for a forwarded call: the caller's own (`grpc-timeout`) less a margin, and
+/// at most [`MAX_FORWARD`].
+fn forward_deadline(headers: &http::HeaderMap) -> Duration {
+    let caller = headers
+        .get("grpc-timeout")
+        .and_then(|v| v.to_str().ok())
+        .and_then(parse_grpc_timeout);
+    caller
+        .map(|d| d.saturating_sub(DEADLINE_MARGIN))
+        .unwrap_or(MAX_FORWARD)
+        .min(MAX_FORWARD)
+}
+
+/// gRPC's `grpc-timeout` header: up to eight digits and a unit (H M S m u n).
+fn parse_grpc_timeout(v: &str) -> Option<Duration> {
+    let (digits, unit) = v.split_at(v.len().checked_sub(1)?);
+    let n: u64 = digits.parse().ok()?;
+    Some(match unit {
+        "H" => Duration::from_secs(n.saturating_mul(3600)),
+        "M" => Duration::from_secs(n.saturating_mul(60)),
+        "S" => Duration::from_secs(n),
+        "m" => Duration::from_millis(n),
+        "u" => Duration::from_micros(n),
+        "n" => Duration::from_nanos(n),
+        _ => return None,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::served_locally;
+    use std::time::Duration;
+    use tonic::codegen::http;
+
+    #[test]
+    fn forwarded_calls_end_before_their_callers_give_up() {
+        use super::{MAX_FORWARD, forward_deadline};
+        let rows = [
+            (Some("2S"), Duration::from_millis(1900)),
+            (Some("500m"), Duration::from_millis(400)),
+            (Some("50m"), Duration::ZERO),
+            (Some("1H"), MAX_FORWARD),
+            (Some("garbage"), MAX_FORWARD),
+            (None, MAX_FORWARD),
+        ];
+        for (header, want) in rows {
+            let mut headers = http::HeaderMap::new();
+            if let Some(h) = header {
+                headers.insert("grpc-timeout", http::HeaderValue::from_static(h));
+            }
+            assert_eq!(forward_deadline(&headers), want, "{header:?}");
+        }
+    }
 
     #[test]
     fn reads_stay_and_everything_else_goes_to_the_leader() {

@@ -21,17 +21,17 @@
 
 mod common;
 
+use common::faulty::{Faults, FaultyTransport};
 use common::{DEADLINE, cluster_configs, registration};
 use drover_core::node_health::Readiness;
 use drover_core::types::*;
 use drover_core::{EvalStatus, mock};
 use drover_proto::convert::{Heartbeat, JobRegistration, NodeCredentials};
-use drover_server::raft::{RaftRpc, RaftTransport, RpcFuture, ServerId, TransportError};
 use drover_server::{Server, ServerConfig, ServerHandle};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -42,76 +42,6 @@ const NODES: u64 = 4;
 const JOBS: usize = 10;
 /// Fault steps per run, each 150–400 ms.
 const STEPS: usize = 8;
-
-/// What the seed's schedule does to the Raft transport right now.
-#[derive(Debug, Default)]
-struct Faults {
-    /// Messages lost, per thousand, on the way out or on the way back.
-    loss_per_mille: AtomicU32,
-    /// Servers cut off from the others.
-    isolated: Mutex<BTreeSet<ServerId>>,
-    /// Drives the losses (the schedule has its own generator).
-    rng: Mutex<Option<ChaCha8Rng>>,
-}
-
-impl Faults {
-    fn lose(&self) -> bool {
-        let p = self.loss_per_mille.load(Ordering::SeqCst);
-        p > 0
-            && self
-                .rng
-                .lock()
-                .unwrap()
-                .as_mut()
-                .is_some_and(|r| r.random_range(0..1000) < p)
-    }
-
-    fn cut(&self, a: ServerId, b: ServerId) -> bool {
-        let isolated = self.isolated.lock().unwrap();
-        isolated.contains(&a) || isolated.contains(&b)
-    }
-}
-
-/// One server's Raft transport with the faults laid over it.
-#[derive(Debug)]
-struct FaultyTransport {
-    from: ServerId,
-    inner: Arc<dyn RaftTransport>,
-    faults: Arc<Faults>,
-}
-
-impl RaftTransport for FaultyTransport {
-    fn call<'a>(
-        &'a self,
-        rpc: RaftRpc,
-        target: ServerId,
-        addr: &'a str,
-        payload: Vec<u8>,
-    ) -> RpcFuture<'a> {
-        Box::pin(async move {
-            let lost = |why: &str| TransportError::Failed {
-                target,
-                addr: addr.to_string(),
-                reason: format!("simulated: {why}"),
-            };
-            if self.faults.cut(self.from, target) {
-                return Err(TransportError::Unreachable {
-                    target,
-                    addr: addr.to_string(),
-                    reason: "simulated partition".into(),
-                });
-            }
-            if self.faults.lose() {
-                return Err(lost("request lost"));
-            }
-            let answer = self.inner.call(rpc, target, addr, payload).await;
-            if self.faults.lose() {
-                return Err(lost("answer lost"));
-            }
-            answer
-        })
-    }
-}
 
 /// The running servers' handles, shared with the agents and the client.
 type Handles = Arc<Mutex<Vec<Option<ServerHandle>>>>;

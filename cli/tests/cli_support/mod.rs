@@ -178,6 +178,31 @@ pub fn write_job(dir: &Path, id: &str, count: u32) -> PathBuf {
     path
 }
 
+/// A one-allocation service job of the `mock` driver (simulated nodes run it).
+pub fn write_mock_job(dir: &Path, id: &str) -> PathBuf {
+    let path = dir.join(format!("{id}.nomad.hcl"));
+    let text = format!(
+        r#"job "{id}" {{
+  datacenters = ["dc1"]
+  group "g" {{
+    task "t" {{
+      driver = "mock"
+      config {{
+        command = "/bin/true"
+      }}
+      resources {{
+        cpu    = 10
+        memory = 10
+      }}
+    }}
+  }}
+}}
+"#
+    );
+    std::fs::write(&path, text).expect("job file is written");
+    path
+}
+
 /// A `drover` process left running (`dev`, `event stream`); killed if the test ends first.
 pub struct Running {
     pub child: Child,
@@ -194,13 +219,18 @@ impl Drop for Running {
 
 /// Starts `drover ARGS` in the background with `DROVER_ADDR` set to `address`.
 pub fn spawn(address: &str, args: &[&str]) -> Running {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_drover"))
+    let child = Command::new(env!("CARGO_BIN_EXE_drover"))
         .env("DROVER_ADDR", address)
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .expect("drover starts");
+    running(child)
+}
+
+/// A started process (its stdout piped) as a [`Running`]: its lines are read as it prints.
+pub fn running(mut child: Child) -> Running {
     let stdout = child.stdout.take().expect("stdout is piped");
     let (tx, lines) = std::sync::mpsc::channel();
     std::thread::spawn(move || {

@@ -231,7 +231,32 @@ impl Duties {
     }
 }
 
-/// Watches Raft's metrics and runs the leader duties exactly while this server leads.
+/// How long a leader keeps acting after its last acknowledgement from a quorum: a little
+/// less than the time a follower refuses to vote after hearing from it (openraft's leader
+/// lease is the longest election timeout), so no new leader can be elected while the old
+/// one still acts. Past it, a leader cut off from the others stops its duties (it answers
+/// "not the leader" to nodes and leader-only calls) until a quorum answers again or a new
+/// leader is elected: Raft's check-quorum, which openraft 0.9 leaves to the application.
+pub fn lease(timings: &crate::config::RaftTimings) -> Duration {
+    timings
+        .election_timeout_max
+        .saturating_sub(timings.heartbeat_interval)
+}
+
+/// Whether a leader described by `m` still holds its lease of `lease` (see [`lease`]). A
+/// single voter is its own quorum; a leader not yet acknowledged at all has just been
+/// elected by a quorum.
+fn lease_holds(m: &openraft::RaftMetrics<u64, openraft::BasicNode>, lease: Duration) -> bool {
+    let voters = m.membership_config.membership().voter_ids().count();
+    if voters <= 1 {
+        return true;
+    }
+    let limit = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
+    m.millis_since_quorum_ack.is_none_or(|ms| ms <= limit)
+}
+
+/// Watches Raft's metrics and runs the leader duties exactly while this server leads and
+/// holds its lease.
 pub(crate) async fn monitor(
     shared: Arc<Leadership>,
     raft: Arc<RaftNode>,
@@ -240,15 +265,28 @@ pub(crate) async fn monitor(
     let me = raft.node_id();
     let mut metrics = raft.metrics();
     let mut duties: Option<Duties> = None;
+    let lease = lease(&shared.config.raft);
     loop {
-        let leads = {
+        let (leads, lapsed) = {
             let m = metrics.borrow_and_update();
-            m.current_leader == Some(me) && m.state == ServerState::Leader
+            let leader = m.current_leader == Some(me) && m.state == ServerState::Leader;
+            let holds = lease_holds(&m, lease);
+            (leader && holds, leader && !holds)
         };
         match (leads, duties.is_some()) {
             (true, false) => {
                 tracing::info!(server_id = me, "gained leadership");
                 duties = Duties::start(&shared, &raft).await;
+            }
+            (false, true) if lapsed => {
+                tracing::warn!(
+                    server_id = me,
+                    lease_ms = lease.as_millis() as u64,
+                    "no quorum has answered within the leader's lease: stopping leader duties until one does or a new leader is elected"
+                );
+                if let Some(d) = duties.take() {
+                    d.stop(&shared).await;
+                }
             }
             (false, true) => {
                 tracing::info!(server_id = me, "lost leadership");

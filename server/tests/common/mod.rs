@@ -5,6 +5,7 @@
 
 pub mod acl;
 pub mod api;
+pub mod faulty;
 pub mod raw;
 
 use drover_core::mock;

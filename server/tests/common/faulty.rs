@@ -1,0 +1,83 @@
+//! A Raft transport with faults laid over it, for the simulations: messages lost at a
+//! rate, servers cut off both ways, servers whose own calls are lost (one way).
+
+use drover_server::raft::{RaftRpc, RaftTransport, RpcFuture, ServerId, TransportError};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// What the seed's schedule does to the Raft transport right now.
+#[derive(Debug, Default)]
+pub struct Faults {
+    /// Messages lost, per thousand, on the way out or on the way back.
+    pub loss_per_mille: AtomicU32,
+    /// Servers cut off from the others, both ways.
+    pub isolated: Mutex<BTreeSet<ServerId>>,
+    /// Servers whose own calls to the others are lost (they still answer calls made to
+    /// them): a one-way partition.
+    pub muted: Mutex<BTreeSet<ServerId>>,
+    /// Drives the losses (the schedule has its own generator).
+    pub rng: Mutex<Option<ChaCha8Rng>>,
+}
+
+impl Faults {
+    fn lose(&self) -> bool {
+        let p = self.loss_per_mille.load(Ordering::SeqCst);
+        p > 0
+            && self
+                .rng
+                .lock()
+                .unwrap()
+                .as_mut()
+                .is_some_and(|r| r.random_range(0..1000) < p)
+    }
+
+    /// Whether a call from `a` to `b` is lost to a partition.
+    fn cut(&self, a: ServerId, b: ServerId) -> bool {
+        let isolated = self.isolated.lock().unwrap();
+        isolated.contains(&a) || isolated.contains(&b) || self.muted.lock().unwrap().contains(&a)
+    }
+}
+
+/// One server's Raft transport with the faults laid over it.
+#[derive(Debug)]
+pub struct FaultyTransport {
+    pub from: ServerId,
+    pub inner: Arc<dyn RaftTransport>,
+    pub faults: Arc<Faults>,
+}
+
+impl RaftTransport for FaultyTransport {
+    fn call<'a>(
+        &'a self,
+        rpc: RaftRpc,
+        target: ServerId,
+        addr: &'a str,
+        payload: Vec<u8>,
+    ) -> RpcFuture<'a> {
+        Box::pin(async move {
+            let lost = |why: &str| TransportError::Failed {
+                target,
+                addr: addr.to_string(),
+                reason: format!("simulated: {why}"),
+            };
+            if self.faults.cut(self.from, target) {
+                return Err(TransportError::Unreachable {
+                    target,
+                    addr: addr.to_string(),
+                    reason: "simulated partition".into(),
+                });
+            }
+            if self.faults.lose() {
+                return Err(lost("request lost"));
+            }
+            let answer = self.inner.call(rpc, target, addr, payload).await;
+            if self.faults.lose() {
+                return Err(lost("answer lost"));
+            }
+            answer
+        })
+    }
+}

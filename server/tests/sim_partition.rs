@@ -1,0 +1,238 @@
+//! A leader cut off from the other two servers while clients and nodes still reach all
+//! three (issue 29, item 0), played in process through a faulty Raft transport: both ways
+//! (nothing passes between the leader and the others) and one way (the leader's own calls
+//! are lost; it still answers the others').
+//!
+//! The majority elects a new leader; the old one must stop acting as leader within its
+//! lease (no node heartbeat acknowledged there), the nodes must move to the servers that
+//! lead (none is marked down), and once the partition heals every acknowledged write is on
+//! all three servers.
+
+mod common;
+
+use common::faulty::{Faults, FaultyTransport};
+use common::{DEADLINE, cluster_configs, registration};
+use drover_core::mock;
+use drover_core::node_health::Readiness;
+use drover_core::types::*;
+use drover_proto::convert::{Heartbeat, JobRegistration, NodeCredentials};
+use drover_server::{Server, ServerConfig, ServerHandle};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const SECRET: &str = "test-cluster-secret-0123";
+const NODES: u64 = 6;
+
+/// How the leader is cut off.
+#[derive(Clone, Copy, Debug)]
+enum Cut {
+    BothWays,
+    ItsCallsLost,
+}
+
+/// What the nodes and the client saw: heartbeats acknowledged, per server and time, and the
+/// jobs whose registration was acknowledged.
+#[derive(Debug, Default)]
+struct Seen {
+    acks: Vec<(usize, Instant)>,
+    jobs: Vec<String>,
+}
+
+type Handles = Arc<Vec<ServerHandle>>;
+
+/// Heartbeats every node every 200 ms through the server it last used, moving to the next
+/// server at once when one refuses or fails (what agents do).
+fn nodes(
+    handles: Handles,
+    creds: Vec<NodeCredentials>,
+    seen: Arc<Mutex<Seen>>,
+    stop: Arc<AtomicBool>,
+) {
+    for auth in creds {
+        let (handles, seen, stop) = (handles.clone(), seen.clone(), stop.clone());
+        tokio::spawn(async move {
+            let mut at = 0;
+            while !stop.load(Ordering::SeqCst) {
+                for _ in 0..handles.len() {
+                    let hb = Heartbeat {
+                        auth: auth.clone(),
+                        readiness: Readiness::Ready,
+                        last_snapshot: None,
+                    };
+                    let call = handles[at].heartbeat(hb);
+                    match tokio::time::timeout(Duration::from_secs(2), call).await {
+                        Ok(Ok(_)) => {
+                            seen.lock().unwrap().acks.push((at, Instant::now()));
+                            break;
+                        }
+                        _ => at = (at + 1) % handles.len(),
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        });
+    }
+}
+
+/// Registers a job every 100 ms on whichever server takes it, remembering what was
+/// acknowledged.
+fn client(handles: Handles, seen: Arc<Mutex<Seen>>, stop: Arc<AtomicBool>) {
+    tokio::spawn(async move {
+        let mut n = 0;
+        while !stop.load(Ordering::SeqCst) {
+            let id = format!("job-{n}");
+            n += 1;
+            for h in handles.iter() {
+                let reg = JobRegistration {
+                    job: mock::service_job(&id, 1),
+                    enforce_index: None,
+                };
+                if let Ok(Ok(_)) =
+                    tokio::time::timeout(Duration::from_secs(2), h.register_job(reg)).await
+                {
+                    seen.lock().unwrap().jobs.push(id.clone());
+                    break;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+}
+
+async fn leader_of(handles: &[ServerHandle], except: Option<usize>) -> usize {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        if let Some(i) = (0..handles.len()).find(|i| Some(*i) != except && handles[*i].is_leader())
+        {
+            return i;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no leader elected");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn partition_the_leader(cut: Cut) {
+    let (configs, _dirs) = cluster_configs(3, SECRET);
+    let faults = Arc::new(Faults::default());
+    let mut servers = Vec::new();
+    for config in &configs {
+        let faults = faults.clone();
+        let from = config.server_id;
+        let config: ServerConfig = config.clone();
+        servers.push(
+            Server::start_with_raft_transport(config, move |grpc| {
+                Arc::new(FaultyTransport {
+                    from,
+                    inner: Arc::new(grpc),
+                    faults,
+                })
+            })
+            .await
+            .expect("server starts"),
+        );
+    }
+    let handles: Handles = Arc::new(servers.iter().map(Server::handle).collect());
+    let mut creds = Vec::new();
+    for n in 1..=NODES {
+        let deadline = tokio::time::Instant::now() + DEADLINE;
+        let reg = loop {
+            let at = leader_of(&handles, None).await;
+            if let Ok(reg) = handles[at].register_node(registration(n, "")).await {
+                break reg;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "node {n} registers");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        creds.push(NodeCredentials {
+            node_id: reg.node_id,
+            secret_id: reg.secret_id,
+        });
+    }
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let stop = Arc::new(AtomicBool::new(false));
+    nodes(handles.clone(), creds.clone(), seen.clone(), stop.clone());
+    client(handles.clone(), seen.clone(), stop.clone());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let old = leader_of(&handles, None).await;
+
+    // Cut the leader off for longer than a failover TTL and its grace (5.5 s here): nodes
+    // still acknowledged by it alone would be marked down by the new leader.
+    let old_id = configs[old].server_id;
+    let cut_at = Instant::now();
+    match cut {
+        Cut::BothWays => faults.isolated.lock().unwrap().insert(old_id),
+        Cut::ItsCallsLost => faults.muted.lock().unwrap().insert(old_id),
+    };
+    let new = leader_of(&handles, Some(old)).await;
+    let elected_after = cut_at.elapsed();
+    let hold = Duration::from_secs(7);
+    tokio::time::sleep(hold.saturating_sub(cut_at.elapsed())).await;
+    let down: Vec<NodeId> = handles[new]
+        .snapshot()
+        .nodes()
+        .filter(|n| n.status == NodeStatus::Down)
+        .map(|n| n.id)
+        .collect();
+    faults.isolated.lock().unwrap().clear();
+    faults.muted.lock().unwrap().clear();
+    stop.store(true, Ordering::SeqCst);
+
+    let lease = drover_server::leader::lease(&configs[old].raft);
+    let acked_by_old_late = seen
+        .lock()
+        .unwrap()
+        .acks
+        .iter()
+        .filter(|(server, at)| *server == old && *at > cut_at + lease + Duration::from_millis(300))
+        .count();
+    assert_eq!(
+        acked_by_old_late, 0,
+        "{cut:?}: the cut-off leader acknowledged heartbeats after its lease"
+    );
+    assert!(down.is_empty(), "{cut:?}: nodes marked down: {down:?}");
+    assert!(
+        elected_after < Duration::from_secs(5),
+        "{cut:?}: elected after {elected_after:?}"
+    );
+
+    // Healed: every acknowledged write is on every server.
+    let acked = seen.lock().unwrap().jobs.clone();
+    assert!(
+        acked.len() > 20,
+        "{cut:?}: only {} jobs acknowledged",
+        acked.len()
+    );
+    for (i, h) in handles.iter().enumerate() {
+        let deadline = tokio::time::Instant::now() + DEADLINE;
+        loop {
+            let snap = h.snapshot();
+            let missing: Vec<&String> = acked
+                .iter()
+                .filter(|id| snap.job(&JobKey::default_ns(id)).is_none())
+                .collect();
+            if missing.is_empty() {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{cut:?}: server {} lacks acknowledged jobs {missing:?}",
+                i + 1
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    for s in servers {
+        s.shutdown().await.expect("server stops");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_leader_cut_off_both_ways_stops_leading_and_loses_nothing() {
+    partition_the_leader(Cut::BothWays).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_leader_whose_calls_are_lost_stops_leading_and_loses_nothing() {
+    partition_the_leader(Cut::ItsCallsLost).await;
+}
