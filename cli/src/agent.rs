@@ -172,10 +172,7 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Waits for Ctrl-C, SIGTERM or SIGHUP ([`crate::signals`]).
 pub async fn wait_for_ctrl_c() -> anyhow::Result<()> {
-    tokio::signal::ctrl_c()
-        .await
-        .context("cannot wait for ctrl-c")?;
-    tracing::info!("interrupted, shutting down");
-    Ok(())
+    crate::signals::wait_for_stop().await.map(|_| ())
 }

@@ -187,15 +187,19 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     });
 
     let waited = if args.console {
-        drover_tui::run(drover_tui::ConsoleOptions {
+        let console = drover_tui::run(drover_tui::ConsoleOptions {
             address: url.clone(),
             read_only: false,
             tls: Default::default(),
             mouse: false,
             token: None,
-        })
-        .await
-        .map_err(anyhow::Error::from)
+        });
+        // A signal ends the console (which restores the terminal as it is dropped) and
+        // the cluster alike.
+        tokio::select! {
+            quit = console => quit.map_err(anyhow::Error::from),
+            stopped = crate::signals::wait_for_stop() => stopped.map(|_| ()),
+        }
     } else {
         crate::agent::wait_for_ctrl_c().await
     };

@@ -179,10 +179,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     if let Some(metrics) = &config.metrics_addr {
         println!("    metrics on http://{metrics}/metrics");
     }
-    tokio::signal::ctrl_c()
-        .await
-        .context("cannot wait for ctrl-c")?;
-    tracing::info!("interrupted, shutting down");
+    crate::signals::wait_for_stop().await?;
     api.shutdown().await.context("gRPC API does not stop")?;
     server.shutdown().await.context("server does not stop")?;
     Ok(())

@@ -312,3 +312,76 @@ async fn dev_with_three_servers_elects_a_new_leader_when_one_is_killed() {
         );
     }
 }
+
+/// SIGTERM and SIGHUP stop `drover dev` as Ctrl-C does: its temporary data dir removed,
+/// its port free again, the sample job's processes gone; the next `drover dev` starts.
+#[tokio::test(flavor = "multi_thread")]
+async fn dev_cleans_up_on_sigterm_and_sighup_as_on_ctrl_c() {
+    for signal in [Signal::SIGTERM, Signal::SIGHUP] {
+        let port = free_port();
+        let url = format!("http://127.0.0.1:{port}");
+        let bind = url.trim_start_matches("http://").to_string();
+        let dev = spawn(
+            &url,
+            &["dev", "--nodes", "1", "--bind", &bind, "--no-metrics"],
+        );
+        let banner = wait_for_line(&dev, "the data dir in the banner", |l| {
+            l.contains("Data dir:")
+        });
+        let data_dir = banner
+            .split("Data dir:")
+            .nth(1)
+            .map(|d| d.trim().to_string())
+            .expect("a data dir");
+        eventually("drover dev to answer", DEADLINE, || async {
+            healthy(&url).await.then_some(())
+        })
+        .await;
+        let sample = eventually("the sample job running", DEADLINE, || async {
+            let out = drover_at(&url, &["job", "status", "web", "-json"]).await;
+            let job: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+            let running = job["summary"]["groups"]["frontend"]["running"].as_u64()?;
+            (running == 3).then_some(job)
+        })
+        .await;
+        let alloc = sample["allocations"][0]["id"]
+            .as_str()
+            .expect("an id")
+            .to_string();
+        let pid = Pid::from_raw(i32::try_from(dev.child.id()).expect("pid fits"));
+        kill(pid, signal).expect("the signal is delivered");
+        let mut dev = dev;
+        let status = eventually("drover dev to exit", DEADLINE, || {
+            let exited = dev.child.try_wait().expect("waits");
+            async move { exited }
+        })
+        .await;
+        assert!(
+            status.success(),
+            "{signal}: drover dev exited with {status}"
+        );
+        assert!(
+            !std::path::Path::new(&data_dir).exists(),
+            "{signal}: the temporary data dir {data_dir} is left behind"
+        );
+        assert!(
+            std::net::TcpListener::bind(&bind).is_ok(),
+            "{signal}: port {port} is still held"
+        );
+        let left: Vec<String> = std::fs::read_dir("/proc")
+            .expect("/proc")
+            .filter_map(|e| e.ok())
+            .filter_map(|e| std::fs::read(e.path().join("environ")).ok())
+            .filter_map(|env| {
+                String::from_utf8_lossy(&env)
+                    .split('\0')
+                    .find(|v| *v == format!("NOMAD_ALLOC_ID={alloc}"))
+                    .map(str::to_string)
+            })
+            .collect();
+        assert!(
+            left.is_empty(),
+            "{signal}: the sample job's processes outlived drover dev: {left:?}"
+        );
+    }
+}

@@ -58,7 +58,9 @@ impl Hosts {
         run(&["ip", "link", "set", &br, "up"]);
         // Bridged packets pass the root namespace's FORWARD chain when br_netfilter is
         // loaded, where a container engine's rules may drop them: let this bridge's pass.
-        run(&["iptables", "-I", "FORWARD", "-i", &br, "-o", &br, "-j", "ACCEPT"]);
+        run(&[
+            "iptables", "-I", "FORWARD", "-i", &br, "-o", &br, "-j", "ACCEPT",
+        ]);
         for i in 1..=3 {
             let ns = hosts.ns(i);
             let (outer, inner) = (format!("{}o{i}", hosts.tag), format!("{}i{i}", hosts.tag));
