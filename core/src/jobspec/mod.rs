@@ -28,7 +28,7 @@ mod task;
 mod value;
 
 pub use error::{JobspecError, Position, Problem};
-pub use json::parse_json;
+pub use json::{decode_nomad_job, parse_json};
 
 use crate::types::Job;
 use crate::validate::{Limits, validate_job};
