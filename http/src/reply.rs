@@ -77,7 +77,9 @@ impl IntoResponse for ApiError {
             ApiError::Grpc(s) => {
                 let status = http_status(s.code());
                 let text = if status == StatusCode::FORBIDDEN {
-                    format!("{PERMISSION_DENIED}: {}", s.message())
+                    let why = s.message();
+                    let why = why.strip_prefix("permission denied: ").unwrap_or(why);
+                    format!("{PERMISSION_DENIED}: {why}")
                 } else {
                     s.message().to_string()
                 };

@@ -75,3 +75,75 @@ where
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    /// Sets its flag when dropped: the relay let go of the stream behind it.
+    struct Dropped(Arc<AtomicBool>);
+
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_client_that_never_reads_is_dropped_with_bounded_buffers() {
+        let taken = Arc::new(AtomicUsize::new(0));
+        let dropped = Arc::new(AtomicBool::new(false));
+        let guard = Dropped(dropped.clone());
+        let counter = taken.clone();
+        // An endless source: every frame it is asked for is counted.
+        let frames = futures::stream::repeat_with(move || {
+            let _keep = &guard;
+            counter.fetch_add(1, Ordering::SeqCst);
+            Ok(Bytes::from_static(b"{\"Index\":1}\n"))
+        });
+        let body = body(
+            frames,
+            Relay {
+                label: "test stream".into(),
+                stall: Duration::from_millis(100),
+                heartbeat: None,
+            },
+        );
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while !dropped.load(Ordering::SeqCst) {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the stalled client was never dropped"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let taken = taken.load(Ordering::SeqCst);
+        assert!(
+            taken <= BUFFERED_FRAMES + 2,
+            "took {taken} frames for a client that read none"
+        );
+        drop(body);
+    }
+
+    #[tokio::test]
+    async fn a_quiet_stream_sends_heartbeats() {
+        let frames = futures::stream::pending::<Result<Bytes, String>>();
+        let body = body(
+            frames,
+            Relay {
+                label: "quiet".into(),
+                stall: Duration::from_secs(5),
+                heartbeat: Some((Duration::from_millis(20), Bytes::from_static(b"{}\n"))),
+            },
+        );
+        let mut data = body.into_data_stream();
+        let first = tokio::time::timeout(Duration::from_secs(10), data.next())
+            .await
+            .expect("a heartbeat in time")
+            .expect("the body goes on")
+            .expect("no error");
+        assert_eq!(&first[..], b"{}\n");
+    }
+}

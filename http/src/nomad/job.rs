@@ -133,6 +133,9 @@ pub struct NomadTask {
     pub resources: NomadResources,
     pub kill_timeout: u64,
     pub meta: BTreeMap<String, String>,
+    /// drover: the artifact whose warm nodes the task prefers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -274,5 +277,34 @@ fn task(t: &Task) -> NomadTask {
         },
         kill_timeout: ns(t.kill_timeout),
         meta: t.meta.clone(),
+        snapshot: t.snapshot.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::NomadJob;
+
+    /// Every example job file, written as Nomad's JSON and read back by core's reader, is
+    /// the job it was: what the API answers registers again unchanged.
+    #[test]
+    fn jobs_round_trip_through_nomads_json() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(dir).expect("examples") {
+            let path = entry.expect("entry").path();
+            let name = path.display().to_string();
+            if !name.ends_with(".hcl") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("readable");
+            let job = drover_core::jobspec::parse_hcl(&text, &name).expect("example parses");
+            let json = serde_json::to_value(NomadJob::from(&job)).expect("encodes");
+            let back = drover_core::jobspec::decode_nomad_job(&json, &name)
+                .unwrap_or_else(|e| panic!("{name}: {e}\n{json:#}"));
+            assert_eq!(back, job, "{name}");
+            seen += 1;
+        }
+        assert!(seen >= 3, "only {seen} examples found in {dir}");
     }
 }

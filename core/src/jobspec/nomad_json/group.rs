@@ -135,6 +135,7 @@ impl Reader<'_> {
                 "Meta" => t.meta = self.string_map(&fp, v),
                 "KillTimeout" => t.kill_timeout = self.duration(&fp, v),
                 "Constraints" => group_constraints.extend(self.constraints(&fp, v)),
+                "Snapshot" => t.snapshot = Some(self.string(&fp, v)),
                 _ => {
                     for (name, v) in self.fields(&fp, v, RESOURCES_KEYS) {
                         let rp = format!("{fp}.{name}");

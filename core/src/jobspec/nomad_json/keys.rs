@@ -89,6 +89,8 @@ pub(super) const TASK_KEYS: &[(&str, Key)] = &[
     ("KillTimeout", Read),
     ("Meta", Read),
     ("Constraints", Read),
+    // drover's own: the artifact whose warm nodes the task prefers.
+    ("Snapshot", Read),
     ("User", Refused),
     ("Lifecycle", Refused),
     ("Affinities", Refused),
