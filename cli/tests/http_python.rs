@@ -50,7 +50,9 @@ fn python() -> PathBuf {
     if !installed {
         run(
             "making the virtual environment (python3 -m venv)",
-            Command::new("python3").args(["-m", "venv", "--clear"]).arg(&dir),
+            Command::new("python3")
+                .args(["-m", "venv", "--clear"])
+                .arg(&dir),
         );
         run(
             "installing python-nomad from PyPI",
@@ -70,7 +72,9 @@ fn python() -> PathBuf {
 /// test with its output unless every check passed.
 fn suite(name: &str, addr: &str) {
     let python = python();
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("python");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("python");
     let mut child = Command::new(python)
         .arg(dir.join(name))
         .current_dir(&dir)
