@@ -183,36 +183,9 @@ impl Call {
     }
 }
 
-/// A Go duration (`300ms`, `1.5h`, `2m30s`); a bare number is seconds, as Nomad's own
-/// clients never send but people type.
+/// A Go duration (`300ms`, `1.5h`, `2m30s`), as Nomad's `wait` and TTLs are written.
 pub fn parse_go_duration(text: &str) -> Option<Duration> {
-    if let Ok(secs) = text.parse::<u64>() {
-        return Some(Duration::from_secs(secs));
-    }
-    let mut rest = text;
-    let mut total = 0f64;
-    while !rest.is_empty() {
-        let num_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let value: f64 = rest[..num_len].parse().ok()?;
-        rest = &rest[num_len..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let scale = match &rest[..unit_len] {
-            "ns" => 1e-9,
-            "us" | "µs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return None,
-        };
-        rest = &rest[unit_len..];
-        total += value * scale;
-    }
-    (total.is_finite() && (0.0..1e12).contains(&total)).then(|| Duration::from_secs_f64(total))
+    drover_core::jobspec::parse_duration(text).ok()
 }
 
 #[cfg(test)]
@@ -225,7 +198,7 @@ mod tests {
             ("300ms", Some(Duration::from_millis(300))),
             ("2m30s", Some(Duration::from_secs(150))),
             ("1.5h", Some(Duration::from_secs(5400))),
-            ("15", Some(Duration::from_secs(15))),
+            ("15", None),
             ("10x", None),
             ("m", None),
         ];

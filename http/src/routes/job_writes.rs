@@ -377,7 +377,9 @@ struct ParseBody {
     variables: String,
 }
 
-/// HCL into Nomad's JSON job: core's parser, nothing sent to a server.
+/// HCL (with its variables given as a var file's text in `Variables`) into Nomad's JSON
+/// job: core's parser, nothing sent to a server. `file()` reads nothing here: the server
+/// is not where the job file lives.
 pub async fn parse(bytes: Bytes) -> Result<Response, ApiError> {
     let b: ParseBody = body(&bytes)?;
     if b.hcl_v1 {
@@ -386,12 +388,14 @@ pub async fn parse(bytes: Bytes) -> Result<Response, ApiError> {
         ));
     }
     let _ = b.canonicalize;
-    if !b.variables.is_empty() {
-        return Err(ApiError::BadRequest(
-            "Variables: drover does not read job file variables yet".into(),
-        ));
-    }
-    let job: Job = drover_core::jobspec::parse_hcl(&b.job_hcl, "JobHCL")
+    let inputs = drover_core::jobspec::Inputs {
+        var_files: (!b.variables.is_empty())
+            .then(|| ("Variables".to_string(), b.variables))
+            .into_iter()
+            .collect(),
+        ..Default::default()
+    };
+    let job: Job = drover_core::jobspec::parse_hcl_with(&b.job_hcl, "JobHCL", &inputs)
         .map_err(|e| ApiError::BadRequest(e.to_string()))?;
     Ok(axum::response::IntoResponse::into_response(axum::Json(
         NomadJob::from(&job),
