@@ -140,6 +140,31 @@ check("a stopped job stays, marked stopped", n.job.get_job("py-web")["Stop"] is 
 n.job.deregister_job("py-web", purge=True)
 raises("a purged job is gone", exc.URLNotFoundNomadException, lambda: n.job.get_job("py-web"))
 
+# HCL with variables, parsed by the servers into Nomad's JSON job.
+HCL = """variable "n" {
+  default = 2
+}
+locals {
+  name = upper("parsed")
+}
+job "parsed" {
+  meta = { name = local.name }
+  group "g" {
+    count = var.n
+    task "t" {
+      driver = "raw_exec"
+      config { command = "/bin/true" }
+    }
+  }
+}
+"""
+parsed = n.jobs.parse(HCL)
+check(
+    "jobs/parse evaluates variables and functions",
+    parsed["TaskGroups"][0]["Count"] == 2 and parsed["Meta"]["name"] == "PARSED",
+    parsed,
+)
+
 # What drover does not serve says so.
 raises("deployments are not served", exc.BaseNomadException, lambda: n.deployments.get_deployments())
 
