@@ -113,7 +113,29 @@ impl Meta {
 
 /// A JSON answer with Nomad's query headers, and the next page's token when there is one.
 pub fn json<T: Serialize>(meta: Meta, next_token: &str, body: &T) -> Response {
-    let mut res = axum::Json(body).into_response();
+    json_sized(meta, next_token, body, 1024)
+}
+
+/// [`json`] written into a buffer of `capacity` bytes to start with: a long list's
+/// answer is written without growing its buffer again and again.
+pub fn json_sized<T: Serialize>(
+    meta: Meta,
+    next_token: &str,
+    body: &T,
+    capacity: usize,
+) -> Response {
+    let mut buf = Vec::with_capacity(capacity);
+    let mut res = match serde_json::to_writer(&mut buf, body) {
+        Ok(()) => (
+            [(
+                axum::http::header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
+            buf,
+        )
+            .into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    };
     meta.headers(res.headers_mut());
     if !next_token.is_empty()
         && let Ok(v) = HeaderValue::from_str(next_token)

@@ -6,15 +6,17 @@ use drover_proto::v1 as pb;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// Nomad's `JobListStub`, borrowed from the gRPC answer: a list of thousands of jobs is
+/// written without copying a string of it.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct JobListStub {
+pub struct JobListStub<'a> {
     #[serde(rename = "ID")]
-    pub id: String,
+    pub id: &'a str,
     #[serde(rename = "ParentID")]
-    pub parent_id: String,
-    pub name: String,
-    pub namespace: String,
+    pub parent_id: &'a str,
+    pub name: &'a str,
+    pub namespace: &'a str,
     #[serde(rename = "Type")]
     pub job_type: &'static str,
     pub priority: u32,
@@ -23,19 +25,19 @@ pub struct JobListStub {
     pub stop: bool,
     pub status: &'static str,
     pub status_description: &'static str,
-    pub job_summary: Option<JobSummary>,
+    pub job_summary: Option<JobSummary<'a>>,
     pub version: u64,
     pub submit_time: u64,
     pub modify_index: u64,
 }
 
-impl From<&pb::JobListEntry> for JobListStub {
-    fn from(j: &pb::JobListEntry) -> Self {
+impl<'a> From<&'a pb::JobListEntry> for JobListStub<'a> {
+    fn from(j: &'a pb::JobListEntry) -> Self {
         JobListStub {
-            id: j.id.clone(),
-            parent_id: j.parent_id.clone(),
-            name: j.name.clone(),
-            namespace: j.namespace.clone(),
+            id: &j.id,
+            parent_id: &j.parent_id,
+            name: &j.name,
+            namespace: &j.namespace,
             job_type: job_type(j.job_type),
             priority: j.priority,
             // A template is periodic or parameterized; the list does not say which.
@@ -52,16 +54,37 @@ impl From<&pb::JobListEntry> for JobListStub {
     }
 }
 
+/// Nomad's `JobSummary`, borrowed from the gRPC answer.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct JobSummary {
+pub struct JobSummary<'a> {
     #[serde(rename = "JobID")]
-    pub job_id: String,
-    pub namespace: String,
-    pub summary: BTreeMap<String, GroupSummary>,
+    pub job_id: &'a str,
+    pub namespace: &'a str,
+    #[serde(serialize_with = "group_summaries")]
+    pub summary: &'a BTreeMap<String, pb::GroupSummary>,
     pub children: Children,
     pub create_index: u64,
     pub modify_index: u64,
+}
+
+/// Nomad's per-group counts, written straight from drover's.
+fn group_summaries<S: serde::Serializer>(
+    groups: &&BTreeMap<String, pb::GroupSummary>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.collect_map(groups.iter().map(|(g, c)| {
+        let counts = GroupSummary {
+            queued: c.queued,
+            complete: c.complete,
+            failed: c.failed,
+            running: c.running,
+            starting: c.starting,
+            lost: c.lost,
+            unknown: c.unknown,
+        };
+        (g, counts)
+    }))
 }
 
 #[derive(Debug, Serialize)]
@@ -84,28 +107,16 @@ pub struct Children {
     pub dead: u64,
 }
 
-impl From<&pb::JobSummary> for JobSummary {
-    fn from(s: &pb::JobSummary) -> Self {
-        let job = s.job.clone().unwrap_or_default();
+impl<'a> From<&'a pb::JobSummary> for JobSummary<'a> {
+    fn from(s: &'a pb::JobSummary) -> Self {
+        let (job_id, namespace) = s
+            .job
+            .as_ref()
+            .map_or(("", ""), |j| (j.id.as_str(), j.namespace.as_str()));
         JobSummary {
-            job_id: job.id,
-            namespace: job.namespace,
-            summary: s
-                .groups
-                .iter()
-                .map(|(g, c)| {
-                    let counts = GroupSummary {
-                        queued: c.queued,
-                        complete: c.complete,
-                        failed: c.failed,
-                        running: c.running,
-                        starting: c.starting,
-                        lost: c.lost,
-                        unknown: c.unknown,
-                    };
-                    (g.clone(), counts)
-                })
-                .collect(),
+            job_id,
+            namespace,
+            summary: &s.groups,
             children: Children::default(),
             create_index: s.modify_index,
             modify_index: s.modify_index,

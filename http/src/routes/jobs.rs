@@ -73,7 +73,9 @@ async fn list(State(ctx): State<Ctx>, call: Call) -> Result<Response, ApiError> 
     })
     .await?;
     let stubs: Vec<JobListStub> = jobs.iter().map(JobListStub::from).collect();
-    Ok(reply::json(ctx.meta(index), &next, &stubs))
+    // About half a KiB a job, summary included.
+    let capacity = 512 * stubs.len() + 64;
+    Ok(reply::json_sized(ctx.meta(index), &next, &stubs, capacity))
 }
 
 /// The job as registered now, in drover's types.
