@@ -546,3 +546,96 @@ async fn a_blocking_query_waits_for_the_next_change() {
     assert!(took < Duration::from_secs(20), "woke only after {took:?}");
     assert!(woken.body.contains(r#""ID":"web""#), "{}", woken.body);
 }
+
+/// Nomad's API over TLS with the gRPC API's certificates: a client the cluster CA signed is
+/// served, one without a certificate is refused in the handshake (`verify_incoming`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_takes_the_grpc_apis_tls_settings() {
+    use drover_server::tls::ServerTls;
+    use drover_server::tls::dev_certs::{Role, create_ca, create_cert};
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+    use std::sync::Arc;
+
+    let certs = tempfile::tempdir().expect("temp dir");
+    let ca = create_ca(1).expect("ca");
+    let path = |name: &str| certs.path().join(name);
+    for (name, pem) in [
+        ("ca", ca.clone()),
+        (
+            "server",
+            create_cert(&ca, Role::Server, &[], 1).expect("server cert"),
+        ),
+        (
+            "cli",
+            create_cert(&ca, Role::Cli, &[], 1).expect("cli cert"),
+        ),
+    ] {
+        std::fs::write(path(&format!("{name}.pem")), &pem.cert).expect("written");
+        std::fs::write(path(&format!("{name}-key.pem")), &pem.key).expect("written");
+    }
+    let api = Api::start(|c| {
+        c.http_addr = Some("127.0.0.1:0".into());
+        c.tls = Some(ServerTls {
+            ca_file: path("ca.pem"),
+            cert_file: path("server.pem"),
+            key_file: path("server-key.pem"),
+            verify_incoming: true,
+            verify_server_hostname: true,
+        });
+    })
+    .await;
+    let addr = api.api.http_addr().expect("the HTTP API is served");
+
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_file_iter(path("ca.pem")).expect("ca") {
+        roots.add(cert.expect("ca cert")).expect("root");
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = || {
+        rustls::ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .expect("versions")
+            .with_root_certificates(roots.clone())
+    };
+    let with_cert = builder()
+        .with_client_auth_cert(
+            CertificateDer::pem_file_iter(path("cli.pem"))
+                .expect("cli cert")
+                .collect::<Result<_, _>>()
+                .expect("cli cert"),
+            PrivateKeyDer::from_pem_file(path("cli-key.pem")).expect("cli key"),
+        )
+        .expect("client auth");
+    let without_cert = builder().with_no_client_auth();
+    // The server certificate names localhost (and 127.0.0.1) besides its role.
+    let name = ServerName::try_from("localhost").expect("server name");
+    let get = |config: rustls::ClientConfig| {
+        let name = name.clone();
+        async move {
+            let tcp = tokio::net::TcpStream::connect(addr)
+                .await
+                .expect("connects");
+            let mut tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+                .connect(name, tcp)
+                .await
+                .map_err(|e| e.to_string())?;
+            tls.write_all(b"GET /v1/regions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                .await
+                .map_err(|e| e.to_string())?;
+            let mut raw = Vec::new();
+            tls.read_to_end(&mut raw).await.map_err(|e| e.to_string())?;
+            Ok::<String, String>(String::from_utf8_lossy(&raw).to_string())
+        }
+    };
+    let served = get(with_cert).await.expect("served over TLS");
+    assert!(
+        served.starts_with("HTTP/1.1 200") && served.contains(r#"["global"]"#),
+        "{served}"
+    );
+    let refused = get(without_cert).await;
+    assert!(
+        refused.as_ref().map_or(true, |answer| answer.is_empty()),
+        "a client without a certificate was served: {refused:?}"
+    );
+}
