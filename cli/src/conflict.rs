@@ -24,6 +24,9 @@ impl std::fmt::Display for PortConflict {
         if *flag == "--metrics-addr" {
             write!(f, ", or turn metrics off with --no-metrics")?;
         }
+        if *flag == "--http-addr" {
+            write!(f, ", or turn the HTTP API off with --http-addr none")?;
+        }
         Ok(())
     }
 }
@@ -31,6 +34,14 @@ impl std::fmt::Display for PortConflict {
 /// The port conflict somewhere in `error`'s chain, if that is why it failed.
 pub fn port_conflict(error: &anyhow::Error) -> Option<PortConflict> {
     error.chain().find_map(|cause| {
+        if let Some(ServeError::Http(drover_http::HttpError::Bind { addr, source })) =
+            cause.downcast_ref::<ServeError>()
+        {
+            return in_use(source).then(|| PortConflict {
+                flag: "--http-addr",
+                addr: addr.clone(),
+            });
+        }
         if let Some(ServeError::Bind { addr, source }) = cause.downcast_ref::<ServeError>() {
             return in_use(source).then(|| PortConflict {
                 flag: "--bind",

@@ -64,6 +64,10 @@ pub struct DevArgs {
     /// Serve no metrics
     #[arg(long)]
     no_metrics: bool,
+    /// Where to serve Nomad's HTTP API (`none`: not at all); by default beside the
+    /// metrics on Nomad's port
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:4646")]
+    http_addr: String,
     #[command(flatten)]
     log: logging::LogArgs,
 }
@@ -89,6 +93,7 @@ impl Servers {
         // secret) takes any free loopback port rather than one next to the API.
         config.raft_addr = Some("127.0.0.1:0".into());
         config.metrics_addr = (!args.no_metrics).then(|| args.metrics_addr.clone());
+        config.http_addr = drover_server::config::listen_addr(&args.http_addr);
         let (server, api) = crate::serve::start_serving(config).await?;
         let url = format!("http://{}", api.local_addr());
         anyhow::ensure!(
@@ -261,9 +266,12 @@ struct Banner<'a> {
 fn print_banner(b: &Banner<'_>) {
     println!("==> drover dev cluster is up");
     match b.servers {
-        Servers::InProcess { server, .. } => {
+        Servers::InProcess { server, api } => {
             println!("    gRPC API:        {}", b.url);
-            if let Some(metrics) = server.metrics_addr() {
+            if let Some(http) = api.http_addr() {
+                println!("    HTTP API:        http://{http} (Nomad's /v1)");
+            }
+            if let Some(metrics) = server.metrics_addr().or(api.metrics_addr()) {
                 println!("    Metrics:         http://{metrics}/metrics");
             }
         }
@@ -296,6 +304,11 @@ fn print_banner(b: &Banner<'_>) {
     }
     println!();
     println!("    export DROVER_ADDR={}", b.url);
+    if let Servers::InProcess { api, .. } = b.servers
+        && let Some(http) = api.http_addr()
+    {
+        println!("    export NOMAD_ADDR=http://{http}");
+    }
     if b.console {
         println!("==> Opening the console; quit it to stop the cluster");
     } else {

@@ -204,9 +204,9 @@ async fn run(command: Command) -> anyhow::Result<Exit> {
         }
         // Checking a job file needs no server.
         Command::Job {
-            command: JobCommand::Validate { file },
+            command: JobCommand::Validate { file, vars },
             ..
-        } => drover_cli::jobs::validate(&file, out)?,
+        } => drover_cli::jobs::validate(&file, &vars, out)?,
         Command::Job { client, command } => {
             drover_cli::jobs::run(&connect(&client).await?, command, out).await?
         }

@@ -46,6 +46,11 @@ pub struct ServerArgs {
     /// Serve no metrics
     #[arg(long, conflicts_with = "metrics_addr")]
     no_metrics: bool,
+    /// Where to serve Nomad's HTTP API (`/v1`, for NOMAD_ADDR); off unless given here or
+    /// as `http_addr` in the config file (`none` turns it off). The same address as
+    /// --metrics-addr serves both
+    #[arg(long, value_name = "HOST:PORT")]
+    http_addr: Option<String>,
     /// A voter of the initial cluster as ID=HOST:PORT, where HOST:PORT is its Raft
     /// address; repeat for each, this server included. Without any, the server forms a
     /// cluster of its own
@@ -103,6 +108,9 @@ impl ServerArgs {
             config.metrics_addr = Some(addr.clone());
         } else if config.metrics_addr.is_none() {
             config.metrics_addr = Some(DEFAULT_METRICS_ADDR.into());
+        }
+        if let Some(addr) = &self.http_addr {
+            config.http_addr = drover_server::config::listen_addr(addr);
         }
         if self.acl {
             config.acl_enabled = true;
@@ -176,6 +184,9 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
             .map_or_else(|| "-".to_string(), |a| a.to_string()),
         config.data_dir.display()
     );
+    if let Some(http) = api.http_addr() {
+        println!("    Nomad's HTTP API on {scheme}://{http} (export NOMAD_ADDR={scheme}://{http})");
+    }
     if let Some(metrics) = &config.metrics_addr {
         println!("    metrics on http://{metrics}/metrics");
     }

@@ -176,6 +176,28 @@ fn the_storm_scenario_places_every_system_job_on_every_node() {
     );
 }
 
+/// The http-read scenario lists the same jobs through Nomad's HTTP API and through gRPC
+/// and compares the two.
+#[test]
+fn the_http_read_scenario_compares_http_with_grpc() {
+    let report = json(&bench(&[
+        "--scenario",
+        "http-read",
+        "--jobs",
+        "20",
+        "--json",
+    ]));
+    assert_eq!(report["scenario"], "http-read", "{report:#}");
+    assert_eq!(report["jobs"], 20, "{report:#}");
+    for side in ["grpc", "http"] {
+        let p50 = positive(&report[side], "p50_ms");
+        let p99 = positive(&report[side], "p99_ms");
+        assert!(p50 <= p99, "{side}: p50 {p50} > p99 {p99}");
+    }
+    positive(&report, "p50_ratio");
+    positive(&report, "http_body_kib");
+}
+
 #[test]
 fn until_running_waits_for_the_nodes_to_report_them_running() {
     let report = json(&bench(&[

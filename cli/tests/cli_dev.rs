@@ -100,6 +100,8 @@ async fn dev_serves_health_runs_the_sample_job_and_stops_on_ctrl_c() {
             &dir,
             "--metrics-addr",
             "127.0.0.1:0",
+            "--http-addr",
+            "127.0.0.1:0",
             "--sim-batch-duration",
             "1s",
         ],
@@ -177,6 +179,17 @@ async fn dev_serves_health_runs_the_sample_job_and_stops_on_ctrl_c() {
         },
     )
     .await;
+
+    // Nomad's HTTP API, printed beside the gRPC address, answers Nomad's clients.
+    let http = wait_for_line(&dev, "the HTTP API address", |l| l.contains("HTTP API:"));
+    let http = http
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("an address in the banner")
+        .to_string();
+    let jobs = http_get(&http, "/v1/jobs");
+    assert!(jobs.contains(r#""ID":"crunch""#), "GET /v1/jobs: {jobs}");
 
     let metrics = wait_for_line(&dev, "the metrics address", |l| l.contains("Metrics:"));
     let metrics = metrics

@@ -55,6 +55,7 @@ const EXPECTED: &[(&str, &[&str])] = &[
             "SchedulerGetConfig",
             "SchedulerSetConfig",
             "AllocGet",
+            "AllocList",
         ],
     ),
     (

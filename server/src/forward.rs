@@ -66,7 +66,7 @@ pub fn served_locally(path: &str) -> bool {
         ),
         "drover.v1.NodeService" => matches!(
             method,
-            "WatchAllocations" | "NodeList" | "NodeGet" | "AllocGet"
+            "WatchAllocations" | "NodeList" | "NodeGet" | "AllocGet" | "AllocList"
         ),
         "drover.v1.OperatorService" => method == "SchedulerGetConfig",
         s => s.starts_with("grpc."),

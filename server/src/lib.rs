@@ -28,6 +28,7 @@ pub mod error;
 pub mod events;
 pub mod forward;
 pub mod handle;
+mod http_api;
 mod layers;
 pub mod leader;
 pub mod leader_link;

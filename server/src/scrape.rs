@@ -49,13 +49,19 @@ impl MetricsServer {
     }
 }
 
+/// `GET /metrics` for `handle`: on its own listener, or beside the HTTP API when both
+/// share an address.
+pub(crate) fn router(handle: ServerHandle) -> axum::Router {
+    axum::Router::new()
+        .route("/metrics", axum::routing::get(scrape))
+        .with_state(handle)
+}
+
 /// Binds `addr` and serves `GET /metrics` for `handle`.
 pub(crate) async fn serve(handle: ServerHandle, addr: &str) -> std::io::Result<MetricsServer> {
     let listener = TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
-    let app = axum::Router::new()
-        .route("/metrics", axum::routing::get(scrape))
-        .with_state(handle);
+    let app = router(handle);
     let serving = Serving::spawn(local, |stopped| async move {
         let served = axum::serve(listener, app)
             .with_graceful_shutdown(stopped)

@@ -196,7 +196,11 @@ impl Server {
             applied_index = state.applied_index(),
             "server started"
         );
-        let metrics_addr = config.metrics_addr.clone();
+        // A metrics address shared with the HTTP API is served by that listener instead.
+        let metrics_addr = config
+            .metrics_addr
+            .clone()
+            .filter(|_| !config.metrics_on_http());
         let handle = ServerHandle {
             inner: Arc::new(Inner {
                 config,
@@ -284,8 +288,12 @@ impl Server {
             "connection limits"
         );
         let conns = crate::serving::connections::Connections::new("api", limits);
-        let router = crate::api::router(handle.clone(), opts, conns.clone()).await?;
-        let api = crate::api::serve(router, conns, &addr).await?;
+        let (router, in_process) = crate::api::router(handle.clone(), opts, conns.clone()).await?;
+        let mut api = crate::api::serve(router, conns, &addr).await?;
+        if let Some(http_addr) = handle.inner.config.http_addr.clone() {
+            let http = crate::http_api::serve(&handle, &http_addr, in_process).await?;
+            api = api.with_http(http, handle.inner.config.metrics_on_http());
+        }
         // Peers forward leader calls to this address: the bound port, and where the API
         // listens on every interface, the host the Raft listener is advertised on.
         let local = api.local_addr();

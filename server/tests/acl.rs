@@ -53,7 +53,7 @@ fn grant(rpc: &str) -> Option<&'static str> {
         ("OperatorService", "NodeList" | "NodeGet") => NODE_READ,
         ("OperatorService", "SchedulerGetConfig") => OP_READ,
         ("OperatorService", "SchedulerSetConfig") => OP_WRITE,
-        ("OperatorService", "AllocGet") => READ_JOB,
+        ("OperatorService", "AllocGet" | "AllocList") => READ_JOB,
         ("OperatorService", _) => NODE_WRITE,
         ("WorkerService", "List" | "GetConfig") => OP_READ,
         ("WorkerService", _) => OP_WRITE,

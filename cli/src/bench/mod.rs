@@ -13,6 +13,7 @@ pub mod core_run;
 pub mod detect;
 pub mod error;
 pub mod heartbeat;
+pub mod http_read;
 pub mod jobs;
 pub mod latency;
 pub mod nodes;
@@ -98,6 +99,8 @@ pub enum Scenario {
     Detect,
     /// SIGKILL a filled server and restart it: time until it reads and writes again
     Restart,
+    /// Listing 1,000 jobs through Nomad's HTTP API against the same list through gRPC
+    HttpRead,
 }
 
 impl Scenario {
@@ -110,6 +113,7 @@ impl Scenario {
             Scenario::Heartbeat => (1, 1),
             Scenario::Detect => (1, 10),
             Scenario::Restart => (100, 100),
+            Scenario::HttpRead => (1_000, 1),
         }
     }
 }
@@ -162,6 +166,13 @@ pub async fn run(args: BenchArgs, out: &mut dyn Write) -> Result<(), BenchError>
     if args.scenario == Scenario::Restart && args.address.is_some() {
         return Err(restart::needs_own_server());
     }
+    if args.scenario == Scenario::HttpRead && args.address.is_some() {
+        return Err(http_read::needs_own_server());
+    }
+    let http = match args.scenario {
+        Scenario::HttpRead => Some(http_read::http_config()?),
+        _ => None,
+    };
     let mut progress = Progress::new(!args.json);
     let mut target = match &args.address {
         Some(url) => Target::Remote { url: url.clone() },
@@ -169,7 +180,7 @@ pub async fn run(args: BenchArgs, out: &mut dyn Write) -> Result<(), BenchError>
             progress.phase(
                 "starting drover server as a child process (on-disk raft log, production settings)",
             );
-            let settings = match &args.server_config {
+            let mut settings = match &args.server_config {
                 Some(path) => ServerSettings {
                     config_hcl: std::fs::read_to_string(path).map_err(|e| BenchError::Setting {
                         flag: "--server-config",
@@ -178,10 +189,14 @@ pub async fn run(args: BenchArgs, out: &mut dyn Write) -> Result<(), BenchError>
                 },
                 None => ServerSettings::default(),
             };
+            if let Some((line, _)) = &http {
+                settings.config_hcl.push_str(line);
+            }
             Target::start_child(&settings).await?
         }
     };
-    let measured = scenario(&mut target, &workload, &args, &mut progress).await;
+    let http_addr = http.map(|(_, addr)| addr).unwrap_or_default();
+    let measured = scenario(&mut target, &workload, &args, &http_addr, &mut progress).await;
     let stopped = target.stop().await;
     let report = match (measured, stopped) {
         (Ok(report), stopped) => {
@@ -209,12 +224,14 @@ pub async fn run(args: BenchArgs, out: &mut dyn Write) -> Result<(), BenchError>
         (Measured::Heartbeat(r), true) => return Ok(print_json(out, r)?),
         (Measured::Detect(r), true) => return Ok(print_json(out, r)?),
         (Measured::Restart(r), true) => return Ok(print_json(out, r)?),
+        (Measured::HttpRead(r), true) => return Ok(print_json(out, r)?),
         (Measured::Storm(r), false) => r.render(),
         (Measured::C1m(r), false) => r.render(),
         (Measured::Latency(r), false) => r.render(),
         (Measured::Heartbeat(r), false) => r.render(),
         (Measured::Detect(r), false) => r.render(),
         (Measured::Restart(r), false) => r.render(),
+        (Measured::HttpRead(r), false) => r.render(),
     };
     write!(out, "{text}").map_err(crate::CliError::from)?;
     Ok(())
@@ -228,6 +245,7 @@ enum Measured {
     Heartbeat(heartbeat::HeartbeatReport),
     Detect(detect::DetectReport),
     Restart(restart::RestartReport),
+    HttpRead(http_read::HttpReadReport),
 }
 
 /// Runs the scenario the flags name against the server; on a shared (remote) server the
@@ -236,6 +254,7 @@ async fn scenario(
     target: &mut Target,
     workload: &Workload,
     args: &BenchArgs,
+    http_addr: &str,
     progress: &mut Progress,
 ) -> Result<Measured, BenchError> {
     let client = Client::connect(target.url()).await?;
@@ -275,6 +294,17 @@ async fn scenario(
         )
         .await
         .map(Measured::Restart),
+        Scenario::HttpRead => http_read::measure(
+            target,
+            &client,
+            http_addr,
+            workload,
+            args.in_flight as usize,
+            timeout,
+            progress,
+        )
+        .await
+        .map(Measured::HttpRead),
     };
     if !target.is_child() && args.scenario != Scenario::Heartbeat {
         jobs::purge(&client, workload, args.in_flight as usize).await;

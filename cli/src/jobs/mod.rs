@@ -12,6 +12,7 @@ pub mod diff;
 pub mod periodic;
 pub mod show;
 pub mod submit;
+pub mod vars;
 
 use crate::client::Client;
 use crate::error::{CliError, Exit};
@@ -35,11 +36,15 @@ pub enum JobCommand {
         /// Show full ids
         #[arg(long)]
         verbose: bool,
+        #[command(flatten)]
+        vars: vars::VarArgs,
     },
     /// Check a job file (syntax and every rule a server applies) without registering it
     Validate {
         /// The job file
         file: PathBuf,
+        #[command(flatten)]
+        vars: vars::VarArgs,
     },
     /// Show what registering a job file would change, without registering it.
     ///
@@ -48,6 +53,8 @@ pub enum JobCommand {
     Plan {
         /// The job file
         file: PathBuf,
+        #[command(flatten)]
+        vars: vars::VarArgs,
     },
     /// List every job, or show one job with its summary and allocations
     Status {
@@ -142,13 +149,14 @@ pub async fn run(client: &Client, cmd: JobCommand, out: &mut dyn Write) -> Resul
             detach,
             check_index,
             verbose,
+            vars,
         } => {
-            let job = in_namespace(load(&file)?, client.named_namespace())?;
+            let job = in_namespace(load(&file, &vars)?, client.named_namespace())?;
             submit::run(client, job, check_index, detach, verbose, out).await
         }
-        JobCommand::Validate { file } => validate(&file, out),
-        JobCommand::Plan { file } => {
-            let job = in_namespace(load(&file)?, client.named_namespace())?;
+        JobCommand::Validate { file, vars } => validate(&file, &vars, out),
+        JobCommand::Plan { file, vars } => {
+            let job = in_namespace(load(&file, &vars)?, client.named_namespace())?;
             submit::plan(client, job, &file, out).await
         }
         JobCommand::Status { job_id, output } => match job_id {
@@ -196,8 +204,8 @@ pub async fn run(client: &Client, cmd: JobCommand, out: &mut dyn Write) -> Resul
 }
 
 /// `job validate`: the job file parses and passes every rule a server applies.
-pub fn validate(file: &Path, out: &mut dyn Write) -> Result<Exit, CliError> {
-    load(file)?;
+pub fn validate(file: &Path, vars: &vars::VarArgs, out: &mut dyn Write) -> Result<Exit, CliError> {
+    load(file, vars)?;
     writeln!(out, "Job validation successful")?;
     Ok(Exit::OK)
 }
@@ -223,11 +231,13 @@ pub fn in_namespace(
     Ok(job)
 }
 
-/// Reads and checks a job file with the jobspec parser (HCL, or JSON by extension).
-pub fn load(path: &Path) -> Result<drover_core::Job, CliError> {
+/// Reads and checks a job file with the jobspec parser (HCL, or JSON by extension), its
+/// variables taking their values from `vars` and the environment.
+pub fn load(path: &Path, vars: &vars::VarArgs) -> Result<drover_core::Job, CliError> {
     let src = std::fs::read_to_string(path)
         .map_err(|e| CliError::Jobspec(format!("{}: cannot read job file: {e}", path.display())))?;
-    drover_core::jobspec::parse_source(&src, &path.display().to_string())
+    let inputs = vars.inputs(&src)?;
+    drover_core::jobspec::parse_source_with(&src, &path.display().to_string(), &inputs)
         .map_err(|e| CliError::Jobspec(e.to_string()))
 }
 

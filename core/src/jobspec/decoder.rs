@@ -5,6 +5,7 @@
 use super::error::Problems;
 use super::reader::Item;
 use super::value::{self, Fault, Value};
+use super::variables::Scope;
 use hcl::edit::structure::{Attribute, Structure};
 use std::collections::{BTreeMap, HashMap};
 
@@ -15,6 +16,8 @@ pub(super) struct Decoder<'s> {
     /// Byte offset of every field by its validation path, with groups and tasks addressed by
     /// index (`groups[0].tasks[1].resources.cpu`).
     positions: HashMap<String, usize>,
+    /// What expressions naming `var.*`, `local.*` or a function are evaluated in.
+    pub(super) scope: Scope,
 }
 
 /// `prefix.field`, or `field` alone at the top.
@@ -32,6 +35,7 @@ impl<'s> Decoder<'s> {
             src,
             problems: Problems::new(src),
             positions: HashMap::new(),
+            scope: Scope::default(),
         }
     }
 
@@ -68,7 +72,7 @@ impl<'s> Decoder<'s> {
     ) -> Option<T> {
         let key = attr.key.as_str();
         self.mark(join(prefix, key), value::start(&attr.value));
-        match value::evaluate(&attr.value, self.src).and_then(|v| convert(&v, key)) {
+        match value::evaluate(&attr.value, self.src, &self.scope).and_then(|v| convert(&v, key)) {
             Ok(t) => Some(t),
             Err(fault) => {
                 self.fault(fault);

@@ -21,7 +21,7 @@ const UNITS: [(&str, u128); 8] = [
 ];
 
 /// Parses `text` as a Go duration; the error is a reason without the field name.
-pub(super) fn parse_duration(text: &str) -> Result<Duration, String> {
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let invalid = |why: &str| format!("invalid duration {text:?}: {why}");
     let body = text.strip_prefix('+').unwrap_or(text);
     if body.starts_with('-') {

@@ -15,9 +15,10 @@ const ONLY_REGION: &str = "global";
 
 const FILE_FIELDS: &[(&str, Shape)] = &[
     ("job", Shape::Labeled),
-    ("variable", Shape::Unsupported),
-    ("variables", Shape::Unsupported),
-    ("locals", Shape::Unsupported),
+    // Read before the job by `super::variables`.
+    ("variable", Shape::Labeled),
+    ("variables", Shape::Blocks),
+    ("locals", Shape::Blocks),
 ];
 
 const JOB_FIELDS: &[(&str, Shape)] = &[
@@ -91,9 +92,9 @@ const CONSTRAINT_FIELDS: &[(&str, Shape)] = &[
 /// Decodes the whole file: exactly one `job` block. Returns `None` when there is none.
 pub(super) fn decode_file(d: &mut Decoder<'_>, body: &Body) -> Option<Job> {
     let items = walk(d, body, "the job file", FILE_FIELDS);
-    let mut jobs = items.iter().filter_map(|(_, item)| match item {
-        Item::Block(b) => Some(*b),
-        Item::Attr(_) => None,
+    let mut jobs = items.iter().filter_map(|(name, item)| match item {
+        Item::Block(b) if *name == "job" => Some(*b),
+        _ => None,
     });
     let Some(first) = jobs.next() else {
         if d.problems.is_empty() {

@@ -65,3 +65,21 @@ fn validated(job: &Job, problems: &mut Vec<Problem>) {
         }));
     }
 }
+
+/// Decodes the `Job` object of Nomad's API (the value under `"Job"` in a register or plan
+/// body) without validating it: the HTTP adapter hands the job to the server, whose
+/// validation is the one that counts. `label` names the source in the problems (for
+/// example `request body`). Unknown keys, and Nomad features drover lacks that carry
+/// content, are refused by name as in a job file.
+pub fn decode_nomad_job(job: &serde_json::Value, label: &str) -> Result<Job, JobspecError> {
+    let mut problems = Vec::new();
+    let job = nomad_json::decode(job, &mut problems);
+    if problems.is_empty() {
+        Ok(job)
+    } else {
+        Err(JobspecError::Invalid {
+            file: label.to_owned(),
+            problems,
+        })
+    }
+}

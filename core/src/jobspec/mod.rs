@@ -21,6 +21,7 @@
 mod decoder;
 mod duration;
 mod error;
+mod functions;
 mod group;
 mod job;
 mod json;
@@ -30,9 +31,12 @@ mod reader;
 mod task;
 mod task_blocks;
 mod value;
+mod variables;
 
+pub use duration::parse_duration;
 pub use error::{JobspecError, Position, Problem};
-pub use json::parse_json;
+pub use json::{decode_nomad_job, parse_json};
+pub use variables::{Inputs, file_references};
 
 use crate::types::Job;
 use crate::validate::{Limits, validate_job};
@@ -41,6 +45,12 @@ use std::path::Path;
 
 /// Parses an HCL job file. `file_name` only labels the error messages.
 pub fn parse_hcl(src: &str, file_name: &str) -> Result<Job, JobspecError> {
+    parse_hcl_with(src, file_name, &Inputs::default())
+}
+
+/// Parses an HCL job file whose variables take values from `inputs` (the caller read
+/// them: core does no IO).
+pub fn parse_hcl_with(src: &str, file_name: &str, inputs: &Inputs) -> Result<Job, JobspecError> {
     let mut d = Decoder::new(src);
     let body = match hcl::edit::parser::parse_body(src) {
         Ok(body) => body,
@@ -56,6 +66,10 @@ pub fn parse_hcl(src: &str, file_name: &str) -> Result<Job, JobspecError> {
             return Err(into_error(d, file_name));
         }
     };
+    d.scope = variables::resolve(&mut d, &body, inputs);
+    if !d.problems.is_empty() {
+        return Err(into_error(d, file_name));
+    }
     let job = job::decode_file(&mut d, &body);
     match job {
         Some(job) if d.problems.is_empty() => {
@@ -69,6 +83,11 @@ pub fn parse_hcl(src: &str, file_name: &str) -> Result<Job, JobspecError> {
 /// Parses the text of a job file named `file_name` (the caller read it; core does no IO):
 /// JSON when the name ends in `.json` or the text starts with `{`, HCL otherwise.
 pub fn parse_source(src: &str, file_name: &str) -> Result<Job, JobspecError> {
+    parse_source_with(src, file_name, &Inputs::default())
+}
+
+/// [`parse_source`] with variable values for an HCL file (JSON has no variables).
+pub fn parse_source_with(src: &str, file_name: &str, inputs: &Inputs) -> Result<Job, JobspecError> {
     let ext = Path::new(file_name).extension().and_then(|e| e.to_str());
     let is_json = match ext {
         Some(ext) if ext.eq_ignore_ascii_case("json") => true,
@@ -78,7 +97,7 @@ pub fn parse_source(src: &str, file_name: &str) -> Result<Job, JobspecError> {
     if is_json {
         parse_json(src, file_name)
     } else {
-        parse_hcl(src, file_name)
+        parse_hcl_with(src, file_name, inputs)
     }
 }
 

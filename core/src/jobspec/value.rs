@@ -2,15 +2,16 @@
 //! was written, and the conversions the decoder asks for (string, number, duration…).
 //!
 //! Literals, lists and objects are read directly. Other expressions (`256 * 4`, `true ?
-//! 1 : 2`) are evaluated by hcl-rs with no variables or functions declared, so a job file
-//! may compute constants but never reads its environment. Strings with `${…}` are kept as
-//! written: Nomad leaves `${NOMAD_ALLOC_DIR}`, `${attr.kernel.name}` and friends for the
-//! agent and the scheduler to interpolate, and so does drover.
+//! 1 : 2`, `var.count`, `upper(local.name)`) are evaluated by hcl-rs in the file's
+//! [`Scope`]: its functions, `var` and `local` (see [`super::variables`]). In strings,
+//! `${…}` that name `var` or `local` or call a function are evaluated the same way; every
+//! other one is kept as written: Nomad leaves `${NOMAD_ALLOC_DIR}`, `${attr.kernel.name}`
+//! and friends for the agent and the scheduler to interpolate, and so does drover.
 
+use super::variables::{Scope, is_ours};
 use hcl::edit::Span as _;
 use hcl::edit::expr::{Expression, ObjectKey};
 use hcl::edit::template::{Element, Template};
-use hcl::eval::Evaluate as _;
 
 /// A value as written, with the byte offset it starts at.
 #[derive(Clone, Debug)]
@@ -35,31 +36,31 @@ pub(super) type Fault = (usize, String);
 
 /// Reduces `expr` to a [`Value`]; `src` is the text it was parsed from, used to keep
 /// interpolations exactly as written.
-pub(super) fn evaluate(expr: &Expression, src: &str) -> Result<Value, Fault> {
+pub(super) fn evaluate(expr: &Expression, src: &str, scope: &Scope) -> Result<Value, Fault> {
     let at = start(expr);
     let kind = match expr {
         Expression::Null(_) => Kind::Null,
         Expression::Bool(b) => Kind::Bool(*b.value()),
         Expression::Number(n) => Kind::Number(*n.value()),
         Expression::String(s) => Kind::String(s.value().clone()),
-        Expression::StringTemplate(t) => Kind::String(render(t, src)?),
-        Expression::HeredocTemplate(h) => Kind::String(render(&h.template, src)?),
+        Expression::StringTemplate(t) => Kind::String(render(t, src, scope)?),
+        Expression::HeredocTemplate(h) => Kind::String(render(&h.template, src, scope)?),
         Expression::Array(items) => Kind::List(
             items
                 .iter()
-                .map(|item| evaluate(item, src))
+                .map(|item| evaluate(item, src, scope))
                 .collect::<Result<_, _>>()?,
         ),
         Expression::Object(object) => {
             let mut entries = Vec::new();
             for (key, value) in object.iter() {
-                let (name, key_at) = object_key(key, src)?;
-                entries.push((name, key_at, evaluate(value.expr(), src)?));
+                let (name, key_at) = object_key(key, src, scope)?;
+                entries.push((name, key_at, evaluate(value.expr(), src, scope)?));
             }
             Kind::Map(entries)
         }
-        Expression::Parenthesis(inner) => return evaluate(inner.inner(), src),
-        _ => computed(expr, src)?,
+        Expression::Parenthesis(inner) => return evaluate(inner.inner(), src, scope),
+        _ => computed(expr, src, scope)?,
     };
     Ok(Value { at, kind })
 }
@@ -69,14 +70,14 @@ pub(super) fn start(expr: &Expression) -> usize {
     expr.span().map_or(0, |s| s.start)
 }
 
-fn object_key(key: &ObjectKey, src: &str) -> Result<(String, usize), Fault> {
+fn object_key(key: &ObjectKey, src: &str, scope: &Scope) -> Result<(String, usize), Fault> {
     match key {
         ObjectKey::Ident(ident) => Ok((
             ident.as_str().to_owned(),
             ident.span().map_or(0, |s| s.start),
         )),
         ObjectKey::Expression(expr) => {
-            let value = evaluate(expr, src)?;
+            let value = evaluate(expr, src, scope)?;
             let at = value.at;
             match value.kind {
                 Kind::String(s) => Ok((s, at)),
@@ -91,14 +92,31 @@ fn object_key(key: &ObjectKey, src: &str) -> Result<(String, usize), Fault> {
     }
 }
 
-/// A template's text with literal parts unescaped and every `${…}` kept verbatim.
-fn render(template: &Template, src: &str) -> Result<String, Fault> {
+/// A template's text with literal parts unescaped, the file's own `${…}` evaluated and
+/// every other one kept verbatim.
+fn render(template: &Template, src: &str, scope: &Scope) -> Result<String, Fault> {
     let mut out = String::new();
     for element in template.iter() {
         match element {
             Element::Literal(text) => out.push_str(text.value()),
             Element::Interpolation(interpolation) => {
                 let span = interpolation.span().unwrap_or(0..0);
+                let expr = hcl::Expression::from(interpolation.expr.clone());
+                if is_ours(&expr) {
+                    let at = span.start;
+                    match evaluate_in(&expr, at, src.get(span.clone()), scope)? {
+                        Kind::String(s) => out.push_str(&s),
+                        Kind::Number(n) => out.push_str(&n.to_string()),
+                        Kind::Bool(b) => out.push_str(&b.to_string()),
+                        other => {
+                            return Err((
+                                at,
+                                format!("cannot put a {} into a string", kind_name(&other)),
+                            ));
+                        }
+                    }
+                    continue;
+                }
                 match src.get(span) {
                     Some(text) => out.push_str(text),
                     None => return Err((0, "interpolation outside the source text".into())),
@@ -116,26 +134,28 @@ fn render(template: &Template, src: &str) -> Result<String, Fault> {
     Ok(out)
 }
 
-/// Evaluates an operation, conditional or other computed expression with hcl-rs.
-fn computed(expr: &Expression, src: &str) -> Result<Kind, Fault> {
-    let at = start(expr);
-    let written = expr
-        .span()
-        .and_then(|s| src.get(s))
-        .unwrap_or("expression")
-        .trim();
-    let converted = hcl::Expression::from(expr.clone());
-    let value = converted
-        .evaluate(&hcl::eval::Context::new())
-        .map_err(|e| {
-            (
-                at,
-                format!(
-                    "cannot evaluate `{written}`: {} (job files may only compute constants)",
-                    e.kind()
-                ),
-            )
-        })?;
+/// Evaluates an operation, conditional, reference or function call with hcl-rs in the
+/// file's scope.
+fn computed(expr: &Expression, src: &str, scope: &Scope) -> Result<Kind, Fault> {
+    let written = expr.span().and_then(|s| src.get(s));
+    evaluate_in(
+        &hcl::Expression::from(expr.clone()),
+        start(expr),
+        written,
+        scope,
+    )
+}
+
+fn evaluate_in(
+    expr: &hcl::Expression,
+    at: usize,
+    written: Option<&str>,
+    scope: &Scope,
+) -> Result<Kind, Fault> {
+    let written = written.unwrap_or("expression").trim();
+    let value = scope
+        .eval(expr)
+        .map_err(|e| (at, format!("cannot evaluate `{written}`: {e}")))?;
     Ok(from_hcl(value, at))
 }
 

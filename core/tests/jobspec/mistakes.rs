@@ -212,7 +212,7 @@ fn common_mistakes_are_reported_where_they_are() {
         ),
         (
             job("", "      env { A = var.region }\n"),
-            Expect::Err("t.hcl:6:17: cannot evaluate `var.region`: undefined variable `var` (job files may only compute constants)"),
+            Expect::Err(r#"t.hcl:6:17: cannot evaluate `var.region`: variable "region" is not declared (declare it in a variable "region" block)"#),
         ),
         (
             job("    cont = 1\n    count = \"x\"\n", ""),

@@ -57,29 +57,35 @@ use tonic::transport::server::Router;
 
 /// The layer every API response passes through (see [`decode_status`]).
 type ResponseMap = fn(http::Response<tonic::body::Body>) -> http::Response<tonic::body::Body>;
-/// The API's router: every service behind the activity (per-connection request counts),
-/// timing, decode-status, auth, limit and forwarding layers (outermost first).
-pub type ApiRouter = Router<
+/// The layers every API call passes through: activity (each connection's requests in
+/// flight), timing, decode-status, auth, limits and forwarding (outermost first). The gRPC
+/// listener and the in-process service handed to the HTTP adapter ([`InProcess`]) are built
+/// from the same stack, so both run every check (in process, activity counts nothing: the
+/// calls come over no connection of the listener's).
+pub type ApiLayers = tower::layer::util::Stack<
+    crate::forward::ForwardLayer,
     tower::layer::util::Stack<
-        crate::forward::ForwardLayer,
+        request_limits::LimitLayer,
         tower::layer::util::Stack<
-            request_limits::LimitLayer,
+            crate::auth::AuthLayer,
             tower::layer::util::Stack<
-                crate::auth::AuthLayer,
+                tower::util::MapResponseLayer<ResponseMap>,
                 tower::layer::util::Stack<
-                    tower::util::MapResponseLayer<ResponseMap>,
+                    timing::TimingLayer,
                     tower::layer::util::Stack<
-                        timing::TimingLayer,
-                        tower::layer::util::Stack<
-                            crate::serving::activity::ActivityLayer,
-                            tower::layer::util::Identity,
-                        >,
+                        crate::serving::activity::ActivityLayer,
+                        tower::layer::util::Identity,
                     >,
                 >,
             >,
         >,
     >,
 >;
+/// The API's router: every service behind [`ApiLayers`].
+pub type ApiRouter = Router<tower::layer::util::Stack<ApiLayers, tower::layer::util::Identity>>;
+/// The same services and layers as [`ApiRouter`], called in process (no socket): what the
+/// HTTP adapter calls, so an HTTP request meets every check a gRPC call meets.
+pub type InProcess = drover_http::GrpcService;
 
 /// HTTP/2 streams one connection may open at once (the simulator puts 100 watches on one).
 const MAX_STREAMS_PER_CONNECTION: u32 = 128;
@@ -138,9 +144,11 @@ pub(crate) struct Api {
 
 impl Api {
     /// A `min_index` no write was ever given can never be reached: OUT_OF_RANGE at once
-    /// rather than UNAVAILABLE after the whole wait.
+    /// rather than UNAVAILABLE after the whole wait. The next index to be written may be
+    /// waited for: that is how a blocking query (Nomad's `?index=`, through the HTTP API)
+    /// waits for the next change.
     pub(crate) fn check_min_index(&self, min_index: u64) -> Result<(), Status> {
-        if self.handle.is_unwritten_index(min_index) {
+        if self.handle.is_unwritten_index(min_index.saturating_sub(1)) {
             return Err(Status::out_of_range(format!(
                 "query.min_index {min_index} is past the last index written ({}): no write has it",
                 self.handle.applied_index()
@@ -177,13 +185,14 @@ impl Api {
 }
 
 /// Every drover service (and health and reflection) on one tonic router, counting requests
-/// on the connections of `conns`. Raft is not here: it has its own authenticated listener
-/// (`crate::raft::listener`).
+/// on the connections of `conns`, and the same services behind the same layers as one
+/// in-process service for the HTTP adapter. Raft is not here: it has its own authenticated
+/// listener (`crate::raft::listener`).
 pub async fn router(
     handle: ServerHandle,
     opts: ApiOptions,
     conns: std::sync::Arc<Connections>,
-) -> Result<ApiRouter, ServeError> {
+) -> Result<(ApiRouter, InProcess), ServeError> {
     let max = opts
         .max_message_bytes
         .unwrap_or(handle.config().max_message_bytes);
@@ -232,14 +241,8 @@ pub async fn router(
         api.handle.state(),
     ));
     let budget = request_limits::Budget::new(api.handle.config().requests.clone());
-    let keepalive = &api.handle.config().connections;
-    Ok(builder
-        .http2_keepalive_interval(Some(keepalive.keepalive_interval))
-        .http2_keepalive_timeout(Some(keepalive.keepalive_timeout))
-        .concurrency_limit_per_connection(per_connection)
-        .max_concurrent_streams(Some(MAX_STREAMS_PER_CONNECTION))
-        .initial_stream_window_size(Some(STREAM_WINDOW))
-        .initial_connection_window_size(Some(STREAM_WINDOW * MAX_STREAMS_PER_CONNECTION))
+    let keepalive = api.handle.config().connections.clone();
+    let layers: ApiLayers = tower::ServiceBuilder::new()
         .layer(crate::serving::activity::ActivityLayer(conns))
         .layer(timing::TimingLayer(api.handle.metrics()))
         .layer(tower::util::MapResponseLayer::new(decode_status))
@@ -249,7 +252,8 @@ pub async fn router(
             directory: api.handle.inner.directory.clone(),
             server_id: api.handle.server_id(),
         })
-        .add_service(health)
+        .into_inner();
+    let routes = tonic::service::Routes::new(health)
         .add_service(reflection)
         .add_service(svc!(
             pb::job_service_server::JobServiceServer<JobApi>,
@@ -294,7 +298,19 @@ pub async fn router(
         .add_service(svc!(
             pb::status_service_server::StatusServiceServer<StatusApi>,
             StatusApi(api)
-        )))
+        ))
+        .prepare();
+    let in_process = drover_http::from_service(tower::Layer::layer(&layers, routes.clone()));
+    let router = builder
+        .http2_keepalive_interval(Some(keepalive.keepalive_interval))
+        .http2_keepalive_timeout(Some(keepalive.keepalive_timeout))
+        .concurrency_limit_per_connection(per_connection)
+        .max_concurrent_streams(Some(MAX_STREAMS_PER_CONNECTION))
+        .initial_stream_window_size(Some(STREAM_WINDOW))
+        .initial_connection_window_size(Some(STREAM_WINDOW * MAX_STREAMS_PER_CONNECTION))
+        .layer(layers)
+        .add_routes(routes);
+    Ok((router, in_process))
 }
 
 /// Why the gRPC listener could not start.
@@ -309,26 +325,53 @@ pub enum ServeError {
     Reflection(#[from] tonic_reflection::server::Error),
     #[error("tls: {0}")]
     Tls(String),
+    #[error("http api: {0}")]
+    Http(#[from] drover_http::HttpError),
 }
 
 /// How long [`ApiServer::shutdown`] waits for open connections to finish.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
-/// A running gRPC listener. [`ApiServer::shutdown`] stops it gracefully; dropping it stops
-/// it too (in-flight calls are cut).
+/// A running client API: the gRPC listener, and Nomad's HTTP API when configured.
+/// [`ApiServer::shutdown`] stops them gracefully; dropping it stops them too (in-flight
+/// calls are cut).
 #[derive(Debug)]
-pub struct ApiServer(Serving<Result<(), tonic::transport::Error>>);
+pub struct ApiServer {
+    grpc: Serving<Result<(), tonic::transport::Error>>,
+    /// Boxed: most servers (every test's) serve no HTTP API.
+    http: Option<Box<drover_http::HttpServer>>,
+    metrics_on_http: bool,
+}
 
 impl ApiServer {
     /// The address actually bound (the real port when the config asked for port 0).
     pub fn local_addr(&self) -> SocketAddr {
-        self.0.local_addr()
+        self.grpc.local_addr()
+    }
+
+    /// Where Nomad's HTTP API is served; `None` when the config names no `http_addr`.
+    pub fn http_addr(&self) -> Option<SocketAddr> {
+        self.http.as_ref().map(|h| h.local_addr())
+    }
+
+    /// The HTTP API's address when `/metrics` is served beside it.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.http_addr().filter(|_| self.metrics_on_http)
+    }
+
+    pub(crate) fn with_http(mut self, http: drover_http::HttpServer, metrics: bool) -> Self {
+        self.http = Some(Box::new(http));
+        self.metrics_on_http = metrics;
+        self
     }
 
     /// Stops accepting calls and lets in-flight ones finish, for at most
     /// [`SHUTDOWN_GRACE`]; connections still open then (watch and event streams) are cut.
     pub async fn shutdown(self) -> Result<(), tonic::transport::Error> {
-        self.0.shutdown(SHUTDOWN_GRACE).await.unwrap_or(Ok(()))
+        if let Some(http) = self.http {
+            http.shutdown(SHUTDOWN_GRACE).await;
+        }
+        self.grpc.shutdown(SHUTDOWN_GRACE).await.unwrap_or(Ok(()))
     }
 }
 
@@ -354,5 +397,9 @@ pub async fn serve(
         router.serve_with_incoming_shutdown(incoming, stopped)
     });
     tracing::info!(addr = %local, max_connections, "gRPC API listening");
-    Ok(ApiServer(serving))
+    Ok(ApiServer {
+        grpc: serving,
+        http: None,
+        metrics_on_http: false,
+    })
 }

@@ -208,6 +208,42 @@ impl OperatorService for OperatorApi {
             index: snap.latest_index(),
         }))
     }
+    async fn alloc_list(
+        &self,
+        req: Request<pb::AllocListRequest>,
+    ) -> Result<Response<pb::AllocListResponse>, Status> {
+        use drover_core::acl::NamespaceCapability::ReadJob;
+        let acl = match req.get_ref().namespace.as_str() {
+            "" | "*" => crate::auth::authorize(&req, Need::AnyNamespace(ReadJob))?,
+            ns => crate::auth::authorize(&req, Need::Namespace(ReadJob, ns))?,
+        };
+        let req = req.into_inner();
+        let namespace = req.namespace.trim_start_matches('*');
+        let prefix = match req.id_prefix.as_str() {
+            "" => None,
+            p => Some(
+                drover_core::types::IdPrefix::parse(p)
+                    .map_err(|e| Status::invalid_argument(format!("id_prefix: {e}")))?,
+            ),
+        };
+        let after: Option<AllocId> = super::page::cursor(&req.next_token)?;
+        let size = super::page::size(req.page_size, self.0.handle.config().max_list_page);
+        let snap = self.0.read(req.query.as_ref()).await?;
+        // In id order already (one range scan), so a page is what follows the cursor.
+        let allocs: Box<dyn Iterator<Item = _>> = match &prefix {
+            Some(p) => Box::new(snap.allocs_with_prefix(p)),
+            None => Box::new(snap.allocs()),
+        };
+        let allocs = allocs
+            .filter(|a| namespace.is_empty() || &*a.namespace == namespace)
+            .filter(|a| acl.allows(&Need::Namespace(ReadJob, &a.namespace)));
+        let (allocs, next_token) = super::page::take(allocs, |a| a.id, after.as_ref(), size);
+        Ok(Response::new(pb::AllocListResponse {
+            allocations: allocs.into_iter().map(|a| a.as_ref().into()).collect(),
+            index: snap.latest_index(),
+            next_token,
+        }))
+    }
 }
 
 /// The evals a node write created: those of jobs with allocations on the node, created at

@@ -79,6 +79,8 @@ pub struct ConfigFile {
     pub raft_addr: Option<String>,
     pub cluster_secret: Option<String>,
     pub metrics_addr: Option<String>,
+    /// Nomad's HTTP API; `""` or `"none"` turns it off.
+    pub http_addr: Option<String>,
     pub workers: Option<WorkersBlock>,
     pub heartbeat: Option<HeartbeatBlock>,
     pub health: Option<HealthBlock>,
@@ -258,6 +260,9 @@ impl ConfigFile {
         }
         if let Some(addr) = &self.metrics_addr {
             config.metrics_addr = Some(addr.clone());
+        }
+        if let Some(addr) = &self.http_addr {
+            config.http_addr = super::listen_addr(addr);
         }
         if let Some(w) = &self.workers {
             if w.count.is_some() {

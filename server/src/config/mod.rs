@@ -122,6 +122,12 @@ impl Default for RaftTimings {
 /// The bootstrap of a server that joins through `addrs` (other servers' Raft addresses)
 /// or, with `expect`, forms a cluster once that many servers found each other. One
 /// expected server is a cluster of its own.
+/// A listener address as flags and files give it: empty or `none` turns the listener off.
+pub fn listen_addr(text: &str) -> Option<String> {
+    let text = text.trim();
+    (!text.is_empty() && !text.eq_ignore_ascii_case("none")).then(|| text.to_string())
+}
+
 pub fn join_bootstrap(addrs: Vec<String>, expect: Option<usize>) -> Result<Bootstrap, ConfigError> {
     for addr in &addrs {
         let valid = addr
@@ -244,8 +250,11 @@ pub struct ServerConfig {
     /// Events retained for `EventService/Subscribe` to replay; a subscriber asking for an
     /// older index, or falling further behind, is told to resubscribe.
     pub event_buffer: usize,
-    /// Where to serve Prometheus `/metrics` over HTTP; `None`: not served.
+    /// Where to serve Prometheus `/metrics` over HTTP; `None`: not served. The same
+    /// address as `http_addr` serves both on one listener.
     pub metrics_addr: Option<String>,
+    /// Where to serve Nomad's HTTP API (`/v1`, see `drover-http`); `None`: not served.
+    pub http_addr: Option<String>,
 }
 
 impl ServerConfig {
@@ -282,6 +291,7 @@ impl ServerConfig {
             node_register_rate: crate::api::RegisterRate::default(),
             event_buffer: crate::events::DEFAULT_EVENT_BUFFER,
             metrics_addr: None,
+            http_addr: None,
         }
     }
 
@@ -317,6 +327,13 @@ impl ServerConfig {
     /// The worker count in force: the configured one, or one per CPU.
     pub fn worker_count(&self) -> u32 {
         self.workers.count.unwrap_or_else(cpu_count)
+    }
+
+    /// Whether `/metrics` is served on the HTTP API's listener: both name the same fixed
+    /// address (port 0 picks two different ports, so it never counts as the same).
+    pub fn metrics_on_http(&self) -> bool {
+        matches!((&self.metrics_addr, &self.http_addr),
+            (Some(m), Some(h)) if m == h && !m.ends_with(":0"))
     }
 
     /// Where the Raft listener binds: `raft_addr`, or the API's host with the next port

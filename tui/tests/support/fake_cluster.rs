@@ -289,6 +289,13 @@ impl OperatorService for Api {
     ) -> Result<Response<pb::AllocGetResponse>, Status> {
         unserved()
     }
+
+    async fn alloc_list(
+        &self,
+        _: Request<pb::AllocListRequest>,
+    ) -> Result<Response<pb::AllocListResponse>, Status> {
+        unserved()
+    }
 }
 
 #[tonic::async_trait]

@@ -4,7 +4,8 @@ use super::keys::*;
 use super::{Reader, kind};
 use crate::jobspec::group::GroupDefaults;
 use crate::types::{
-    Constraint, DelayFunction, DisconnectPolicy, ReconcileStrategy, ReschedulePolicy, RestartMode,
+    Constraint, DelayFunction, DisconnectPolicy, EphemeralDisk, HealthCheck, Lifecycle,
+    LifecycleHook, MigrateStrategy, ReconcileStrategy, ReschedulePolicy, RestartMode,
     RestartPolicy, Task, TaskConfig, TaskGroup,
 };
 use serde_json::Value;
@@ -28,10 +29,13 @@ impl Reader<'_> {
                 "StopAfterClientDisconnect" => g.stop_after_client_disconnect = self.window(&fp, v),
                 "Meta" => g.meta = self.string_map(&fp, v),
                 "Update" => g.update = Some(self.update(&fp, v, defaults.update.clone())),
+                "EphemeralDisk" => g.ephemeral_disk = Some(self.ephemeral_disk(&fp, v)),
+                "Migrate" => g.migrate = self.migrate(&fp, v, g.migrate.clone()),
                 _ => match v.as_array() {
                     Some(tasks) => {
                         for (i, t) in tasks.iter().enumerate() {
-                            let task = self.task(&format!("{fp}[{i}]"), t, &mut g.constraints);
+                            let at = format!("{fp}[{i}]");
+                            let task = self.task(&at, t, &mut g.constraints, &defaults.restart);
                             g.tasks.push(task);
                         }
                     }
@@ -121,8 +125,66 @@ impl Reader<'_> {
         d
     }
 
-    /// A task; its constraints join the group's, as in the HCL reader.
-    fn task(&mut self, path: &str, v: &Value, group_constraints: &mut Vec<Constraint>) -> Task {
+    fn ephemeral_disk(&mut self, path: &str, v: &Value) -> EphemeralDisk {
+        let mut disk = EphemeralDisk {
+            size_mb: EphemeralDisk::DEFAULT_SIZE_MB,
+        };
+        for (name, v) in self.fields(path, v, EPHEMERAL_DISK_KEYS) {
+            if name == "SizeMB" {
+                disk.size_mb = self.whole(&format!("{path}.{name}"), v);
+            }
+        }
+        disk
+    }
+
+    fn migrate(&mut self, path: &str, v: &Value, mut m: MigrateStrategy) -> MigrateStrategy {
+        for (name, v) in self.fields(path, v, MIGRATE_KEYS) {
+            let fp = format!("{path}.{name}");
+            match name {
+                "MaxParallel" => m.max_parallel = self.whole(&fp, v),
+                "MinHealthyTime" => m.min_healthy_time = self.duration(&fp, v),
+                "HealthyDeadline" => m.healthy_deadline = self.duration(&fp, v),
+                _ => {
+                    let names = ["checks", "task_states"];
+                    m.health_check = self
+                        .choice(&fp, v, &names, HealthCheck::parse)
+                        .unwrap_or(m.health_check);
+                }
+            }
+        }
+        m
+    }
+
+    /// Nomad writes `"Hook": ""` for a task without a lifecycle.
+    fn lifecycle(&mut self, path: &str, v: &Value) -> Option<Lifecycle> {
+        let mut hook = None;
+        let mut sidecar = false;
+        for (name, v) in self.fields(path, v, LIFECYCLE_KEYS) {
+            let fp = format!("{path}.{name}");
+            match name {
+                "Hook" if v.as_str() == Some("") => {}
+                "Hook" => {
+                    let names = LifecycleHook::ALL.map(LifecycleHook::as_str);
+                    hook = self.choice(&fp, v, &names, LifecycleHook::parse);
+                }
+                _ => sidecar = self.bool(&fp, v),
+            }
+        }
+        Some(Lifecycle {
+            hook: hook?,
+            sidecar,
+        })
+    }
+
+    /// A task; its constraints join the group's, as in the HCL reader. Its own restart
+    /// policy starts from the job type's defaults, as in the HCL reader.
+    fn task(
+        &mut self,
+        path: &str,
+        v: &Value,
+        group_constraints: &mut Vec<Constraint>,
+        default_restart: &RestartPolicy,
+    ) -> Task {
         let mut t = Task::raw_exec("", "");
         t.driver = String::new();
         for (name, v) in self.fields(path, v, TASK_KEYS) {
@@ -135,6 +197,11 @@ impl Reader<'_> {
                 "Meta" => t.meta = self.string_map(&fp, v),
                 "KillTimeout" => t.kill_timeout = self.duration(&fp, v),
                 "Constraints" => group_constraints.extend(self.constraints(&fp, v)),
+                "Snapshot" => t.snapshot = Some(self.string(&fp, v)),
+                "User" => t.user = Some(self.string(&fp, v)).filter(|u| !u.is_empty()),
+                "KillSignal" => t.kill_signal = Some(self.string(&fp, v)).filter(|s| !s.is_empty()),
+                "RestartPolicy" => t.restart = Some(self.restart(&fp, v, default_restart.clone())),
+                "Lifecycle" => t.lifecycle = self.lifecycle(&fp, v),
                 _ => {
                     for (name, v) in self.fields(&fp, v, RESOURCES_KEYS) {
                         let rp = format!("{fp}.{name}");

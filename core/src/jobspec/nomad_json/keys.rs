@@ -71,8 +71,8 @@ pub(super) const GROUP_KEYS: &[(&str, Key)] = &[
     ("Affinities", Refused),
     ("Spreads", Refused),
     ("Volumes", Refused),
-    ("EphemeralDisk", Refused),
-    ("Migrate", Refused),
+    ("EphemeralDisk", Read),
+    ("Migrate", Read),
     ("Networks", Refused),
     ("Services", Refused),
     ("ShutdownDelay", Refused),
@@ -89,11 +89,13 @@ pub(super) const TASK_KEYS: &[(&str, Key)] = &[
     ("KillTimeout", Read),
     ("Meta", Read),
     ("Constraints", Read),
-    ("User", Refused),
-    ("Lifecycle", Refused),
+    // drover's own: the artifact whose warm nodes the task prefers.
+    ("Snapshot", Read),
+    ("User", Read),
+    ("Lifecycle", Read),
     ("Affinities", Refused),
     ("Services", Refused),
-    ("RestartPolicy", Refused),
+    ("RestartPolicy", Read),
     ("LogConfig", Refused),
     ("Artifacts", Refused),
     ("Vault", Refused),
@@ -104,7 +106,7 @@ pub(super) const TASK_KEYS: &[(&str, Key)] = &[
     ("CSIPluginConfig", Refused),
     ("Leader", Refused),
     ("ShutdownDelay", Refused),
-    ("KillSignal", Refused),
+    ("KillSignal", Read),
     ("Kind", Refused),
     ("ScalingPolicies", Refused),
     ("Identity", Refused),
@@ -170,4 +172,13 @@ pub(super) const DISCONNECT_KEYS: &[(&str, Key)] = &[
     ("Replace", Read),
     ("Reconcile", Read),
     ("StopOnClientAfter", Read),
+];
+pub(super) const LIFECYCLE_KEYS: &[(&str, Key)] = &[("Hook", Read), ("Sidecar", Read)];
+pub(super) const EPHEMERAL_DISK_KEYS: &[(&str, Key)] =
+    &[("SizeMB", Read), ("Sticky", Refused), ("Migrate", Refused)];
+pub(super) const MIGRATE_KEYS: &[(&str, Key)] = &[
+    ("MaxParallel", Read),
+    ("HealthCheck", Read),
+    ("MinHealthyTime", Read),
+    ("HealthyDeadline", Read),
 ];

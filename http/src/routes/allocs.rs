@@ -1,0 +1,73 @@
+//! `/v1/allocations` and `/v1/allocation/:id` (read, stop).
+
+use super::{Ctx, blocking, pages};
+use crate::nomad::alloc::allocation;
+use crate::query::Call;
+use crate::reply::{self, ApiError};
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::response::Response;
+use axum::routing::{get, post};
+use drover_proto::v1 as pb;
+
+pub fn routes() -> Router<Ctx> {
+    Router::new()
+        .route("/v1/allocations", get(list))
+        .route("/v1/allocation/{id}", get(read))
+        .route("/v1/allocation/{id}/stop", post(stop).put(stop))
+}
+
+async fn list(State(ctx): State<Ctx>, call: Call) -> Result<Response, ApiError> {
+    let (allocs, index, next) = pages(&call, |query, page_size, next_token| {
+        let req = call.creds.request(pb::AllocListRequest {
+            query,
+            namespace: call.list_namespace().to_string(),
+            id_prefix: call.prefix().to_string(),
+            page_size,
+            next_token,
+        });
+        let mut op = ctx.grpc.operator();
+        async move {
+            let r = op.alloc_list(req).await?.into_inner();
+            Ok((r.allocations, r.index, r.next_token))
+        }
+    })
+    .await?;
+    let body: Vec<_> = allocs.iter().map(|a| allocation(a, "", "")).collect();
+    Ok(reply::json(ctx.meta(index), &next, &body))
+}
+
+async fn read(
+    State(ctx): State<Ctx>,
+    call: Call,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let r = blocking(&call, |query| {
+        let req = call.creds.request(pb::AllocGetRequest {
+            query,
+            alloc_id: id.clone(),
+        });
+        let mut op = ctx.grpc.operator();
+        async move { op.alloc_get(req).await }
+    })
+    .await?;
+    let alloc = r
+        .allocation
+        .ok_or_else(|| ApiError::NotFound(format!("allocation {id:?} not found")))?;
+    Ok(reply::json(
+        ctx.meta(r.index),
+        "",
+        &allocation(&alloc, "", ""),
+    ))
+}
+
+async fn stop(
+    State(ctx): State<Ctx>,
+    call: Call,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let req = call.creds.request(pb::AllocStopRequest { alloc_id: id });
+    let r = ctx.grpc.allocs().stop(req).await?.into_inner();
+    let body = serde_json::json!({ "EvalID": r.eval_id, "Index": r.index });
+    Ok(reply::written(ctx.meta(r.index), &body))
+}

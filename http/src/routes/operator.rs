@@ -1,0 +1,106 @@
+//! `/v1/operator/...`: the scheduler configuration, and the Raft peers.
+
+use super::{Ctx, blocking, body};
+use crate::nomad::misc::SchedulerConfig;
+use crate::query::Call;
+use crate::reply::{self, ApiError};
+use axum::Router;
+use axum::extract::State;
+use axum::response::Response;
+use axum::routing::get;
+use bytes::Bytes;
+use drover_proto::v1 as pb;
+use serde_json::json;
+
+pub fn routes() -> Router<Ctx> {
+    Router::new()
+        .route(
+            "/v1/operator/scheduler/configuration",
+            get(scheduler_get).post(scheduler_set).put(scheduler_set),
+        )
+        .route("/v1/operator/raft/configuration", get(raft_configuration))
+}
+
+async fn scheduler_get(State(ctx): State<Ctx>, call: Call) -> Result<Response, ApiError> {
+    let r = blocking(&call, |query| {
+        let req = call.creds.request(pb::SchedulerGetConfigRequest { query });
+        let mut op = ctx.grpc.operator();
+        async move { op.scheduler_get_config(req).await }
+    })
+    .await?;
+    let config = r.config.as_ref().map(SchedulerConfig::from);
+    let body = json!({
+        "SchedulerConfig": config,
+        "Index": r.index,
+        "KnownLeader": ctx.cluster.known_leader(),
+        "LastContact": ctx.cluster.last_contact_ms(),
+    });
+    Ok(reply::json(ctx.meta(r.index), "", &body))
+}
+
+async fn scheduler_set(
+    State(ctx): State<Ctx>,
+    call: Call,
+    bytes: Bytes,
+) -> Result<Response, ApiError> {
+    let b: SchedulerConfig = body(&bytes)?;
+    if b.memory_oversubscription_enabled {
+        return Err(ApiError::BadRequest(
+            "MemoryOversubscriptionEnabled: a Nomad feature drover does not support".into(),
+        ));
+    }
+    let algorithm = match b.scheduler_algorithm.as_str() {
+        "" | "binpack" => pb::SchedulerAlgorithm::Binpack,
+        "spread" => pb::SchedulerAlgorithm::Spread,
+        other => {
+            return Err(ApiError::BadRequest(format!(
+                "SchedulerAlgorithm: unknown value {other:?} (one of binpack, spread)"
+            )));
+        }
+    };
+    let p = &b.preemption_config;
+    let req = call.creds.request(pb::SchedulerSetConfigRequest {
+        config: Some(pb::SchedulerConfig {
+            algorithm: algorithm.into(),
+            preemption: Some(pb::PreemptionConfig {
+                system: p.system_scheduler_enabled,
+                sysbatch: p.sys_batch_scheduler_enabled,
+                batch: p.batch_scheduler_enabled,
+                service: p.service_scheduler_enabled,
+            }),
+            pause_eval_broker: b.pause_eval_broker,
+            reject_job_registration: b.reject_job_registration,
+            modify_index: 0,
+        }),
+        cas_index: call.number("cas")?,
+    });
+    let r = ctx
+        .grpc
+        .operator()
+        .scheduler_set_config(req)
+        .await?
+        .into_inner();
+    let body = json!({ "Updated": r.updated, "Index": r.index });
+    Ok(reply::written(ctx.meta(r.index), &body))
+}
+
+async fn raft_configuration(State(ctx): State<Ctx>, call: Call) -> Result<Response, ApiError> {
+    let r = ctx
+        .grpc
+        .status()
+        .peers(call.creds.request(pb::PeersRequest {}))
+        .await?
+        .into_inner();
+    let servers: Vec<_> = r
+        .peers
+        .iter()
+        .map(|p| {
+            json!({
+                "ID": p.id, "Node": p.id, "Address": p.address,
+                "Leader": p.leader, "Voter": p.voter, "RaftProtocol": "3",
+            })
+        })
+        .collect();
+    let body = json!({ "Index": r.index, "Servers": servers });
+    Ok(reply::json(ctx.meta(r.index), "", &body))
+}

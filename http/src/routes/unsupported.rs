@@ -1,0 +1,128 @@
+//! What Nomad serves and drover does not: 501 with a JSON error naming the endpoint, never
+//! a silent empty answer. Deployments get their own entries: they come with their own
+//! issue, and these answers go when they land.
+
+use super::Ctx;
+use crate::reply::ApiError;
+use axum::Router;
+use axum::http::{Method, Uri};
+use axum::routing::any;
+
+/// (path pattern, why drover does not serve it).
+const UNSUPPORTED: &[(&str, &str)] = &[
+    ("/v1/deployments", "drover has no deployments yet"),
+    ("/v1/deployment/{*rest}", "drover has no deployments yet"),
+    ("/v1/job/{id}/deployments", "drover has no deployments yet"),
+    ("/v1/job/{id}/deployment", "drover has no deployments yet"),
+    (
+        "/v1/job/{id}/stable",
+        "drover keeps no stable flag on job versions",
+    ),
+    ("/v1/job/{id}/submission", "drover keeps no job sources"),
+    (
+        "/v1/job/{id}/services",
+        "drover has no service registrations yet",
+    ),
+    ("/v1/jobs/statuses", "not served"),
+    (
+        "/v1/node/{id}/purge",
+        "drover forgets lost nodes after the lost grace itself",
+    ),
+    (
+        "/v1/node/{id}/evaluate",
+        "drover evaluates nodes on every change",
+    ),
+    ("/v1/node/pools", "drover has no node pools"),
+    ("/v1/node/pool/{*rest}", "drover has no node pools"),
+    (
+        "/v1/allocation/{id}/services",
+        "drover has no service registrations yet",
+    ),
+    ("/v1/allocation/{id}/checks", "drover has no checks yet"),
+    ("/v1/client/fs/{*rest}", "only client/fs/logs is served"),
+    ("/v1/client/stats", "drover's agents report no host stats"),
+    (
+        "/v1/client/allocation/{id}/stats",
+        "drover's agents report no allocation stats",
+    ),
+    (
+        "/v1/client/allocation/{id}/signal",
+        "drover cannot signal tasks",
+    ),
+    (
+        "/v1/client/allocation/{id}/exec",
+        "drover cannot exec into tasks",
+    ),
+    (
+        "/v1/client/allocation/{id}/gc",
+        "drover collects allocations itself",
+    ),
+    ("/v1/client/gc", "drover collects allocations itself"),
+    ("/v1/evaluations/count", "not served"),
+    ("/v1/volumes", "drover has no volumes"),
+    ("/v1/volume/{*rest}", "drover has no volumes"),
+    ("/v1/plugins", "drover has no plugins"),
+    ("/v1/services", "drover has no service registrations yet"),
+    (
+        "/v1/service/{*rest}",
+        "drover has no service registrations yet",
+    ),
+    ("/v1/vars", "drover has no variables"),
+    ("/v1/var/{*rest}", "drover has no variables"),
+    ("/v1/scaling/{*rest}", "drover has no scaling policies"),
+    ("/v1/quotas", "drover has no quotas"),
+    ("/v1/sentinel/{*rest}", "drover has no sentinel policies"),
+    ("/v1/acl/roles", "drover has no acl roles"),
+    ("/v1/acl/role/{*rest}", "drover has no acl roles"),
+    ("/v1/acl/auth-methods", "drover has no auth methods"),
+    ("/v1/acl/binding-rules", "drover has no binding rules"),
+    (
+        "/v1/namespace",
+        "drover keeps no namespace objects: a namespace exists by being named",
+    ),
+    (
+        "/v1/metrics",
+        "metrics are served in Prometheus form on /metrics",
+    ),
+    (
+        "/v1/system/gc",
+        "drover collects garbage on its own schedule",
+    ),
+    (
+        "/v1/system/reconcile/summaries",
+        "drover keeps summaries consistent in its state store",
+    ),
+    ("/v1/operator/autopilot/{*rest}", "drover has no autopilot"),
+    ("/v1/operator/snapshot", "use drover's own snapshots"),
+    ("/v1/operator/license", "drover has no licence"),
+    ("/v1/agent/servers", "not served"),
+    ("/v1/agent/join", "use drover operator raft add-peer"),
+    (
+        "/v1/agent/force-leave",
+        "use drover operator raft remove-peer",
+    ),
+    ("/v1/agent/monitor", "not served"),
+    ("/v1/agent/pprof/{*rest}", "not served"),
+    ("/v1/agent/host", "not served"),
+    ("/v1/agent/keyring/{*rest}", "drover has no gossip keyring"),
+    ("/v1/regions/{*rest}", "drover runs one region"),
+];
+
+/// The 501 answer for `method` on `uri`.
+pub fn refuse(method: &Method, uri: &Uri, reason: &'static str) -> ApiError {
+    ApiError::NotImplemented {
+        endpoint: format!("{method} {}", uri.path()),
+        reason,
+    }
+}
+
+pub fn routes() -> Router<Ctx> {
+    UNSUPPORTED
+        .iter()
+        .fold(Router::new(), |router, &(path, reason)| {
+            router.route(
+                path,
+                any(move |method: Method, uri: Uri| async move { refuse(&method, &uri, reason) }),
+            )
+        })
+}

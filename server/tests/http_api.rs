@@ -1,0 +1,641 @@
+//! Nomad's HTTP API on a real server: every route meets the gRPC API's ACL checks (it
+//! calls the gRPC stack in process), and bad requests are refused as Nomad refuses them.
+
+mod common;
+
+use common::api::Api;
+use drover_proto::bearer::BearerChannel;
+use drover_proto::v1 as pb;
+use drover_proto::v1::acl_service_client::AclServiceClient;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// One HTTP answer: status, headers (lowercased names) and body.
+#[derive(Debug)]
+struct Answer {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A plain HTTP/1.1 request; with `head_only` the answer's body is not read (streams).
+async fn http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: &str,
+    head_only: bool,
+) -> Answer {
+    let mut conn = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("connects");
+    let auth = token
+        .map(|t| format!("X-Nomad-Token: {t}\r\n"))
+        .unwrap_or_default();
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    conn.write_all(request.as_bytes()).await.expect("sent");
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = tokio::time::timeout(Duration::from_secs(20), conn.read(&mut buf))
+            .await
+            .expect("answered in time")
+            .expect("reads");
+        raw.extend_from_slice(&buf[..n]);
+        if n == 0 || (head_only && raw.windows(4).any(|w| w == b"\r\n\r\n")) {
+            break;
+        }
+    }
+    let text = String::from_utf8_lossy(&raw).to_string();
+    let (head, rest) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status line in {text:?}"));
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
+    let body = if chunked && !head_only {
+        dechunk(rest)
+    } else {
+        rest.to_string()
+    };
+    Answer {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn dechunk(mut rest: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, tail)) = rest.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if n == 0 || tail.len() < n {
+            break;
+        }
+        out.push_str(&tail[..n]);
+        rest = tail[n..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+/// A server serving the HTTP API on a free port.
+async fn start(acl: bool) -> (Api, String) {
+    let api = Api::start(|c| {
+        c.acl_enabled = acl;
+        c.http_addr = Some("127.0.0.1:0".into());
+    })
+    .await;
+    let addr = api
+        .api
+        .http_addr()
+        .expect("the HTTP API is served")
+        .to_string();
+    (api, addr)
+}
+
+const JOB: &str = r#"{"Job": {"ID": "web", "Type": "service", "TaskGroups": [{"Name": "g",
+    "Tasks": [{"Name": "t", "Driver": "raw_exec", "Config": {"command": "/bin/true"},
+    "Resources": {"CPU": 50, "MemoryMB": 32}}]}]}}"#;
+
+/// What a route needs of a token.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Need {
+    /// Any token that may read (the read-only one).
+    Read,
+    /// More than the read-only token's `read` policies grant (writes, and task logs,
+    /// which need `read-logs`).
+    More,
+    /// A management token (the ACL endpoints).
+    Management,
+    /// Nothing: served without a token (leader and peers as gRPC's Status calls, the
+    /// parser, which touches no state, and what drover answers with 501).
+    None,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_route_checks_the_token_as_grpc_does() {
+    let (api, addr) = start(true).await;
+    let raw = Api::endpoint(&api.api).connect().await.expect("connect");
+    let boot = AclServiceClient::new(BearerChannel::plain(raw.clone()))
+        .bootstrap(pb::AclBootstrapRequest {})
+        .await
+        .expect("bootstrap")
+        .into_inner();
+    let management = boot.token.expect("token").secret_id;
+    let admin = AclServiceClient::new(BearerChannel::new(raw, Some(&management)).expect("header"));
+    let rules = r#"namespace "*" { policy = "read" }
+node { policy = "read" }
+operator { policy = "read" }"#;
+    admin
+        .clone()
+        .policy_apply(pb::AclPolicyApplyRequest {
+            name: "ro".into(),
+            description: String::new(),
+            rules: rules.into(),
+        })
+        .await
+        .expect("policy");
+    let read_only = admin
+        .clone()
+        .token_create(pb::AclTokenCreateRequest {
+            name: "ro".into(),
+            r#type: "client".into(),
+            policies: vec!["ro".into()],
+            ttl_ms: 0,
+        })
+        .await
+        .expect("token")
+        .into_inner()
+        .token
+        .expect("token")
+        .secret_id;
+    let created = http(&addr, "POST", "/v1/jobs", Some(&management), JOB, false).await;
+    assert_eq!(created.status, 200, "{created:?}");
+
+    let node = "6f3a1c2e-0000-4000-8000-000000000001";
+    let alloc = "6f3a1c2e-0000-4000-8000-000000000002";
+    let parse = r#"{"JobHCL": "job \"p\" {\n group \"g\" {\n task \"t\" {\n driver = \"raw_exec\"\n config {\n command = \"/bin/true\"\n }\n }\n }\n}"}"#;
+    let table: Vec<(&str, String, &str, Need)> = vec![
+        ("GET", "/v1/jobs".into(), "", Need::Read),
+        ("POST", "/v1/jobs".into(), JOB, Need::More),
+        ("POST", "/v1/jobs/parse".into(), parse, Need::None),
+        ("GET", "/v1/job/web".into(), "", Need::Read),
+        ("POST", "/v1/job/web".into(), JOB, Need::More),
+        ("DELETE", "/v1/job/absent".into(), "", Need::More),
+        ("GET", "/v1/job/web/versions".into(), "", Need::Read),
+        ("GET", "/v1/job/web/allocations".into(), "", Need::Read),
+        ("GET", "/v1/job/web/evaluations".into(), "", Need::Read),
+        ("GET", "/v1/job/web/summary".into(), "", Need::Read),
+        ("POST", "/v1/job/web/plan".into(), JOB, Need::More),
+        ("POST", "/v1/job/web/evaluate".into(), "", Need::More),
+        (
+            "POST",
+            "/v1/job/web/revert".into(),
+            r#"{"JobVersion": 0}"#,
+            Need::More,
+        ),
+        (
+            "POST",
+            "/v1/job/web/scale".into(),
+            r#"{"Count": 2, "Target": {"Group": "g"}}"#,
+            Need::More,
+        ),
+        ("POST", "/v1/job/web/dispatch".into(), "{}", Need::More),
+        ("POST", "/v1/job/web/periodic/force".into(), "", Need::More),
+        ("GET", "/v1/job/web/deployments".into(), "", Need::None),
+        ("GET", "/v1/nodes".into(), "", Need::Read),
+        ("GET", format!("/v1/node/{node}"), "", Need::Read),
+        (
+            "GET",
+            format!("/v1/node/{node}/allocations"),
+            "",
+            Need::Read,
+        ),
+        (
+            "POST",
+            format!("/v1/node/{node}/drain"),
+            r#"{"DrainSpec": {"Deadline": 0}}"#,
+            Need::More,
+        ),
+        (
+            "POST",
+            format!("/v1/node/{node}/eligibility"),
+            r#"{"Eligibility": "ineligible"}"#,
+            Need::More,
+        ),
+        (
+            "POST",
+            format!("/v1/drover/node/{node}/offline"),
+            "",
+            Need::More,
+        ),
+        (
+            "POST",
+            format!("/v1/drover/node/{node}/online"),
+            "",
+            Need::More,
+        ),
+        ("POST", format!("/v1/node/{node}/purge"), "", Need::None),
+        ("GET", "/v1/allocations".into(), "", Need::Read),
+        ("GET", format!("/v1/allocation/{alloc}"), "", Need::Read),
+        (
+            "POST",
+            format!("/v1/allocation/{alloc}/stop"),
+            "",
+            Need::More,
+        ),
+        (
+            "POST",
+            format!("/v1/client/allocation/{alloc}/restart"),
+            "",
+            Need::More,
+        ),
+        (
+            "GET",
+            format!("/v1/client/fs/logs/{alloc}?task=t"),
+            "",
+            Need::More,
+        ),
+        ("GET", "/v1/evaluations".into(), "", Need::Read),
+        ("GET", format!("/v1/evaluation/{alloc}"), "", Need::Read),
+        (
+            "GET",
+            format!("/v1/evaluation/{alloc}/allocations"),
+            "",
+            Need::Read,
+        ),
+        ("GET", "/v1/deployments".into(), "", Need::None),
+        ("GET", "/v1/status/leader".into(), "", Need::None),
+        ("GET", "/v1/status/peers".into(), "", Need::None),
+        ("GET", "/v1/agent/self".into(), "", Need::Read),
+        ("GET", "/v1/agent/members".into(), "", Need::Read),
+        ("GET", "/v1/namespaces".into(), "", Need::Read),
+        (
+            "GET",
+            "/v1/operator/scheduler/configuration".into(),
+            "",
+            Need::Read,
+        ),
+        (
+            "PUT",
+            "/v1/operator/scheduler/configuration".into(),
+            r#"{"SchedulerAlgorithm": "binpack"}"#,
+            Need::More,
+        ),
+        (
+            "GET",
+            "/v1/operator/raft/configuration".into(),
+            "",
+            Need::None,
+        ),
+        ("GET", "/v1/event/stream".into(), "", Need::Read),
+        (
+            "POST",
+            "/v1/search".into(),
+            r#"{"Prefix": "w", "Context": "jobs"}"#,
+            Need::Read,
+        ),
+        (
+            "POST",
+            "/v1/search/fuzzy".into(),
+            r#"{"Text": "w", "Context": "jobs"}"#,
+            Need::Read,
+        ),
+        ("GET", "/v1/acl/token/self".into(), "", Need::Read),
+        ("GET", "/v1/acl/tokens".into(), "", Need::Management),
+        (
+            "POST",
+            "/v1/acl/token".into(),
+            r#"{"Name": "x", "Type": "management"}"#,
+            Need::Management,
+        ),
+        (
+            "GET",
+            format!("/v1/acl/token/{alloc}"),
+            "",
+            Need::Management,
+        ),
+        (
+            "DELETE",
+            format!("/v1/acl/token/{alloc}"),
+            "",
+            Need::Management,
+        ),
+        ("GET", "/v1/acl/policies".into(), "", Need::Management),
+        ("GET", "/v1/acl/policy/ro".into(), "", Need::Management),
+        (
+            "POST",
+            "/v1/acl/policy/extra".into(),
+            r#"{"Rules": "node { policy = \"read\" }"}"#,
+            Need::Management,
+        ),
+        (
+            "DELETE",
+            "/v1/acl/policy/absent".into(),
+            "",
+            Need::Management,
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (method, path, body, need) in &table {
+        let stream = path.starts_with("/v1/event/stream");
+        for (who, token) in [
+            ("no token", None),
+            ("read-only", Some(read_only.as_str())),
+            ("management", Some(management.as_str())),
+        ] {
+            let answer = http(&addr, method, path, token, body, stream).await;
+            let refused = answer.status == 403;
+            let want_refused = match (who, need) {
+                (_, Need::None) | ("management", _) => false,
+                ("no token", _) => true,
+                (_, Need::Read) => false,
+                _ => true,
+            };
+            if refused != want_refused {
+                failures.push(format!(
+                    "{method} {path} with {who}: {} {}",
+                    answer.status, answer.body
+                ));
+            }
+            if refused && !answer.body.starts_with("Permission denied") {
+                failures.push(format!("{method} {path}: 403 says {:?}", answer.body));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_requests_are_refused_as_nomad_refuses_them() {
+    let (_api, addr) = start(false).await;
+    let table: &[(&str, &str, &str, u16, &str)] = &[
+        (
+            "POST",
+            "/v1/jobs",
+            r#"{"Job": {"#,
+            400,
+            "invalid json at line 1 column 9",
+        ),
+        (
+            "POST",
+            "/v1/jobs",
+            r#"{"Job": {"ID": "x"}, "Bogus": 1}"#,
+            400,
+            "unknown field `Bogus`",
+        ),
+        (
+            "POST",
+            "/v1/jobs",
+            r#"{"Job": {"ID": "x", "Foo": 1}}"#,
+            400,
+            r#"unknown key "Foo""#,
+        ),
+        (
+            "POST",
+            "/v1/jobs",
+            r#"{"Job": {"ID": "x", "Affinities": [{"LTarget": "a"}]}}"#,
+            400,
+            "Job.Affinities: a Nomad feature drover does not support",
+        ),
+        (
+            "POST",
+            "/v1/job/other",
+            JOB,
+            400,
+            r#"job id "web" in the body does not match "other" in the path"#,
+        ),
+        (
+            "POST",
+            "/v1/jobs",
+            r#"{"Job": {"ID": "x", "TaskGroups": []}}"#,
+            400,
+            "group",
+        ),
+        (
+            "PATCH",
+            "/v1/jobs",
+            "",
+            405,
+            "method PATCH is not allowed on /v1/jobs",
+        ),
+        ("DELETE", "/v1/nodes", "", 405, "not allowed"),
+        ("GET", "/v1/nope", "", 404, "/v1/nope"),
+        (
+            "GET",
+            "/v1/jobs?filter=Status%20%3D%3D%20%22running%22",
+            "",
+            400,
+            "query parameter filter is not supported",
+        ),
+        (
+            "GET",
+            "/v1/jobs?index=nine",
+            "",
+            400,
+            "query parameter index",
+        ),
+        (
+            "GET",
+            "/v1/jobs?index=1&wait=soon",
+            "",
+            400,
+            "query parameter wait",
+        ),
+        (
+            "GET",
+            "/v1/deployments",
+            "",
+            501,
+            r#""Endpoint":"GET /v1/deployments""#,
+        ),
+        (
+            "GET",
+            "/v1/job/web/deployments",
+            "",
+            501,
+            "drover has no deployments yet",
+        ),
+        ("GET", "/v1/job/absent", "", 404, "absent"),
+        (
+            "POST",
+            "/v1/node/x/eligibility",
+            r#"{"Eligibility": "maybe"}"#,
+            400,
+            "Eligibility: unknown value",
+        ),
+        (
+            "GET",
+            "/v1/event/stream?topic=Weather",
+            "",
+            400,
+            "unknown topic",
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (method, path, body, status, says) in table {
+        let answer = http(&addr, method, path, None, body, false).await;
+        if answer.status != *status || !answer.body.contains(says) {
+            failures.push(format!(
+                "{method} {path}: want {status} saying {says:?}, got {} {:?}",
+                answer.status, answer.body
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocking_query_waits_for_the_next_change() {
+    let (_api, addr) = start(false).await;
+    let first = http(&addr, "GET", "/v1/jobs", None, "", false).await;
+    let index: u64 = first
+        .header("x-nomad-index")
+        .and_then(|v| v.parse().ok())
+        .expect("an index header");
+    assert_eq!(first.header("x-nomad-knownleader"), Some("true"));
+    assert!(first.header("x-nomad-lastcontact").is_some());
+
+    // Nothing changes: the wait runs out and the answer is the same state.
+    let started = Instant::now();
+    let quiet = http(
+        &addr,
+        "GET",
+        &format!("/v1/jobs?index={index}&wait=1s"),
+        None,
+        "",
+        false,
+    )
+    .await;
+    assert_eq!(quiet.status, 200, "{quiet:?}");
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "answered before the wait"
+    );
+    assert_eq!(
+        quiet.header("x-nomad-index"),
+        Some(index.to_string().as_str())
+    );
+
+    // A registration during the wait answers it early, with the new index.
+    let addr2 = addr.clone();
+    let waiter = tokio::spawn(async move {
+        let started = Instant::now();
+        let a = http(
+            &addr2,
+            "GET",
+            &format!("/v1/jobs?index={index}&wait=30s"),
+            None,
+            "",
+            false,
+        )
+        .await;
+        (a, started.elapsed())
+    });
+    let registered = http(&addr, "POST", "/v1/jobs", None, JOB, false).await;
+    assert_eq!(registered.status, 200, "{registered:?}");
+    let (woken, took) = waiter.await.expect("the waiter answers");
+    let new_index: u64 = woken
+        .header("x-nomad-index")
+        .and_then(|v| v.parse().ok())
+        .expect("an index header");
+    assert!(new_index > index, "{woken:?}");
+    assert!(took < Duration::from_secs(20), "woke only after {took:?}");
+    assert!(woken.body.contains(r#""ID":"web""#), "{}", woken.body);
+}
+
+/// Nomad's API over TLS with the gRPC API's certificates: a client the cluster CA signed is
+/// served, one without a certificate is refused in the handshake (`verify_incoming`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_takes_the_grpc_apis_tls_settings() {
+    use drover_server::tls::ServerTls;
+    use drover_server::tls::dev_certs::{Role, create_ca, create_cert};
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+    use std::sync::Arc;
+
+    let certs = tempfile::tempdir().expect("temp dir");
+    let ca = create_ca(1).expect("ca");
+    let path = |name: &str| certs.path().join(name);
+    for (name, pem) in [
+        ("ca", ca.clone()),
+        (
+            "server",
+            create_cert(&ca, Role::Server, &[], 1).expect("server cert"),
+        ),
+        (
+            "cli",
+            create_cert(&ca, Role::Cli, &[], 1).expect("cli cert"),
+        ),
+    ] {
+        std::fs::write(path(&format!("{name}.pem")), &pem.cert).expect("written");
+        std::fs::write(path(&format!("{name}-key.pem")), &pem.key).expect("written");
+    }
+    let api = Api::start(|c| {
+        c.http_addr = Some("127.0.0.1:0".into());
+        c.tls = Some(ServerTls {
+            ca_file: path("ca.pem"),
+            cert_file: path("server.pem"),
+            key_file: path("server-key.pem"),
+            verify_incoming: true,
+            verify_server_hostname: true,
+        });
+    })
+    .await;
+    let addr = api.api.http_addr().expect("the HTTP API is served");
+
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_file_iter(path("ca.pem")).expect("ca") {
+        roots.add(cert.expect("ca cert")).expect("root");
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = || {
+        rustls::ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .expect("versions")
+            .with_root_certificates(roots.clone())
+    };
+    let with_cert = builder()
+        .with_client_auth_cert(
+            CertificateDer::pem_file_iter(path("cli.pem"))
+                .expect("cli cert")
+                .collect::<Result<_, _>>()
+                .expect("cli cert"),
+            PrivateKeyDer::from_pem_file(path("cli-key.pem")).expect("cli key"),
+        )
+        .expect("client auth");
+    let without_cert = builder().with_no_client_auth();
+    // The server certificate names localhost (and 127.0.0.1) besides its role.
+    let name = ServerName::try_from("localhost").expect("server name");
+    let get = |config: rustls::ClientConfig| {
+        let name = name.clone();
+        async move {
+            let tcp = tokio::net::TcpStream::connect(addr)
+                .await
+                .expect("connects");
+            let mut tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+                .connect(name, tcp)
+                .await
+                .map_err(|e| e.to_string())?;
+            tls.write_all(b"GET /v1/regions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                .await
+                .map_err(|e| e.to_string())?;
+            let mut raw = Vec::new();
+            tls.read_to_end(&mut raw).await.map_err(|e| e.to_string())?;
+            Ok::<String, String>(String::from_utf8_lossy(&raw).to_string())
+        }
+    };
+    let served = get(with_cert).await.expect("served over TLS");
+    assert!(
+        served.starts_with("HTTP/1.1 200") && served.contains(r#"["global"]"#),
+        "{served}"
+    );
+    let refused = get(without_cert).await;
+    assert!(
+        refused.as_ref().map_or(true, |answer| answer.is_empty()),
+        "a client without a certificate was served: {refused:?}"
+    );
+}
