@@ -125,6 +125,7 @@ fn main() -> ExitCode {
         return code;
     }
     let args = argv::normalize(std::env::args_os(), &Cli::command());
+    let is_plan = names_job_plan(&args);
     let parsed = Cli::command()
         .try_get_matches_from(args)
         .and_then(|matches| Cli::from_arg_matches(&matches));
@@ -132,9 +133,14 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => {
             // Help and version go to stdout and succeed; a usage error is an error (1),
-            // not clap's 2, which `job run` uses for placement failures.
+            // not clap's 2, which `job run` uses for placement failures, and `job plan`'s
+            // error code, as its help says.
             let _ = e.print();
-            return ExitCode::from(u8::from(e.use_stderr()));
+            return match (e.use_stderr(), is_plan) {
+                (false, _) => ExitCode::SUCCESS,
+                (true, true) => ExitCode::from(PLAN_ERROR),
+                (true, false) => ExitCode::from(1),
+            };
         }
     };
     let error_code = match &cli.command {
@@ -173,6 +179,17 @@ fn main() -> ExitCode {
             ExitCode::from(error_code)
         }
     }
+}
+
+/// Whether the command line is `drover job plan ...`, whatever flags come between: its
+/// usage errors take the plan's error code.
+fn names_job_plan(args: &[std::ffi::OsString]) -> bool {
+    let mut words = args
+        .iter()
+        .skip(1)
+        .filter_map(|a| a.to_str())
+        .filter(|a| !a.starts_with('-'));
+    words.next() == Some("job") && words.next() == Some("plan")
 }
 
 async fn run(command: Command) -> anyhow::Result<Exit> {

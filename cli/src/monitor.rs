@@ -6,13 +6,18 @@ use crate::client::Client;
 use crate::error::{CliError, Exit, rpc_failed};
 use crate::evals;
 use crate::output;
-use drover_core::{Allocation, EvalStatus};
+use drover_core::{Allocation, EvalStatus, SchedulerType};
+use drover_proto::WireEnum;
 use drover_proto::v1 as pb;
 use std::io::Write;
 use std::time::Duration;
 
 /// How often the evaluation is read again while it is still pending.
 const POLL_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Reads of a still-pending evaluation before the workers are asked whether anything will
+/// take it (a second: a busy cluster answers within it).
+const POLLS_BEFORE_WORKER_CHECK: u32 = 10;
 
 /// Follows `eval_id` until it is complete, failed or canceled, printing as it goes.
 /// Ctrl-C leaves it running on the server; only the watching stops.
@@ -28,6 +33,7 @@ pub async fn monitor(
         output::id(eval_id, verbose)
     )?;
     let mut last_status: Option<EvalStatus> = None;
+    let mut polls = 0u32;
     let eval = loop {
         let eval = evals::get(client, eval_id).await?;
         match last_status {
@@ -43,6 +49,13 @@ pub async fn monitor(
         last_status = Some(eval.status);
         if eval.is_terminal() {
             break eval;
+        }
+        polls += 1;
+        if polls == POLLS_BEFORE_WORKER_CHECK
+            && eval.status == EvalStatus::Pending
+            && let Some(why) = scheduling_paused(client, eval.scheduler).await
+        {
+            writeln!(out, "    {why}")?;
         }
         out.flush()?;
         tokio::time::sleep(POLL_INTERVAL).await;
@@ -89,6 +102,40 @@ pub async fn monitor(
         )?;
     }
     Ok(Exit::PLACEMENT_FAILURES)
+}
+
+/// Why nothing will take an evaluation of `scheduler`'s type, when no answering server has
+/// a started worker for it: an operator paused them or configured the type away. None
+/// when some worker takes it, or the workers cannot be listed (no operator read grant).
+async fn scheduling_paused(client: &Client, scheduler: SchedulerType) -> Option<String> {
+    let answer = client
+        .workers()
+        .list(pb::ListWorkersRequest::default())
+        .await
+        .ok()?
+        .into_inner();
+    let wire = scheduler.to_wire();
+    let takers: Vec<_> = answer
+        .workers
+        .iter()
+        .filter(|w| w.enabled_schedulers.contains(&wire))
+        .collect();
+    if takers
+        .iter()
+        .any(|w| w.status == pb::WorkerStatus::Started as i32)
+    {
+        return None;
+    }
+    Some(if takers.is_empty() {
+        format!(
+            "Scheduling is paused: no worker takes {} evaluations (drover operator workers config -schedulers)",
+            scheduler.as_str()
+        )
+    } else {
+        "Scheduling is paused: every scheduler worker is paused; \
+         the evaluation waits (drover operator workers resume -all)"
+            .to_string()
+    })
 }
 
 /// The allocations `eval_id` created for its job; none once the job is gone (a purge

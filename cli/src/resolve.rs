@@ -1,5 +1,6 @@
 //! Ids by prefix: every command that takes an eval, allocation or node id also takes the
-//! eight characters the tables print, or any unique leading part (Nomad's behaviour).
+//! eight characters the tables print, or any unique leading part (Nomad's behaviour);
+//! node arguments take the node's name too.
 
 use crate::client::Client;
 use crate::error::{CliError, rpc_failed};
@@ -69,6 +70,9 @@ fn pick(kind: Kind, given: &str, mut ids: Vec<String>, more: bool) -> Result<Str
     let noun = kind.noun();
     match ids.len() {
         1 if !more => Ok(ids.remove(0)),
+        0 if kind == Kind::Node => Err(CliError::Usage(format!(
+            "no node is called {given:?} or has an id starting with it"
+        ))),
         0 => Err(CliError::Usage(format!(
             "no {noun} id starts with {given:?}"
         ))),

@@ -52,10 +52,11 @@ pub struct ServerArg {
     server_id: Option<String>,
 }
 
+/// One worker by id or all with `-all`; naming neither is a usage error that names both.
 #[derive(Debug, Clone, clap::Args)]
+#[command(group(clap::ArgGroup::new("which").required(true).args(["worker_id", "all"])))]
 pub struct WorkerArgs {
     /// The worker's id, as `workers list` shows it
-    #[arg(required_unless_present = "all", conflicts_with = "all")]
     worker_id: Option<String>,
     /// Every worker of the server (or of every server, without -server-id)
     #[arg(long)]

@@ -365,6 +365,10 @@ async fn scale_and_revert_a_job() {
         (&["job", "scale", "web", "-1"], "-1"),
         (&["job", "revert", "web", "2"], "already at version 2"),
         (&["job", "revert", "web", "9"], "no version 9"),
+        (
+            &["job", "scale", "nosuchjob", "3"],
+            "looking up job \"nosuchjob\": job",
+        ),
     ];
     for (args, want) in refused {
         let out = drover(&server, args).await;
@@ -466,6 +470,11 @@ async fn jobs_in_a_namespace() {
     assert_eq!(ns_of(&list), ["default"]);
     let list = json(&drover(&server, &["job", "status", "-namespace", "*", "-json"]).await);
     assert_eq!(ns_of(&list), ["default", "prod"]);
+    // The table of every namespace tells the two `web` jobs apart.
+    let table = stdout(&drover(&server, &["job", "status", "-namespace", "*"]).await);
+    let header = table.lines().next().unwrap_or_default();
+    assert!(header.contains("Namespace"), "{table}");
+    assert!(table.lines().any(|l| l.contains("prod")), "{table}");
     let shown = json(
         &drover(
             &server,

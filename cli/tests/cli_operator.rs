@@ -37,6 +37,21 @@ async fn offline_and_online_a_node() {
     assert_code(&inelig, 0);
     let node = json(&drover(&server, &["node", "status", id, "-json"]).await);
     assert_eq!(node["node"]["eligibility"], "Ineligible");
+
+    // Every node argument takes the node's name too, as the console does.
+    let by_name = drover(&server, &["node", "offline", "node-2"]).await;
+    assert_code(&by_name, 0);
+    let node = json(&drover(&server, &["node", "status", &nodes.ids[1], "-json"]).await);
+    assert_eq!(node["node"]["health"], "Offlined");
+    let shown = json(&drover(&server, &["node", "status", "node-2", "-json"]).await);
+    assert_eq!(shown["node"]["id"], nodes.ids[1].as_str());
+    let unknown = drover(&server, &["node", "offline", "node-9"]).await;
+    assert_code(&unknown, 1);
+    assert!(
+        cli_support::stderr(&unknown).contains("no node is called \"node-9\""),
+        "{}",
+        cli_support::stderr(&unknown)
+    );
     server.stop().await;
 }
 
@@ -75,6 +90,32 @@ async fn pause_and_resume_workers() {
 
     let config = json(&drover(&server, &["operator", "workers", "config", "-json"]).await);
     assert_eq!(config["count"].as_u64(), Some(count as u64));
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn job_run_while_paused_says_so() {
+    let server = TestServer::start().await;
+    let _nodes = join_nodes(&server, 1).await;
+    assert_code(
+        &drover(&server, &["operator", "workers", "pause", "-all"]).await,
+        0,
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = cli_support::write_mock_job(dir.path(), "waits");
+    let file = file.to_str().expect("utf-8 path");
+    let run = spawn(&server.url(), &["job", "run", file]);
+    let said = wait_for_line(&run, "the run to say scheduling is paused", |l| {
+        l.contains("Scheduling is paused")
+    });
+    assert!(said.contains("workers resume -all"), "{said}");
+    assert_code(
+        &drover(&server, &["operator", "workers", "resume", "-all"]).await,
+        0,
+    );
+    wait_for_line(&run, "the evaluation to finish once resumed", |l| {
+        l.contains("finished with status \"complete\"")
+    });
     server.stop().await;
 }
 

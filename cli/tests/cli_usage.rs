@@ -46,6 +46,11 @@ fn exit_codes_and_messages() {
         ),
         (&["job", "frobnicate"], 1, "frobnicate"),
         (&["node", "drain"], 1, "<NODE_ID>"),
+        // Naming neither one worker nor all names both ways.
+        (&["operator", "workers", "pause"], 1, "--all"),
+        // `job plan` keeps 1 for "would change": its usage errors exit 255 as its help says.
+        (&["job", "plan", "-json"], 255, "--json"),
+        (&["job", "plan"], 255, "<FILE>"),
         // Single-dash long flags are Nomad's; an unreachable server is one line naming it.
         (
             &["job", "status", "-json", "-address=http://127.0.0.1:1"],

@@ -102,6 +102,31 @@ async fn the_operators_token_never_reaches_an_address_a_node_chose() {
     .await;
     let alloc = snap.allocs_by_node(&agent.creds.node_id).next().unwrap().id;
 
+    // A read-only token is refused before anything leaves the server, told which
+    // namespace it lacks the grant in.
+    let reader = acl
+        .token("reader", r#"namespace "*" { policy = "read" }"#)
+        .await;
+    let refused = AllocServiceClient::new(acl.channel(Some(&reader)))
+        .logs(pb::AllocLogsRequest {
+            alloc_id: alloc.to_string(),
+            ..Default::default()
+        })
+        .await
+        .expect_err("read does not grant read-logs");
+    assert_eq!(refused.code(), tonic::Code::PermissionDenied);
+    assert!(
+        refused
+            .message()
+            .contains("read-logs on namespace \"default\""),
+        "{}",
+        refused.message()
+    );
+    assert!(
+        recorder.0.lock().unwrap().is_empty(),
+        "nothing reached the node"
+    );
+
     let mut logs = AllocServiceClient::new(acl.channel(Some(&acl.management)))
         .logs(pb::AllocLogsRequest {
             alloc_id: alloc.to_string(),

@@ -72,7 +72,7 @@ pub async fn revert(
     verbose: bool,
     out: &mut dyn Write,
 ) -> Result<Exit, CliError> {
-    let all = versions(client, job_id).await?;
+    let all = versions(client, job_id, format!("looking up job {job_id:?}")).await?;
     let current = all
         .first()
         .ok_or_else(|| CliError::Usage(format!("job {job_id:?} has no stored version")))?;
@@ -98,7 +98,7 @@ pub async fn revert(
 
 /// The job as registered now (its newest version).
 async fn current(client: &Client, job_id: &str) -> Result<Job, CliError> {
-    versions(client, job_id)
+    versions(client, job_id, format!("looking up job {job_id:?}"))
         .await?
         .into_iter()
         .next()

@@ -70,23 +70,43 @@ pub async fn list(
         .into_iter()
         .map(JobRow::decode)
         .collect::<Result<Vec<_>, _>>()?;
-    output::print_as(out, output.json, &rows[..], job_table)?;
+    let every_namespace = client.namespace_filter().is_empty();
+    output::print_as(out, output.json, &rows[..], |rows| {
+        job_table(rows, every_namespace)
+    })?;
     Ok(Exit::OK)
 }
 
-pub fn job_table(rows: &[JobRow]) -> String {
+/// The job list; `with_namespace` adds Nomad's Namespace column, for `-namespace '*'`
+/// where the same id can be listed twice.
+pub fn job_table(rows: &[JobRow], with_namespace: bool) -> String {
     if rows.is_empty() {
         return "No running jobs\n".into();
     }
-    let mut table = Table::new(["ID", "Type", "Priority", "Status", "Submit Date"]);
+    let mut table = if with_namespace {
+        Table::new([
+            "ID",
+            "Namespace",
+            "Type",
+            "Priority",
+            "Status",
+            "Submit Date",
+        ])
+    } else {
+        Table::new(["ID", "Type", "Priority", "Status", "Submit Date"])
+    };
     for r in rows {
-        table.row([
-            r.id.clone(),
+        let mut cells = vec![r.id.clone()];
+        if with_namespace {
+            cells.push(r.namespace.clone());
+        }
+        cells.extend([
             r.job_type.to_string(),
             r.priority.to_string(),
             status_text(r.status, r.stop),
             output::time(r.submit_time),
         ]);
+        table.row(cells);
     }
     table.render()
 }
@@ -279,7 +299,12 @@ pub async fn history(
     output: OutputArgs,
     out: &mut dyn Write,
 ) -> Result<Exit, CliError> {
-    let versions = versions(client, job_id).await?;
+    let versions = versions(
+        client,
+        job_id,
+        format!("querying the history of job {job_id:?}"),
+    )
+    .await?;
     if output.json {
         output::print_json(out, &versions)?;
     } else {
@@ -288,7 +313,13 @@ pub async fn history(
     Ok(Exit::OK)
 }
 
-pub(super) async fn versions(client: &Client, job_id: &str) -> Result<Vec<Job>, CliError> {
+/// Every stored version of `job_id`, newest first; `action` says what the caller was doing
+/// when the server refuses (`job scale nosuchjob` is not "querying the history").
+pub(super) async fn versions(
+    client: &Client,
+    job_id: &str,
+    action: String,
+) -> Result<Vec<Job>, CliError> {
     let answer = client
         .jobs()
         .versions(pb::JobVersionsRequest {
@@ -297,9 +328,7 @@ pub(super) async fn versions(client: &Client, job_id: &str) -> Result<Vec<Job>, 
             ..Default::default()
         })
         .await
-        .map_err(rpc_failed(format_args!(
-            "querying the history of job {job_id:?}"
-        )))?
+        .map_err(rpc_failed(action))?
         .into_inner();
     Ok(answer
         .versions
@@ -332,7 +361,7 @@ pub async fn inspect(
     version: Option<u64>,
     out: &mut dyn Write,
 ) -> Result<Exit, CliError> {
-    let all = versions(client, job_id).await?;
+    let all = versions(client, job_id, format!("looking up job {job_id:?}")).await?;
     let job = match version {
         None => all.into_iter().next(),
         Some(v) => all.into_iter().find(|j| j.version == v),
@@ -380,8 +409,9 @@ mod tests {
             row("web", JobType::Service, JobStatus::Running, false),
             row("nightly-report", JobType::Batch, JobStatus::Dead, true),
         ];
-        insta::assert_snapshot!(job_table(&rows));
-        assert_eq!(job_table(&[]), "No running jobs\n");
+        insta::assert_snapshot!(job_table(&rows, false));
+        insta::assert_snapshot!("job_list_every_namespace", job_table(&rows, true));
+        assert_eq!(job_table(&[], false), "No running jobs\n");
     }
 
     #[test]

@@ -99,12 +99,24 @@ n.node.eligible_node(target, eligible=True)
 check("marked eligible again", n.node.get_node(target)["SchedulingEligibility"] == "eligible")
 drained = n.node.drain_node_with_spec(target, {"Deadline": 60_000_000_000, "IgnoreSystemJobs": False})
 check("drain answers", "Index" in drained, drained)
+
+
+def drained_or_draining(node, deadline_ns):
+    """A drain is on with its deadline, or (the node had nothing to move) it already ended
+    by itself: the drain leader duty finishes an empty node's drain at once, leaving it
+    ineligible with the event saying so."""
+    if node["SchedulingEligibility"] != "ineligible":
+        return False
+    if node["Drain"]:
+        return deadline_ns is None or node["DrainStrategy"]["DrainSpec"]["Deadline"] == deadline_ns
+    last = node["Events"][-1]["Message"] if node["Events"] else ""
+    return last.startswith("node drain complete")
+
+
 draining = n.node.get_node(target)
 check(
     "the node drains, ineligible, with its deadline",
-    draining["Drain"] is True
-    and draining["SchedulingEligibility"] == "ineligible"
-    and draining["DrainStrategy"]["DrainSpec"]["Deadline"] == 60_000_000_000,
+    drained_or_draining(draining, 60_000_000_000),
     draining,
 )
 n.node.drain_node_with_spec(target, None, mark_eligible=True)
@@ -115,7 +127,7 @@ check(
     undrained,
 )
 n.node.drain_node(target, True)
-check("the older ?enable form drains too", n.node.get_node(target)["Drain"] is True)
+check("the older ?enable form drains too", drained_or_draining(n.node.get_node(target), None))
 n.node.drain_node(target, False)
 check("and stops draining", n.node.get_node(target)["Drain"] is False)
 n.node.eligible_node(target, eligible=True)

@@ -4,7 +4,6 @@
 
 use super::Api;
 use crate::agent_link::{AgentLinks, agent_status, granted};
-use crate::auth::authorize;
 use drover_core::acl::{NamespaceCapability as Cap, Need};
 use drover_core::types::{AllocId, Allocation, Node};
 use drover_proto::convert::parse_id;
@@ -28,6 +27,34 @@ impl AllocApi {
     pub(crate) fn new(api: Api) -> Self {
         let agents = Arc::new(AgentLinks::new(api.handle.config().tls.clone()));
         Self { api, agents }
+    }
+
+    /// The caller, if it holds `cap` in some namespace (so that a token with no such grant
+    /// learns nothing of allocations). A denial names the allocation's namespace when the
+    /// allocation exists, so a read-only token is told where it lacks the grant.
+    fn authorize<T>(
+        &self,
+        req: &Request<T>,
+        id: &str,
+        cap: Cap,
+    ) -> Result<Arc<drover_core::acl::Acl>, Status> {
+        let acl = crate::auth::caller(req)?;
+        let Err(denied) = acl.check(&Need::AnyNamespace(cap)) else {
+            return Ok(acl);
+        };
+        let snap = self.api.handle.snapshot();
+        let namespace = id
+            .parse::<AllocId>()
+            .ok()
+            .and_then(|id| snap.alloc(&id).map(|a| a.namespace.clone()));
+        let message = match namespace {
+            Some(ns) => match acl.check(&Need::Namespace(cap, &ns)) {
+                Err(d) => d.to_string(),
+                Ok(()) => denied.to_string(),
+            },
+            None => denied.to_string(),
+        };
+        Err(Status::permission_denied(message))
     }
 
     /// The allocation `id` names, if the caller may do `cap` in its namespace, and its node.
@@ -63,7 +90,7 @@ impl AllocService for AllocApi {
         &self,
         req: Request<pb::AllocLogsRequest>,
     ) -> Result<Response<Self::LogsStream>, Status> {
-        let acl = authorize(&req, Need::AnyNamespace(Cap::ReadLogs))?;
+        let acl = self.authorize(&req, &req.get_ref().alloc_id, Cap::ReadLogs)?;
         let (alloc, node) = self.target(&acl, &req.get_ref().alloc_id, Cap::ReadLogs)?;
         let task = req.get_ref().task.clone();
         let call = granted(
@@ -90,7 +117,7 @@ impl AllocService for AllocApi {
         &self,
         req: Request<pb::AllocRestartRequest>,
     ) -> Result<Response<pb::AllocRestartResponse>, Status> {
-        let acl = authorize(&req, Need::AnyNamespace(Cap::AllocLifecycle))?;
+        let acl = self.authorize(&req, &req.get_ref().alloc_id, Cap::AllocLifecycle)?;
         let (alloc, node) = self.target(&acl, &req.get_ref().alloc_id, Cap::AllocLifecycle)?;
         let task = req.get_ref().task.clone();
         let call = granted(
@@ -116,7 +143,7 @@ impl AllocService for AllocApi {
         &self,
         req: Request<pb::AllocStopRequest>,
     ) -> Result<Response<pb::AllocStopResponse>, Status> {
-        let acl = authorize(&req, Need::AnyNamespace(Cap::AllocLifecycle))?;
+        let acl = self.authorize(&req, &req.get_ref().alloc_id, Cap::AllocLifecycle)?;
         let (alloc, _node) = self.target(&acl, &req.get_ref().alloc_id, Cap::AllocLifecycle)?;
         let stopped = self.api.handle.stop_alloc(alloc.id).await?;
         Ok(Response::new(pb::AllocStopResponse {

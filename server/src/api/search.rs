@@ -5,7 +5,7 @@
 use super::Api;
 use drover_core::acl::{Area, Level, NamespaceCapability, Need};
 use drover_core::state::StateSnapshot;
-use drover_core::{DEFAULT_NAMESPACE, IdPrefix};
+use drover_core::{DEFAULT_NAMESPACE, IdPrefix, NodeStatus};
 use drover_proto::v1 as pb;
 use drover_proto::v1::search_service_server::SearchService;
 use tonic::{Request, Response, Status};
@@ -52,9 +52,7 @@ fn search(
         (pb::SearchContext::Allocs, Some(p)) => {
             take(snap.allocs_with_prefix(p).map(|a| a.id.to_string()), limit)
         }
-        (pb::SearchContext::Nodes, Some(p)) => {
-            take(snap.nodes_with_prefix(p).map(|n| n.id.to_string()), limit)
-        }
+        (pb::SearchContext::Nodes, id) => node_ids(snap, prefix, id, limit),
         // Not hex: no UUID can start with it (searched for all contexts at once).
         _ => (Vec::new(), false),
     };
@@ -63,6 +61,32 @@ fn search(
         ids,
         truncated,
     }
+}
+
+/// Nodes whose id starts with `prefix`, or else the node called `prefix` (every node
+/// argument takes a name, as the console does). A name a down node left behind yields to
+/// the live node that took it over.
+fn node_ids(
+    snap: &StateSnapshot,
+    prefix: &str,
+    id: Option<&IdPrefix>,
+    limit: usize,
+) -> (Vec<String>, bool) {
+    if let Some(p) = id {
+        let by_id = take(snap.nodes_with_prefix(p).map(|n| n.id.to_string()), limit);
+        if !by_id.0.is_empty() {
+            return by_id;
+        }
+    }
+    let named: Vec<_> = snap.nodes_named(prefix).collect();
+    let live: Vec<_> = named
+        .iter()
+        .filter(|n| n.status != NodeStatus::Down)
+        .collect();
+    if live.len() == 1 {
+        return (vec![live[0].id.to_string()], false);
+    }
+    take(named.iter().map(|n| n.id.to_string()), limit)
 }
 
 #[tonic::async_trait]
@@ -115,8 +139,9 @@ impl SearchService for SearchApi {
         let contexts: Vec<_> = contexts.into_iter().filter(readable).collect();
         let id = match IdPrefix::parse(&req.prefix) {
             Ok(p) => Some(p),
-            // Asked for ids only: a prefix no id can have is the caller's mistake.
-            Err(e) if ID_CONTEXTS.contains(&context) => {
+            // Asked for ids only: a prefix no id can have is the caller's mistake (nodes
+            // are looked up by name too).
+            Err(e) if ID_CONTEXTS.contains(&context) && context != pb::SearchContext::Nodes => {
                 return Err(Status::invalid_argument(format!("prefix: {e}")));
             }
             Err(_) => None,

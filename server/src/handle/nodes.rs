@@ -256,18 +256,35 @@ impl ServerHandle {
                 evals,
             })
             .await?;
-        if req.drain.is_none() && !req.mark_eligible {
-            // Ending a drain makes the node eligible in the FSM; keep it ineligible.
-            index = self
-                .inner
-                .writer
-                .write(Command::NodeEligibility {
-                    node_id: req.node_id,
-                    eligibility: Eligibility::Ineligible,
-                    now,
-                    evals: Vec::new(),
-                })
-                .await?;
+        if req.drain.is_none() {
+            // Ending a running drain makes the node eligible in the FSM; one that already
+            // ended by itself left the node ineligible. Either way, leave it as asked.
+            let wanted = if req.mark_eligible {
+                Eligibility::Eligible
+            } else {
+                Eligibility::Ineligible
+            };
+            let snap = self.snapshot();
+            let now_is = snap.node(&req.node_id).map(|n| n.eligibility);
+            if now_is.is_some_and(|e| e != wanted) {
+                // Eligible again: the node's jobs and blocked work may place there.
+                let evals = match wanted {
+                    Eligibility::Eligible => {
+                        drover_core::leader::node_evals(&snap, req.node_id, now, &mut rand::rng())
+                    }
+                    _ => Vec::new(),
+                };
+                index = self
+                    .inner
+                    .writer
+                    .write(Command::NodeEligibility {
+                        node_id: req.node_id,
+                        eligibility: wanted,
+                        now,
+                        evals,
+                    })
+                    .await?;
+            }
         }
         Ok(index)
     }
