@@ -79,7 +79,7 @@ pub fn node_table(rows: &[NodeRow], verbose: bool) -> String {
             n.name.clone(),
             n.class_key().to_string(),
             n.drain.is_some().to_string(),
-            n.eligibility.as_str().to_string(),
+            n.eligibility_label().to_string(),
             n.status.as_str().to_string(),
             n.health.as_str().to_string(),
             r.live_allocs.to_string(),
@@ -162,7 +162,7 @@ pub fn node_details(view: &NodeStatusView, verbose: bool, now: Timestamp) -> Str
         ("Class", n.class_key().to_string()),
         ("DC", n.datacenter.clone()),
         ("Drain", drain),
-        ("Eligibility", n.eligibility.as_str().to_string()),
+        ("Eligibility", n.eligibility_label().to_string()),
         ("Status", n.status.as_str().to_string()),
         (
             "Health",

@@ -161,6 +161,16 @@ pub struct Node {
 }
 
 impl Node {
+    /// The eligibility as operators read it: offlining leaves the flag as it was (onlining
+    /// must give the node back as it was), but an offlined node takes no placements, so an
+    /// eligible flag reads `ineligible (offlined)` there.
+    pub fn eligibility_label(&self) -> &'static str {
+        match (self.eligibility, self.health) {
+            (Eligibility::Eligible, NodeHealth::Offlined) => "ineligible (offlined)",
+            (e, _) => e.as_str(),
+        }
+    }
+
     /// A ready, eligible, healthy node in `dc1` with no class; for tests and the simulator.
     pub fn new(id: NodeId, name: impl Into<String>, resources: Resources) -> Self {
         Self {

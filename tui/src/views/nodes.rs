@@ -81,14 +81,6 @@ fn eligible(node: &Node) -> bool {
     node.eligibility == Eligibility::Eligible && node.health != NodeHealth::Offlined
 }
 
-/// The eligibility as a sentence for the detail, saying why an eligible flag does not count.
-fn eligibility_text(node: &Node) -> String {
-    match (node.eligibility, node.health) {
-        (Eligibility::Eligible, NodeHealth::Offlined) => "ineligible (offlined)".to_owned(),
-        (e, _) => e.as_str().to_owned(),
-    }
-}
-
 /// A node's class as the schedulers name it (`default` when the node set none): the name
 /// blocked evaluations list classes by, so the two views read alike. Dim when unset.
 fn class_cell(node: &Node) -> Cell {
@@ -252,7 +244,7 @@ impl TableView for NodesView {
                     )
                 },
             ),
-            DetailLine::field("eligibility", eligibility_text(n)),
+            DetailLine::field("eligibility", n.eligibility_label().to_owned()),
             DetailLine::field("drain", drain_text(n, ctx.now)),
             DetailLine::field("datacenter", n.datacenter.clone()),
             DetailLine::field("class", n.class_key()),
