@@ -24,6 +24,21 @@ async fn three_server_processes_form_a_cluster() {
         })
         .await;
     }
+    // Started without names, each goes by its own: drover-<id>.
+    let members = eventually("every member's name", DEADLINE, || async {
+        let out = drover_at(&api[0], &["server", "members", "-json"]).await;
+        let members: serde_json::Value = serde_json::from_str(&stdout(&out)).ok()?;
+        let mut names: Vec<String> = members
+            .as_array()?
+            .iter()
+            .filter_map(|m| m["name"].as_str().map(String::from))
+            .filter(|n| !n.is_empty())
+            .collect();
+        names.sort();
+        (names.len() == 3).then_some(names)
+    })
+    .await;
+    assert_eq!(members, ["drover-1", "drover-2", "drover-3"]);
 
     // A write goes through on whichever server leads, and every server reads it.
     eventually("a write on the leader", DEADLINE, || async {

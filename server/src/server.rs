@@ -107,7 +107,7 @@ impl Server {
         let self_info: crate::forward::SelfInfo =
             Arc::new(std::sync::RwLock::new(drover_proto::v1::ServerInfo {
                 server_id: config.server_id,
-                name: config.name.clone(),
+                name: config.display_name(),
                 api_addr: String::new(),
                 version: config.advertised_version.clone(),
                 scheme: if config.tls.is_some() {

@@ -132,7 +132,7 @@ impl StatusService for StatusApi {
                 let (name, version) = match info {
                     Some(i) => (i.name, i.version),
                     None if *id == me => (
-                        handle.config().name.clone(),
+                        handle.config().display_name(),
                         handle.config().advertised_version.clone(),
                     ),
                     None => (String::new(), String::new()),

@@ -195,7 +195,8 @@ pub use drover_core::leader::GcConfig;
 pub struct ServerConfig {
     /// This server's Raft id.
     pub server_id: ServerId,
-    /// The name `StatusService/Members` shows for it.
+    /// The name `StatusService/Members` shows for it; empty: `drover-<server_id>` (see
+    /// [`ServerConfig::display_name`]), so servers started without names tell apart.
     pub name: String,
     /// The version this server tells its peers it runs: this build's. Upgrade tests set
     /// an older one to stand in for a server not yet upgraded (see [`crate::versions`]).
@@ -258,12 +259,21 @@ pub struct ServerConfig {
 }
 
 impl ServerConfig {
+    /// The name this server goes by: the configured one, else `drover-<server_id>`.
+    pub fn display_name(&self) -> String {
+        if self.name.is_empty() {
+            format!("drover-{}", self.server_id)
+        } else {
+            self.name.clone()
+        }
+    }
+
     /// A single server on `data_dir` with production defaults (metrics off: `drover server`
     /// turns them on).
     pub fn new(data_dir: impl Into<PathBuf>) -> Self {
         Self {
             server_id: 1,
-            name: "drover-1".into(),
+            name: String::new(),
             advertised_version: env!("CARGO_PKG_VERSION").into(),
             data_dir: data_dir.into(),
             bind_addr: "127.0.0.1:4647".into(),
