@@ -4,6 +4,7 @@
 
 use anyhow::Context;
 use rand::RngCore;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -88,6 +89,9 @@ impl DevServers {
             let api = format!("{host}:{}", ports[2 * i]);
             let raft_addr = format!("{host}:{}", ports[2 * i + 1]);
             let mut cmd = Command::new(&exe);
+            // A process group of its own: Ctrl-C in the terminal (or a signal to dev's
+            // group) reaches dev alone, which stops the agent before the servers.
+            cmd.process_group(0);
             cmd.args(["server", "--server-id", &id.to_string()])
                 .args(["--name", &format!("dev-{id}")])
                 .arg("--data-dir")
@@ -128,6 +132,9 @@ impl DevServers {
     async fn wait_for_leader(&self) -> anyhow::Result<()> {
         let deadline = tokio::time::Instant::now() + ELECTION_DEADLINE;
         loop {
+            // Every server, not one: a follower that has not yet heard of the leader
+            // answers UNAVAILABLE, and the agent started next would fail over noisily.
+            let mut knowing = 0;
             for s in &self.servers {
                 if let Ok(client) = crate::client::Client::connect(&s.url).await
                     && client
@@ -136,8 +143,11 @@ impl DevServers {
                         .await
                         .is_ok()
                 {
-                    return Ok(());
+                    knowing += 1;
                 }
+            }
+            if knowing == self.servers.len() {
+                return Ok(());
             }
             anyhow::ensure!(
                 tokio::time::Instant::now() < deadline,

@@ -246,9 +246,11 @@ async fn leader_of(address: &str) -> Option<String> {
 async fn dev_with_three_servers_elects_a_new_leader_when_one_is_killed() {
     let data_dir = tempfile::tempdir().expect("temp dir");
     let dir = data_dir.path().to_str().expect("utf-8").to_string();
-    let mut dev = spawn(
-        "http://127.0.0.1:1",
-        &[
+    // Its standard error is kept: starting must print no warning before the banner.
+    let stderr_file = tempfile::NamedTempFile::new().expect("temp file");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_drover"))
+        .env("DROVER_ADDR", "http://127.0.0.1:1")
+        .args([
             "dev",
             "--servers",
             "3",
@@ -259,8 +261,12 @@ async fn dev_with_three_servers_elects_a_new_leader_when_one_is_killed() {
             "--no-sample-job",
             "--data-dir",
             &dir,
-        ],
-    );
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(stderr_file.reopen().expect("reopened"))
+        .spawn()
+        .expect("drover dev starts");
+    let mut dev = cli_support::running(child);
     // "    Server 2:        http://127.0.0.1:P (raft 127.0.0.1:R, pid N, log ...)"
     let mut pids = std::collections::BTreeMap::new();
     for _ in 0..3 {
@@ -289,6 +295,11 @@ async fn dev_with_three_servers_elects_a_new_leader_when_one_is_killed() {
         .trim()
         .to_string();
     assert_eq!(address.split(',').count(), 3, "{address}");
+    let before_banner = std::fs::read_to_string(stderr_file.path()).expect("stderr read");
+    assert!(
+        !before_banner.contains("WARN"),
+        "warnings while the dev cluster started: {before_banner}"
+    );
 
     let leader = eventually("a leader", DEADLINE, || leader_of(&address)).await;
     eventually("the agent and 2 simulated nodes", DEADLINE, || async {
