@@ -90,6 +90,13 @@ pub type InProcess = drover_http::GrpcService;
 /// HTTP/2 streams one connection may open at once (the simulator puts 100 watches on one).
 const MAX_STREAMS_PER_CONNECTION: u32 = 128;
 
+/// Streams a client may reset before the server took them up, queued at once, before the
+/// connection is refused with GOAWAY `too_many_resets`. h2's default (20) is a defence
+/// against rapid-reset floods, but a busy connection shared by many nodes whose client
+/// cancels timed-out calls (grpcio does) passes it honestly, and the GOAWAY then fails
+/// every node on the connection. The queue stays bounded, so the defence holds.
+const MAX_PENDING_RESETS_PER_CONNECTION: usize = 1024;
+
 /// Each stream's flow-control window. The connection's window holds every stream's, so
 /// streams parked by a limit (per connection, or the listener's budgets) never use up the
 /// window a served stream needs to receive the rest of its message: without this, one
@@ -306,6 +313,7 @@ pub async fn router(
         .http2_keepalive_timeout(Some(keepalive.keepalive_timeout))
         .concurrency_limit_per_connection(per_connection)
         .max_concurrent_streams(Some(MAX_STREAMS_PER_CONNECTION))
+        .http2_max_pending_accept_reset_streams(Some(MAX_PENDING_RESETS_PER_CONNECTION))
         .initial_stream_window_size(Some(STREAM_WINDOW))
         .initial_connection_window_size(Some(STREAM_WINDOW * MAX_STREAMS_PER_CONNECTION))
         .layer(layers)
