@@ -174,6 +174,27 @@ fn the_storm_scenario_places_every_system_job_on_every_node() {
         report["max_outstanding_per_job"].as_u64().is_some(),
         "{report:#}"
     );
+    assert_eq!(report["nodes_healthy_at_end"], 12, "{report:#}");
+}
+
+/// With every heartbeat first sent as a call cancelled at once (streams reset on the
+/// connections the nodes share), the storm still places everything and loses no node.
+#[test]
+fn a_storm_through_a_cancelling_client_loses_no_node() {
+    let report = json(&bench(&[
+        "--scenario",
+        "storm",
+        "--nodes",
+        "200",
+        "--jobs",
+        "2",
+        "--cancel-rate",
+        "1",
+        "--json",
+    ]));
+    assert_eq!(report["cancel_rate"], 1.0, "{report:#}");
+    assert_eq!(report["placed"], 400, "{report:#}");
+    assert_eq!(report["nodes_healthy_at_end"], 200, "{report:#}");
 }
 
 /// The http-read scenario lists the same jobs through Nomad's HTTP API and through gRPC

@@ -75,12 +75,31 @@ pub(crate) async fn register(
     Ok((id, auth))
 }
 
-/// One heartbeat reporting the node ready; the TTL the server answers with.
+/// How long a cancelled heartbeat is given before the node abandons it: long enough for
+/// the request to leave, far shorter than the server's answer in a storm.
+const CANCEL_AFTER: Duration = Duration::from_millis(1);
+
+/// One heartbeat reporting the node ready; the TTL the server answers with. With
+/// `cancel_rate`, a decoy of the same call is abandoned first (see [`SimConfig`]).
 pub(crate) async fn heartbeat(
     conns: &Connections,
     node: u32,
     auth: pb::NodeAuth,
+    cancel_rate: f64,
 ) -> Result<Duration, tonic::Status> {
+    if cancel_rate > 0.0 && rand::random::<f64>() < cancel_rate {
+        let mut client = conns.unary(node);
+        let decoy = client.update_status(pb::UpdateNodeStatusRequest {
+            auth: Some(auth.clone()),
+            readiness: pb::Readiness::Ready.into(),
+            last_snapshot: None,
+        });
+        if let Ok(answered) = tokio::time::timeout(CANCEL_AFTER, decoy).await {
+            return Ok(Duration::from_millis(
+                answered?.into_inner().heartbeat_ttl_ms,
+            ));
+        }
+    }
     let resp = conns
         .unary(node)
         .update_status(pb::UpdateNodeStatusRequest {

@@ -134,6 +134,11 @@ pub struct SimConfig {
     /// The chance (0..=1) that a task exits 1 instead of 0 (drawn per allocation from the
     /// seed).
     pub failure_rate: f64,
+    /// The chance (0..=1) that a heartbeat is first sent as a call the node gives up on at
+    /// once (its stream reset), then sent again: a client that cancels timed-out calls, as
+    /// grpcio's do, on connections other nodes share. Drawn per call, unseeded: when a
+    /// cancellation lands is the network's choice anyway.
+    pub cancel_rate: f64,
     /// Seeds every random choice: node layout, task outcomes, heartbeat jitter.
     pub seed: u64,
     /// Allocation watch streams per HTTP/2 connection; keep it under the servers'
@@ -180,6 +185,7 @@ impl Default for SimConfig {
             task_duration: None,
             batch_duration: Some(DEFAULT_BATCH_DURATION),
             failure_rate: 0.0,
+            cancel_rate: 0.0,
             seed: 0,
             streams_per_connection: 100,
             rpc_connections: 4,
@@ -212,6 +218,9 @@ impl SimConfig {
         self.operating_systems.validate("operating_systems")?;
         if !(0.0..=1.0).contains(&self.failure_rate) {
             return bad("failure_rate", "must be between 0 and 1");
+        }
+        if !(0.0..=1.0).contains(&self.cancel_rate) {
+            return bad("cancel_rate", "must be between 0 and 1");
         }
         if self.streams_per_connection == 0 {
             return bad("streams_per_connection", "must be at least 1");

@@ -77,6 +77,11 @@ pub struct BenchArgs {
     /// Heartbeat scenario: how long heartbeats are measured once every node is up
     #[arg(long, default_value = "30s", value_parser = parse_timeout)]
     pub window: Duration,
+    /// The chance (0 to 1) that a simulated node's heartbeat is first sent as a call it
+    /// cancels at once, resetting its stream on a connection other nodes share (a client
+    /// that cancels timed-out calls, as grpcio does)
+    #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
+    pub cancel_rate: f64,
     /// Settings for the server the run starts, as a `drover server` config file (HCL)
     #[arg(long, value_name = "FILE", conflicts_with = "address")]
     pub server_config: Option<std::path::PathBuf>,
@@ -135,6 +140,15 @@ impl Until {
     }
 }
 
+/// A chance between 0 and 1.
+fn parse_rate(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(rate) if (0.0..=1.0).contains(&rate) => Ok(rate),
+        Ok(rate) => Err(format!("{rate} is not between 0 and 1")),
+        Err(e) => Err(format!("{text:?} is not a number: {e}")),
+    }
+}
+
 fn parse_timeout(text: &str) -> Result<Duration, String> {
     let timeout = humantime::parse_duration(text).map_err(|e| e.to_string())?;
     if timeout.is_zero() {
@@ -156,13 +170,14 @@ pub async fn run(args: BenchArgs, out: &mut dyn Write) -> Result<(), BenchError>
         Scenario::Storm => args.nodes,
         _ => args.count.unwrap_or(count),
     };
-    let workload = Workload::new(
+    let mut workload = Workload::new(
         args.nodes,
         args.jobs.unwrap_or(jobs),
         count,
         args.cpu,
         args.memory,
     )?;
+    workload.cancel_rate = args.cancel_rate;
     if args.scenario == Scenario::Restart && args.address.is_some() {
         return Err(restart::needs_own_server());
     }

@@ -65,7 +65,7 @@ pub async fn start(
 }
 
 /// How many of the run's nodes the server holds with `health` (any health: `Unspecified`).
-async fn count(
+pub(super) async fn count(
     client: &Client,
     workload: &Workload,
     health: pb::NodeHealth,

@@ -40,6 +40,11 @@ pub struct StormReport {
     /// Evaluations of the run's jobs that exist at the end, over the node count.
     pub evals_created: u64,
     pub evals_per_node: f64,
+    /// The chance each heartbeat was first sent as a call cancelled at once.
+    pub cancel_rate: f64,
+    /// The run's nodes the server holds as healthy once all is placed: a storm must lose
+    /// none (a node deleted or marked down shows here as missing).
+    pub nodes_healthy_at_end: u64,
     /// The server's own figures over the storm.
     pub server: ServerFigures,
 }
@@ -75,6 +80,15 @@ impl StormReport {
                 format!(
                     "{} ({:.2} per node)",
                     self.evals_created, self.evals_per_node
+                ),
+            ),
+            (
+                "Nodes healthy at end",
+                format!(
+                    "{} of {} (heartbeats cancelled first: {:.0}%)",
+                    self.nodes_healthy_at_end,
+                    self.nodes,
+                    self.cancel_rate * 100.0
                 ),
             ),
         ];
@@ -181,6 +195,8 @@ pub async fn measure(
             .iter()
             .filter(|e| e.job_id.starts_with(&workload.job_prefix()))
             .count() as u64;
+    let nodes_healthy_at_end =
+        super::nodes::count(client, workload, pb::NodeHealth::Healthy).await?;
     sim.shutdown().await;
     let placed = placed?;
     Ok(StormReport {
@@ -194,6 +210,8 @@ pub async fn measure(
         max_outstanding_per_job: max_seen.load(Ordering::SeqCst),
         evals_created: evals,
         evals_per_node: evals as f64 / f64::from(workload.nodes.max(1)),
+        cancel_rate: workload.cancel_rate,
+        nodes_healthy_at_end,
         server: ServerFigures::between(&before, &after),
     })
 }

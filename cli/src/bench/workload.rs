@@ -13,7 +13,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 pub const GROUP: &str = "load";
 
 /// The shape of a run, checked so that every allocation it asks for can be placed.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Workload {
     pub run_id: String,
     pub nodes: u32,
@@ -24,6 +24,8 @@ pub struct Workload {
     pub memory_mb: u64,
     /// What one simulated node offers.
     pub node: NodeResources,
+    /// The simulator's `cancel_rate`: heartbeats first sent as calls cancelled at once.
+    pub cancel_rate: f64,
 }
 
 impl Workload {
@@ -44,6 +46,7 @@ impl Workload {
             cpu_mhz,
             memory_mb,
             node: SimConfig::default().resources,
+            cancel_rate: 0.0,
         };
         workload.check_fits()?;
         Ok(workload)
@@ -142,6 +145,7 @@ impl Workload {
             name_prefix: self.datacenter(),
             datacenters: drover_agent::sim::Mix::single(self.datacenter()),
             resources: self.node,
+            cancel_rate: self.cancel_rate,
             ..SimConfig::default()
         }
     }

@@ -49,7 +49,10 @@ impl Engine {
         let fut: BoxFuture<'static, Done> = match call {
             Call::Heartbeat(n) => {
                 let auth = self.nodes[n as usize].auth.clone();
-                Box::pin(async move { Done::Heartbeat(n, calls::heartbeat(&conns, n, auth).await) })
+                let cancel_rate = self.config.cancel_rate;
+                Box::pin(async move {
+                    Done::Heartbeat(n, calls::heartbeat(&conns, n, auth, cancel_rate).await)
+                })
             }
             Call::Report(n) => {
                 let node = &mut self.nodes[n as usize];
