@@ -123,3 +123,59 @@ async fn worker_commands_reach_every_server() {
     })
     .await;
 }
+
+/// A c1m-shaped run against three servers (smaller, the same shape: many jobs of many
+/// allocations at once, nodes heartbeating through it) ends with the leader it started
+/// with, in the same term: the load never starves the leader's heartbeats to followers.
+#[tokio::test(flavor = "multi_thread")]
+async fn placements_under_load_keep_the_leader() {
+    let cluster = Three::start(SECRET).await;
+    let all = cluster.url.join(",");
+    let term = |address: String| async move {
+        let out = drover_at(&address, &["operator", "raft", "state", "-json"]).await;
+        let state: serde_json::Value = serde_json::from_str(&stdout(&out)).ok()?;
+        state["term"].as_u64()
+    };
+    let leader_url = cluster.url[cluster.leader_at()].clone();
+    let term_before = eventually("the leader's term", DEADLINE, || term(leader_url.clone())).await;
+
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_drover"))
+        .env_remove("DROVER_ADDR")
+        .args([
+            "bench",
+            "--address",
+            &all,
+            "--nodes",
+            "200",
+            "--jobs",
+            "40",
+            "--count",
+            "50",
+            "--json",
+        ])
+        .output()
+        .await
+        .expect("drover bench runs");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        stdout(&out),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    assert_eq!(report["placed"], 2_000, "{report:#}");
+
+    for address in &cluster.url {
+        let seen = cli_support::leader_seen_by(address).await;
+        assert_eq!(
+            seen.as_deref(),
+            Some(cluster.leader.as_str()),
+            "at {address}"
+        );
+    }
+    let term_after = term(leader_url).await.expect("the leader's term");
+    assert_eq!(
+        term_before, term_after,
+        "an election happened during the run"
+    );
+}
