@@ -79,6 +79,7 @@ fn registration(
         meta: config.meta.clone(),
         resources: Some(resources(&print.resources)),
         reserved: Some(resources(&config.reserved)),
+        networks: None,
     }
 }
 

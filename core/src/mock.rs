@@ -117,6 +117,7 @@ pub fn alloc(n: u64, job: &Job, node: NodeId, i: u32) -> Allocation {
         task_states: Default::default(),
         links: Default::default(),
         resources: group.resources(),
+        ports: thin_vec::ThinVec::new(),
         metrics: PlacementMetric::default(),
         create_index: 0,
         modify_index: 0,

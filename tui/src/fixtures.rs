@@ -209,6 +209,7 @@ fn placement_failure() -> AllocMetric {
         nodes_exhausted: 7,
         class_exhausted: BTreeMap::from([("std".to_owned(), 7)]),
         dimension_exhausted: BTreeMap::from([(Dimension::Memory, 7)]),
+        ports_exhausted: BTreeMap::new(),
         coalesced_failures: 3,
         score: 0.0,
     }

@@ -125,6 +125,7 @@ impl Layout {
             meta,
             resources: Some(resources(config.resources)),
             reserved: Some(resources(config.reserved)),
+            networks: None,
         }
     }
 }
