@@ -12,6 +12,7 @@
 //!   ([`Node::is_tainted`]) and, as `None`, every node id that allocations name but the node
 //!   table does not;
 //! - `node_usage[n]` is the sum of resources of the allocations on `n` that still use them;
+//! - `node_ports[n]` holds the ports of exactly those allocations, once per holder;
 //! - job summaries equal a recount from the alloc and eval tables;
 //! - `latest_index` is the maximum of the table indexes.
 
@@ -193,6 +194,10 @@ pub struct StateStore {
     /// Each value holds the same `Arc` as in `allocs` (`check_consistency` checks it).
     allocs_by_job: OrdMap<(JobKey, AllocId), JobAlloc>,
     node_usage: OrdMap<NodeId, Resources>,
+    /// The ports held on each node by allocations that use resources (nodes holding none
+    /// are absent). Behind an `Arc`, so a path copy of the map clones pointers, and a write
+    /// copies one node's ports: a few hundred bytes on a busy node.
+    node_ports: OrdMap<NodeId, Arc<crate::ports::NodePorts>>,
     evals: OrdMap<EvalId, Arc<Evaluation>>,
     evals_by_job: OrdSet<(JobKey, EvalId)>,
     scheduler_config: Arc<SchedulerConfig>,

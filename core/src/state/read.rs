@@ -113,6 +113,12 @@ impl StateStore {
         self.node_usage.get(id).copied().unwrap_or_default()
     }
 
+    /// Ports held on a node by allocations that still use resources.
+    pub fn node_ports(&self, id: &NodeId) -> &crate::ports::NodePorts {
+        static NONE: crate::ports::NodePorts = crate::ports::NodePorts::EMPTY;
+        self.node_ports.get(id).map_or(&NONE, |p| &**p)
+    }
+
     pub fn alloc(&self, id: &AllocId) -> Option<&Arc<Allocation>> {
         self.allocs.get(id)
     }

@@ -170,6 +170,15 @@ impl StateStore {
             .insert((new.node_id, new.id), new.clone());
         self.allocs_by_job
             .insert((key.clone(), new.id), JobAlloc::new(new.clone()));
+        fn ports(a: &Allocation) -> &[AllocatedPort] {
+            if a.uses_resources() { &a.ports } else { &[] }
+        }
+        if ports(old) != ports(new) {
+            self.change_ports(new.node_id, |p| {
+                p.remove(ports(old));
+                p.add(ports(new));
+            });
+        }
         let held = |a: &Allocation| a.uses_resources().then_some(a.resources);
         if held(old) != held(new) {
             let mut usage = self
@@ -199,6 +208,16 @@ impl StateStore {
         }
     }
 
+    /// Changes a node's ports in place (copying them first if a snapshot shares them),
+    /// dropping the entry once the node holds none.
+    fn change_ports(&mut self, node: NodeId, f: impl FnOnce(&mut crate::ports::NodePorts)) {
+        let entry = self.node_ports.entry(node).or_default();
+        f(Arc::make_mut(entry));
+        if entry.is_empty() {
+            self.node_ports.remove(&node);
+        }
+    }
+
     fn index_alloc(&mut self, index: Index, a: &Arc<Allocation>) {
         let key = old_key(a);
         self.allocs_by_node.insert((a.node_id, a.id), a.clone());
@@ -206,6 +225,9 @@ impl StateStore {
             .insert((key.clone(), a.id), JobAlloc::new(a.clone()));
         if a.uses_resources() {
             *self.node_usage.entry(a.node_id).or_default() += a.resources;
+            if !a.ports.is_empty() {
+                self.change_ports(a.node_id, |p| p.add(&a.ports));
+            }
         }
         self.with_summary(index, &key, |s| s.count_alloc(a, 1));
     }
@@ -217,6 +239,9 @@ impl StateStore {
         if a.uses_resources() {
             let left = self.node_usage.get(&a.node_id).copied().unwrap_or_default() - a.resources;
             self.set_usage(a.node_id, left);
+            if !a.ports.is_empty() {
+                self.change_ports(a.node_id, |p| p.remove(&a.ports));
+            }
         }
         self.with_summary(index, &key, |s| s.count_alloc(a, -1));
     }
