@@ -16,6 +16,7 @@ use crate::fsm::PlanApply;
 use crate::state::StateSnapshot;
 use crate::types::*;
 use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
 use std::sync::Arc;
 
 /// What the plan applier decided about one plan.
@@ -52,6 +53,16 @@ pub enum NodeRefusal {
     /// The node's usage after the plan would exceed its allocatable resources.
     #[error("node {node} exhausted on {dimension}")]
     Exhausted { node: NodeId, dimension: Dimension },
+    /// An allocation would hold a port another allocation holds on that node address.
+    #[error("port {port} on {address} of node {node} is already held")]
+    PortTaken {
+        node: NodeId,
+        address: IpAddr,
+        port: u16,
+    },
+    /// An allocation would hold one of the node's reserved ports.
+    #[error("port {port} is reserved on node {node}")]
+    PortReserved { node: NodeId, port: u16 },
     /// The plan lists an allocation under a node it is not on (or does not name).
     #[error("allocation {alloc} is on node {actual}, not on node {node}")]
     WrongNode {
@@ -93,6 +104,11 @@ pub enum NodeRefusal {
 ///    preemptions and lost marks free capacity, and an in-place update counts as its
 ///    delta). A plan that only frees capacity is never refused for capacity, even on a node
 ///    that is already over-committed.
+/// 6. Ports: every port an allocation starts holding (one it did not hold before the plan)
+///    must not be among the node's reserved ports, and must have exactly one holder on its
+///    address once the part commits: the state's holders (`node_ports`), less those the
+///    part releases, plus those it takes ([`NodeRefusal::PortReserved`],
+///    [`NodeRefusal::PortTaken`]). Of two plans racing for one port, the later is refused.
 ///
 /// `all_at_once` plans stop at the first refusal and commit nothing. Otherwise the accepted
 /// nodes commit. The plan's evals commit whenever anything else commits, and also when the
@@ -311,7 +327,7 @@ fn check_node(
             status: node.status,
         });
     }
-    let delta = node_delta(state, part, listed_twice, scratch)?;
+    let mut delta = node_delta(state, part, listed_twice, scratch)?;
     if delta.new_work
         && let Some(why) = unschedulable_reason(node)
     {
@@ -323,6 +339,41 @@ fn check_node(
             return Err(NodeRefusal::Exhausted {
                 node: node_id,
                 dimension,
+            });
+        }
+    }
+    check_ports(state, node, &mut delta.ports)
+}
+
+/// Rule 6 of [`check_plan`] for one node's part.
+fn check_ports(
+    state: &StateSnapshot,
+    node: &Node,
+    ports: &mut PortDelta,
+) -> Result<(), NodeRefusal> {
+    if ports.new.is_empty() {
+        return Ok(());
+    }
+    ports.released.sort_unstable();
+    ports.taken.sort_unstable();
+    let held = state.node_ports(&node.id);
+    let count = |list: &[(IpAddr, u16)], key: (IpAddr, u16)| {
+        (list.partition_point(|k| *k <= key) - list.partition_point(|k| *k < key)) as i64
+    };
+    for &(address, port) in &ports.new {
+        if node.networks.reserved_ports.contains(port) {
+            return Err(NodeRefusal::PortReserved {
+                node: node.id,
+                port,
+            });
+        }
+        let holders = held.count(address, port) as i64 - count(&ports.released, (address, port))
+            + count(&ports.taken, (address, port));
+        if holders > 1 {
+            return Err(NodeRefusal::PortTaken {
+                node: node.id,
+                address,
+                port,
             });
         }
     }
@@ -357,6 +408,23 @@ struct Delta {
     adds: bool,
     /// Whether any allocation will use resources on the node that does not now.
     new_work: bool,
+    ports: PortDelta,
+}
+
+/// How one node's held ports change if its part of the plan commits. All empty (and
+/// allocation-free) when no touched allocation has ports.
+#[derive(Default)]
+struct PortDelta {
+    /// Ports of touched allocations that hold them now.
+    released: Vec<(IpAddr, u16)>,
+    /// Ports of touched allocations that will hold them afterwards.
+    taken: Vec<(IpAddr, u16)>,
+    /// Of `taken`, those their allocation did not hold before.
+    new: Vec<(IpAddr, u16)>,
+}
+
+fn keys(ports: &[AllocatedPort]) -> impl Iterator<Item = (IpAddr, u16)> + '_ {
+    ports.iter().map(|p| (p.host_ip, p.value))
 }
 
 /// One operation of the plan on one allocation, with its position in FSM order.
@@ -376,22 +444,24 @@ enum Op {
 }
 
 /// The fields of an allocation that decide whether (and where, and how much) it uses
-/// resources, as the FSM would leave them.
+/// resources, and which ports it holds, as the FSM would leave them.
 #[derive(Clone, Copy)]
-struct Sim {
+struct Sim<'a> {
     node: NodeId,
     desired: DesiredStatus,
     client: ClientStatus,
     resources: Resources,
+    ports: &'a [AllocatedPort],
 }
 
-impl Sim {
-    fn of(a: &Allocation) -> Self {
+impl<'a> Sim<'a> {
+    fn of(a: &'a Allocation) -> Self {
         Self {
             node: a.node_id,
             desired: a.desired_status,
             client: a.client_status,
             resources: a.resources,
+            ports: &a.ports,
         }
     }
 
@@ -411,7 +481,7 @@ impl Sim {
 
     /// What `fsm` `place` does: an existing allocation keeps its client status unless the
     /// placement marks it lost or unknown.
-    fn place(current: Option<Self>, a: &Allocation) -> Self {
+    fn place(current: Option<Self>, a: &'a Allocation) -> Self {
         let client = match current {
             Some(c) if !matches!(a.client_status, ClientStatus::Lost | ClientStatus::Unknown) => {
                 c.client
@@ -423,6 +493,7 @@ impl Sim {
             desired: a.desired_status,
             client,
             resources: a.resources,
+            ports: &a.ports,
         }
     }
 }
@@ -480,7 +551,7 @@ fn node_delta(
                 actual: e.node_id,
             });
         }
-        let before = existing.filter(|e| e.uses_resources()).map(|e| e.resources);
+        let before = existing.filter(|e| e.uses_resources()).map(|e| &**e);
         let mut sim = existing.map(|e| Sim::of(e));
         for touch in group {
             sim = match touch.op {
@@ -499,16 +570,21 @@ fn node_delta(
             };
         }
         // The structural checks above already keep `sim` on this node; the filter restates it.
-        let after = sim
-            .filter(|s| s.node == node && s.uses_resources())
-            .map(|s| s.resources);
-        if let Some(r) = before {
-            delta.released += r;
+        let after = sim.filter(|s| s.node == node && s.uses_resources());
+        if let Some(b) = before {
+            delta.released += b.resources;
+            delta.ports.released.extend(keys(&b.ports));
         }
-        if let Some(r) = after {
-            delta.added += r;
+        if let Some(a) = after {
+            delta.added += a.resources;
             delta.adds = true;
             delta.new_work |= before.is_none();
+            delta.ports.taken.extend(keys(a.ports));
+            let held_before = before.map_or(&[][..], |b| &b.ports[..]);
+            delta
+                .ports
+                .new
+                .extend(keys(a.ports).filter(|k| !keys(held_before).any(|h| h == *k)));
         }
     }
     Ok(delta)

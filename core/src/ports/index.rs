@@ -27,7 +27,10 @@ impl NodePorts {
     /// Records the ports of one more holder.
     pub fn add(&mut self, ports: &[AllocatedPort]) {
         for p in ports {
-            let list = match self.by_address.binary_search_by(|(ip, _)| ip.cmp(&p.host_ip)) {
+            let list = match self
+                .by_address
+                .binary_search_by(|(ip, _)| ip.cmp(&p.host_ip))
+            {
                 Ok(i) => &mut self.by_address[i].1,
                 Err(i) => {
                     self.by_address.insert(i, (p.host_ip, Vec::new()));
@@ -42,7 +45,10 @@ impl NodePorts {
     /// Forgets the ports of one holder (each once); an address left without ports goes.
     pub fn remove(&mut self, ports: &[AllocatedPort]) {
         for p in ports {
-            let Ok(i) = self.by_address.binary_search_by(|(ip, _)| ip.cmp(&p.host_ip)) else {
+            let Ok(i) = self
+                .by_address
+                .binary_search_by(|(ip, _)| ip.cmp(&p.host_ip))
+            else {
                 continue;
             };
             let list = &mut self.by_address[i].1;

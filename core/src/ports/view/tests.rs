@@ -223,7 +223,11 @@ fn assignment_replays_with_its_seed_and_keeps_labels_and_mappings() {
     };
     let first = draw(7);
     assert_eq!(first, draw(7), "the same seed gives the same ports");
-    assert_ne!(first[0].value, draw(8)[0].value, "another seed, another port");
+    assert_ne!(
+        first[0].value,
+        draw(8)[0].value,
+        "another seed, another port"
+    );
     assert_eq!(first[0].label, "http");
     assert_eq!(first[0].host_ip, ip(A));
     assert!((20000..=32000).contains(&first[0].value));
@@ -236,10 +240,18 @@ fn assignment_replays_with_its_seed_and_keeps_labels_and_mappings() {
 #[test]
 fn a_crowded_range_is_scanned_to_its_last_free_port() {
     let networks = node(20000, 20999);
-    let held = held(&(20000..=20999).filter(|p| *p != 20500).map(|p| (A, p)).collect::<Vec<_>>());
+    let held = held(
+        &(20000..=20999)
+            .filter(|p| *p != 20500)
+            .map(|p| (A, p))
+            .collect::<Vec<_>>(),
+    );
     let view = PortsView::new(&networks, &held);
     let got = view
-        .assign(&ask(vec![PortAsk::dynamic("http")]), &mut ChaCha8Rng::seed_from_u64(3))
+        .assign(
+            &ask(vec![PortAsk::dynamic("http")]),
+            &mut ChaCha8Rng::seed_from_u64(3),
+        )
         .expect("one port is left");
     assert_eq!(got[0].value, 20500);
 }
