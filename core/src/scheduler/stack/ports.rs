@@ -1,0 +1,147 @@
+//! The ports part of a select: a node's ports as the plan so far leaves them, whether the
+//! group's ask fits there (evicting lower-priority holders of its static ports when the
+//! select may preempt), and the dynamic ports of the node that wins.
+//!
+//! Only groups that ask for ports pay any of this; for a node the plan has not touched the
+//! view is the state's index as it is, so a check is a few binary searches.
+
+use super::footprint::is_of_job;
+use super::{Candidate, Entry, Eval, Selection, Stack};
+use crate::ports::PortsView;
+use crate::scheduler::feasible::PlanOnNode;
+use crate::scheduler::preempt::may_preempt;
+use crate::types::*;
+use rand::SeedableRng;
+use std::sync::Arc;
+use thin_vec::ThinVec;
+
+impl<'s> Eval<'s> {
+    /// The priority of the job an allocation was placed with (the current version when
+    /// that one is no longer kept); `None` when the job is gone.
+    pub(super) fn priority_of(&self, a: &Allocation) -> Option<u8> {
+        let key = JobKey {
+            namespace: a.namespace.clone(),
+            id: a.job_id.clone(),
+        };
+        self.snapshot
+            .job_version(&key, a.job_version)
+            .or_else(|| self.snapshot.job(&key))
+            .map(|j| j.priority)
+    }
+
+    /// The node's ports once the plan so far and the eviction of `evicted` are applied.
+    pub(super) fn ports_view<'e>(
+        &self,
+        entry: &'e Entry,
+        plan: &Plan,
+        scratch: &mut Vec<(AllocId, u32)>,
+        evicted: &[&'s Arc<Allocation>],
+    ) -> PortsView<'e>
+    where
+        's: 'e,
+    {
+        let mut view = PortsView::new(&entry.node.networks, self.snapshot.node_ports(&entry.id));
+        let part = PlanOnNode::of(plan, entry.id);
+        if !part.is_empty() {
+            part.for_each_touched(scratch, &self.lookup(), |before, after| {
+                if let Some(b) = before {
+                    view.release(&b.ports);
+                }
+                if let Some(a) = after {
+                    view.take(&a.ports);
+                }
+            });
+        }
+        for v in evicted {
+            view.release(&v.ports);
+        }
+        view
+    }
+
+    /// Whether the group's ports fit the node: `Ok` with the allocations to evict for it
+    /// (none when they fit as they are), else the shortage. Only static ports held by
+    /// allocations of other jobs at least [`PRIORITY_DELTA`] below this one, and not
+    /// touched by the plan, are freed by eviction; a full dynamic range is not.
+    ///
+    /// [`PRIORITY_DELTA`]: crate::scheduler::preempt::PRIORITY_DELTA
+    pub(super) fn port_evictions(
+        &self,
+        entry: &Entry,
+        sel: &Selection<'_>,
+        ask: &GroupNetwork,
+        scratch: &mut Vec<(AllocId, u32)>,
+    ) -> Result<Vec<&'s Arc<Allocation>>, PortShortage> {
+        let view = self.ports_view(entry, sel.plan, scratch, &[]);
+        let why = match view.check(ask) {
+            Ok(()) => return Ok(Vec::new()),
+            Err(why) => why,
+        };
+        if !sel.preempt || !matches!(why, PortShortage::Taken(_)) {
+            return Err(why);
+        }
+        let part = PlanOnNode::of(sel.plan, entry.id);
+        let mut victims: Vec<&'s Arc<Allocation>> = Vec::new();
+        for p in &ask.ports {
+            let (Some(port), Some(ip)) = (
+                p.static_port,
+                entry.node.networks.address_of(&p.host_network),
+            ) else {
+                continue;
+            };
+            let holders = view.holders(ip, port);
+            if holders <= 0 {
+                continue;
+            }
+            let evictable: Vec<&'s Arc<Allocation>> = self
+                .snapshot
+                .allocs_by_node(&entry.id)
+                .filter(|a| a.uses_resources() && !part.touches(&a.id))
+                .filter(|a| a.ports.iter().any(|h| h.host_ip == ip && h.value == port))
+                .collect();
+            // A holder the plan placed or kept cannot be evicted by this select.
+            if evictable.len() as i64 != holders {
+                return Err(why);
+            }
+            for a in evictable {
+                let lower = self
+                    .priority_of(a)
+                    .is_some_and(|victim| may_preempt(self.job.priority, victim));
+                if is_of_job(a, self.job) || !lower {
+                    return Err(why);
+                }
+                if !victims.iter().any(|v| v.id == a.id) {
+                    victims.push(a);
+                }
+            }
+        }
+        let mut freed = view;
+        for v in &victims {
+            freed.release(&v.ports);
+        }
+        freed.check(ask).map(|()| victims)
+    }
+}
+
+impl<'s> Stack<'s> {
+    /// The ports the winner of a select gives the group, drawn with the stack's seeded
+    /// generator; `None` only if the winner cannot (its check said it could).
+    pub(super) fn assign_ports(
+        &mut self,
+        best: &Candidate<'s>,
+        sel: &Selection<'_>,
+        ask: &GroupNetwork,
+    ) -> Option<ThinVec<AllocatedPort>> {
+        let Stack {
+            eval,
+            tally,
+            nodes,
+            port_rng,
+            ..
+        } = self;
+        let entry = &nodes[best.idx];
+        let view = eval.ports_view(entry, sel.plan, &mut tally.scratch, &best.preempted);
+        // `set_nodes` seeds the generator for every job that asks for ports.
+        let rng = port_rng.get_or_insert_with(|| rand_chacha::ChaCha8Rng::seed_from_u64(0));
+        view.assign(ask, rng).ok()
+    }
+}
