@@ -117,7 +117,7 @@ pub enum NodeRefusal {
 pub fn check_plan(state: &StateSnapshot, plan: &Plan) -> PlanOutcome {
     let mut result = PlanResult::default();
     let listed_twice = listed_under_several_nodes(plan);
-    let mut scratch = Vec::new();
+    let mut scratch = Scratch::default();
     let mut accepted = Vec::new();
     let mut any_node_part = false;
 
@@ -307,11 +307,19 @@ fn listed_under_several_nodes(plan: &Plan) -> BTreeMap<AllocId, (NodeId, NodeId)
         .collect()
 }
 
+/// Buffers one plan's node checks reuse, so a node's check allocates nothing after the
+/// first ones.
+#[derive(Default)]
+struct Scratch {
+    touches: Vec<Touch>,
+    ports: PortDelta,
+}
+
 fn check_node(
     state: &StateSnapshot,
     part: &NodePart<'_>,
     listed_twice: &BTreeMap<AllocId, (NodeId, NodeId)>,
-    scratch: &mut Vec<Touch>,
+    scratch: &mut Scratch,
 ) -> Result<(), NodeRefusal> {
     let node_id = part.node;
     let Some(node) = state.node(&node_id) else {
@@ -327,14 +335,16 @@ fn check_node(
             status: node.status,
         });
     }
-    let mut delta = node_delta(state, part, listed_twice, scratch)?;
+    let delta = node_delta(state, part, listed_twice, scratch)?;
     if delta.new_work
         && let Some(why) = unschedulable_reason(node)
     {
         return Err(NodeRefusal::NotSchedulable { node: node_id, why });
     }
+    let used = state.node_use(&node_id);
     if delta.adds {
-        let after = state.node_usage(&node_id).saturating_sub(&delta.released) + delta.added;
+        let usage = used.map_or(Resources::ZERO, |u| u.resources);
+        let after = usage.saturating_sub(&delta.released) + delta.added;
         if let Some(dimension) = node.allocatable().exhausted_by(&after) {
             return Err(NodeRefusal::Exhausted {
                 node: node_id,
@@ -342,13 +352,14 @@ fn check_node(
             });
         }
     }
-    check_ports(state, node, &mut delta.ports)
+    let held = used.and_then(|u| u.ports.as_deref());
+    check_ports(node, held, &mut scratch.ports)
 }
 
-/// Rule 6 of [`check_plan`] for one node's part.
+/// Rule 6 of [`check_plan`] for one node's part; `held` is the state's ports of the node.
 fn check_ports(
-    state: &StateSnapshot,
     node: &Node,
+    held: Option<&crate::ports::NodePorts>,
     ports: &mut PortDelta,
 ) -> Result<(), NodeRefusal> {
     if ports.new.is_empty() {
@@ -356,7 +367,7 @@ fn check_ports(
     }
     ports.released.sort_unstable();
     ports.taken.sort_unstable();
-    let held = state.node_ports(&node.id);
+    let held = held.unwrap_or(&crate::ports::NO_PORTS);
     let count = |list: &[(IpAddr, u16)], key: (IpAddr, u16)| {
         (list.partition_point(|k| *k <= key) - list.partition_point(|k| *k < key)) as i64
     };
@@ -408,11 +419,10 @@ struct Delta {
     adds: bool,
     /// Whether any allocation will use resources on the node that does not now.
     new_work: bool,
-    ports: PortDelta,
 }
 
-/// How one node's held ports change if its part of the plan commits. All empty (and
-/// allocation-free) when no touched allocation has ports.
+/// How one node's held ports change if its part of the plan commits; all empty when no
+/// touched allocation has ports. Filled by [`node_delta`] into reused buffers.
 #[derive(Default)]
 struct PortDelta {
     /// Ports of touched allocations that hold them now.
@@ -505,10 +515,17 @@ fn node_delta(
     state: &StateSnapshot,
     part: &NodePart<'_>,
     listed_twice: &BTreeMap<AllocId, (NodeId, NodeId)>,
-    scratch: &mut Vec<Touch>,
+    scratch: &mut Scratch,
 ) -> Result<Delta, NodeRefusal> {
     let node = part.node;
+    let Scratch {
+        touches: scratch,
+        ports,
+    } = scratch;
     scratch.clear();
+    ports.released.clear();
+    ports.taken.clear();
+    ports.new.clear();
     let transitions = part
         .transitions()
         .enumerate()
@@ -573,16 +590,15 @@ fn node_delta(
         let after = sim.filter(|s| s.node == node && s.uses_resources());
         if let Some(b) = before {
             delta.released += b.resources;
-            delta.ports.released.extend(keys(&b.ports));
+            ports.released.extend(keys(&b.ports));
         }
         if let Some(a) = after {
             delta.added += a.resources;
             delta.adds = true;
             delta.new_work |= before.is_none();
-            delta.ports.taken.extend(keys(a.ports));
+            ports.taken.extend(keys(a.ports));
             let held_before = before.map_or(&[][..], |b| &b.ports[..]);
-            delta
-                .ports
+            ports
                 .new
                 .extend(keys(a.ports).filter(|k| !keys(held_before).any(|h| h == *k)));
         }
@@ -665,7 +681,7 @@ mod fsm_agreement {
             },
         )
         .expect("register");
-        let mut scratch = Vec::new();
+        let mut scratch = Scratch::default();
         let mut checked = 0;
         for old in &existing {
             let mut s = base.clone();

@@ -1,101 +1,69 @@
-//! The ports held on one node, per address.
+//! The ports held on one node.
 
 use crate::types::AllocatedPort;
 use std::net::IpAddr;
 
-/// The ports held on one node by allocations that use resources, per address.
+/// The ports held on one node by allocations that use resources, as `(address, port)`.
 ///
-/// Invariant: the addresses are sorted and each appears once; each address's ports are
-/// sorted, and a port appears once per holder. Committed plans never let two allocations
-/// hold one port, so a count above one only shows in a state some other path produced; the
-/// index still counts both, so removing one holder leaves the port held by the other.
+/// Invariant: sorted, and a port appears once per holder. Committed plans never let two
+/// allocations hold one port, so a count above one only shows in a state some other path
+/// produced; the index still counts both, so removing one holder leaves the port held by
+/// the other. One flat list: most nodes have one address, and a list is one allocation to
+/// copy when a write changes a node a snapshot still shares.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub struct NodePorts {
-    by_address: Vec<(IpAddr, Vec<u16>)>,
+    held: Vec<(IpAddr, u16)>,
 }
 
-impl NodePorts {
-    /// No ports held.
-    pub const EMPTY: NodePorts = NodePorts {
-        by_address: Vec::new(),
-    };
+/// No ports held, for readers of nodes that hold none.
+pub static NO_PORTS: NodePorts = NodePorts { held: Vec::new() };
 
+impl NodePorts {
     pub fn is_empty(&self) -> bool {
-        self.by_address.is_empty()
+        self.held.is_empty()
     }
 
     /// Records the ports of one more holder.
     pub fn add(&mut self, ports: &[AllocatedPort]) {
         for p in ports {
-            let list = match self
-                .by_address
-                .binary_search_by(|(ip, _)| ip.cmp(&p.host_ip))
-            {
-                Ok(i) => &mut self.by_address[i].1,
-                Err(i) => {
-                    self.by_address.insert(i, (p.host_ip, Vec::new()));
-                    &mut self.by_address[i].1
-                }
-            };
-            let at = list.partition_point(|v| *v < p.value);
-            list.insert(at, p.value);
+            let key = (p.host_ip, p.value);
+            let at = self.held.partition_point(|k| *k < key);
+            self.held.insert(at, key);
         }
     }
 
-    /// Forgets the ports of one holder (each once); an address left without ports goes.
+    /// Forgets the ports of one holder (each once).
     pub fn remove(&mut self, ports: &[AllocatedPort]) {
         for p in ports {
-            let Ok(i) = self
-                .by_address
-                .binary_search_by(|(ip, _)| ip.cmp(&p.host_ip))
-            else {
-                continue;
-            };
-            let list = &mut self.by_address[i].1;
-            if let Ok(at) = list.binary_search(&p.value) {
-                list.remove(at);
-            }
-            if list.is_empty() {
-                self.by_address.remove(i);
+            if let Ok(at) = self.held.binary_search(&(p.host_ip, p.value)) {
+                self.held.remove(at);
             }
         }
-    }
-
-    /// The ports held on `ip`, sorted, once per holder.
-    pub fn on(&self, ip: IpAddr) -> &[u16] {
-        self.by_address
-            .binary_search_by(|(a, _)| a.cmp(&ip))
-            .map_or(&[], |i| &self.by_address[i].1)
     }
 
     /// Holders of `port` on `ip`.
     pub fn count(&self, ip: IpAddr, port: u16) -> usize {
-        count_in(self.on(ip), port, port)
+        self.count_in(ip, port, port)
     }
 
     /// Holders of ports in `lo..=hi` on `ip`, each port counted once per holder.
     pub fn count_in(&self, ip: IpAddr, lo: u16, hi: u16) -> usize {
-        count_in(self.on(ip), lo, hi)
+        if lo > hi {
+            return 0;
+        }
+        let h = &self.held;
+        h.partition_point(|k| *k <= (ip, hi)) - h.partition_point(|k| *k < (ip, lo))
     }
 
     /// Every `(address, port)` held, once per holder, in order.
     pub fn iter(&self) -> impl Iterator<Item = (IpAddr, u16)> + '_ {
-        self.by_address
-            .iter()
-            .flat_map(|(ip, ports)| ports.iter().map(move |p| (*ip, *p)))
+        self.held.iter().copied()
     }
 
     /// How many `(address, port)` holds there are.
     pub fn len(&self) -> usize {
-        self.by_address.iter().map(|(_, p)| p.len()).sum()
+        self.held.len()
     }
-}
-
-fn count_in(sorted: &[u16], lo: u16, hi: u16) -> usize {
-    if lo > hi {
-        return 0;
-    }
-    sorted.partition_point(|v| *v <= hi) - sorted.partition_point(|v| *v < lo)
 }
 
 #[cfg(test)]
@@ -130,12 +98,12 @@ mod tests {
         ports.remove(&[port("10.0.0.1", 8080)]);
         assert_eq!(ports.count(a, 8080), 1, "the other holder keeps it");
         ports.remove(&[port("10.0.0.2", 8080), port("10.0.0.2", 9999)]);
-        assert!(ports.on(b).is_empty());
+        assert_eq!(ports.count_in(b, 1, 65535), 0);
         assert_eq!(
             ports.iter().collect::<Vec<_>>(),
             vec![(a, 8080), (a, 20001)]
         );
         ports.remove(&[port("10.0.0.1", 8080), port("10.0.0.1", 20001)]);
-        assert!(ports.is_empty(), "an address without ports goes");
+        assert!(ports.is_empty());
     }
 }

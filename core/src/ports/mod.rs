@@ -1,7 +1,7 @@
 //! Ports as a node resource: the per-node index of ports in use ([`NodePorts`], kept by the
 //! state store beside CPU and memory), a node's ports as a plan leaves them
-//! ([`PortsView`]), whether a group's ask fits them ([`PortsView::check`]) and the choice
-//! of its dynamic ports ([`PortsView::assign`]).
+//! ([`PortsView`]), whether a group's ask ([`PortDemand`], built once per group) fits them
+//! ([`PortsView::check`]) and the choice of its dynamic ports ([`PortsView::assign`]).
 //!
 //! A port is held per node *address*: the same number on two addresses of one node is two
 //! ports. A node's reserved ports are held on every address. Dynamic ports are drawn at
@@ -14,8 +14,10 @@
 //! the cluster, and nothing is copied per check, so placing with ports stays linear in
 //! placements.
 
+mod demand;
 mod index;
 mod view;
 
-pub use index::NodePorts;
-pub use view::{MAX_RANDOM_TRIES, PortsView};
+pub use demand::PortDemand;
+pub use index::{NO_PORTS, NodePorts};
+pub use view::{MAX_RANDOM_TRIES, PortChanges, PortsView, Resolved, release, take};

@@ -1,5 +1,5 @@
 use super::*;
-use crate::types::{DEFAULT_HOST_NETWORK, HostAddress, PortRanges};
+use crate::types::{DEFAULT_HOST_NETWORK, GroupNetwork, HostAddress, PortAsk, PortRanges};
 use proptest::prelude::*;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -44,8 +44,8 @@ fn port(at: &str, value: u16) -> AllocatedPort {
     }
 }
 
-fn ask(ports: Vec<PortAsk>) -> GroupNetwork {
-    GroupNetwork { ports }
+fn ask(ports: Vec<PortAsk>) -> PortDemand {
+    PortDemand::new(&GroupNetwork { ports })
 }
 
 fn on_public(mut p: PortAsk) -> PortAsk {
@@ -277,9 +277,9 @@ proptest! {
         let ask = ask(ports);
         match view.assign(&ask, &mut ChaCha8Rng::seed_from_u64(seed)) {
             Ok(got) => {
-                prop_assert_eq!(got.len(), ask.ports.len());
+                prop_assert_eq!(got.len(), ask.ports().len());
                 let mut seen = std::collections::HashSet::new();
-                for (p, a) in ask.ports.iter().zip(&got) {
+                for (p, a) in ask.ports().iter().zip(&got) {
                     prop_assert_eq!(a.label.as_str(), p.label.as_str());
                     prop_assert!(seen.insert((a.host_ip, a.value)), "{} given twice", a.value);
                     prop_assert!(!networks.reserved_ports.contains(a.value));

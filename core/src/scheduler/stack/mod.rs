@@ -141,6 +141,15 @@ struct Entry {
     computed: Option<ComputedClass>,
     /// The snapshot's `node_usage`, fetched on the first visit (the snapshot never changes).
     usage: Option<Resources>,
+    /// The ports the node's allocations hold in the snapshot, fetched with `usage`.
+    ports: Option<Arc<crate::ports::NodePorts>>,
+    /// What the plan changes of the node's ports, as of plan revision `port_rev` (`None`:
+    /// not computed for any), kept like `plan_view` so revisits cost nothing.
+    port_changes: crate::ports::PortChanges,
+    port_rev: Option<u32>,
+    /// What the port checks of one group read of the node (by index in `Stack::groups`),
+    /// found on the first check.
+    resolved: Option<(usize, Result<crate::ports::Resolved, PortShortage>)>,
     /// The node's view at the plan's last revision for it, for one group: reused while the
     /// plan leaves the node alone, so revisiting a node costs a hash lookup.
     plan_view: Option<PlanView>,
@@ -166,6 +175,10 @@ impl Entry {
             class,
             computed: None,
             usage: None,
+            ports: None,
+            port_changes: Vec::new(),
+            port_rev: None,
+            resolved: None,
             plan_view: None,
             plan_rev: Revision::Unknown,
             node,
@@ -173,9 +186,15 @@ impl Entry {
     }
 
     fn snapshot_usage(&mut self, snapshot: &StateSnapshot) -> Resources {
-        *self
-            .usage
-            .get_or_insert_with(|| snapshot.node_usage(&self.id))
+        if let Some(usage) = self.usage {
+            return usage;
+        }
+        let (usage, ports) = snapshot
+            .node_use(&self.id)
+            .map_or((Resources::ZERO, None), |u| (u.resources, u.ports.clone()));
+        self.usage = Some(usage);
+        self.ports = ports;
+        usage
     }
 }
 
@@ -218,6 +237,8 @@ struct GroupChecks {
     compiled: Compiled,
     verdicts: Vec<Verdict>,
     properties: Vec<PropertySet>,
+    /// The group's ports arranged for checking nodes; `None` when it asks for none.
+    demand: Option<Arc<crate::ports::PortDemand>>,
 }
 
 /// Nodes of the set by snapshot tier, in walk order, with a cursor past the leading nodes
@@ -274,7 +295,7 @@ struct Selection<'a> {
     /// Index of the group in [`Stack::groups`].
     group_idx: usize,
     /// The group's ports, when it asks for any.
-    network: Option<&'a GroupNetwork>,
+    network: Option<&'a crate::ports::PortDemand>,
 }
 
 /// A group's ports, when it asks for any.
@@ -450,6 +471,7 @@ impl<'s> Stack<'s> {
         let gi = self.group_checks(group);
         self.follow_plan(plan);
         let mut checks = std::mem::take(&mut self.groups[gi]);
+        let demand = checks.demand.clone();
         let sel = Selection {
             group,
             ask: group.resources(),
@@ -460,7 +482,7 @@ impl<'s> Stack<'s> {
             only_group: matches!(&self.eval.job.groups[..], [g] if g.name == group.name)
                 && self.eval.footprint.only_group(&group.name),
             group_idx: gi,
-            network: asks_ports(group),
+            network: demand.as_deref(),
         };
         let best = self.pick(&mut checks, &sel);
         self.groups[gi] = checks;
@@ -481,8 +503,12 @@ impl<'s> Stack<'s> {
     /// The index of `group`'s compiled checks, compiling them on first sight.
     fn group_checks(&mut self, group: &TaskGroup) -> usize {
         let drivers = crate::scheduler::feasible::group_drivers(group);
+        let ports = asks_ports(group).map(|n| &n.ports[..]);
         if let Some(i) = self.groups.iter().position(|g| {
-            g.name == group.name && g.constraints == group.constraints && g.drivers == drivers
+            g.name == group.name
+                && g.constraints == group.constraints
+                && g.drivers == drivers
+                && g.demand.as_ref().map(|d| d.ports()) == ports
         }) {
             return i;
         }
@@ -507,6 +533,7 @@ impl<'s> Stack<'s> {
             compiled,
             verdicts: Vec::new(),
             properties,
+            demand: asks_ports(group).map(|n| Arc::new(crate::ports::PortDemand::new(n))),
         });
         self.groups.len() - 1
     }
@@ -518,6 +545,7 @@ impl<'s> Stack<'s> {
             for e in &mut self.nodes {
                 e.plan_rev = Revision::Unknown;
                 e.plan_view = None;
+                e.port_rev = None;
             }
             self.plan_sync = None;
             return;
@@ -540,6 +568,8 @@ impl<'s> Stack<'s> {
                 for e in &mut self.nodes {
                     e.plan_rev = plan.node_revision(&e.id);
                     e.plan_view = None;
+                    e.port_rev = None;
+                    e.port_rev = None;
                 }
             }
         }

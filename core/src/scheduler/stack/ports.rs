@@ -7,7 +7,7 @@
 
 use super::footprint::is_of_job;
 use super::{Candidate, Entry, Eval, Selection, Stack};
-use crate::ports::PortsView;
+use crate::ports::{self, NO_PORTS, PortDemand, PortsView};
 use crate::scheduler::feasible::PlanOnNode;
 use crate::scheduler::preempt::may_preempt;
 use crate::types::*;
@@ -29,10 +29,36 @@ impl<'s> Eval<'s> {
             .map(|j| j.priority)
     }
 
+    /// Brings the entry's record of the plan's changes to its ports up to date: replayed
+    /// only when the plan's revision for the node moved since the last replay.
+    fn follow_plan_ports(&self, entry: &mut Entry, plan: &Plan, scratch: &mut Vec<(AllocId, u32)>) {
+        let revision = match entry.plan_rev {
+            Revision::Untouched => return,
+            Revision::At(r) if entry.port_rev == Some(r) => return,
+            Revision::At(r) => Some(r),
+            Revision::Unknown => None,
+        };
+        let changes = &mut entry.port_changes;
+        changes.clear();
+        PlanOnNode::of(plan, entry.id).for_each_touched(
+            scratch,
+            &self.lookup(),
+            |before, after| {
+                if let Some(b) = before {
+                    ports::release(changes, &b.ports);
+                }
+                if let Some(a) = after {
+                    ports::take(changes, &a.ports);
+                }
+            },
+        );
+        entry.port_rev = revision;
+    }
+
     /// The node's ports once the plan so far and the eviction of `evicted` are applied.
     pub(super) fn ports_view<'e>(
         &self,
-        entry: &'e Entry,
+        entry: &'e mut Entry,
         plan: &Plan,
         scratch: &mut Vec<(AllocId, u32)>,
         evicted: &[&'s Arc<Allocation>],
@@ -40,18 +66,19 @@ impl<'s> Eval<'s> {
     where
         's: 'e,
     {
-        let mut view = PortsView::new(&entry.node.networks, self.snapshot.node_ports(&entry.id));
-        let part = PlanOnNode::of(plan, entry.id);
-        if !part.is_empty() {
-            part.for_each_touched(scratch, &self.lookup(), |before, after| {
-                if let Some(b) = before {
-                    view.release(&b.ports);
-                }
-                if let Some(a) = after {
-                    view.take(&a.ports);
-                }
-            });
-        }
+        self.follow_plan_ports(entry, plan, scratch);
+        let entry = &*entry;
+        // The entry caches the snapshot's ports with its usage on the first visit.
+        let held = match (&entry.usage, &entry.ports) {
+            (Some(_), Some(held)) => &**held,
+            (Some(_), None) => &NO_PORTS,
+            (None, _) => self.snapshot.node_ports(&entry.id),
+        };
+        let changes = match entry.plan_rev {
+            Revision::Untouched => &[][..],
+            _ => &entry.port_changes[..],
+        };
+        let mut view = PortsView::with_plan(&entry.node.networks, held, changes);
         for v in evicted {
             view.release(&v.ports);
         }
@@ -66,26 +93,34 @@ impl<'s> Eval<'s> {
     /// [`PRIORITY_DELTA`]: crate::scheduler::preempt::PRIORITY_DELTA
     pub(super) fn port_evictions(
         &self,
-        entry: &Entry,
+        entry: &mut Entry,
         sel: &Selection<'_>,
-        ask: &GroupNetwork,
+        ask: &PortDemand,
         scratch: &mut Vec<(AllocId, u32)>,
     ) -> Result<Vec<&'s Arc<Allocation>>, PortShortage> {
+        let id = entry.id;
+        let resolved = match &entry.resolved {
+            Some((group, found)) if *group == sel.group_idx => found.clone(),
+            _ => {
+                let found = PortsView::new(&entry.node.networks, &NO_PORTS).resolve(ask);
+                entry.resolved = Some((sel.group_idx, found.clone()));
+                found
+            }
+        }?;
         let view = self.ports_view(entry, sel.plan, scratch, &[]);
-        let why = match view.check(ask) {
+        let why = match view.check_resolved(ask, &resolved) {
             Ok(()) => return Ok(Vec::new()),
             Err(why) => why,
         };
         if !sel.preempt || !matches!(why, PortShortage::Taken(_)) {
             return Err(why);
         }
-        let part = PlanOnNode::of(sel.plan, entry.id);
+        let part = PlanOnNode::of(sel.plan, id);
         let mut victims: Vec<&'s Arc<Allocation>> = Vec::new();
-        for p in &ask.ports {
-            let (Some(port), Some(ip)) = (
-                p.static_port,
-                entry.node.networks.address_of(&p.host_network),
-            ) else {
+        for p in ask.ports() {
+            let networks = view.networks();
+            let (Some(port), Some(ip)) = (p.static_port, networks.address_of(&p.host_network))
+            else {
                 continue;
             };
             let holders = view.holders(ip, port);
@@ -94,7 +129,7 @@ impl<'s> Eval<'s> {
             }
             let evictable: Vec<&'s Arc<Allocation>> = self
                 .snapshot
-                .allocs_by_node(&entry.id)
+                .allocs_by_node(&id)
                 .filter(|a| a.uses_resources() && !part.touches(&a.id))
                 .filter(|a| a.ports.iter().any(|h| h.host_ip == ip && h.value == port))
                 .collect();
@@ -118,7 +153,7 @@ impl<'s> Eval<'s> {
         for v in &victims {
             freed.release(&v.ports);
         }
-        freed.check(ask).map(|()| victims)
+        freed.check_resolved(ask, &resolved).map(|()| victims)
     }
 }
 
@@ -129,7 +164,7 @@ impl<'s> Stack<'s> {
         &mut self,
         best: &Candidate<'s>,
         sel: &Selection<'_>,
-        ask: &GroupNetwork,
+        ask: &PortDemand,
     ) -> Option<ThinVec<AllocatedPort>> {
         let Stack {
             eval,
@@ -138,10 +173,18 @@ impl<'s> Stack<'s> {
             port_rng,
             ..
         } = self;
-        let entry = &nodes[best.idx];
+        let entry = &mut nodes[best.idx];
+        // The winner was checked, so what its checks read of it is kept.
+        let resolved = match &entry.resolved {
+            Some((group, Ok(found))) if *group == sel.group_idx => Some(found.clone()),
+            _ => None,
+        };
         let view = eval.ports_view(entry, sel.plan, &mut tally.scratch, &best.preempted);
         // `set_nodes` seeds the generator for every job that asks for ports.
         let rng = port_rng.get_or_insert_with(|| rand_chacha::ChaCha8Rng::seed_from_u64(0));
-        view.assign(ask, rng).ok()
+        match resolved {
+            Some(found) => view.assign_resolved(ask, &found, rng).ok(),
+            None => view.assign(ask, rng).ok(),
+        }
     }
 }
