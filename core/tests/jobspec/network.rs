@@ -49,6 +49,18 @@ fn network_blocks_parse_and_their_mistakes_are_named_where_they_are() {
             Expect::Err("t.hcl:5:18: static: 70000 is not a port (1-65535)"),
         ),
         (
+            net("      port \"http\" {\n        static = -1\n      }\n"),
+            Expect::Err("t.hcl:5:18: static: -1 is invalid: it must not be negative"),
+        ),
+        (
+            net(&(0..12_002)
+                .map(|i| format!("      port \"p{i}\" {{}}\n"))
+                .collect::<String>()),
+            Expect::Err(
+                "t.hcl:3:5: groups[g].network.ports: 12002 dynamic ports are more than a node's dynamic range (20000-32000) holds: 12001",
+            ),
+        ),
+        (
             net("      port \"http\" {\n        static = 0\n      }\n"),
             Expect::Err(
                 "t.hcl:5:18: groups[g].network.ports[0].static: static port 0 is not a port (1-65535): leave static out for a dynamic port",
