@@ -79,6 +79,7 @@ fn registration(
         meta: config.meta.clone(),
         resources: Some(resources(&print.resources)),
         reserved: Some(resources(&config.reserved)),
+        networks: Some((&print.networks).into()),
     }
 }
 
@@ -155,6 +156,7 @@ impl Agent {
             path: data_dir.clone(),
             source,
         })?;
+        print.networks = crate::network::fingerprint(&config.network)?;
         let drivers = Arc::new(Drivers::fingerprint(&config, &layout.state.join("probe")).await);
         print.attributes.extend(drivers.attributes());
         let store = StateStore::open(&data_dir)?;

@@ -17,9 +17,16 @@
 //!   task_pids_limit    = 2048             # processes one task may hold (pids.max)
 //!   meta { rack = "r1" }
 //!   reserved {
-//!     cpu    = 500
-//!     memory = 512
-//!     disk   = 1024
+//!     cpu            = 500
+//!     memory         = 512
+//!     disk           = 1024
+//!     reserved_ports = "22,80,8000-8100"  # never given to allocations
+//!   }
+//!   network_interface = "eth0"            # whose address ports are on (default: the default route's)
+//!   min_dynamic_port  = 20000             # dynamic ports are picked in this range
+//!   max_dynamic_port  = 32000
+//!   host_network "public" {               # ports with host_network = "public" land here
+//!     cidr = "0.0.0.0/0"                  # the first address inside it, or interface = "eth1"
 //!   }
 //! }
 //! raw_exec {
@@ -91,6 +98,8 @@ pub struct AgentConfig {
     pub cgroup_parent: String,
     /// `pids.max` of every task: what a fork bomb runs into.
     pub task_pids_limit: u64,
+    /// Where ports are offered: the interface, reserved ports, dynamic range, host networks.
+    pub network: crate::network::NetworkConfig,
     /// The binary that runs the task shim; `None`: the agent's own (`/proc/self/exe`),
     /// which must call [`crate::isolation::dispatch`] first thing in `main`. Tests that
     /// run an agent inside a test binary point it at a binary that does.
@@ -137,6 +146,7 @@ impl Default for AgentConfig {
                 .collect(),
             cgroup_parent: "drover".into(),
             task_pids_limit: DEFAULT_TASK_PIDS_LIMIT,
+            network: crate::network::NetworkConfig::default(),
             shim: None,
         }
     }
@@ -184,6 +194,10 @@ struct ClientBlock {
     chroot_env: Option<Vec<PathBuf>>,
     cgroup_parent: Option<String>,
     task_pids_limit: Option<u64>,
+    network_interface: Option<String>,
+    min_dynamic_port: Option<u64>,
+    max_dynamic_port: Option<u64>,
+    host_network: Option<BTreeMap<String, HostNetworkBlock>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -192,6 +206,14 @@ struct ReservedBlock {
     cpu: Option<u64>,
     memory: Option<u64>,
     disk: Option<u64>,
+    reserved_ports: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct HostNetworkBlock {
+    interface: Option<String>,
+    cidr: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -271,7 +293,41 @@ impl AgentConfig {
                 r.memory.unwrap_or(0),
                 r.disk.unwrap_or(0),
             );
+            if let Some(ports) = r.reserved_ports {
+                config.network.reserved_ports = drover_core::types::PortRanges::parse(&ports)
+                    .map_err(|e| AgentError::ConfigInvalid {
+                        field: "reserved_ports",
+                        problem: e.to_string(),
+                    })?;
+            }
         }
+        let port = |field, value: u64| {
+            u16::try_from(value)
+                .ok()
+                .filter(|p| *p > 0)
+                .ok_or_else(|| AgentError::ConfigInvalid {
+                    field,
+                    problem: format!("{value} is not a port (1-65535)"),
+                })
+        };
+        let net = &mut config.network;
+        net.interface = client.network_interface;
+        if let Some(p) = client.min_dynamic_port {
+            net.min_dynamic_port = port("min_dynamic_port", p)?;
+        }
+        if let Some(p) = client.max_dynamic_port {
+            net.max_dynamic_port = port("max_dynamic_port", p)?;
+        }
+        net.host_networks = client
+            .host_network
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(name, b)| crate::network::HostNetworkConfig {
+                name,
+                interface: b.interface,
+                cidr: b.cidr,
+            })
+            .collect();
         let log = file.log.unwrap_or_default();
         if let Some(mb) = log.max_file_size_mb {
             config.log_max_bytes = mb.saturating_mul(1024 * 1024);
@@ -336,6 +392,26 @@ impl AgentConfig {
         if self.report_interval.is_zero() || self.report_interval > Duration::from_millis(200) {
             return invalid("report_interval", "must be within 1..=200 ms");
         }
+        let net = &self.network;
+        if net.min_dynamic_port == 0 || net.min_dynamic_port > net.max_dynamic_port {
+            return invalid(
+                "min_dynamic_port",
+                &format!(
+                    "the dynamic range {}-{} must be a non-empty range of ports (1-65535)",
+                    net.min_dynamic_port, net.max_dynamic_port
+                ),
+            );
+        }
+        if net
+            .host_networks
+            .iter()
+            .any(|h| h.name == drover_core::types::DEFAULT_HOST_NETWORK)
+        {
+            return invalid(
+                "host_network",
+                "\"default\" is the network_interface's host network: name yours otherwise",
+            );
+        }
         Ok(())
     }
 }
@@ -399,6 +475,13 @@ mod tests {
         assert_eq!(config.chroot_env.len(), 6);
         assert_eq!(config.task_pids_limit, 2048);
         assert_eq!(config.default_user.as_deref(), Some("nobody"));
+        let net = &config.network;
+        assert_eq!(net.reserved_ports.to_string(), "22,80,8000-8100");
+        assert_eq!(net.interface.as_deref(), Some("eth0"));
+        assert_eq!((net.min_dynamic_port, net.max_dynamic_port), (20000, 32000));
+        assert_eq!(net.host_networks.len(), 1);
+        assert_eq!(net.host_networks[0].name, "public");
+        assert_eq!(net.host_networks[0].cidr.as_deref(), Some("0.0.0.0/0"));
     }
 
     #[test]
@@ -414,6 +497,19 @@ mod tests {
             ("client { cgroup_parent = \"../x\" }", "cgroup_parent"),
             ("client { task_pids_limit = 1 }", "task_pids_limit"),
             ("raw_exec { enable = true }", "enable"),
+            (
+                "client { reserved { reserved_ports = \"22,9-3\" } }",
+                "reserved_ports",
+            ),
+            (
+                "client {\n min_dynamic_port = 30000\n max_dynamic_port = 20000\n}",
+                "min_dynamic_port",
+            ),
+            ("client { min_dynamic_port = 70000 }", "min_dynamic_port"),
+            (
+                "client {\n host_network \"default\" {\n interface = \"lo\"\n }\n}",
+                "host_network",
+            ),
         ];
         for (text, needle) in cases {
             let err = parse(text).expect_err(text);

@@ -5,7 +5,7 @@
 //!
 //! The parsers take the text of `/proc` files so they are tested without a machine.
 
-use drover_core::types::Resources;
+use drover_core::types::{NodeNetworks, Resources};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -18,6 +18,8 @@ pub struct Fingerprint {
     pub hostname: String,
     pub resources: Resources,
     pub attributes: BTreeMap<String, String>,
+    /// What the node offers for ports; filled from the config by [`crate::network`].
+    pub networks: NodeNetworks,
 }
 
 /// Go's spelling of the architecture, which Nomad job constraints use.
@@ -148,6 +150,7 @@ pub fn fingerprint(data_dir: &Path) -> std::io::Result<Fingerprint> {
         hostname,
         resources: Resources::new(total_mhz, memory_mb, disk_mb),
         attributes,
+        networks: NodeNetworks::default(),
     })
 }
 

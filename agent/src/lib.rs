@@ -8,6 +8,7 @@
 //! to the tasks still running instead of starting duplicates.
 //!
 //! Modules, one idea each: [`config`] (flags and HCL file), [`fingerprint`] (the host),
+//! [`network`] (its addresses, reserved ports and dynamic range for ports),
 //! [`rpc`] (server connections with failover), [`heartbeat`] (registration, TTL, readiness),
 //! [`state`] (durable records), [`driver`] (processes, logs, signals), [`runner`] (per
 //! allocation and per task supervisors, restart policy), [`reporter`] (batched status
@@ -26,6 +27,7 @@ pub mod fingerprint;
 pub mod heartbeat;
 pub mod isolation;
 pub mod layout;
+pub mod network;
 pub mod reporter;
 pub mod rpc;
 pub mod runner;

@@ -9,7 +9,9 @@
 
 use crate::AgentError;
 use crate::driver::ProcessRecord;
-use drover_core::types::{AllocId, ClientStatus, JobType, NodeId, TaskGroup, TaskState};
+use drover_core::types::{
+    AllocId, AllocatedPort, ClientStatus, JobType, NodeId, TaskGroup, TaskState,
+};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -44,6 +46,10 @@ pub struct AllocInfo {
     pub job_type: JobType,
     pub job_version: u64,
     pub datacenter: String,
+    /// The ports it holds on this node (its tasks' `NOMAD_PORT_*`); absent in records
+    /// written before ports existed.
+    #[serde(default)]
+    pub ports: Vec<AllocatedPort>,
 }
 
 /// One task as last recorded.
@@ -204,6 +210,7 @@ mod tests {
                 job_type: JobType::Service,
                 job_version: 0,
                 datacenter: "dc1".into(),
+                ports: Vec::new(),
             },
             group: job.groups[0].clone(),
             tasks,

@@ -188,6 +188,7 @@ impl Supervisor {
                 job_type: job.job_type,
                 job_version: alloc.job_version,
                 datacenter: self.datacenter.clone(),
+                ports: alloc.ports.to_vec(),
             },
             group: group.clone(),
             tasks,

@@ -43,6 +43,9 @@ pub struct AgentArgs {
     /// Run raw_exec tasks (off by default: they run as host processes; see the README)
     #[arg(long)]
     raw_exec: bool,
+    /// The interface whose address tasks' ports are on (default: the default route's)
+    #[arg(long, value_name = "NAME")]
+    network_interface: Option<String>,
     /// Run this many simulated nodes instead of this machine (tasks are not executed)
     #[arg(long, value_name = "N")]
     simulate: Option<usize>,
@@ -122,6 +125,9 @@ impl AgentArgs {
         config.meta.extend(parse_meta(&self.meta)?);
         if self.raw_exec {
             config.raw_exec.enabled = true;
+        }
+        if self.network_interface.is_some() {
+            config.network.interface = self.network_interface.clone();
         }
         config.validate()?;
         Ok(config)

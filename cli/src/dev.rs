@@ -149,10 +149,15 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         servers: server_urls.clone(),
         data_dir: data_dir.join("agent"),
         name: Some("dev-agent".into()),
-        // A development cluster runs its jobs' raw_exec tasks, as `nomad agent -dev` does.
+        // A development cluster runs its jobs' raw_exec tasks, as `nomad agent -dev` does,
+        // and offers their ports on loopback, as it does too.
         raw_exec: drover_agent::config::RawExecConfig {
             enabled: true,
             no_cgroups: false,
+        },
+        network: drover_agent::network::NetworkConfig {
+            interface: drover_agent::network::loopback_interface(),
+            ..Default::default()
         },
         ..AgentConfig::default()
     })

@@ -258,6 +258,10 @@ pub fn placement_failures(failures: &BTreeMap<String, AllocMetric>) -> String {
                 dimension.as_str()
             ));
         }
+        for (shortage, nodes) in &m.ports_exhausted {
+            let plural = if *nodes == 1 { "node" } else { "nodes" };
+            reasons.push(format!("{shortage} on {nodes} {plural}"));
+        }
         if reasons.is_empty() {
             reasons.push(format!(
                 "{} nodes evaluated, {} filtered",
@@ -311,8 +315,13 @@ mod tests {
                 ("missing driver raw_exec".to_string(), 5),
             ]
             .into(),
-            nodes_exhausted: 1,
+            nodes_exhausted: 5,
             dimension_exhausted: [(Dimension::Memory, 1)].into(),
+            ports_exhausted: [
+                (drover_core::PortShortage::Taken(8080), 3),
+                (drover_core::PortShortage::DynamicExhausted, 1),
+            ]
+            .into(),
             coalesced_failures: 2,
             ..AllocMetric::default()
         }

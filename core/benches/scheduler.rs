@@ -1,6 +1,8 @@
 //! Scheduler benchmarks (issue goals): place a service job of count 10,000 on 10,000 nodes
 //! (≥ 200,000 placements/s single-threaded), a system job across 10,000 nodes (≤ 20 ms), and
-//! reconcile a 10,000-allocation job with nothing to do (≤ 2 ms).
+//! reconcile a 10,000-allocation job with nothing to do (≤ 2 ms). The `*_with_a_port` cases
+//! place the same job asking for one dynamic port (issue 30: within 15 % of the run
+//! without ports).
 //!
 //! `scheduler/*` is the scheduler's own work (reconcile, feasibility, ranking, the plan),
 //! handed to a planner that accepts it whole. The plan applier's check and the FSM write
@@ -149,6 +151,17 @@ fn service_10k(c: &mut Criterion) {
     end_to_end(c, "service_10000_on_10000_nodes", &job);
 }
 
+/// The service job, each allocation asking for one dynamic port.
+fn service_10k_ports(c: &mut Criterion) {
+    let mut job = mock::service_job("web", 10_000);
+    job.groups[0].network = Some(GroupNetwork {
+        ports: vec![PortAsk::dynamic("http")],
+    });
+    schedule_only(c, "service_10000_on_10000_nodes_with_a_port", &job, true);
+    commit_only(c, "service_10000_allocs_with_a_port", &job);
+    end_to_end(c, "service_10000_on_10000_nodes_with_a_port", &job);
+}
+
 fn system_10k(c: &mut Criterion) {
     let job = mock::system_job("sys");
     schedule_only(c, "system_on_10000_nodes", &job, false);
@@ -176,5 +189,11 @@ fn reconcile_noop_10k(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, service_10k, system_10k, reconcile_noop_10k);
+criterion_group!(
+    benches,
+    service_10k,
+    service_10k_ports,
+    system_10k,
+    reconcile_noop_10k
+);
 criterion_main!(benches);

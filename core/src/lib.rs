@@ -15,6 +15,7 @@ pub mod mock;
 pub mod node_health;
 pub mod periodic;
 pub mod plan_check;
+pub mod ports;
 pub mod scheduler;
 pub mod state;
 pub mod types;

@@ -24,7 +24,8 @@ pub fn eval_id(n: u64) -> EvalId {
     EvalId::from_bytes(bytes(3, n))
 }
 
-/// A ready, healthy node `node-N` in `dc1` with 4,000 MHz, 8,192 MB and 100 GB.
+/// A ready, healthy node `node-N` in `dc1` with 4,000 MHz, 8,192 MB and 100 GB, and one
+/// address for ports ([`node_address`]) with the default dynamic range.
 pub fn node(n: u64) -> Node {
     let mut node = Node::new(
         node_id(n),
@@ -32,6 +33,7 @@ pub fn node(n: u64) -> Node {
         Resources::new(4000, 8192, 100_000),
     );
     node.secret_id = format!("secret-{n}");
+    node.networks = NodeNetworks::single(node_address(n), "eth0");
     node.attributes.insert("kernel.name".into(), "linux".into());
     node.attributes.insert("cpu.arch".into(), "amd64".into());
     node.attributes
@@ -41,6 +43,11 @@ pub fn node(n: u64) -> Node {
             .insert(format!("driver.{driver}"), "1".into());
     }
     node
+}
+
+/// The address of `node(n)`: `10.0.x.y`, distinct for every `n` below 65,536.
+pub fn node_address(n: u64) -> std::net::IpAddr {
+    std::net::IpAddr::from([10, 0, (n >> 8) as u8, n as u8])
 }
 
 /// A job of the given type with one group `web` of `count` `raw_exec` tasks (100 MHz, 256 MB).
@@ -117,6 +124,7 @@ pub fn alloc(n: u64, job: &Job, node: NodeId, i: u32) -> Allocation {
         task_states: Default::default(),
         links: Default::default(),
         resources: group.resources(),
+        ports: thin_vec::ThinVec::new(),
         metrics: PlacementMetric::default(),
         create_index: 0,
         modify_index: 0,

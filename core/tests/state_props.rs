@@ -137,6 +137,16 @@ fn command(store: &StateStore, op: &Op) -> Option<Command> {
             let mut alloc = mock::alloc(*a, &job, node_id(*n), *a as u32 % 4);
             alloc.client_status = ClientStatus::Pending;
             alloc.eval_id = mock::eval_id(*a % 8);
+            // Ports that sometimes coincide, so the port index sees two holders of one
+            // port (which only the plan applier prevents) and must still agree.
+            alloc.ports = (0..*a % 3)
+                .map(|i| AllocatedPort {
+                    label: format!("p{i}").into(),
+                    value: 20_000 + ((*a + i) % 4) as u16,
+                    to: 0,
+                    host_ip: std::net::IpAddr::from([10, 0, 0, *n as u8]),
+                })
+                .collect();
             mock::place(alloc.eval_id, vec![alloc], T0)
         }
         Op::ClientUpdate(n, a, s) => Command::AllocClientUpdate {

@@ -3,8 +3,9 @@
 
 use drover_core::validate::{Limits, ValidationError, canonicalize, validate_job};
 use drover_core::{
-    Constraint, DelayFunction, DisconnectPolicy, Job, JobType, Operator, ParameterizedConfig,
-    PeriodicConfig, ReschedulePolicy, RestartMode, Task, TaskGroup, UpdateStrategy,
+    Constraint, DelayFunction, DisconnectPolicy, GroupNetwork, Job, JobType, Operator,
+    ParameterizedConfig, PeriodicConfig, PortAsk, ReschedulePolicy, RestartMode, Task, TaskGroup,
+    UpdateStrategy,
 };
 use proptest::prelude::*;
 use std::time::Duration;
@@ -1252,6 +1253,104 @@ mod validate {
                 &[(
                     "groups[web].stop_after_client_disconnect",
                     "stop_after_client_disconnect 18446744073709551615.999999999s is above the limit of 8760h",
+                )],
+            ),
+        ]);
+    }
+
+    #[test]
+    fn network() {
+        fn ports(job: &mut Job, ports: Vec<PortAsk>) {
+            group(job).network = Some(GroupNetwork { ports });
+        }
+        run(&[
+            (
+                "dynamic, static and mapped ports",
+                |j| {
+                    let mut admin = PortAsk::fixed("admin", 8080);
+                    admin.to = Some(80);
+                    ports(j, vec![PortAsk::dynamic("http"), admin]);
+                },
+                &[],
+            ),
+            (
+                "static port 0",
+                |j| ports(j, vec![PortAsk::fixed("http", 0)]),
+                &[(
+                    "groups[web].network.ports[0].static",
+                    "static port 0 is not a port (1-65535): leave static out for a dynamic port",
+                )],
+            ),
+            (
+                "the same label twice",
+                |j| {
+                    ports(
+                        j,
+                        vec![PortAsk::dynamic("http"), PortAsk::fixed("http", 80)],
+                    )
+                },
+                &[(
+                    "groups[web].network.ports[1].label",
+                    "port label \"http\" is already used by ports[0]",
+                )],
+            ),
+            (
+                "a label that cannot name a variable",
+                |j| ports(j, vec![PortAsk::dynamic("my-port"), PortAsk::dynamic("2x")]),
+                &[
+                    (
+                        "groups[web].network.ports[0].label",
+                        "port label \"my-port\" cannot name an environment variable",
+                    ),
+                    (
+                        "groups[web].network.ports[1].label",
+                        "port label \"2x\" cannot name an environment variable",
+                    ),
+                ],
+            ),
+            (
+                "an empty label",
+                |j| ports(j, vec![PortAsk::dynamic("")]),
+                &[(
+                    "groups[web].network.ports[0].label",
+                    "port label must not be empty",
+                )],
+            ),
+            (
+                "one static port asked twice",
+                |j| ports(j, vec![PortAsk::fixed("a", 80), PortAsk::fixed("b", 80)]),
+                &[(
+                    "groups[web].network.ports[1].static",
+                    "static port 80 is already asked for by port \"a\"",
+                )],
+            ),
+            (
+                "one static port on two host networks",
+                |j| {
+                    let mut b = PortAsk::fixed("b", 80);
+                    b.host_network = "public".into();
+                    ports(j, vec![PortAsk::fixed("a", 80), b]);
+                },
+                &[],
+            ),
+            (
+                "mapped to port 0",
+                |j| {
+                    let mut p = PortAsk::dynamic("http");
+                    p.to = Some(0);
+                    ports(j, vec![p]);
+                },
+                &[("groups[web].network.ports[0].to", "to 0 is not a port")],
+            ),
+            (
+                "more dynamic ports than the range holds",
+                |j| {
+                    let many = (0..12_002).map(|i| PortAsk::dynamic(format!("p{i}")));
+                    ports(j, many.collect());
+                },
+                &[(
+                    "groups[web].network.ports",
+                    "12002 dynamic ports are more than a node's dynamic range (20000-32000) holds: 12001",
                 )],
             ),
         ]);

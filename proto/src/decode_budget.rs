@@ -33,6 +33,10 @@ const FIELD_LIMITS: &[(&str, &str, u64)] = &[
     ("drover.v1.TaskGroup", "constraints", 1_000),
     ("drover.v1.Task", "constraints", 1_000),
     ("drover.v1.Job", "constraints", 1_000),
+    // Ports are bounded by the port numbers themselves (validation refuses more dynamic
+    // ports than a dynamic range holds): ten times that many at most.
+    ("drover.v1.GroupNetwork", "ports", 800_000),
+    ("drover.v1.NodeNetworks", "addresses", 10_000),
     ("drover.v1.UpdateAllocationsRequest", "updates", 100_000),
 ];
 
@@ -335,7 +339,7 @@ mod tests {
         // Named groups: large enough on the wire that only their number is refused.
         let mut job = job_of_groups(10_001);
         for g in &mut job.groups {
-            g.name = "a-group-name-of-some-length".into();
+            g.name = "a-group-name-of-some-considerable-length".into();
         }
         let req = pb::RegisterJobRequest {
             job: Some(job),

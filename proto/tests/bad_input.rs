@@ -52,6 +52,7 @@ fn registration() -> pb::NodeRegistration {
         meta: Default::default(),
         resources: Some((&Resources::new(1000, 1024, 0)).into()),
         reserved: Some((&Resources::ZERO).into()),
+        networks: None,
     }
 }
 
@@ -97,6 +98,27 @@ fn cases() -> Vec<Case> {
             |j| j.groups[0].tasks[0].config = None,
             Job::try_from,
             "job.groups[web].tasks[server].config: missing",
+        ),
+        case(
+            "a network mode drover does not run",
+            job_pb,
+            |j| j.groups[0].network.as_mut().unwrap().mode = "bridge".into(),
+            Job::try_from,
+            "job.groups[web].network.mode: network mode \"bridge\": drover runs host networking only (mode \"host\")",
+        ),
+        case(
+            "a static port beyond 65535",
+            job_pb,
+            |j| j.groups[0].network.as_mut().unwrap().ports[1].static_port = Some(70_000),
+            Job::try_from,
+            "job.groups[web].network.ports[1].static_port: not a port (1-65535)",
+        ),
+        case(
+            "a port mapped to 0",
+            job_pb,
+            |j| j.groups[0].network.as_mut().unwrap().ports[0].to = Some(0),
+            Job::try_from,
+            "job.groups[web].network.ports[0].to: not a port (1-65535)",
         ),
         case(
             "unknown job type",
@@ -278,6 +300,34 @@ fn cases() -> Vec<Case> {
             "node.reserved: missing",
         ),
         case(
+            "a node address that is not an ip",
+            node_pb,
+            |n| n.networks.as_mut().unwrap().addresses[1].address = "eth0".into(),
+            Node::try_from,
+            "node.networks.addresses[1].address: not an IP address",
+        ),
+        case(
+            "reserved ports that do not parse",
+            || pb::RegisterNodeRequest {
+                node: Some(registration()),
+            },
+            |r| {
+                r.node.as_mut().unwrap().networks = Some(pb::NodeNetworks {
+                    reserved_ports: "22,9000-80".into(),
+                    ..Default::default()
+                })
+            },
+            convert::NodeRegistration::try_from,
+            "node.networks.reserved_ports: range \"9000-80\" ends before it starts",
+        ),
+        case(
+            "a dynamic range bound beyond 65535",
+            node_pb,
+            |n| n.networks.as_mut().unwrap().max_dynamic_port = 65_536,
+            Node::try_from,
+            "node.networks.max_dynamic_port: not a port (1-65535)",
+        ),
+        case(
             "registration without a node",
             || pb::RegisterNodeRequest { node: None },
             |_| {},
@@ -439,6 +489,20 @@ fn cases() -> Vec<Case> {
             |a| a.state_history[2].client_status = 8,
             Allocation::try_from,
             "alloc.state_history[2].client_status: unknown value 8",
+        ),
+        case(
+            "an allocated port without its address",
+            alloc_pb,
+            |a| a.ports[0].host_ip.clear(),
+            Allocation::try_from,
+            "alloc.ports[0].host_ip: missing",
+        ),
+        case(
+            "an allocated port 0",
+            alloc_pb,
+            |a| a.ports[1].value = 0,
+            Allocation::try_from,
+            "alloc.ports[1].value: not a port (1-65535)",
         ),
         case(
             "missing placement metric",

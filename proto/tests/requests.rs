@@ -247,6 +247,16 @@ fn registration_builds_the_node_to_store() {
             meta: BTreeMap::from([("rack".into(), "1".into())]),
             resources: Some((&Resources::new(4000, 8192, 1000)).into()),
             reserved: Some((&Resources::new(100, 100, 0)).into()),
+            networks: Some(pb::NodeNetworks {
+                addresses: vec![pb::HostAddress {
+                    host_network: "default".into(),
+                    address: "10.1.2.3".into(),
+                    interface: "eth0".into(),
+                }],
+                reserved_ports: "22".into(),
+                min_dynamic_port: 0,
+                max_dynamic_port: 0,
+            }),
         }),
     };
     let reg = convert::NodeRegistration::try_from(wire).unwrap();
@@ -264,6 +274,16 @@ fn registration_builds_the_node_to_store() {
     );
     assert_eq!(node.allocatable(), Resources::new(3900, 8092, 1000));
     assert_eq!(node.meta["rack"], "1");
+    assert_eq!(
+        node.networks.address_of("default"),
+        Some("10.1.2.3".parse().unwrap())
+    );
+    assert!(node.networks.reserved_ports.contains(22));
+    assert_eq!(
+        node.networks.dynamic_range(),
+        Some((DEFAULT_MIN_DYNAMIC_PORT, DEFAULT_MAX_DYNAMIC_PORT)),
+        "no range sent: the default"
+    );
 
     let first = convert::NodeRegistration::try_from(pb::RegisterNodeRequest {
         node: Some(pb::NodeRegistration {

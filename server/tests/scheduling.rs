@@ -161,3 +161,49 @@ async fn invalid_job_lists_every_problem() {
     assert_eq!(h.snapshot().job_count(), 0, "nothing written");
     server.shutdown().await.unwrap();
 }
+
+/// Eight jobs, each wanting static port 8080, registered at once on a server with two
+/// workers (one on a one-CPU machine) and one node: whichever plans race to the plan
+/// applier, exactly one allocation holds the port, and every other job's eval says the port
+/// is taken and blocks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_racing_for_one_static_port_place_exactly_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, h) = start(dir.path()).await;
+    join_many(&h, 1).await;
+    let ids: Vec<String> = (0..8).map(|i| format!("port-{i}")).collect();
+    let registrations = ids.iter().map(|id| {
+        let mut job = mock::service_job(id, 1);
+        job.groups[0].network = Some(GroupNetwork {
+            ports: vec![PortAsk::fixed("http", 8080)],
+        });
+        register(&h, job)
+    });
+    futures::future::join_all(registrations).await;
+    // Each job ends placed, or with an eval that failed because the port is taken and a
+    // blocked eval that waits for it.
+    let told = |s: &drover_core::state::StateSnapshot, id: &str| {
+        s.evals_by_job(&JobKey::default_ns(id)).any(|e| {
+            e.failed_tg_allocs
+                .get("web")
+                .is_some_and(|m| m.ports_exhausted.get(&PortShortage::Taken(8080)) == Some(&1))
+        })
+    };
+    let snap = wait_until(&h, "every job placed or told the port is taken", |s| {
+        ids.iter().all(|id| {
+            let blocked = s
+                .evals_by_job(&JobKey::default_ns(id))
+                .any(|e| e.status == EvalStatus::Blocked);
+            !live_allocs(s, id).is_empty() || (told(s, id) && blocked)
+        })
+    })
+    .await;
+    let holders: Vec<Allocation> = ids.iter().flat_map(|id| live_allocs(&snap, id)).collect();
+    assert_eq!(
+        holders.len(),
+        1,
+        "one allocation holds the port: {holders:?}"
+    );
+    assert_eq!(holders[0].ports[0].value, 8080);
+    server.shutdown().await.unwrap();
+}

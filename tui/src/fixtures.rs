@@ -9,10 +9,12 @@ use crate::model::{
     workload_label,
 };
 use drover_core::{
-    AllocMetric, ClientStatus, Dimension, DrainStrategy, Eligibility, EvalStatus, JobKey,
-    JobStatus, NodeHealth, NodeStatus, SuspendReason, Timestamp, TriggeredBy, mock,
+    AllocMetric, AllocatedPort, Allocation, ClientStatus, Dimension, DrainStrategy, Eligibility,
+    EvalStatus, HostAddress, JobKey, JobStatus, NodeHealth, NodeStatus, PortRanges, PortShortage,
+    SuspendReason, TaskEvent, TaskRunState, TaskState, Timestamp, TriggeredBy, mock,
 };
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 use std::time::Duration;
 
 /// The fixed "now" of every fixture: 2026-01-01T00:00:00Z.
@@ -60,6 +62,19 @@ pub fn snapshot(nodes: u64, allocs: u64) -> Snapshot {
         node.secret_id.clear();
         node.datacenter = if n % 3 == 0 { "dc2" } else { "dc1" }.to_owned();
         node.node_class = if n % 4 == 0 { "gpu" } else { "std" }.to_owned();
+        // `mock::node` gives every node an address on eth0; some reserve ports, and the
+        // nodes of dc2 have a second, public, host network.
+        if n % 2 == 0 {
+            node.networks.reserved_ports =
+                PortRanges::parse("22,8500-8600").expect("a valid reserved port list");
+        }
+        if n % 3 == 0 {
+            node.networks.addresses.push(HostAddress {
+                host_network: "public".to_owned(),
+                address: IpAddr::from([203, 0, 113, n as u8]),
+                interface: "eth1".to_owned(),
+            });
+        }
         node.health_since = ago(30 + n % 50);
         node.modify_index = 10 + n;
         match n % 20 {
@@ -194,6 +209,49 @@ pub fn snapshot(nodes: u64, allocs: u64) -> Snapshot {
     }
 }
 
+/// Allocation `a` of [`snapshot`] as `AllocGet` returns it when its detail opens: running
+/// on its node's eth0 address with a dynamic port `http` and a static port `admin` mapped
+/// to the task's 9090, and one task that started.
+pub fn alloc_detail(a: u64, nodes: u64) -> Allocation {
+    let job = mock::service_job("web-0", 10);
+    let node = a % nodes.max(1);
+    let mut alloc = mock::alloc(a, &job, node_id(node), (a / 9) as u32);
+    alloc.id = alloc_id(a);
+    let host_ip = mock::node_address(node);
+    alloc.ports = [
+        AllocatedPort {
+            label: "http".into(),
+            value: 23_517,
+            to: 0,
+            host_ip,
+        },
+        AllocatedPort {
+            label: "admin".into(),
+            value: 8_080,
+            to: 9_090,
+            host_ip,
+        },
+    ]
+    .into_iter()
+    .collect();
+    alloc.task_states.insert(
+        "server",
+        TaskState {
+            state: TaskRunState::Running,
+            started_at: Some(ago(50)),
+            events: vec![TaskEvent {
+                time: ago(50),
+                kind: "Started".into(),
+                message: "task started by the raw_exec driver".into(),
+                exit_code: None,
+                infra_failure: false,
+            }],
+            ..TaskState::default()
+        },
+    );
+    alloc
+}
+
 /// What a server with the default health settings sends.
 pub fn server_health_periods() -> HealthPeriods {
     HealthPeriods::default()
@@ -209,6 +267,7 @@ fn placement_failure() -> AllocMetric {
         nodes_exhausted: 7,
         class_exhausted: BTreeMap::from([("std".to_owned(), 7)]),
         dimension_exhausted: BTreeMap::from([(Dimension::Memory, 7)]),
+        ports_exhausted: BTreeMap::from([(PortShortage::Taken(8080), 2)]),
         coalesced_failures: 3,
         score: 0.0,
     }

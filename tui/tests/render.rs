@@ -5,11 +5,12 @@ mod support {
     pub mod screen;
 }
 
-use drover_tui::app::{App, Connection, Input, Update};
+use drover_tui::app::{Action, App, Command, Connection, Input, Update};
 use drover_tui::fixtures;
 use drover_tui::ui::{Theme, draw};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use support::screen::{keys, screen};
 
 const SIZES: [(u16, u16); 3] = [(80, 24), (120, 40), (60, 20)];
@@ -199,6 +200,62 @@ fn operator_screens_small_and_large() {
             let text = screen(&mut app, Theme { color: true });
             insta::assert_snapshot!(format!("{name}_{width}x{height}"), text);
         }
+    }
+}
+
+/// A node's detail shows where it offers ports: each address (with its host network when
+/// not the default), the dynamic range and the reserved ports.
+#[test]
+fn the_node_detail_shows_addresses_and_ports() {
+    // `nodes_detail_120x40` holds the same lines at the size every view is drawn at.
+    for (width, height) in [(120, 40), (200, 50)] {
+        let mut app = fixtures::app(40, 200, width, height);
+        keys(&mut app, "jji");
+        let text = screen(&mut app, Theme { color: false });
+        for wanted in [
+            "address        10.0.0.6 (eth0)",
+            "address        203.0.113.6 (eth1, public)",
+            "dynamic ports  20000-32000",
+            "reserved ports 22,8500-8600",
+        ] {
+            assert!(text.contains(wanted), "{wanted:?} missing: {text}");
+        }
+        if width == 200 {
+            insta::assert_snapshot!(format!("node_detail_ports_{width}x{height}"), text);
+        }
+    }
+}
+
+/// An allocation's detail, once `AllocGet` answers, shows the address of each of its ports,
+/// and the task's own port where one is mapped (`to`).
+#[test]
+fn the_alloc_detail_shows_each_ports_address() {
+    for (width, height) in [(80, 24), (200, 50)] {
+        let mut app = fixtures::app(40, 200, width, height);
+        keys(&mut app, ":jobs\n\nj");
+        let opened = app.handle(Input::Key(KeyEvent::new(
+            KeyCode::Char('i'),
+            KeyModifiers::NONE,
+        )));
+        let Action::Run(Command::FetchAlloc(id)) = opened else {
+            panic!("i on an allocation fetches it, got {opened:?}");
+        };
+        let a = (0..200)
+            .find(|a| fixtures::alloc_id(*a) == id)
+            .expect("the selected allocation is one of the fixture's");
+        let loading = screen(&mut app, Theme { color: false });
+        assert!(loading.contains("loading task states"), "{loading}");
+        let full = fixtures::alloc_detail(a, 40);
+        let node = drover_core::mock::node_address(a % 40);
+        app.handle(Input::Update(Update::AllocDetail(Box::new(full))));
+        let text = screen(&mut app, Theme { color: false });
+        for wanted in [
+            format!("port http      {node}:23517"),
+            format!("port admin     {node}:8080 (task port 9090)"),
+        ] {
+            assert!(text.contains(&wanted), "{wanted:?} missing: {text}");
+        }
+        insta::assert_snapshot!(format!("alloc_detail_ports_{width}x{height}"), text);
     }
 }
 

@@ -5,6 +5,7 @@
 pub mod alloc;
 pub mod launch;
 pub mod lifecycle;
+pub mod ports;
 pub mod restart;
 pub mod task;
 pub mod usage;
@@ -112,8 +113,8 @@ pub const TASK_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/
 /// The whole environment a task starts with: an allow-list, never the agent's own (which
 /// holds its join token and whatever else its operator exported). A minimal `PATH` and
 /// `HOME` (the task's working dir), then drover's variables under
-/// Nomad's names (so job files written for Nomad work) and drover's own, then the task's own
-/// `env` on top.
+/// Nomad's names (so job files written for Nomad work) and drover's own, the allocation's
+/// ports ([`ports::port_env`]), then the task's own `env` on top.
 pub fn task_env(
     alloc: &AllocInfo,
     group: &str,
@@ -148,6 +149,7 @@ pub fn task_env(
         env.insert(format!("NOMAD_{key}"), value.clone());
         env.insert(format!("DROVER_{key}"), value);
     }
+    env.extend(ports::port_env(&alloc.ports));
     let own: Vec<_> = own
         .iter()
         .map(|(k, v)| (k.clone(), interpolate(v, &env)))
@@ -276,6 +278,12 @@ mod tests {
             job_type: JobType::Service,
             job_version: 0,
             datacenter: "dc1".into(),
+            ports: vec![drover_core::types::AllocatedPort {
+                label: "http".into(),
+                value: 21042,
+                to: 0,
+                host_ip: "10.0.0.4".parse().expect("ip"),
+            }],
         };
         let dirs = TaskDirs::new(Path::new("/d/a1"), "server");
         let own = BTreeMap::from([("NOMAD_DC".to_string(), "mine".to_string())]);
@@ -289,6 +297,8 @@ mod tests {
             ("NOMAD_TASK_NAME", "server"),
             ("NOMAD_DC", "mine"),
             ("DROVER_DC", "dc1"),
+            ("NOMAD_PORT_http", "21042"),
+            ("NOMAD_ADDR_http", "10.0.0.4:21042"),
         ];
         for (key, want) in cases {
             assert_eq!(env.get(key).map(String::as_str), Some(want), "{key}");

@@ -125,7 +125,27 @@ impl Layout {
             meta,
             resources: Some(resources(config.resources)),
             reserved: Some(resources(config.reserved)),
+            networks: Some(networks(node)),
         }
+    }
+}
+
+/// A virtual node's ports: one address of its own in `10.128.0.0/9` (distinct for every
+/// index the simulator can run), the default dynamic range, nothing reserved. Nothing binds
+/// them; they make placements with ports as real as the scheduler and applier see them.
+fn networks(node: u32) -> pb::NodeNetworks {
+    let [_, b, c, d] = node.to_be_bytes();
+    let address = std::net::Ipv4Addr::new(10, 128 | (b & 0x7f), c, d);
+    let defaults = drover_core::types::NodeNetworks::default();
+    pb::NodeNetworks {
+        addresses: vec![pb::HostAddress {
+            host_network: drover_core::types::DEFAULT_HOST_NETWORK.into(),
+            address: address.to_string(),
+            interface: "sim0".into(),
+        }],
+        reserved_ports: String::new(),
+        min_dynamic_port: defaults.min_dynamic_port.into(),
+        max_dynamic_port: defaults.max_dynamic_port.into(),
     }
 }
 

@@ -179,6 +179,19 @@ pub fn alloc_details(a: &Allocation, verbose: bool, now: Timestamp) -> String {
         fields.push(("Follow-up Eval", output::id(eval, verbose)));
     }
     let mut text = key_values(&fields);
+    if !a.ports.is_empty() {
+        // Where each port is reached, and the port the task binds when it is mapped.
+        text.push_str("\nAllocation Addresses\n");
+        let mut table = Table::new(["Label", "Address", "Task Port"]);
+        for p in &a.ports {
+            table.row([
+                p.label.to_string(),
+                p.socket().to_string(),
+                p.task_port().to_string(),
+            ]);
+        }
+        text.push_str(&table.render());
+    }
     if !a.state_history.is_empty() {
         text.push_str("\nStatus History\n");
         let mut table = Table::new(["Time", "Client Status"]);
@@ -236,7 +249,7 @@ mod tests {
     use drover_core::{ClientStatus, NodeId, TaskEvent, TaskRunState, TaskState, mock};
 
     #[test]
-    fn alloc_details_with_task_events() {
+    fn alloc_details_with_task_events_and_addresses() {
         let job = mock::service_job("web", 1);
         let mut a = mock::alloc(1, &job, NodeId::from_bytes([7; 16]), 0);
         a.id = drover_core::AllocId::from_bytes([1; 16]);
@@ -247,6 +260,15 @@ mod tests {
             ClientStatus::Running,
             Timestamp::from_millis(1_700_000_030_000),
         );
+        a.ports = [("http", 21042, 0), ("admin", 8080, 80)]
+            .into_iter()
+            .map(|(label, value, to)| drover_core::AllocatedPort {
+                label: label.into(),
+                value,
+                to,
+                host_ip: "10.0.0.7".parse().expect("ip"),
+            })
+            .collect();
         a.task_states.insert(
             "server",
             TaskState {

@@ -74,6 +74,9 @@ pub struct BenchArgs {
     /// Memory each allocation asks for, in MB (a simulated node has 8192)
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..))]
     pub memory: u64,
+    /// Dynamic ports each allocation asks for (`network { port "p0" {} ... }`); 0: none
+    #[arg(long, default_value_t = 0)]
+    pub ports: u32,
     /// Heartbeat scenario: how long heartbeats are measured once every node is up
     #[arg(long, default_value = "30s", value_parser = parse_timeout)]
     pub window: Duration,
@@ -176,7 +179,8 @@ pub async fn run(args: BenchArgs, out: &mut dyn Write) -> Result<(), BenchError>
         count,
         args.cpu,
         args.memory,
-    )?;
+    )?
+    .with_ports(args.ports)?;
     workload.cancel_rate = args.cancel_rate;
     if args.scenario == Scenario::Restart && args.address.is_some() {
         return Err(restart::needs_own_server());
@@ -418,6 +422,7 @@ async fn measure(
             until: args.until.name(),
             alloc_cpu_mhz: workload.cpu_mhz,
             alloc_memory_mb: workload.memory_mb,
+            alloc_ports: u64::from(workload.ports),
             node_cpu_mhz: workload.node.cpu_mhz,
             node_memory_mb: workload.node.memory_mb,
         },

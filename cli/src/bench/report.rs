@@ -77,6 +77,8 @@ pub struct Settings {
     pub until: &'static str,
     pub alloc_cpu_mhz: u64,
     pub alloc_memory_mb: u64,
+    /// Dynamic ports each allocation asks for (`--ports`).
+    pub alloc_ports: u64,
     pub node_cpu_mhz: u64,
     pub node_memory_mb: u64,
 }
@@ -214,8 +216,12 @@ impl Report {
             (
                 "Sizes",
                 format!(
-                    "{} MHz / {} MB per allocation, {} MHz / {} MB per node",
-                    s.alloc_cpu_mhz, s.alloc_memory_mb, s.node_cpu_mhz, s.node_memory_mb
+                    "{} MHz / {} MB / {} dynamic ports per allocation, {} MHz / {} MB per node",
+                    s.alloc_cpu_mhz,
+                    s.alloc_memory_mb,
+                    s.alloc_ports,
+                    s.node_cpu_mhz,
+                    s.node_memory_mb
                 ),
             ),
         ]);
@@ -297,6 +303,7 @@ mod tests {
                 until: if running { "running" } else { "placed" },
                 alloc_cpu_mhz: 10,
                 alloc_memory_mb: 16,
+                alloc_ports: 0,
                 node_cpu_mhz: 4000,
                 node_memory_mb: 8192,
             },

@@ -6,7 +6,10 @@
 
 use super::error::BenchError;
 use drover_agent::sim::{NodeResources, SimConfig};
-use drover_core::types::{Job, JobType, ReschedulePolicy, Resources, Task, TaskGroup};
+use drover_core::types::{
+    DEFAULT_MAX_DYNAMIC_PORT, DEFAULT_MIN_DYNAMIC_PORT, GroupNetwork, Job, JobType, PortAsk,
+    ReschedulePolicy, Resources, Task, TaskGroup,
+};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The one group of every benchmark job.
@@ -22,6 +25,8 @@ pub struct Workload {
     /// What one allocation asks for.
     pub cpu_mhz: u64,
     pub memory_mb: u64,
+    /// Dynamic ports per allocation (its group's `network` block); 0: no block.
+    pub ports: u32,
     /// What one simulated node offers.
     pub node: NodeResources,
     /// The simulator's `cancel_rate`: heartbeats first sent as calls cancelled at once.
@@ -45,6 +50,7 @@ impl Workload {
             count,
             cpu_mhz,
             memory_mb,
+            ports: 0,
             node: SimConfig::default().resources,
             cancel_rate: 0.0,
         };
@@ -52,14 +58,27 @@ impl Workload {
         Ok(workload)
     }
 
+    /// The same run with `ports` dynamic ports per allocation, checked to fit the nodes'
+    /// dynamic ranges too.
+    pub fn with_ports(mut self, ports: u32) -> Result<Workload, BenchError> {
+        self.ports = ports;
+        self.check_fits()?;
+        Ok(self)
+    }
+
     /// Every allocation the run asks for.
     pub fn allocations(&self) -> u64 {
         u64::from(self.jobs) * u64::from(self.count)
     }
 
-    /// How many allocations fit on one node, by its scarcer dimension.
+    /// How many allocations fit on one node, by its scarcer dimension (ports included: a
+    /// simulated node offers the default dynamic range).
     pub fn per_node(&self) -> u64 {
-        (self.node.cpu_mhz / self.cpu_mhz.max(1)).min(self.node.memory_mb / self.memory_mb.max(1))
+        let range = u64::from(DEFAULT_MAX_DYNAMIC_PORT - DEFAULT_MIN_DYNAMIC_PORT) + 1;
+        let by_ports = range.checked_div(u64::from(self.ports)).unwrap_or(u64::MAX);
+        (self.node.cpu_mhz / self.cpu_mhz.max(1))
+            .min(self.node.memory_mb / self.memory_mb.max(1))
+            .min(by_ports)
     }
 
     fn check_fits(&self) -> Result<(), BenchError> {
@@ -85,11 +104,12 @@ impl Workload {
             return Err(BenchError::Setting {
                 flag: "--nodes",
                 reason: format!(
-                    "{} nodes hold at most {room} allocations of {} MHz and {} MB, but --jobs \
-                     {} x --count {} asks for {}",
+                    "{} nodes hold at most {room} allocations of {} MHz, {} MB and {} dynamic \
+                     ports, but --jobs {} x --count {} asks for {}",
                     self.nodes,
                     self.cpu_mhz,
                     self.memory_mb,
+                    self.ports,
                     self.jobs,
                     self.count,
                     self.allocations()
@@ -125,6 +145,13 @@ impl Workload {
             vec![TaskGroup::new(GROUP, self.count, vec![task])],
         );
         job.datacenters = vec![self.datacenter()];
+        if self.ports > 0 {
+            job.groups[0].network = Some(GroupNetwork {
+                ports: (0..self.ports)
+                    .map(|i| PortAsk::dynamic(format!("p{i}")))
+                    .collect(),
+            });
+        }
         job
     }
 
@@ -186,6 +213,15 @@ mod tests {
             ((1, 1, 1, 4_001, 16), Some("--cpu")),
             ((1, 1, 1, 10, 8_193), Some("--memory")),
         ];
+        // 12,001 dynamic ports per node: 400 allocations of 30 ports fit, of 31 not.
+        assert!(workload(1, 1, 400, 10, 16).unwrap().with_ports(30).is_ok());
+        assert!(matches!(
+            workload(1, 1, 400, 10, 16).unwrap().with_ports(31),
+            Err(BenchError::Setting {
+                flag: "--nodes",
+                ..
+            })
+        ));
         for ((nodes, jobs, count, cpu, memory), want) in cases {
             let got = workload(*nodes, *jobs, *count, *cpu, *memory);
             match (got, want) {
@@ -211,5 +247,10 @@ mod tests {
         let sim = w.sim_config("http://127.0.0.1:1");
         assert_eq!(sim.datacenters.entries()[0].0, w.datacenter());
         assert!(sim.validate().is_ok());
+        let with_ports = w.with_ports(2).expect("fits").job(0);
+        let network = with_ports.groups[0].network.as_ref().expect("ports");
+        assert_eq!(network.dynamic_count(), 2);
+        let errors = drover_core::validate::validate_job(&with_ports, &Default::default());
+        assert!(errors.is_ok(), "{errors:?}");
     }
 }

@@ -179,7 +179,35 @@ pub fn node_details(view: &NodeStatusView, verbose: bool, now: Timestamp) -> Str
         ("Resources", resources(&n.resources)),
         ("Reserved", resources(&n.reserved)),
         ("Allocated", resources(&view.row.allocated)),
+        (
+            "Reserved Ports",
+            match n.networks.reserved_ports.to_string() {
+                none if none.is_empty() => "<none>".to_string(),
+                ports => ports,
+            },
+        ),
+        (
+            "Dynamic Ports",
+            format!(
+                "{}-{}",
+                n.networks.min_dynamic_port, n.networks.max_dynamic_port
+            ),
+        ),
     ]);
+    text.push_str("\nHost Networks\n");
+    if n.networks.addresses.is_empty() {
+        text.push_str("No addresses: groups that ask for ports are not placed here\n");
+    } else {
+        let mut table = Table::new(["Name", "Address", "Interface"]);
+        for a in &n.networks.addresses {
+            table.row([
+                a.host_network.clone(),
+                a.address.to_string(),
+                a.interface.clone(),
+            ]);
+        }
+        text.push_str(&table.render());
+    }
     if !n.events.is_empty() {
         text.push_str("\nNode Events\n");
         let mut table = Table::new(["Time", "Subsystem", "Message"]);

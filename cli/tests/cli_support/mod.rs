@@ -103,6 +103,7 @@ pub async fn join_nodes(server: &TestServer, count: u64) -> Nodes {
                     meta: node.meta.into_iter().collect(),
                     resources: Some((&node.resources).into()),
                     reserved: Some((&node.reserved).into()),
+                    networks: Some((&node.networks).into()),
                 }),
             })
             .await

@@ -1,5 +1,6 @@
 //! `group` blocks and their policies: `restart`, `reschedule`, `disconnect` (and the older
-//! `max_client_disconnect` and `stop_after_client_disconnect` attributes).
+//! `max_client_disconnect` and `stop_after_client_disconnect` attributes); its `network`
+//! block is read by [`super::network`].
 
 use super::decoder::{Decoder, join};
 use super::job::{constraint, label_at, one_of, update};
@@ -23,7 +24,7 @@ const GROUP_FIELDS: &[(&str, Shape)] = &[
     ("meta", Shape::Map),
     ("update", Shape::Block),
     ("task", Shape::Labeled),
-    ("network", Shape::Unsupported),
+    ("network", Shape::Block),
     ("service", Shape::Unsupported),
     ("volume", Shape::Unsupported),
     ("ephemeral_disk", Shape::Block),
@@ -152,6 +153,7 @@ pub(super) fn decode_group(
                 g.stop_after_client_disconnect = d.read(&path, a, |v, f| v.duration(f));
             }
             ("meta", item) => g.meta = d.map(&path, "meta", item),
+            ("network", Item::Block(b)) => g.network = Some(super::network::network(d, &path, b)),
             ("ephemeral_disk", Item::Block(b)) => {
                 g.ephemeral_disk = Some(super::task_blocks::ephemeral_disk(d, &path, b));
             }

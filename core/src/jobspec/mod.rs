@@ -26,6 +26,7 @@ mod group;
 mod job;
 mod json;
 mod migrate;
+mod network;
 mod nomad_json;
 mod reader;
 mod task;

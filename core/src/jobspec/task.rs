@@ -45,7 +45,7 @@ const RESOURCES_FIELDS: &[(&str, Shape)] = &[
     ("cores", Shape::Unsupported),
     ("memory_max", Shape::Unsupported),
     ("device", Shape::Unsupported),
-    ("network", Shape::Unsupported),
+    ("network", Shape::Block),
     ("numa", Shape::Unsupported),
 ];
 
@@ -84,7 +84,7 @@ pub(super) fn decode_task(
             ("config", Item::Block(b)) => task.config = config(d, &path, &task.driver, b),
             ("env", item) => task.env = d.map(&path, "env", item),
             ("meta", item) => task.meta = d.map(&path, "meta", item),
-            ("resources", Item::Block(b)) => task.resources = resources(d, &path, b),
+            ("resources", Item::Block(b)) => task.resources = resources(d, &path, name, b),
             ("kill_timeout", Item::Attr(a)) => {
                 if let Some(v) = d.read(&path, a, |v, f| v.duration(f)) {
                     task.kill_timeout = v;
@@ -166,12 +166,18 @@ fn config(d: &mut Decoder<'_>, task_path: &str, driver: &str, block: &Block) -> 
     config
 }
 
-fn resources(d: &mut Decoder<'_>, task_path: &str, block: &Block) -> Resources {
+fn resources(d: &mut Decoder<'_>, task_path: &str, task: &str, block: &Block) -> Resources {
     let path = join(task_path, "resources");
     d.mark(path.clone(), Item::Block(block).at());
     let mut r = Task::raw_exec("", "").resources;
     for (name, item) in walk(d, &block.body, "resources", RESOURCES_FIELDS) {
-        let Item::Attr(a) = item else { continue };
+        let a = match item {
+            Item::Attr(a) => a,
+            Item::Block(b) => {
+                super::network::refuse_task_network(d, task, b);
+                continue;
+            }
+        };
         match name {
             "cpu" => r.cpu_mhz = d.read(&path, a, |v, f| v.whole(f)).unwrap_or(r.cpu_mhz),
             "memory" => r.memory_mb = d.read(&path, a, |v, f| v.whole(f)).unwrap_or(r.memory_mb),

@@ -16,6 +16,7 @@ use crate::fsm::PlanApply;
 use crate::state::StateSnapshot;
 use crate::types::*;
 use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
 use std::sync::Arc;
 
 /// What the plan applier decided about one plan.
@@ -52,6 +53,16 @@ pub enum NodeRefusal {
     /// The node's usage after the plan would exceed its allocatable resources.
     #[error("node {node} exhausted on {dimension}")]
     Exhausted { node: NodeId, dimension: Dimension },
+    /// An allocation would hold a port another allocation holds on that node address.
+    #[error("port {port} on {address} of node {node} is already held")]
+    PortTaken {
+        node: NodeId,
+        address: IpAddr,
+        port: u16,
+    },
+    /// An allocation would hold one of the node's reserved ports.
+    #[error("port {port} is reserved on node {node}")]
+    PortReserved { node: NodeId, port: u16 },
     /// The plan lists an allocation under a node it is not on (or does not name).
     #[error("allocation {alloc} is on node {actual}, not on node {node}")]
     WrongNode {
@@ -93,6 +104,11 @@ pub enum NodeRefusal {
 ///    preemptions and lost marks free capacity, and an in-place update counts as its
 ///    delta). A plan that only frees capacity is never refused for capacity, even on a node
 ///    that is already over-committed.
+/// 6. Ports: every port an allocation starts holding (one it did not hold before the plan)
+///    must not be among the node's reserved ports, and must have exactly one holder on its
+///    address once the part commits: the state's holders (`node_ports`), less those the
+///    part releases, plus those it takes ([`NodeRefusal::PortReserved`],
+///    [`NodeRefusal::PortTaken`]). Of two plans racing for one port, the later is refused.
 ///
 /// `all_at_once` plans stop at the first refusal and commit nothing. Otherwise the accepted
 /// nodes commit. The plan's evals commit whenever anything else commits, and also when the
@@ -101,7 +117,7 @@ pub enum NodeRefusal {
 pub fn check_plan(state: &StateSnapshot, plan: &Plan) -> PlanOutcome {
     let mut result = PlanResult::default();
     let listed_twice = listed_under_several_nodes(plan);
-    let mut scratch = Vec::new();
+    let mut scratch = Scratch::default();
     let mut accepted = Vec::new();
     let mut any_node_part = false;
 
@@ -291,11 +307,19 @@ fn listed_under_several_nodes(plan: &Plan) -> BTreeMap<AllocId, (NodeId, NodeId)
         .collect()
 }
 
+/// Buffers one plan's node checks reuse, so a node's check allocates nothing after the
+/// first ones.
+#[derive(Default)]
+struct Scratch {
+    touches: Vec<Touch>,
+    ports: PortDelta,
+}
+
 fn check_node(
     state: &StateSnapshot,
     part: &NodePart<'_>,
     listed_twice: &BTreeMap<AllocId, (NodeId, NodeId)>,
-    scratch: &mut Vec<Touch>,
+    scratch: &mut Scratch,
 ) -> Result<(), NodeRefusal> {
     let node_id = part.node;
     let Some(node) = state.node(&node_id) else {
@@ -317,12 +341,50 @@ fn check_node(
     {
         return Err(NodeRefusal::NotSchedulable { node: node_id, why });
     }
+    let used = state.node_use(&node_id);
     if delta.adds {
-        let after = state.node_usage(&node_id).saturating_sub(&delta.released) + delta.added;
+        let usage = used.map_or(Resources::ZERO, |u| u.resources);
+        let after = usage.saturating_sub(&delta.released) + delta.added;
         if let Some(dimension) = node.allocatable().exhausted_by(&after) {
             return Err(NodeRefusal::Exhausted {
                 node: node_id,
                 dimension,
+            });
+        }
+    }
+    let held = used.and_then(|u| u.ports.as_deref());
+    check_ports(node, held, &mut scratch.ports)
+}
+
+/// Rule 6 of [`check_plan`] for one node's part; `held` is the state's ports of the node.
+fn check_ports(
+    node: &Node,
+    held: Option<&crate::ports::NodePorts>,
+    ports: &mut PortDelta,
+) -> Result<(), NodeRefusal> {
+    if ports.new.is_empty() {
+        return Ok(());
+    }
+    ports.released.sort_unstable();
+    ports.taken.sort_unstable();
+    let held = held.unwrap_or(&crate::ports::NO_PORTS);
+    let count = |list: &[(IpAddr, u16)], key: (IpAddr, u16)| {
+        (list.partition_point(|k| *k <= key) - list.partition_point(|k| *k < key)) as i64
+    };
+    for &(address, port) in &ports.new {
+        if node.networks.reserved_ports.contains(port) {
+            return Err(NodeRefusal::PortReserved {
+                node: node.id,
+                port,
+            });
+        }
+        let holders = held.count(address, port) as i64 - count(&ports.released, (address, port))
+            + count(&ports.taken, (address, port));
+        if holders > 1 {
+            return Err(NodeRefusal::PortTaken {
+                node: node.id,
+                address,
+                port,
             });
         }
     }
@@ -359,6 +421,22 @@ struct Delta {
     new_work: bool,
 }
 
+/// How one node's held ports change if its part of the plan commits; all empty when no
+/// touched allocation has ports. Filled by [`node_delta`] into reused buffers.
+#[derive(Default)]
+struct PortDelta {
+    /// Ports of touched allocations that hold them now.
+    released: Vec<(IpAddr, u16)>,
+    /// Ports of touched allocations that will hold them afterwards.
+    taken: Vec<(IpAddr, u16)>,
+    /// Of `taken`, those their allocation did not hold before.
+    new: Vec<(IpAddr, u16)>,
+}
+
+fn keys(ports: &[AllocatedPort]) -> impl Iterator<Item = (IpAddr, u16)> + '_ {
+    ports.iter().map(|p| (p.host_ip, p.value))
+}
+
 /// One operation of the plan on one allocation, with its position in FSM order.
 #[derive(Clone, Copy)]
 struct Touch {
@@ -376,22 +454,24 @@ enum Op {
 }
 
 /// The fields of an allocation that decide whether (and where, and how much) it uses
-/// resources, as the FSM would leave them.
+/// resources, and which ports it holds, as the FSM would leave them.
 #[derive(Clone, Copy)]
-struct Sim {
+struct Sim<'a> {
     node: NodeId,
     desired: DesiredStatus,
     client: ClientStatus,
     resources: Resources,
+    ports: &'a [AllocatedPort],
 }
 
-impl Sim {
-    fn of(a: &Allocation) -> Self {
+impl<'a> Sim<'a> {
+    fn of(a: &'a Allocation) -> Self {
         Self {
             node: a.node_id,
             desired: a.desired_status,
             client: a.client_status,
             resources: a.resources,
+            ports: &a.ports,
         }
     }
 
@@ -411,7 +491,7 @@ impl Sim {
 
     /// What `fsm` `place` does: an existing allocation keeps its client status unless the
     /// placement marks it lost or unknown.
-    fn place(current: Option<Self>, a: &Allocation) -> Self {
+    fn place(current: Option<Self>, a: &'a Allocation) -> Self {
         let client = match current {
             Some(c) if !matches!(a.client_status, ClientStatus::Lost | ClientStatus::Unknown) => {
                 c.client
@@ -423,6 +503,7 @@ impl Sim {
             desired: a.desired_status,
             client,
             resources: a.resources,
+            ports: &a.ports,
         }
     }
 }
@@ -434,10 +515,17 @@ fn node_delta(
     state: &StateSnapshot,
     part: &NodePart<'_>,
     listed_twice: &BTreeMap<AllocId, (NodeId, NodeId)>,
-    scratch: &mut Vec<Touch>,
+    scratch: &mut Scratch,
 ) -> Result<Delta, NodeRefusal> {
     let node = part.node;
+    let Scratch {
+        touches: scratch,
+        ports,
+    } = scratch;
     scratch.clear();
+    ports.released.clear();
+    ports.taken.clear();
+    ports.new.clear();
     let transitions = part
         .transitions()
         .enumerate()
@@ -480,7 +568,7 @@ fn node_delta(
                 actual: e.node_id,
             });
         }
-        let before = existing.filter(|e| e.uses_resources()).map(|e| e.resources);
+        let before = existing.filter(|e| e.uses_resources()).map(|e| &**e);
         let mut sim = existing.map(|e| Sim::of(e));
         for touch in group {
             sim = match touch.op {
@@ -499,16 +587,20 @@ fn node_delta(
             };
         }
         // The structural checks above already keep `sim` on this node; the filter restates it.
-        let after = sim
-            .filter(|s| s.node == node && s.uses_resources())
-            .map(|s| s.resources);
-        if let Some(r) = before {
-            delta.released += r;
+        let after = sim.filter(|s| s.node == node && s.uses_resources());
+        if let Some(b) = before {
+            delta.released += b.resources;
+            ports.released.extend(keys(&b.ports));
         }
-        if let Some(r) = after {
-            delta.added += r;
+        if let Some(a) = after {
+            delta.added += a.resources;
             delta.adds = true;
             delta.new_work |= before.is_none();
+            ports.taken.extend(keys(a.ports));
+            let held_before = before.map_or(&[][..], |b| &b.ports[..]);
+            ports
+                .new
+                .extend(keys(a.ports).filter(|k| !keys(held_before).any(|h| h == *k)));
         }
     }
     Ok(delta)
@@ -589,7 +681,7 @@ mod fsm_agreement {
             },
         )
         .expect("register");
-        let mut scratch = Vec::new();
+        let mut scratch = Scratch::default();
         let mut checked = 0;
         for old in &existing {
             let mut s = base.clone();

@@ -1,6 +1,7 @@
 //! Property test: whatever plans the schedulers send, and however the writes of those plans
 //! interleave with other writes and with failures, no node's usage ever exceeds its
-//! allocatable resources in the committed state.
+//! allocatable resources in the committed state, and no port of a node is held twice (or
+//! held while reserved).
 //!
 //! Random nodes (some not ready, ineligible or missing) start with random allocations that
 //! fit. Then a random sequence of steps runs the runtime's loop: plans checked through the
@@ -21,6 +22,10 @@ use proptest::prelude::*;
 /// Nodes 0..NODES are registered; node NODES never is.
 const NODES: u64 = 4;
 const ALLOC_IDS: u64 = 24;
+/// Allocations hold one of a few ports (so they collide), on the one address every node
+/// has; the last is reserved on every node.
+const PORTS: [u16; 4] = [8080, 8081, 8082, 8083];
+const RESERVED: &str = "8083";
 
 #[derive(Clone, Debug)]
 struct NodeSpec {
@@ -40,6 +45,8 @@ enum PlanOp {
         mem: u64,
         desired: u8,
         client: u8,
+        /// 0: no port; else `PORTS[port - 1]`.
+        port: u8,
     },
     /// A transition of `alloc`: 0 stop, 1 evict (as preemption), 2 lost, 3 unknown, 4 reconnect.
     Transition { alloc: u64, node: u64, kind: u8 },
@@ -91,8 +98,8 @@ fn op_node() -> impl Strategy<Value = u64> {
 
 fn plan_op() -> impl Strategy<Value = PlanOp> {
     prop_oneof![
-        3 => (0..ALLOC_IDS, op_node(), 0..1500u64, 0..2000u64, prop_oneof![5 => Just(0u8), 1 => 1..3u8], 0..6u8)
-            .prop_map(|(alloc, node, cpu, mem, desired, client)| PlanOp::Place { alloc, node, cpu, mem, desired, client }),
+        3 => (0..ALLOC_IDS, op_node(), 0..1500u64, 0..2000u64, prop_oneof![5 => Just(0u8), 1 => 1..3u8], 0..6u8, 0..=PORTS.len() as u8)
+            .prop_map(|(alloc, node, cpu, mem, desired, client, port)| PlanOp::Place { alloc, node, cpu, mem, desired, client, port }),
         2 => (0..ALLOC_IDS, op_node(), 0..5u8).prop_map(|(alloc, node, kind)| PlanOp::Transition { alloc, node, kind }),
     ]
 }
@@ -127,7 +134,7 @@ const DESIRED: [DesiredStatus; 3] = [
     DesiredStatus::Evict,
 ];
 
-fn alloc(a: u64, node: u64, cpu: u64, mem: u64) -> Allocation {
+fn alloc(a: u64, node: u64, cpu: u64, mem: u64, port: u8) -> Allocation {
     let mut x = mock::alloc(
         a,
         &mock::service_job("web", 1),
@@ -135,7 +142,19 @@ fn alloc(a: u64, node: u64, cpu: u64, mem: u64) -> Allocation {
         a as u32,
     );
     x.resources = Resources::new(cpu, mem, 0);
+    if port > 0 {
+        x.ports = thin_vec::thin_vec![AllocatedPort {
+            label: "p".into(),
+            value: PORTS[usize::from(port - 1)],
+            to: 0,
+            host_ip: address(),
+        }];
+    }
     x
+}
+
+fn address() -> std::net::IpAddr {
+    std::net::IpAddr::from([10, 0, 0, 1])
 }
 
 /// Applies `cmd` at the next index.
@@ -145,11 +164,13 @@ fn write(s: &mut StateStore, cmd: &Command) -> Index {
     index
 }
 
-fn initial_state(nodes: &[NodeSpec], existing: &[(u64, u64, u64, u64)]) -> StateStore {
+fn initial_state(nodes: &[NodeSpec], existing: &[(u64, u64, u64, u64, u8)]) -> StateStore {
     let mut s = StateStore::new();
     for (n, spec) in (0..).zip(nodes) {
         let mut node = mock::node(n);
         node.resources = Resources::new(spec.cpu, spec.mem, 100_000);
+        node.networks = NodeNetworks::single(address(), "eth0");
+        node.networks.reserved_ports = PortRanges::parse(RESERVED).expect("ports");
         node.status = STATUSES[spec.status as usize];
         if !spec.eligible {
             node.eligibility = Eligibility::Ineligible;
@@ -157,11 +178,17 @@ fn initial_state(nodes: &[NodeSpec], existing: &[(u64, u64, u64, u64)]) -> State
         write(&mut s, &Command::NodeRegister { node, now: T0 });
     }
     // Keep only the allocations that fit, recounting usage independently of the checker.
-    for &(a, n, cpu, mem) in existing {
-        let x = alloc(a, n, cpu, mem);
+    for &(a, n, cpu, mem, port) in existing {
+        let x = alloc(a, n, cpu, mem, port);
         let fits = s.node(&x.node_id).is_some_and(|node| {
             node.allocatable()
                 .covers(&(s.node_usage(&node.id) + x.resources))
+                && x.ports.iter().all(|p| {
+                    !node.networks.reserved_ports.contains(p.value)
+                        && !s
+                            .allocs_by_node(&node.id)
+                            .any(|o| o.uses_resources() && o.ports.contains(p))
+                })
         });
         if fits && s.alloc(&x.id).is_none() {
             write(&mut s, &mock::place(mock::eval_id(0), vec![x], T0));
@@ -190,9 +217,10 @@ fn build_plan(s: &StateStore, eval: u64, spec: &PlanSpec) -> Plan {
                 mem,
                 desired,
                 client,
+                port,
             } => {
                 let node_id = node_of(a, node);
-                let mut x = alloc(a, 0, cpu, mem);
+                let mut x = alloc(a, 0, cpu, mem, port);
                 x.node_id = node_id;
                 x.desired_status = DESIRED[desired as usize];
                 x.client_status = ClientStatus::ALL[client as usize];
@@ -270,7 +298,7 @@ fn assert_outcome(plan: &Plan, out: &PlanOutcome) {
     }
 }
 
-fn run(nodes: &[NodeSpec], existing: &[(u64, u64, u64, u64)], steps: &[Step]) {
+fn run(nodes: &[NodeSpec], existing: &[(u64, u64, u64, u64, u8)], steps: &[Step]) {
     let mut s = initial_state(nodes, existing);
     assert_fits(&s);
     let mut applier = PlanApplier::default();
@@ -366,7 +394,7 @@ proptest! {
     #[test]
     fn committed_usage_never_exceeds_allocatable(
         nodes in prop::collection::vec(node_spec(), NODES as usize),
-        existing in prop::collection::vec((0..ALLOC_IDS, 0..NODES, 0..1500u64, 0..2000u64), 0..16),
+        existing in prop::collection::vec((0..ALLOC_IDS, 0..NODES, 0..1500u64, 0..2000u64, 0..=PORTS.len() as u8), 0..16),
         steps in prop::collection::vec(step(), 1..40),
     ) {
         run(&nodes, &existing, &steps);

@@ -10,6 +10,9 @@ use crate::state::StateStore;
 use crate::types::*;
 use std::time::Duration;
 
+/// The port rule's table, through the same [`run`].
+mod ports;
+
 pub(super) const T0: Timestamp = Timestamp(1_700_000_000_000);
 
 fn job() -> Job {
@@ -168,8 +171,32 @@ fn commit(s: &StateStore, apply: &PlanApply) -> StateStore {
     next
 }
 
+/// No node is over its allocatable resources, and no port of a node is held twice on one
+/// address or held while reserved (with `node_usage` and `node_ports` recounts).
 pub(super) fn assert_fits(s: &StateStore) {
     for node in s.nodes() {
+        let mut ports: Vec<(std::net::IpAddr, u16)> = s
+            .allocs_by_node(&node.id)
+            .filter(|a| a.uses_resources())
+            .flat_map(|a| a.ports.iter().map(|p| (p.host_ip, p.value)))
+            .collect();
+        ports.sort_unstable();
+        assert_eq!(
+            s.node_ports(&node.id).iter().collect::<Vec<_>>(),
+            ports,
+            "ports of {} are not a recount",
+            node.name
+        );
+        for w in ports.windows(2) {
+            assert_ne!(w[0], w[1], "{} holds port {:?} twice", node.name, w[0]);
+        }
+        for (_, port) in &ports {
+            assert!(
+                !node.networks.reserved_ports.contains(*port),
+                "{} holds its reserved port {port}",
+                node.name
+            );
+        }
         let recount: Resources = s
             .allocs_by_node(&node.id)
             .filter(|a| a.uses_resources())

@@ -381,7 +381,7 @@ impl SystemScheduler {
                 .job_version(&key, a.job_version)
                 .and_then(|j| j.group(&group.name).cloned());
             let node = state.node(&a.node_id);
-            if update::in_place(old.as_ref(), group, node.map(|n| &**n), &fits) {
+            if update::in_place(&a, old.as_ref(), group, node.map(|n| &**n), &fits) {
                 let mut updated = (*a).clone();
                 updated.job_version = job.version;
                 updated.resources = group.resources();

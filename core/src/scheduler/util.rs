@@ -55,6 +55,7 @@ pub fn new_alloc(
             ..Default::default()
         }),
         resources: group.resources(),
+        ports: ranked.ports.clone(),
         metrics: PlacementMetric {
             nodes_evaluated: metrics.nodes_evaluated,
             nodes_filtered: metrics.nodes_filtered,

@@ -11,7 +11,8 @@
 //! - `tainted_nodes` holds exactly the tainted nodes of the node table
 //!   ([`Node::is_tainted`]) and, as `None`, every node id that allocations name but the node
 //!   table does not;
-//! - `node_usage[n]` is the sum of resources of the allocations on `n` that still use them;
+//! - `node_usage[n]` is the sum of resources of the allocations on `n` that still use them,
+//!   with the ports of exactly those allocations, once per holder;
 //! - job summaries equal a recount from the alloc and eval tables;
 //! - `latest_index` is the maximum of the table indexes.
 
@@ -157,6 +158,31 @@ impl JobAlloc {
     }
 }
 
+/// What the live allocations of one node hold: their resources, summed, and their ports.
+/// One entry of one map, so that placing an allocation is one write to the store.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct NodeUse {
+    pub resources: Resources,
+    /// `None` while they hold no port. Behind an `Arc`: a path copy of the map clones a
+    /// pointer, and a write copies one node's ports only when a snapshot shares them.
+    pub ports: Option<Arc<crate::ports::NodePorts>>,
+}
+
+impl NodeUse {
+    fn is_empty(&self) -> bool {
+        self.resources.is_zero() && self.ports.is_none()
+    }
+
+    /// Changes the ports in place (copying them first if a snapshot shares them).
+    fn change_ports(&mut self, f: impl FnOnce(&mut crate::ports::NodePorts)) {
+        let ports = Arc::make_mut(self.ports.get_or_insert_with(Default::default));
+        f(ports);
+        if ports.is_empty() {
+            self.ports = None;
+        }
+    }
+}
+
 /// What a node means for the allocations that name it; see [`StateStore::node_taint`].
 #[derive(Clone, Copy, PartialEq, Debug)]
 pub enum NodeTaint<'a> {
@@ -192,7 +218,8 @@ pub struct StateStore {
     /// a job per eval, and a second lookup into `allocs` per allocation was most of its cost.
     /// Each value holds the same `Arc` as in `allocs` (`check_consistency` checks it).
     allocs_by_job: OrdMap<(JobKey, AllocId), JobAlloc>,
-    node_usage: OrdMap<NodeId, Resources>,
+    /// What each node's live allocations hold (nodes holding nothing are absent).
+    node_usage: OrdMap<NodeId, NodeUse>,
     evals: OrdMap<EvalId, Arc<Evaluation>>,
     evals_by_job: OrdSet<(JobKey, EvalId)>,
     scheduler_config: Arc<SchedulerConfig>,

@@ -110,7 +110,22 @@ impl StateStore {
 
     /// Resources held on a node by allocations that still use them.
     pub fn node_usage(&self, id: &NodeId) -> Resources {
-        self.node_usage.get(id).copied().unwrap_or_default()
+        self.node_usage
+            .get(id)
+            .map_or(Resources::ZERO, |u| u.resources)
+    }
+
+    /// Ports held on a node by allocations that still use resources.
+    pub fn node_ports(&self, id: &NodeId) -> &crate::ports::NodePorts {
+        self.node_usage
+            .get(id)
+            .and_then(|u| u.ports.as_deref())
+            .unwrap_or(&crate::ports::NO_PORTS)
+    }
+
+    /// Both of the above in one lookup; `None` for a node whose allocations hold nothing.
+    pub fn node_use(&self, id: &NodeId) -> Option<&super::NodeUse> {
+        self.node_usage.get(id)
     }
 
     pub fn alloc(&self, id: &AllocId) -> Option<&Arc<Allocation>> {

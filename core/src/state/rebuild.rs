@@ -184,7 +184,9 @@ impl StateStore {
             return Err("tainted_nodes disagrees with the node table and the allocations".into());
         }
         if self.node_usage != rebuilt.node_usage {
-            return Err("node_usage disagrees with a recount of live allocations".into());
+            return Err(
+                "node_usage disagrees with a recount of live allocations and their ports".into(),
+            );
         }
         let strip = |m: &imbl::OrdMap<JobKey, Arc<JobSummary>>| -> BTreeMap<JobKey, JobSummary> {
             m.iter()

@@ -171,19 +171,22 @@ impl StateStore {
         self.allocs_by_job
             .insert((key.clone(), new.id), JobAlloc::new(new.clone()));
         let held = |a: &Allocation| a.uses_resources().then_some(a.resources);
-        if held(old) != held(new) {
-            let mut usage = self
-                .node_usage
-                .get(&new.node_id)
-                .copied()
-                .unwrap_or_default();
-            if let Some(r) = held(old) {
-                usage = usage - r;
-            }
-            if let Some(r) = held(new) {
-                usage += r;
-            }
-            self.set_usage(new.node_id, usage);
+        let (old_ports, new_ports) = (held_ports(old), held_ports(new));
+        if held(old) != held(new) || old_ports != new_ports {
+            self.change_use(new.node_id, |u| {
+                if let Some(r) = held(old) {
+                    u.resources = u.resources - r;
+                }
+                if let Some(r) = held(new) {
+                    u.resources += r;
+                }
+                if old_ports != new_ports {
+                    u.change_ports(|p| {
+                        p.remove(old_ports);
+                        p.add(new_ports);
+                    });
+                }
+            });
         }
         self.with_summary(index, &key, |s| {
             s.count_alloc(old, -1);
@@ -191,11 +194,12 @@ impl StateStore {
         });
     }
 
-    fn set_usage(&mut self, node: NodeId, usage: Resources) {
-        if usage.is_zero() {
+    /// Changes a node's entry in `node_usage`, dropping it once it holds nothing.
+    fn change_use(&mut self, node: NodeId, f: impl FnOnce(&mut super::NodeUse)) {
+        let entry = self.node_usage.entry(node).or_default();
+        f(entry);
+        if entry.is_empty() {
             self.node_usage.remove(&node);
-        } else {
-            self.node_usage.insert(node, usage);
         }
     }
 
@@ -205,7 +209,12 @@ impl StateStore {
         self.allocs_by_job
             .insert((key.clone(), a.id), JobAlloc::new(a.clone()));
         if a.uses_resources() {
-            *self.node_usage.entry(a.node_id).or_default() += a.resources;
+            self.change_use(a.node_id, |u| {
+                u.resources += a.resources;
+                if !a.ports.is_empty() {
+                    u.change_ports(|p| p.add(&a.ports));
+                }
+            });
         }
         self.with_summary(index, &key, |s| s.count_alloc(a, 1));
     }
@@ -215,8 +224,12 @@ impl StateStore {
         self.allocs_by_node.remove(&(a.node_id, a.id));
         self.allocs_by_job.remove(&(key.clone(), a.id));
         if a.uses_resources() {
-            let left = self.node_usage.get(&a.node_id).copied().unwrap_or_default() - a.resources;
-            self.set_usage(a.node_id, left);
+            self.change_use(a.node_id, |u| {
+                u.resources = u.resources - a.resources;
+                if !a.ports.is_empty() {
+                    u.change_ports(|p| p.remove(&a.ports));
+                }
+            });
         }
         self.with_summary(index, &key, |s| s.count_alloc(a, -1));
     }
@@ -307,6 +320,11 @@ fn same_keys(a: &Allocation, b: &Allocation) -> bool {
         && a.eval_id == b.eval_id
         && a.job_id == b.job_id
         && a.namespace == b.namespace
+}
+
+/// The ports an allocation holds on its node: all of them while it uses resources.
+fn held_ports(a: &Allocation) -> &[AllocatedPort] {
+    if a.uses_resources() { &a.ports } else { &[] }
 }
 
 fn old_key(a: &Allocation) -> JobKey {

@@ -5,7 +5,8 @@
 //! (schedulers look up the version an allocation was placed with in the job versions table).
 
 use super::{
-    AllocId, Dimension, EvalId, Index, JobId, Links, NodeId, Resources, TaskStates, Timestamp,
+    AllocId, AllocatedPort, Dimension, EvalId, Index, JobId, Links, NodeId, PortShortage,
+    Resources, TaskStates, Timestamp,
 };
 use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
@@ -150,6 +151,9 @@ pub struct AllocMetric {
     pub nodes_exhausted: u32,
     pub class_exhausted: BTreeMap<String, u32>,
     pub dimension_exhausted: BTreeMap<Dimension, u32>,
+    /// Nodes that could not give the group its ports, per reason (counted in
+    /// `nodes_exhausted` and `class_exhausted` too): `port 8080 taken on 3 nodes`.
+    pub ports_exhausted: BTreeMap<PortShortage, u32>,
     /// Placements of this group that could not be made in this eval: all of them, the one
     /// whose metrics these are included (Nomad counts only the others). The CLI and the
     /// console print this number as it is.
@@ -184,15 +188,20 @@ pub struct Allocation {
     pub desired_description: CompactString,
     pub client_status: ClientStatus,
     pub client_description: CompactString,
-    /// A thin vector (one pointer, its length beside the entries): it is what brings the
-    /// record to 304 bytes, so with its `Arc` counts it fits the allocator's 320-byte size
-    /// class instead of the 384-byte one (64 bytes less per allocation held).
+    /// A thin vector (one pointer, its length beside the entries), as `task_states` and
+    /// `ports` are: they keep the record at 304 bytes, so with its `Arc` counts it fits the
+    /// allocator's 320-byte size class instead of the 384-byte one (64 bytes less per
+    /// allocation held).
     pub state_history: ThinVec<AllocStateEntry>,
     pub task_states: TaskStates,
     /// What links this allocation to others; read with [`Links::get`], set with
     /// [`Links::get_mut`].
     pub links: Links,
     pub resources: Resources,
+    /// The ports it holds on its node, in the order of its group's `port` blocks; empty
+    /// when the group asks for none. A thin vector, so an allocation without ports pays
+    /// one null pointer.
+    pub ports: ThinVec<AllocatedPort>,
     pub metrics: PlacementMetric,
     pub create_index: Index,
     pub modify_index: Index,

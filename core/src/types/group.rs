@@ -1,6 +1,6 @@
 //! A task group: the unit of placement. All its tasks land on one node together.
 
-use super::{Constraint, EphemeralDisk, Resources, Task};
+use super::{Constraint, EphemeralDisk, GroupNetwork, Resources, Task};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -24,6 +24,8 @@ pub struct TaskGroup {
     pub migrate: MigrateStrategy,
     /// Scratch disk for the allocation, counted with its tasks' disk.
     pub ephemeral_disk: Option<EphemeralDisk>,
+    /// The ports its allocations hold on their node; `None`: it asks for none.
+    pub network: Option<GroupNetwork>,
 }
 
 /// What makes an allocation healthy for a drain (and, once they exist, a deployment).
@@ -95,6 +97,7 @@ impl TaskGroup {
             meta: Default::default(),
             migrate: MigrateStrategy::default(),
             ephemeral_disk: None,
+            network: None,
         }
     }
 

@@ -4,7 +4,7 @@
 //! are what the schedulers read; `health` is Scoot's, and is what operators read and act on.
 //! Placements go only to nodes that are `ready`, `eligible`, not draining, and `healthy`.
 
-use super::{Index, NodeId, Resources, Timestamp};
+use super::{Index, NodeId, NodeNetworks, Resources, Timestamp};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -146,6 +146,8 @@ pub struct Node {
     pub resources: Resources,
     /// Held back for the OS and the agent; never allocated.
     pub reserved: Resources,
+    /// The addresses ports are offered on, the reserved ports and the dynamic range.
+    pub networks: NodeNetworks,
     pub status: NodeStatus,
     pub status_description: String,
     pub status_updated_at: Timestamp,
@@ -183,6 +185,7 @@ impl Node {
             meta: BTreeMap::new(),
             resources,
             reserved: Resources::ZERO,
+            networks: NodeNetworks::default(),
             status: NodeStatus::Ready,
             status_description: String::new(),
             status_updated_at: Timestamp::ZERO,

@@ -97,6 +97,9 @@ fn check_group(r: &mut Report<'_>, job: &Job, p: &str, g: &TaskGroup) {
         r.duration(p, "update.stagger", update.stagger);
     }
     check_migrate(r, p, &g.migrate);
+    if let Some(network) = &g.network {
+        super::network::check_network(r, p, network);
+    }
     r.map(p, "meta", &g.meta, MapKind::Meta);
 }
 

@@ -25,10 +25,12 @@
 
 mod constraint;
 mod group;
+mod network;
 mod node;
 mod task_blocks;
 mod version;
 
+pub use network::is_env_name;
 pub use task_blocks::is_signal;
 
 pub use node::{NodeLimitError, NodeLimits, check_node, check_snapshot_id};

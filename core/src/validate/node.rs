@@ -24,6 +24,8 @@ pub struct NodeLimits {
     pub max_memory_mb: u64,
     /// Disk a node may declare, MB (`limits.max_node_disk_mb`).
     pub max_disk_mb: u64,
+    /// Addresses a node may offer ports on (`limits.max_node_addresses`).
+    pub max_addresses: usize,
 }
 
 impl Default for NodeLimits {
@@ -38,6 +40,7 @@ impl Default for NodeLimits {
             max_cpu_mhz: 10_000_000,
             max_memory_mb: 64 * 1024 * 1024,
             max_disk_mb: 1024 * 1024 * 1024 * 1024,
+            max_addresses: 64,
         }
     }
 }
@@ -74,6 +77,10 @@ pub enum NodeLimitError {
         value: String,
         code: u32,
     },
+    #[error(
+        "networks: the dynamic port range {min}-{max} is empty (min_dynamic_port is above max_dynamic_port)"
+    )]
+    EmptyDynamicRange { min: u16, max: u16 },
     #[error("reserved.{dimension}: {reserved} is above the node's total of {total}")]
     ReservedAboveTotal {
         dimension: &'static str,
@@ -203,6 +210,48 @@ pub fn check_node(node: &Node, limits: &NodeLimits) -> Result<(), NodeLimitError
     if let Some(s) = &node.last_snapshot {
         check_snapshot_id(s, limits)?;
     }
+    networks(&node.networks, limits)
+}
+
+/// The addresses a node offers and its reserved ports: bounded like its attributes, and a
+/// dynamic range that is not empty.
+fn networks(n: &crate::types::NodeNetworks, limits: &NodeLimits) -> Result<(), NodeLimitError> {
+    if n.addresses.len() > limits.max_addresses {
+        return Err(NodeLimitError::TooMany {
+            field: "networks.addresses",
+            len: n.addresses.len(),
+            max: limits.max_addresses,
+            key: "max_node_addresses",
+        });
+    }
+    let entry = limits.max_entry_bytes;
+    for (i, a) in n.addresses.iter().enumerate() {
+        let at = format!("networks.addresses[{i}]");
+        text(
+            &format!("{at}.host_network"),
+            &a.host_network,
+            entry,
+            "max_node_entry_bytes",
+        )?;
+        text(
+            &format!("{at}.interface"),
+            &a.interface,
+            entry,
+            "max_node_entry_bytes",
+        )?;
+    }
+    text(
+        "networks.reserved_ports",
+        &n.reserved_ports.to_string(),
+        entry,
+        "max_node_entry_bytes",
+    )?;
+    if n.dynamic_range().is_none() {
+        return Err(NodeLimitError::EmptyDynamicRange {
+            min: n.min_dynamic_port,
+            max: n.max_dynamic_port,
+        });
+    }
     Ok(())
 }
 
@@ -256,6 +305,30 @@ mod tests {
             (
                 |n| n.reserved.memory_mb = n.resources.memory_mb + 1,
                 "reserved.memory: ",
+            ),
+            (
+                |n| {
+                    n.networks.addresses = (0..100)
+                        .map(|i| crate::types::HostAddress {
+                            host_network: format!("n{i}"),
+                            address: std::net::IpAddr::from([10, 0, 0, i]),
+                            interface: "eth0".into(),
+                        })
+                        .collect()
+                },
+                "networks.addresses: 100 entries are above the limit of 64 (limits.max_node_addresses)",
+            ),
+            (
+                |n| {
+                    n.networks.reserved_ports = crate::types::PortRanges::from_ranges(
+                        (1..2000).map(|p| (p * 2, p * 2)).collect(),
+                    )
+                },
+                "networks.reserved_ports: ",
+            ),
+            (
+                |n| (n.networks.min_dynamic_port, n.networks.max_dynamic_port) = (30000, 20000),
+                "networks: the dynamic port range 30000-20000 is empty",
             ),
             (
                 |n| n.last_snapshot = Some("s".repeat(10 << 20)),

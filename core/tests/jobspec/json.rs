@@ -39,8 +39,13 @@ fn nomad_json_refuses_what_it_cannot_honour() {
         ),
         (
             "",
-            r#""Networks": [{"Mode": "host"}],"#,
-            "j.json: Job.TaskGroups[0].Networks: a Nomad feature drover does not support",
+            r#""Networks": [{"Mode": "bridge"}],"#,
+            r#"j.json: Job.TaskGroups[0].Networks[0].Mode: network mode "bridge" is not supported: drover runs host networking only ("host")"#,
+        ),
+        (
+            "",
+            r#""Networks": [{"Mode": "host", "MBits": 0, "DynamicPorts": [{"Label": "http", "Value": 0, "To": 0, "HostNetwork": "default"}], "ReservedPorts": null}],"#,
+            "ok",
         ),
         (
             "",

@@ -6,6 +6,7 @@
 
 mod json;
 mod mistakes;
+mod network;
 mod syntax;
 mod task_blocks;
 mod variables;

@@ -93,7 +93,28 @@ pub struct NomadGroup {
     pub update: Option<NomadUpdate>,
     pub ephemeral_disk: Option<NomadEphemeralDisk>,
     pub migrate: NomadMigrate,
+    /// Nomad lists a group's networks; drover's groups have at most one.
+    pub networks: Vec<NomadNetwork>,
     pub meta: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct NomadNetwork {
+    pub mode: &'static str,
+    /// Static ports (`Value` is the host port).
+    pub reserved_ports: Vec<NomadPort>,
+    /// Ports the scheduler picks (`Value` 0 in a job).
+    pub dynamic_ports: Vec<NomadPort>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct NomadPort {
+    pub label: String,
+    pub value: u16,
+    pub to: u16,
+    pub host_network: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -277,7 +298,32 @@ fn group(g: &TaskGroup) -> NomadGroup {
             migrate: false,
         }),
         migrate: migrate(&g.migrate),
+        networks: g.network.iter().map(network).collect(),
         meta: g.meta.clone(),
+    }
+}
+
+fn network(n: &drover_core::types::GroupNetwork) -> NomadNetwork {
+    let port = |p: &drover_core::types::PortAsk| NomadPort {
+        label: p.label.clone(),
+        value: p.static_port.unwrap_or(0),
+        to: p.to.unwrap_or(0),
+        host_network: p.host_network.clone(),
+    };
+    NomadNetwork {
+        mode: "host",
+        reserved_ports: n
+            .ports
+            .iter()
+            .filter(|p| p.static_port.is_some())
+            .map(port)
+            .collect(),
+        dynamic_ports: n
+            .ports
+            .iter()
+            .filter(|p| p.static_port.is_none())
+            .map(port)
+            .collect(),
     }
 }
 

@@ -94,6 +94,7 @@ impl From<&AllocMetric> for pb::AllocMetric {
                 .collect(),
             coalesced_failures: m.coalesced_failures,
             score: m.score,
+            ports_exhausted: super::network::shortages_to(&m.ports_exhausted),
         }
     }
 }
@@ -132,6 +133,7 @@ impl From<&Allocation> for pb::Allocation {
                 .map(ToString::to_string)
                 .collect(),
             resources: Some((&a.resources).into()),
+            ports: a.ports.iter().map(Into::into).collect(),
             metrics: Some((&a.metrics).into()),
             create_index: a.create_index,
             modify_index: a.modify_index,
@@ -290,6 +292,7 @@ pub(crate) fn alloc_metric(p: pb::AllocMetric) -> Result<AllocMetric> {
         nodes_exhausted: p.nodes_exhausted,
         class_exhausted: p.class_exhausted,
         dimension_exhausted,
+        ports_exhausted: super::network::shortages(p.ports_exhausted)?,
         coalesced_failures: p.coalesced_failures,
         score: p.score,
     })
@@ -333,6 +336,7 @@ pub(crate) fn allocation(p: pb::Allocation) -> Result<Allocation> {
             migrate: p.migrate,
         }),
         resources: required_resources("resources", p.resources)?,
+        ports: each("ports", p.ports, super::network::allocated_port)?.into(),
         metrics: placement_metric(required("metrics", p.metrics)?),
         create_index: p.create_index,
         modify_index: p.modify_index,

@@ -40,6 +40,10 @@ pub enum Problem {
     /// Fields that are each well formed but contradict one another.
     #[error("{0}")]
     Invalid(&'static str),
+    /// A value the wire allows but drover does not take, with what it says about it
+    /// (`network mode "bridge": ...`, a reserved port list that does not parse).
+    #[error("{0}")]
+    Refused(String),
 }
 
 impl ConvertError {

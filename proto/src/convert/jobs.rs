@@ -128,6 +128,7 @@ impl From<&TaskGroup> for pb::TaskGroup {
             ephemeral_disk: g
                 .ephemeral_disk
                 .map(|d| pb::EphemeralDisk { size_mb: d.size_mb }),
+            network: g.network.as_ref().map(Into::into),
         }
     }
 }
@@ -408,6 +409,11 @@ fn group(p: pb::TaskGroup, job_type: JobType) -> Result<TaskGroup> {
         ephemeral_disk: p
             .ephemeral_disk
             .map(|d| EphemeralDisk { size_mb: d.size_mb }),
+        network: p
+            .network
+            .map(super::network::group_network)
+            .transpose()
+            .within("network")?,
     })
 }
 

@@ -17,6 +17,7 @@ mod error;
 mod evals;
 mod events;
 mod jobs;
+mod network;
 mod nodes;
 mod operator;
 mod resources;

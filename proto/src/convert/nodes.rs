@@ -46,6 +46,7 @@ impl From<&Node> for pb::NodeRegistration {
             meta: n.meta.clone(),
             resources: Some((&n.resources).into()),
             reserved: Some((&n.reserved).into()),
+            networks: Some((&n.networks).into()),
         }
     }
 }
@@ -74,6 +75,7 @@ impl From<&Node> for pb::Node {
             events: n.events.iter().map(Into::into).collect(),
             create_index: n.create_index,
             modify_index: n.modify_index,
+            networks: Some((&n.networks).into()),
         }
     }
 }
@@ -109,6 +111,7 @@ pub(crate) fn node(p: pb::Node) -> Result<Node> {
         meta: p.meta,
         resources: required_resources("resources", p.resources)?,
         reserved: required_resources("reserved", p.reserved)?,
+        networks: super::network::optional_node_networks(p.networks)?,
         status: NodeStatus::from_wire("status", p.status)?,
         status_description: p.status_description,
         status_updated_at: Timestamp::from_millis(p.status_updated_at_unix_ms),
@@ -138,6 +141,7 @@ pub struct NodeRegistration {
     pub meta: BTreeMap<String, String>,
     pub resources: Resources,
     pub reserved: Resources,
+    pub networks: NodeNetworks,
 }
 
 impl NodeRegistration {
@@ -152,6 +156,7 @@ impl NodeRegistration {
         node.attributes = self.attributes;
         node.meta = self.meta;
         node.reserved = self.reserved;
+        node.networks = self.networks;
         node
     }
 }
@@ -185,6 +190,7 @@ fn registration(p: pb::NodeRegistration) -> Result<NodeRegistration> {
         meta: p.meta,
         resources: required_resources("resources", p.resources)?,
         reserved: required_resources("reserved", p.reserved)?,
+        networks: super::network::optional_node_networks(p.networks)?,
     })
 }
 

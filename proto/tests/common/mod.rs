@@ -104,6 +104,17 @@ pub fn full_job() -> Job {
     });
     group.tasks.push(sidecar);
     group.ephemeral_disk = Some(drover_core::types::EphemeralDisk { size_mb: 150 });
+    group.network = Some(GroupNetwork {
+        ports: vec![
+            PortAsk::dynamic("http"),
+            PortAsk {
+                label: "admin".into(),
+                static_port: Some(8080),
+                to: Some(80),
+                host_network: "public".into(),
+            },
+        ],
+    });
     let mut batchy = TaskGroup::new("worker", 1, vec![Task::raw_exec("w", "/bin/echo")]);
     batchy.reschedule = ReschedulePolicy::batch_default();
     batchy.disconnect = Some(DisconnectPolicy::default());
@@ -119,6 +130,23 @@ pub fn full_node() -> Node {
     node.node_class = "gpu".into();
     node.meta = BTreeMap::from([("rack".into(), "r12".into())]);
     node.reserved = Resources::new(100, 256, 1000);
+    node.networks = NodeNetworks {
+        addresses: vec![
+            HostAddress {
+                host_network: "default".into(),
+                address: "10.0.0.4".parse().expect("ip"),
+                interface: "eth0".into(),
+            },
+            HostAddress {
+                host_network: "public".into(),
+                address: "2001:db8::4".parse().expect("ip"),
+                interface: "eth1".into(),
+            },
+        ],
+        reserved_ports: PortRanges::parse("22,8000-8100").expect("ports"),
+        min_dynamic_port: 21000,
+        max_dynamic_port: 21999,
+    };
     node.status = NodeStatus::Disconnected;
     node.status_description = "missed heartbeats".into();
     node.status_updated_at = Timestamp::from_millis(1_700_000_001_000);
@@ -212,6 +240,21 @@ pub fn full_alloc() -> Allocation {
         ),
     ]);
     a.links = mock::full_links().into();
+    a.ports = vec![
+        AllocatedPort {
+            label: "http".into(),
+            value: 21042,
+            to: 0,
+            host_ip: "10.0.0.4".parse().expect("ip"),
+        },
+        AllocatedPort {
+            label: "admin".into(),
+            value: 8080,
+            to: 80,
+            host_ip: "2001:db8::4".parse().expect("ip"),
+        },
+    ]
+    .into();
     a.metrics = PlacementMetric {
         nodes_evaluated: 12,
         nodes_filtered: 3,
@@ -239,6 +282,12 @@ pub fn full_metric() -> AllocMetric {
             (Dimension::Cpu, 3),
             (Dimension::Memory, 2),
             (Dimension::Disk, 1),
+        ]),
+        ports_exhausted: BTreeMap::from([
+            (PortShortage::Taken(8080), 3),
+            (PortShortage::Reserved(22), 1),
+            (PortShortage::DynamicExhausted, 1),
+            (PortShortage::NoHostNetwork("public".into()), 2),
         ]),
         coalesced_failures: 9,
         score: 1.25e-3,

@@ -24,6 +24,7 @@
 //! limits    { max_message_bytes = 16777216  max_requests_in_flight = 1024
 //!             max_request_bytes_in_flight = 134217728  max_request_wait = "5s"  max_jobs = 100000  max_outstanding_evals = 100000
 //!             max_node_name_bytes = 256  max_node_attributes = 512  max_node_meta = 256
+//!             max_node_addresses = 64
 //!             max_node_entry_bytes = 1024  max_snapshot_id_bytes = 256  max_list_page = 500
 //!             max_node_cpu_mhz = 10000000  max_node_memory_mb = 67108864
 //!             max_node_disk_mb = 1099511627776
@@ -156,6 +157,7 @@ pub struct LimitsBlock {
     pub max_node_name_bytes: Option<usize>,
     pub max_node_attributes: Option<usize>,
     pub max_node_meta: Option<usize>,
+    pub max_node_addresses: Option<usize>,
     pub max_node_entry_bytes: Option<usize>,
     pub max_snapshot_id_bytes: Option<usize>,
     pub max_node_cpu_mhz: Option<u64>,
@@ -354,6 +356,7 @@ impl ConfigFile {
             set(&mut n.max_name_bytes, &l.max_node_name_bytes);
             set(&mut n.max_attributes, &l.max_node_attributes);
             set(&mut n.max_meta, &l.max_node_meta);
+            set(&mut n.max_addresses, &l.max_node_addresses);
             set(&mut n.max_entry_bytes, &l.max_node_entry_bytes);
             set(&mut n.max_snapshot_id_bytes, &l.max_snapshot_id_bytes);
             set(&mut n.max_cpu_mhz, &l.max_node_cpu_mhz);

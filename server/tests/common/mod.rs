@@ -82,6 +82,7 @@ pub fn registration(n: u64, class: &str) -> NodeRegistration {
         meta: node.meta,
         resources: node.resources,
         reserved: node.reserved,
+        networks: node.networks,
     }
 }
 

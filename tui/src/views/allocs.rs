@@ -167,6 +167,19 @@ impl TableView for AllocsView {
                         super::format::sentence(&full.client_description),
                     ));
                 }
+                // Where each of its ports is reached (and the port the task binds, when
+                // mapped).
+                for p in &full.ports {
+                    let mapped = if p.to == 0 {
+                        String::new()
+                    } else {
+                        format!(" (task port {})", p.to)
+                    };
+                    lines.push(DetailLine::field(
+                        format!("port {}", p.label),
+                        format!("{}{mapped}", p.socket()),
+                    ));
+                }
                 for (task, state) in &full.task_states {
                     lines.push(DetailLine::heading(format!(
                         "task {task}: {}{}, {} restart(s)",

@@ -104,6 +104,13 @@ pub(super) fn failure_lines(group: &str, m: &AllocMetric) -> Vec<DetailLine> {
             Tone::Bad,
         ));
     }
+    for (shortage, n) in &m.ports_exhausted {
+        lines.push(DetailLine::toned(
+            "ports",
+            format!("{shortage} on {n} node(s)"),
+            Tone::Bad,
+        ));
+    }
     for (class, n) in &m.class_exhausted {
         lines.push(DetailLine::toned(
             "full class",

@@ -266,6 +266,37 @@ impl TableView for NodesView {
                 format!("{} / {} MB", usage.used.disk_mb, cap.disk_mb),
             ),
         ];
+        let net = &n.networks;
+        if net.addresses.is_empty() {
+            lines.push(DetailLine::toned(
+                "addresses",
+                "none: no group that asks for ports is placed here",
+                Tone::Warn,
+            ));
+        }
+        // The default host network's address reads as just the address; any other is
+        // followed by its host network, the name `port { host_network }` uses.
+        for a in &net.addresses {
+            let network = if a.host_network == drover_core::DEFAULT_HOST_NETWORK {
+                String::new()
+            } else {
+                format!(", {}", a.host_network)
+            };
+            lines.push(DetailLine::field(
+                "address",
+                format!("{} ({}{network})", a.address, a.interface),
+            ));
+        }
+        lines.push(DetailLine::field(
+            "dynamic ports",
+            format!("{}-{}", net.min_dynamic_port, net.max_dynamic_port),
+        ));
+        if !net.reserved_ports.is_empty() {
+            lines.push(DetailLine::field(
+                "reserved ports",
+                net.reserved_ports.to_string(),
+            ));
+        }
         if !n.events.is_empty() {
             lines.push(DetailLine::heading("events (newest last)"));
             for e in &n.events {

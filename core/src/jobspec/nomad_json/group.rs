@@ -31,6 +31,7 @@ impl Reader<'_> {
                 "Update" => g.update = Some(self.update(&fp, v, defaults.update.clone())),
                 "EphemeralDisk" => g.ephemeral_disk = Some(self.ephemeral_disk(&fp, v)),
                 "Migrate" => g.migrate = self.migrate(&fp, v, g.migrate.clone()),
+                "Networks" => g.network = self.networks(&fp, v),
                 _ => match v.as_array() {
                     Some(tasks) => {
                         for (i, t) in tasks.iter().enumerate() {
@@ -208,7 +209,12 @@ impl Reader<'_> {
                         match name {
                             "CPU" => t.resources.cpu_mhz = self.whole(&rp, v),
                             "MemoryMB" => t.resources.memory_mb = self.whole(&rp, v),
-                            _ => t.resources.disk_mb = self.whole(&rp, v),
+                            "DiskMB" => t.resources.disk_mb = self.whole(&rp, v),
+                            _ if super::is_empty(v) => {}
+                            _ => self.err(
+                                &rp,
+                                "ports in a task's resources are the form Nomad 1.x deprecates: move them to the group's Networks",
+                            ),
                         }
                     }
                 }

@@ -73,7 +73,7 @@ pub(super) const GROUP_KEYS: &[(&str, Key)] = &[
     ("Volumes", Refused),
     ("EphemeralDisk", Read),
     ("Migrate", Read),
-    ("Networks", Refused),
+    ("Networks", Read),
     ("Services", Refused),
     ("ShutdownDelay", Refused),
     ("Scaling", Refused),
@@ -120,11 +120,29 @@ pub(super) const RESOURCES_KEYS: &[(&str, Key)] = &[
     ("DiskMB", Read),
     ("Cores", Refused),
     ("MemoryMaxMB", Refused),
-    ("Networks", Refused),
+    ("Networks", Read),
     ("Devices", Refused),
     ("IOPS", Refused),
     ("NUMA", Refused),
     ("SecretsMB", Refused),
+];
+pub(super) const NETWORK_KEYS: &[(&str, Key)] = &[
+    ("Mode", Read),
+    ("ReservedPorts", Read),
+    ("DynamicPorts", Read),
+    ("MBits", Refused),
+    ("Device", Refused),
+    ("CIDR", Refused),
+    ("IP", Refused),
+    ("DNS", Refused),
+    ("Hostname", Refused),
+    ("CNI", Refused),
+];
+pub(super) const PORT_KEYS: &[(&str, Key)] = &[
+    ("Label", Read),
+    ("Value", Read),
+    ("To", Read),
+    ("HostNetwork", Read),
 ];
 pub(super) const CONSTRAINT_KEYS: &[(&str, Key)] =
     &[("LTarget", Read), ("RTarget", Read), ("Operand", Read)];

@@ -10,6 +10,7 @@
 mod group;
 mod job;
 mod keys;
+mod network;
 
 use super::error::Problem;
 use super::reader::closest_of;

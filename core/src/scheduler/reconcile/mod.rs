@@ -414,7 +414,7 @@ impl<'a> GroupReconciler<'a, '_> {
                 .job_version(&key, a.job_version)
                 .and_then(|j| j.group(&self.group.name).cloned());
             let node = self.snapshot.node(&a.node_id);
-            if update::in_place(old.as_ref(), self.group, node.map(|n| &**n), &fits) {
+            if update::in_place(a, old.as_ref(), self.group, node.map(|n| &**n), &fits) {
                 let mut updated = (**a).clone();
                 updated.job_version = self.job.version;
                 updated.resources = self.group.resources();

@@ -8,7 +8,9 @@
 //! Per select, nodes are visited in a round-robin walk that continues where the previous
 //! select stopped (service and batch shuffle the nodes once, so placements spread and no
 //! node is always first). Each visited node goes through the feasibility checks (see
-//! [`feasible`](super::feasible)), then resources, then is scored (see [`rank`](super::rank)).
+//! [`feasible`](super::feasible)), then ports (for groups that ask for any: `ports.rs`),
+//! then resources, then is scored (see [`rank`](super::rank)). The winner's dynamic ports
+//! are drawn with a generator seeded from the one given to [`Stack::set_nodes`].
 //! The walk stops after [`CandidateLimit`] feasible nodes, so the cost of a placement does
 //! not grow with the cluster: only a few candidates are scored. Nodes scoring below zero
 //! (penalised, or crowded by the job) are set aside, up to [`MAX_SKIP`], and considered only
@@ -26,6 +28,7 @@
 //! for the metrics keys).
 
 mod footprint;
+mod ports;
 
 #[cfg(test)]
 mod proptests;
@@ -110,6 +113,9 @@ pub struct RankedNode {
     /// Allocations to evict for this placement: the scheduler records them in the plan's
     /// `node_preemptions` and on both allocations. Empty when the placement fits as is.
     pub preempted: Vec<Arc<Allocation>>,
+    /// The ports the allocation holds there, in its group's order: static ones as asked,
+    /// dynamic ones drawn from the node's free range. Empty for a group without ports.
+    pub ports: thin_vec::ThinVec<AllocatedPort>,
 }
 
 /// The outcome of the class-stable constraints for one computed class.
@@ -135,6 +141,15 @@ struct Entry {
     computed: Option<ComputedClass>,
     /// The snapshot's `node_usage`, fetched on the first visit (the snapshot never changes).
     usage: Option<Resources>,
+    /// The ports the node's allocations hold in the snapshot, fetched with `usage`.
+    ports: Option<Arc<crate::ports::NodePorts>>,
+    /// What the plan changes of the node's ports, as of plan revision `port_rev` (`None`:
+    /// not computed for any), kept like `plan_view` so revisits cost nothing.
+    port_changes: crate::ports::PortChanges,
+    port_rev: Option<u32>,
+    /// What the port checks of one group read of the node (by index in `Stack::groups`),
+    /// found on the first check.
+    resolved: Option<(usize, Result<crate::ports::Resolved, PortShortage>)>,
     /// The node's view at the plan's last revision for it, for one group: reused while the
     /// plan leaves the node alone, so revisiting a node costs a hash lookup.
     plan_view: Option<PlanView>,
@@ -160,6 +175,10 @@ impl Entry {
             class,
             computed: None,
             usage: None,
+            ports: None,
+            port_changes: Vec::new(),
+            port_rev: None,
+            resolved: None,
             plan_view: None,
             plan_rev: Revision::Unknown,
             node,
@@ -167,9 +186,15 @@ impl Entry {
     }
 
     fn snapshot_usage(&mut self, snapshot: &StateSnapshot) -> Resources {
-        *self
-            .usage
-            .get_or_insert_with(|| snapshot.node_usage(&self.id))
+        if let Some(usage) = self.usage {
+            return usage;
+        }
+        let (usage, ports) = snapshot
+            .node_use(&self.id)
+            .map_or((Resources::ZERO, None), |u| (u.resources, u.ports.clone()));
+        self.usage = Some(usage);
+        self.ports = ports;
+        usage
     }
 }
 
@@ -212,6 +237,8 @@ struct GroupChecks {
     compiled: Compiled,
     verdicts: Vec<Verdict>,
     properties: Vec<PropertySet>,
+    /// The group's ports arranged for checking nodes; `None` when it asks for none.
+    demand: Option<Arc<crate::ports::PortDemand>>,
 }
 
 /// Nodes of the set by snapshot tier, in walk order, with a cursor past the leading nodes
@@ -267,6 +294,13 @@ struct Selection<'a> {
     only_group: bool,
     /// Index of the group in [`Stack::groups`].
     group_idx: usize,
+    /// The group's ports, when it asks for any.
+    network: Option<&'a crate::ports::PortDemand>,
+}
+
+/// A group's ports, when it asks for any.
+fn asks_ports(group: &TaskGroup) -> Option<&GroupNetwork> {
+    group.network.as_ref().filter(|n| !n.ports.is_empty())
 }
 
 /// A feasible node and its score.
@@ -305,6 +339,9 @@ pub struct Stack<'s> {
     plan_sync: Option<(PlanToken, usize)>,
     /// `nodes_available` was set by [`Stack::set_nodes_available`]; `set_nodes` keeps it.
     available_set: bool,
+    /// Draws dynamic ports; seeded from the generator given to [`Stack::set_nodes`], and
+    /// only for jobs that ask for ports (so other jobs draw exactly what they did before).
+    port_rng: Option<rand_chacha::ChaCha8Rng>,
 }
 
 impl<'s> Stack<'s> {
@@ -349,6 +386,7 @@ impl<'s> Stack<'s> {
             by_id: None,
             plan_sync: None,
             available_set: false,
+            port_rng: None,
         }
     }
 
@@ -366,6 +404,9 @@ impl<'s> Stack<'s> {
         }));
         if !self.eval.job.job_type.is_per_node() {
             self.nodes.shuffle(rng);
+        }
+        if self.eval.job.groups.iter().any(|g| asks_ports(g).is_some()) {
+            self.port_rng = Some(rand::SeedableRng::seed_from_u64(rng.random()));
         }
         self.offset = 0;
         self.candidates = self.limit.resolve(self.nodes.len());
@@ -430,6 +471,7 @@ impl<'s> Stack<'s> {
         let gi = self.group_checks(group);
         self.follow_plan(plan);
         let mut checks = std::mem::take(&mut self.groups[gi]);
+        let demand = checks.demand.clone();
         let sel = Selection {
             group,
             ask: group.resources(),
@@ -440,23 +482,33 @@ impl<'s> Stack<'s> {
             only_group: matches!(&self.eval.job.groups[..], [g] if g.name == group.name)
                 && self.eval.footprint.only_group(&group.name),
             group_idx: gi,
+            network: demand.as_deref(),
         };
         let best = self.pick(&mut checks, &sel);
         self.groups[gi] = checks;
         let best = best?;
+        let ports = match sel.network {
+            Some(ask) => self.assign_ports(&best, &sel, ask)?,
+            None => thin_vec::ThinVec::new(),
+        };
         self.tally.metrics.score = best.score;
         Some(RankedNode {
             node: self.nodes[best.idx].node.clone(),
             score: best.score,
             preempted: best.preempted.into_iter().cloned().collect(),
+            ports,
         })
     }
 
     /// The index of `group`'s compiled checks, compiling them on first sight.
     fn group_checks(&mut self, group: &TaskGroup) -> usize {
         let drivers = crate::scheduler::feasible::group_drivers(group);
+        let ports = asks_ports(group).map(|n| &n.ports[..]);
         if let Some(i) = self.groups.iter().position(|g| {
-            g.name == group.name && g.constraints == group.constraints && g.drivers == drivers
+            g.name == group.name
+                && g.constraints == group.constraints
+                && g.drivers == drivers
+                && g.demand.as_ref().map(|d| d.ports()) == ports
         }) {
             return i;
         }
@@ -481,6 +533,7 @@ impl<'s> Stack<'s> {
             compiled,
             verdicts: Vec::new(),
             properties,
+            demand: asks_ports(group).map(|n| Arc::new(crate::ports::PortDemand::new(n))),
         });
         self.groups.len() - 1
     }
@@ -492,6 +545,7 @@ impl<'s> Stack<'s> {
             for e in &mut self.nodes {
                 e.plan_rev = Revision::Unknown;
                 e.plan_view = None;
+                e.port_rev = None;
             }
             self.plan_sync = None;
             return;
@@ -514,6 +568,8 @@ impl<'s> Stack<'s> {
                 for e in &mut self.nodes {
                     e.plan_rev = plan.node_revision(&e.id);
                     e.plan_view = None;
+                    e.port_rev = None;
+                    e.port_rev = None;
                 }
             }
         }
@@ -660,6 +716,7 @@ fn reset(m: &mut AllocMetric) {
     m.nodes_exhausted = 0;
     m.class_exhausted.clear();
     m.dimension_exhausted.clear();
+    m.ports_exhausted.clear();
     m.coalesced_failures = 0;
     m.score = 0.0;
 }
@@ -688,6 +745,15 @@ impl Tally {
         m.nodes_exhausted += 1;
         bump(&mut m.class_exhausted, &self.classes.names[class]);
         *m.dimension_exhausted.entry(dimension).or_default() += 1;
+    }
+
+    /// A node that cannot give the group its ports counts as exhausted, like one without
+    /// room: its class is eligible, and freed ports may let the placement in later.
+    fn ports_exhausted(&mut self, class: usize, why: PortShortage) {
+        let m = &mut self.metrics;
+        m.nodes_exhausted += 1;
+        bump(&mut m.class_exhausted, &self.classes.names[class]);
+        *m.ports_exhausted.entry(why).or_default() += 1;
     }
 
     fn class_verdict(&mut self, class: usize, eligible: bool) {
@@ -835,24 +901,20 @@ impl<'s> Eval<'s> {
         node: &Node,
         need: &Resources,
         plan: &Plan,
+        already: &[&'s Arc<Allocation>],
     ) -> Option<(Resources, Vec<&'s Arc<Allocation>>)> {
         let part = PlanOnNode::of(plan, node.id);
         let mut victims: Vec<&'s Arc<Allocation>> = Vec::new();
         let mut evictable = Vec::new();
         for a in self.snapshot.allocs_by_node(&node.id) {
-            if !a.uses_resources() || is_of_job(a, self.job) || part.touches(&a.id) {
+            if !a.uses_resources()
+                || is_of_job(a, self.job)
+                || part.touches(&a.id)
+                || already.iter().any(|v| v.id == a.id)
+            {
                 continue;
             }
-            let key = JobKey {
-                namespace: a.namespace.clone(),
-                id: a.job_id.clone(),
-            };
-            let Some(priority) = self
-                .snapshot
-                .job_version(&key, a.job_version)
-                .or_else(|| self.snapshot.job(&key))
-                .map(|j| j.priority)
-            else {
+            let Some(priority) = self.priority_of(a) else {
                 continue;
             };
             if may_preempt(self.job.priority, priority) {
@@ -945,17 +1007,34 @@ fn evaluate<'s>(
         return None;
     }
 
+    // Ports, evicting lower-priority holders of the static ones if allowed and needed.
+    let forced = match sel.network {
+        None => Vec::new(),
+        Some(ask) => match eval.port_evictions(entry, sel, ask, &mut tally.scratch) {
+            Ok(victims) => victims,
+            Err(why) => {
+                tally.ports_exhausted(class, why);
+                return None;
+            }
+        },
+    };
+    let node = &*entry.node;
+
     // Resources, evicting lower-priority allocations if allowed and needed.
     let allocatable = entry.allocatable;
-    let need = view.usage + sel.ask;
+    let freed: Resources = forced.iter().map(|a| a.resources).sum();
+    let need = (view.usage + sel.ask).saturating_sub(&freed);
     let (used, preempted) = match allocatable.exhausted_by(&need) {
-        None => (need, Vec::new()),
+        None => (need, forced),
         Some(dimension) => match sel
             .preempt
-            .then(|| eval.preemptions(node, &need, sel.plan))
+            .then(|| eval.preemptions(node, &need, sel.plan, &forced))
             .flatten()
         {
-            Some((freed, victims)) => (need.saturating_sub(&freed), victims),
+            Some((freed, mut victims)) => {
+                victims.extend(forced);
+                (need.saturating_sub(&freed), victims)
+            }
             None => {
                 tally.exhausted(class, dimension);
                 return None;

@@ -3,6 +3,7 @@
 
 mod disconnect;
 mod generic;
+mod ports;
 mod props;
 mod system;
 
