@@ -29,6 +29,7 @@ mod nomad_json;
 mod reader;
 mod task;
 mod task_blocks;
+mod task_files;
 mod value;
 
 pub use error::{JobspecError, Position, Problem};

@@ -8,6 +8,7 @@ mod json;
 mod mistakes;
 mod syntax;
 mod task_blocks;
+mod task_files;
 
 use drover_core::jobspec::{JobspecError, parse_hcl, parse_source};
 use drover_core::types::Job;
