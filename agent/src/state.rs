@@ -44,6 +44,13 @@ pub struct AllocInfo {
     pub job_type: JobType,
     pub job_version: u64,
     pub datacenter: String,
+    /// The job's `meta` (a dispatched job's includes the dispatch's), which tasks see as
+    /// `NOMAD_META_*`. Absent from records of older agents.
+    #[serde(default)]
+    pub job_meta: BTreeMap<String, String>,
+    /// A dispatched job's payload, written where a task's `dispatch_payload` says.
+    #[serde(default)]
+    pub payload: Vec<u8>,
 }
 
 /// One task as last recorded.
@@ -204,6 +211,8 @@ mod tests {
                 job_type: JobType::Service,
                 job_version: 0,
                 datacenter: "dc1".into(),
+                job_meta: BTreeMap::from([("k".into(), "v".into())]),
+                payload: b"input".to_vec(),
             },
             group: job.groups[0].clone(),
             tasks,

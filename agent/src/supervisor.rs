@@ -188,6 +188,8 @@ impl Supervisor {
                 job_type: job.job_type,
                 job_version: alloc.job_version,
                 datacenter: self.datacenter.clone(),
+                job_meta: job.meta.clone(),
+                payload: job.payload.clone(),
             },
             group: group.clone(),
             tasks,

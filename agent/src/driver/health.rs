@@ -6,7 +6,8 @@
 //!
 //! `exec` is healthy only when a probe task really ran isolated (namespaces, mounts,
 //! chroot) and the cgroups that enforce its limits were found; `raw_exec` only when the
-//! agent's config enables it.
+//! agent's config enables it; `docker` only when its engine answered (detected when its
+//! socket exists), with the engine's version as `driver.docker.version`.
 
 use crate::cgroups::Cgroups;
 use crate::config::AgentConfig;
@@ -51,6 +52,8 @@ pub struct Drivers {
     pub pids_limit: u64,
     /// By driver name, every driver the agent knows.
     pub health: BTreeMap<&'static str, Health>,
+    /// The Docker Engine, when it answered the fingerprint.
+    pub docker: Option<super::docker::DockerDriver>,
 }
 
 impl Drivers {
@@ -81,6 +84,8 @@ impl Drivers {
         health.insert("raw_exec", raw_exec);
         let exec = exec_health(&shim, cgroups.as_ref().ok(), &config.chroot_env, scratch).await;
         health.insert("exec", exec);
+        let (docker, docker_health) = docker_health(&config.docker).await;
+        health.insert("docker", docker_health);
         let drivers = Self {
             shim,
             raw_exec_cgroups: !config.raw_exec.no_cgroups,
@@ -88,6 +93,7 @@ impl Drivers {
             chroot_env: config.chroot_env.clone(),
             pids_limit: config.task_pids_limit,
             health,
+            docker,
         };
         for (name, h) in &drivers.health {
             tracing::info!(driver = name, healthy = h.healthy, reason = %h.reason, "driver fingerprinted");
@@ -109,6 +115,9 @@ impl Drivers {
         if let Some(c) = &self.cgroups {
             attributes.insert("unique.cgroup.version".into(), c.version().into());
         }
+        if let Some(d) = &self.docker {
+            attributes.insert("driver.docker.version".into(), d.version.clone());
+        }
         attributes
     }
 
@@ -124,6 +133,23 @@ impl Drivers {
                 driver: driver.to_string(),
             }),
         }
+    }
+}
+
+/// The Docker Engine of the agent's config: healthy only when it answers.
+async fn docker_health(
+    config: &crate::config::DockerConfig,
+) -> (Option<super::docker::DockerDriver>, Health) {
+    if !config.enabled {
+        let why = "docker is disabled in the agent's config (docker { enabled = false })";
+        return (None, Health::bad(false, why.into()));
+    }
+    match super::docker::DockerDriver::connect(&config.endpoint).await {
+        Ok(d) => {
+            let reason = format!("docker engine {} answers at {}", d.version, d.endpoint);
+            (Some(d), Health::good(reason))
+        }
+        Err((detected, reason)) => (None, Health::bad(detected, reason)),
     }
 }
 

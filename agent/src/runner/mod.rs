@@ -3,6 +3,7 @@
 //! layout and environment every task gets.
 
 pub mod alloc;
+pub mod job_inputs;
 pub mod launch;
 pub mod lifecycle;
 pub mod restart;
@@ -276,6 +277,8 @@ mod tests {
             job_type: JobType::Service,
             job_version: 0,
             datacenter: "dc1".into(),
+            job_meta: BTreeMap::new(),
+            payload: Vec::new(),
         };
         let dirs = TaskDirs::new(Path::new("/d/a1"), "server");
         let own = BTreeMap::from([("NOMAD_DC".to_string(), "mine".to_string())]);

@@ -4,6 +4,7 @@
 
 use super::lifecycle::Gate;
 use super::restart::{RestartTracker, Verdict};
+use super::usage::UsageSource;
 use super::{RunnerContext, TaskDirs};
 use crate::cgroups::TaskCgroup;
 use crate::driver::{self, ExitOutcome, LogPaths, TaskHandle};
@@ -148,7 +149,9 @@ pub async fn run_task(
     updates: mpsc::UnboundedSender<TaskChange>,
 ) {
     let cgroup = super::launch::task_cgroup(&ctx, run.alloc_id, &run.task);
-    run_steps(run, ctx, commands, updates, cgroup.clone()).await;
+    let (alloc_id, task) = (run.alloc_id, run.task.clone());
+    run_steps(run, ctx.clone(), commands, updates, cgroup.clone()).await;
+    super::launch::remove_container(&ctx, alloc_id, &task).await;
     if let Some(cgroup) = cgroup {
         let _ = tokio::task::spawn_blocking(move || {
             cgroup.kill_all();
@@ -166,7 +169,7 @@ async fn run_steps(
     cgroup: Option<TaskCgroup>,
 ) {
     let TaskRun {
-        alloc_id: _,
+        alloc_id,
         task,
         env,
         user,
@@ -204,6 +207,31 @@ async fn run_steps(
         Some(_) => Step::Exited(ExitOutcome::Unknown(
             "the process ended while the agent was down",
         )),
+        None if task.driver == "docker" && me.record.state.state == TaskRunState::Running => {
+            match super::launch::reattach_container(&ctx, alloc_id, &task, &logs).await {
+                Ok(Some(Ok(handle))) => {
+                    me.event(
+                        "Re-attached",
+                        format!(
+                            "re-attached to {} after an agent restart",
+                            handle.describe()
+                        ),
+                        None,
+                        false,
+                    );
+                    me.send(false);
+                    Step::Wait(handle)
+                }
+                Ok(Some(Err(outcome))) => Step::Exited(outcome),
+                Ok(None) => Step::Exited(ExitOutcome::Unknown(
+                    "the container was removed while the agent was down",
+                )),
+                Err(e) => {
+                    tracing::warn!(task = %me.name, error = %e, "cannot re-attach to the container");
+                    Step::Exited(ExitOutcome::Unknown("the engine did not answer"))
+                }
+            }
+        }
         None => {
             if me.record.state.events.is_empty() {
                 me.event("Received", "task received by the agent".into(), None, false);
@@ -230,6 +258,7 @@ async fn run_steps(
                 oom_baseline = cgroup.as_ref().map_or(0, TaskCgroup::oom_kills);
                 let started = super::launch::start(super::launch::Start {
                     ctx: &ctx,
+                    alloc_id,
                     task: &task,
                     env: &env,
                     user: user.as_ref(),
@@ -240,15 +269,15 @@ async fn run_steps(
                 .await;
                 match started {
                     Ok(handle) => {
-                        let pid = handle.record().pid;
-                        me.record.process = Some(handle.record());
+                        let what = handle.describe();
+                        me.record.process = handle.record();
                         me.record.state.state = TaskRunState::Running;
                         me.record.state.started_at.get_or_insert_with(now);
-                        me.event("Started", format!("task started as pid {pid}"), None, false);
+                        me.event("Started", format!("task started as {what}"), None, false);
                         if let Some(snapshot) = &task.snapshot {
                             ctx.link.last_snapshot.send_replace(Some(snapshot.clone()));
                         }
-                        tracing::info!(task = %me.name, pid, command = %task.config.command, "task started");
+                        tracing::info!(task = %me.name, %what, command = %task.config.command, "task started");
                         me.send(false);
                         Step::Wait(handle)
                     }
@@ -263,7 +292,11 @@ async fn run_steps(
                 }
             }
             Step::Wait(mut handle) => {
-                let mut sampler = super::usage::Sampler::new(cgroup.clone(), ctx.mhz_per_core);
+                let source = match &handle {
+                    TaskHandle::Docker(c) => Some(UsageSource::Container(c.stats())),
+                    _ => cgroup.clone().map(UsageSource::Cgroup),
+                };
+                let mut sampler = super::usage::Sampler::new(source, ctx.mhz_per_core);
                 let killed = loop {
                     tokio::select! {
                         outcome = handle.wait() => break Err(outcome),
@@ -329,10 +362,11 @@ async fn run_steps(
                 // The OOM killer picks the biggest process, which need not be the task's
                 // first one (a shell's pipeline): any OOM kill in its cgroup since it
                 // started, and an unsuccessful end, is an OOM kill of the task.
-                let oom = !outcome.success()
-                    && cgroup
-                        .as_ref()
-                        .is_some_and(|c| c.oom_kills() > oom_baseline);
+                let oom = matches!(outcome, ExitOutcome::OomKilled(_))
+                    || !outcome.success()
+                        && cgroup
+                            .as_ref()
+                            .is_some_and(|c| c.oom_kills() > oom_baseline);
                 if oom {
                     // The job's own doing (it used more than it asked for): never the node's.
                     me.event(
