@@ -17,6 +17,7 @@ pub mod periodic;
 pub mod plan_check;
 pub mod scheduler;
 pub mod state;
+pub mod template;
 pub mod types;
 pub mod validate;
 

@@ -108,6 +108,13 @@ pub(super) fn check_task_files(r: &mut Report<'_>, p: &str, t: &Task) {
             (None, None) => r.err(&at, "data", "a template needs data or a source"),
             (Some(data), None) => {
                 r.text(&at, "data", "data", data, max);
+                if !tp.left_delimiter.is_empty()
+                    && !tp.right_delimiter.is_empty()
+                    && let Err(e) =
+                        crate::template::parse(data, &tp.left_delimiter, &tp.right_delimiter)
+                {
+                    r.err(&at, "data", format!("template does not parse: {e}"));
+                }
             }
             (None, Some(source)) => {
                 if let Some(why) = inside_task_dir(source) {

@@ -86,6 +86,15 @@ fn file_blocks_parse_and_their_mistakes_are_named_where_they_are() {
         (
             job(
                 "",
+                "      template {\n        data = \"x{{ if true }}\"\n        destination = \"local/x\"\n      }\n",
+            ),
+            Expect::Err(
+                "t.hcl:7:16: groups[g].tasks[t].templates[0].data: template does not parse: 1:2: if has no {{end}}",
+            ),
+        ),
+        (
+            job(
+                "",
                 "      template {\n        destination = \"local/x\"\n        change_mode = \"reload\"\n      }\n",
             ),
             Expect::Err(
