@@ -127,6 +127,19 @@ impl TaskHandle {
         }
     }
 
+    /// Sends `signal` to the task (its process group, or its container) and leaves it
+    /// running: what a template's `change_mode = "signal"` does.
+    pub async fn signal(&self, signal: Signal) {
+        let record = match self {
+            TaskHandle::Docker(c) => return c.signal(signal).await,
+            TaskHandle::Adopted(r) if !r.is_alive() => return,
+            TaskHandle::Child(_, r) | TaskHandle::Adopted(r) => *r,
+        };
+        if let Err(e) = record.signal_group(signal) {
+            tracing::warn!(pid = record.pid, %signal, error = %e, "cannot signal task");
+        }
+    }
+
     /// Sends `signal` to the task's process group, then SIGKILL if it still runs after
     /// `timeout`; returns how it ended.
     pub async fn kill(&mut self, signal: Signal, timeout: Duration) -> ExitOutcome {

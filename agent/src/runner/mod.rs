@@ -3,11 +3,13 @@
 //! layout and environment every task gets.
 
 pub mod alloc;
+pub mod artifact;
 pub mod job_inputs;
 pub mod launch;
 pub mod lifecycle;
 pub mod restart;
 pub mod task;
+pub mod templates;
 pub mod usage;
 
 use crate::heartbeat::Link;
@@ -37,6 +39,11 @@ pub struct RunnerContext {
     pub mhz_per_core: u64,
     /// The drivers this node runs, their health, and what they share.
     pub drivers: Arc<crate::driver::health::Drivers>,
+    /// Fetches tasks' `artifact` sources, within the agent's limits.
+    pub artifacts: artifact::Fetcher,
+    /// The node's values templates read with `env`: `node.unique.id`, `node.unique.name`,
+    /// `node.datacenter`, `node.class`, `attr.<attribute>`, `meta.<key>`.
+    pub node_values: Arc<BTreeMap<String, String>>,
 }
 
 impl RunnerContext {
