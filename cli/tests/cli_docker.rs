@@ -246,12 +246,16 @@ async fn a_docker_job_serves_logs_restarts_survives_the_agent_and_stops() {
     let _ = first.child.wait();
     assert_eq!(get(port).as_deref(), Some("hello from a container\n"));
     let _second = agent(&server, &data, "");
-    let reattached = eventually("the agent re-attached", DEADLINE, || async {
+    let status = eventually("the agent re-attached", DEADLINE, || async {
         let out = drover(&server, &["alloc", "status", &alloc]).await;
-        stdout(&out).contains("Re-attached").then_some(())
+        let text = stdout(&out);
+        text.contains("Re-attached").then_some(text)
     })
     .await;
-    let _ = reattached;
+    assert!(
+        status.contains(&format!("re-attached to container http-{alloc}")),
+        "{status}"
+    );
     assert_eq!(
         running(&server, "web").map(|(id, _)| id),
         Some(alloc.clone())
