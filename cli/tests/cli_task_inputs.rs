@@ -426,3 +426,81 @@ async fn a_dispatched_jobs_meta_and_payload_reach_its_task() {
         "the group's meta overrides the job's; keys come as written and upper-cased"
     );
 }
+
+const RELOADER: &str = r#"job "reloader" {
+  group "g" {
+    task "t" {
+      driver = "raw_exec"
+      artifact {
+        source      = "BASE/conf.tpl"
+        mode        = "file"
+        destination = "local/conf.tpl"
+      }
+      template {
+        source        = "local/conf.tpl"
+        destination   = "local/conf.txt"
+        change_mode   = "signal"
+        change_signal = "SIGHUP"
+      }
+      config {
+        command = "/bin/sh"
+        args    = ["-c", "trap 'echo reloaded: $(cat $NOMAD_TASK_DIR/conf.txt)' HUP; echo first: $(cat $NOMAD_TASK_DIR/conf.txt); while true; do sleep 0.2; done"]
+      }
+      kill_timeout = "1s"
+      resources {
+        cpu    = 50
+        memory = 32
+      }
+    }
+  }
+}
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_changed_signal_template_signals_its_task_without_a_restart() {
+    let base = serve(vec![("/conf.tpl", b"level={{ \"info\" }}".to_vec())]);
+    let server = TestServer::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("agent");
+    let _agent = agent(&server, &data);
+    let job = write_job(dir.path(), "reloader", &RELOADER.replace("BASE", &base));
+    assert_code(
+        &drover(
+            &server,
+            &["job", "run", "-detach", job.to_str().expect("utf-8")],
+        )
+        .await,
+        0,
+    );
+    let (alloc, _) = eventually("the task running", DEADLINE, || async {
+        running(&server, "reloader", "t")
+    })
+    .await;
+    eventually("the first render in the output", DEADLINE, || async {
+        let out = drover(&server, &["alloc", "logs", &alloc]).await;
+        stdout(&out).contains("first: level=info").then_some(())
+    })
+    .await;
+
+    let source = data.join(format!("allocs/{alloc}/t/local/conf.tpl"));
+    std::fs::write(&source, "level={{ \"debug\" | toUpper }}").expect("source changes");
+    let logs = eventually("the task told by SIGHUP", DEADLINE, || async {
+        let out = drover(&server, &["alloc", "logs", &alloc]).await;
+        let text = stdout(&out);
+        text.contains("reloaded:").then_some(text)
+    })
+    .await;
+    assert_eq!(logs, "first: level=info\nreloaded: level=DEBUG\n");
+    assert_eq!(
+        running(&server, "reloader", "t"),
+        Some((alloc.clone(), 0)),
+        "a signal template never restarts its task"
+    );
+    eventually("the signal among the task's events", DEADLINE, || async {
+        let status = stdout(&drover(&server, &["alloc", "status", &alloc]).await);
+        status
+            .contains("template local/conf.txt changed; sent SIGHUP")
+            .then_some(())
+    })
+    .await;
+}
