@@ -12,6 +12,7 @@
 //! that is too large or broken are the job's; only a failure to write into the task's own
 //! directory is the node's.
 
+use super::task_files::{create_file, dir_within, file_within};
 use crate::config::ArtifactConfig;
 use drover_core::types::{Artifact, ArtifactMode};
 use drover_core::validate::parse_checksum;
@@ -47,9 +48,10 @@ pub enum ArtifactError {
 }
 
 impl ArtifactError {
-    /// Only a task directory the agent cannot write to is the node's fault.
+    /// Only a task directory the agent cannot write to is the node's fault (one the task
+    /// turned into a link is the task's doing).
     pub fn is_infra(&self) -> bool {
-        matches!(self, ArtifactError::Write { .. })
+        matches!(self, ArtifactError::Write { error, .. } if !super::task_files::is_tampering(error))
     }
 }
 
@@ -199,7 +201,7 @@ impl Fetcher {
                 limit,
             });
         }
-        let mut file = std::fs::File::create(to).map_err(|error| ArtifactError::Write {
+        let mut file = create_file(to, 0o600, None).map_err(|error| ArtifactError::Write {
             url: source.to_string(),
             path: to.display().to_string(),
             error,
@@ -254,7 +256,7 @@ impl Fetcher {
         }
         let from = std::fs::File::open(&real)
             .map_err(|e| fetch_err(format!("{}: {e}", real.display())))?;
-        let mut to_file = std::fs::File::create(to).map_err(|error| ArtifactError::Write {
+        let mut to_file = create_file(to, 0o600, None).map_err(|error| ArtifactError::Write {
             url: source.to_string(),
             path: to.display().to_string(),
             error,
@@ -282,7 +284,7 @@ impl Fetcher {
         if let Some(checksum) = artifact.options.get("checksum") {
             verify(source, staged, checksum)?;
         }
-        let destination = target.task_dir.join(&artifact.destination);
+        let relative = Path::new(&artifact.destination);
         let write_err = |path: &Path, error: std::io::Error| ArtifactError::Write {
             url: source.to_string(),
             path: path.display().to_string(),
@@ -292,37 +294,38 @@ impl Fetcher {
         let kind = archive_kind(&file_name(source)).filter(|_| unpack);
         match (artifact.mode, kind) {
             (ArtifactMode::File, _) => {
-                if let Some(parent) = destination.parent() {
-                    std::fs::create_dir_all(parent).map_err(|e| write_err(parent, e))?;
-                }
-                std::fs::rename(staged, &destination).map_err(|e| write_err(&destination, e))?;
-                own(&destination, target.owner).map_err(|e| write_err(&destination, e))?;
-            }
-            (ArtifactMode::Dir, None) => {
-                return Err(ArtifactError::Archive {
-                    url: source.to_string(),
-                    message: "mode \"dir\" needs an archive (.tar, .tar.gz, .tgz, .zip)".into(),
-                });
-            }
-            (_, None) => {
-                std::fs::create_dir_all(&destination).map_err(|e| write_err(&destination, e))?;
-                let file = destination.join(file_name(source));
+                let file = file_within(target.task_dir, relative, target.owner)
+                    .map_err(|e| write_err(relative, e))?;
                 std::fs::rename(staged, &file).map_err(|e| write_err(&file, e))?;
                 own(&file, target.owner).map_err(|e| write_err(&file, e))?;
+                Ok(file)
+            }
+            (ArtifactMode::Dir, None) => Err(ArtifactError::Archive {
+                url: source.to_string(),
+                message: "mode \"dir\" needs an archive (.tar, .tar.gz, .tgz, .zip)".into(),
+            }),
+            (_, None) => {
+                let dir = dir_within(target.task_dir, relative, target.owner)
+                    .map_err(|e| write_err(relative, e))?;
+                let file = dir.join(file_name(source));
+                std::fs::rename(staged, &file).map_err(|e| write_err(&file, e))?;
+                own(&file, target.owner).map_err(|e| write_err(&file, e))?;
+                Ok(dir)
             }
             (_, Some(kind)) => {
-                std::fs::create_dir_all(&destination).map_err(|e| write_err(&destination, e))?;
+                let dir = dir_within(target.task_dir, relative, target.owner)
+                    .map_err(|e| write_err(relative, e))?;
                 let mut unpacker = Unpacker {
                     source,
-                    root: &destination,
+                    root: &dir,
                     left: self.config.max_bytes,
                     limit: self.config.max_bytes,
                     owner: target.owner,
                 };
                 unpacker.unpack(kind, staged, &file_name(source))?;
+                Ok(dir)
             }
         }
-        Ok(destination)
     }
 }
 
@@ -444,19 +447,14 @@ impl Unpacker<'_> {
         if let Some(parent) = path.parent() {
             self.make_dirs(parent)?;
         }
-        // A file an earlier entry or artifact left there is replaced, never written through
-        // (it could be a link).
-        let _ = std::fs::remove_file(path);
-        let write_err = |error: std::io::Error| ArtifactError::Write {
-            url: self.source.to_string(),
-            path: path.display().to_string(),
-            error,
-        };
-        let mut out = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
-            .map_err(write_err)?;
+        // A file an earlier entry or artifact left there (a link included) is replaced,
+        // never written through.
+        let mut out =
+            create_file(path, mode & 0o755, self.owner).map_err(|error| ArtifactError::Write {
+                url: self.source.to_string(),
+                path: path.display().to_string(),
+                error,
+            })?;
         let written = std::io::copy(&mut data.take(self.left + 1), &mut out)
             .map_err(|e| self.refused(e.to_string()))?;
         if written > self.left {
@@ -466,35 +464,14 @@ impl Unpacker<'_> {
             });
         }
         self.left -= written;
-        crate::layout::set_mode(path, mode & 0o755).map_err(write_err)?;
-        own(path, self.owner).map_err(write_err)
+        Ok(())
     }
 
     fn make_dirs(&self, dir: &Path) -> Result<(), ArtifactError> {
-        // Every directory from the root down is created here, so a link an archive might
-        // have planted is never followed: `create_dir` refuses to pass through a file.
         let relative = dir.strip_prefix(self.root).unwrap_or(Path::new(""));
-        let mut at = self.root.to_path_buf();
-        for part in relative.components() {
-            at.push(part);
-            match std::fs::symlink_metadata(&at) {
-                Ok(m) if m.is_dir() => continue,
-                Ok(_) => return Err(self.refused(format!("{} is not a directory", at.display()))),
-                Err(_) => {
-                    std::fs::create_dir(&at).map_err(|error| ArtifactError::Write {
-                        url: self.source.to_string(),
-                        path: at.display().to_string(),
-                        error,
-                    })?;
-                    own(&at, self.owner).map_err(|error| ArtifactError::Write {
-                        url: self.source.to_string(),
-                        path: at.display().to_string(),
-                        error,
-                    })?;
-                }
-            }
-        }
-        Ok(())
+        dir_within(self.root, relative, self.owner)
+            .map(|_| ())
+            .map_err(|e| self.refused(e.to_string()))
     }
 
     fn tar(&mut self, input: impl Read) -> Result<(), ArtifactError> {

@@ -38,23 +38,15 @@ pub fn meta_env(
 }
 
 /// Writes a dispatched job's payload to `file` in the task's `local` dir (validation keeps
-/// `file` inside it), readable by the task's user (`owner`), before the task starts.
+/// `file` inside it), readable by the task's user (`owner`), before the task starts; never
+/// through a link the task may have left there.
 pub fn write_payload(
     local: &Path,
     file: &str,
     payload: &[u8],
     owner: Option<(u32, u32)>,
 ) -> std::io::Result<()> {
-    let path = local.join(file);
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)?;
-    }
-    std::fs::write(&path, payload)?;
-    crate::layout::set_mode(&path, 0o640)?;
-    if let Some((uid, gid)) = owner {
-        std::os::unix::fs::chown(&path, Some(uid), Some(gid))?;
-    }
-    Ok(())
+    super::task_files::replace_file(local, Path::new(file), payload, 0o640, owner).map(|_| ())
 }
 
 #[cfg(test)]

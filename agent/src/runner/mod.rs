@@ -9,6 +9,7 @@ pub mod launch;
 pub mod lifecycle;
 pub mod restart;
 pub mod task;
+pub mod task_files;
 pub mod templates;
 pub mod usage;
 

@@ -3,6 +3,9 @@
 //! (`node.unique.name`, `attr.*`, `meta.*`) for `env`; an `env = true` template's output
 //! (`KEY=value` lines) joins the task's environment.
 //!
+//! Rendered files are put in place whole and never through a link the task may have made
+//! (see [`super::task_files`]).
+//!
 //! While the task runs they are rendered again every [`RERENDER_EVERY`] (a `source` file
 //! may change: another task or an artifact writes it); a destination whose text changed is
 //! rewritten, and the task is told as its `change_mode` says: `restart` restarts it,
@@ -50,8 +53,9 @@ pub enum TemplateFailure {
 }
 
 impl TemplateFailure {
+    /// A directory the task turned into a link is the task's doing, not the node's.
     pub fn is_infra(&self) -> bool {
-        matches!(self, TemplateFailure::Write { .. })
+        matches!(self, TemplateFailure::Write { error, .. } if !super::task_files::is_tampering(error))
     }
 }
 
@@ -123,15 +127,17 @@ impl TaskTemplates {
             if last.as_deref() == Some(rendered.as_str()) {
                 continue;
             }
-            write(
-                &self.task_dir.join(&spec.destination),
-                &rendered,
-                spec,
+            let mode = u32::from_str_radix(&spec.perms, 8).unwrap_or(0o644);
+            super::task_files::replace_file(
+                &self.task_dir,
+                Path::new(&spec.destination),
+                rendered.as_bytes(),
+                mode,
                 self.owner,
             )
-            .map_err(|(path, error)| TemplateFailure::Write {
+            .map_err(|error| TemplateFailure::Write {
                 name: name.clone(),
-                path,
+                path: spec.destination.clone(),
                 error,
             })?;
             // The first render happens before the task starts: nothing to tell it.
@@ -158,28 +164,6 @@ impl TaskTemplates {
         }
         Ok(out)
     }
-}
-
-/// Writes a rendered template with its mode, replacing the file whole (a reader never sees
-/// half of it).
-fn write(
-    path: &Path,
-    text: &str,
-    spec: &Template,
-    owner: Option<(u32, u32)>,
-) -> Result<(), (String, std::io::Error)> {
-    let fail = |p: &Path, e| (p.display().to_string(), e);
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| fail(parent, e))?;
-    }
-    let staged = path.with_extension("drover-render");
-    std::fs::write(&staged, text).map_err(|e| fail(&staged, e))?;
-    let mode = u32::from_str_radix(&spec.perms, 8).unwrap_or(0o644);
-    crate::layout::set_mode(&staged, mode).map_err(|e| fail(&staged, e))?;
-    if let Some((uid, gid)) = owner {
-        std::os::unix::fs::chown(&staged, Some(uid), Some(gid)).map_err(|e| fail(&staged, e))?;
-    }
-    std::fs::rename(&staged, path).map_err(|e| fail(path, e))
 }
 
 /// `KEY=value` lines (blank lines and `#` comments skipped; a value may be quoted).
