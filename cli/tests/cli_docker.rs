@@ -329,6 +329,13 @@ async fn a_node_without_an_engine_gets_no_docker_task() {
         node_attribute(&server, "driver.docker.detected").await,
         "false"
     );
+    // Placement reads ready nodes only: wait until this one is.
+    eventually("the node healthy", DEADLINE, || async {
+        let snap = server.handle().snapshot();
+        let node = snap.nodes().next()?;
+        (node.health.as_str() == "healthy").then_some(())
+    })
+    .await;
 
     let job = job_file(dir.path(), "web", IMAGE, free_ports(1)[0]);
     let out = drover(&server, &["job", "run", job.to_str().expect("utf-8")]).await;
