@@ -221,14 +221,22 @@ async fn a_docker_job_serves_logs_restarts_survives_the_agent_and_stops() {
     .await;
     assert_eq!(logs.trim(), format!("serving on {port}"));
 
-    // Usage comes from the engine's stats.
-    let status = eventually("usage in alloc status", DEADLINE, || async {
-        let out = drover(&server, &["alloc", "status", &alloc]).await;
-        let text = stdout(&out);
-        text.contains("Usage").then_some(text)
+    // Usage comes from the engine's stats: a sample reaches the servers.
+    let usage = eventually("a usage sample from the engine", DEADLINE, || async {
+        let snap = server.handle().snapshot();
+        let a = snap
+            .allocs_by_job(&JobKey::default_ns("web"))
+            .find(|a| a.id.to_string().starts_with(&alloc))?
+            .clone();
+        a.task_states.get("http")?.usage
     })
     .await;
-    assert!(status.contains("Started"), "{status}");
+    assert!(usage.memory_mb <= 32, "{usage:?}");
+    let status = stdout(&drover(&server, &["alloc", "status", &alloc]).await);
+    assert!(
+        status.contains("task started as container http-"),
+        "{status}"
+    );
 
     // Restart in place: a new container, the same allocation, serving again.
     assert_code(&drover(&server, &["alloc", "restart", &alloc]).await, 0);
