@@ -1,7 +1,8 @@
 //! The docker driver from the binary, against a real Docker Engine and a real agent
 //! (`drover agent`): a container serving HTTP runs, logs, restarts in place, survives an
 //! agent restart and stops; an image that cannot be pulled fails the allocation with the
-//! engine's message and leaves the node healthy; a node without an engine gets no docker
+//! engine's message and leaves the node healthy; a container over its memory is reported
+//! `OOM Killed`, never as the node's fault; a node without an engine gets no docker
 //! task (the placement failure names the missing driver).
 //!
 //! The image is built here from a root filesystem tarball (busybox-static and a page to
@@ -57,7 +58,7 @@ fn image() -> &'static str {
         std::fs::create_dir_all(&bin).expect("bin");
         std::fs::create_dir_all(root.path().join("www")).expect("www");
         std::fs::copy(busybox, bin.join("busybox")).expect("copy busybox");
-        for applet in ["sh", "httpd", "echo", "sleep", "cat", "trap"] {
+        for applet in ["sh", "httpd", "echo", "sleep", "cat", "trap", "dd", "tr"] {
             std::os::unix::fs::symlink("busybox", bin.join(applet)).expect("applet link");
         }
         std::fs::write(
@@ -113,7 +114,14 @@ async fn node_attribute(server: &TestServer, key: &str) -> String {
     .await
 }
 
+/// A job whose `http` task serves `/www` on 127.0.0.1:`port` from `image`.
 fn job_file(dir: &Path, id: &str, image: &str, port: u16) -> std::path::PathBuf {
+    let script = format!("echo serving on {port}; exec httpd -f -p 127.0.0.1:{port} -h /www");
+    job_running(dir, id, image, &script)
+}
+
+/// A job whose `http` task runs `sh -c SCRIPT` in `image` (no restarts, no reschedules).
+fn job_running(dir: &Path, id: &str, image: &str, script: &str) -> std::path::PathBuf {
     let path = dir.join(format!("{id}.nomad.hcl"));
     let text = format!(
         r#"job "{id}" {{
@@ -131,7 +139,7 @@ fn job_file(dir: &Path, id: &str, image: &str, port: u16) -> std::path::PathBuf 
       config {{
         image        = "{image}"
         command      = "sh"
-        args         = ["-c", "echo serving on {port}; exec httpd -f -p 127.0.0.1:{port} -h /www"]
+        args         = ["-c", "{script}"]
         network_mode = "host"
       }}
       kill_timeout = "2s"
@@ -351,4 +359,62 @@ async fn a_node_without_an_engine_gets_no_docker_task() {
     assert!(text.contains("Missing driver docker on 1 nodes"), "{text}");
     let snap = server.handle().snapshot();
     assert_eq!(snap.allocs_by_job(&JobKey::default_ns("web")).count(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_container_over_its_memory_is_reported_oom_killed_and_the_node_stays_healthy() {
+    let image = image();
+    let server = TestServer::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let _agent = agent(&server, &dir.path().join("agent"), "");
+    assert_eq!(
+        node_attribute(&server, "driver.docker.healthy").await,
+        "true"
+    );
+    // 96 MB held in a shell variable, three times the task's 32 MB.
+    let hog = job_running(
+        dir.path(),
+        "hog",
+        image,
+        "x=$(dd if=/dev/zero bs=1048576 count=96 2>/dev/null | tr '\\\\0' a); echo survived",
+    );
+    assert_code(
+        &drover(
+            &server,
+            &["job", "run", "-detach", hog.to_str().expect("utf-8")],
+        )
+        .await,
+        0,
+    );
+    let failed = eventually("the hog failed", DEADLINE, || async {
+        let snap = server.handle().snapshot();
+        let alloc = snap
+            .allocs_by_job(&JobKey::default_ns("hog"))
+            .find(|a| a.client_status == ClientStatus::Failed)?
+            .clone();
+        Some(alloc)
+    })
+    .await;
+    let events = &failed.task_states.get("http").expect("task state").events;
+    let oom = events
+        .iter()
+        .find(|e| e.kind.as_str() == "OOM Killed")
+        .unwrap_or_else(|| panic!("no OOM Killed event in {events:?}"));
+    assert!(
+        oom.message.contains("32 MB") && !oom.infra_failure,
+        "{oom:?}"
+    );
+    let terminated = events
+        .iter()
+        .find(|e| e.kind.as_str() == "Terminated")
+        .expect("terminated");
+    assert_eq!(terminated.exit_code, Some(137), "{terminated:?}");
+    let status = stdout(&drover(&server, &["alloc", "status", &failed.id.to_string()]).await);
+    assert!(
+        status.contains("was OOM killed (exit code 137)"),
+        "{status}"
+    );
+    let snap = server.handle().snapshot();
+    let node = snap.nodes().next().expect("node");
+    assert_eq!(node.health.as_str(), "healthy", "{node:?}");
 }
