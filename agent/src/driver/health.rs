@@ -136,6 +136,9 @@ impl Drivers {
     }
 }
 
+/// How long the fingerprint waits for the Docker Engine to answer.
+const DOCKER_FINGERPRINT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The Docker Engine of the agent's config: healthy only when it answers.
 async fn docker_health(
     config: &crate::config::DockerConfig,
@@ -144,12 +147,21 @@ async fn docker_health(
         let why = "docker is disabled in the agent's config (docker { enabled = false })";
         return (None, Health::bad(false, why.into()));
     }
-    match super::docker::DockerDriver::connect(&config.endpoint).await {
-        Ok(d) => {
+    // An engine that hangs must not hold the agent's start: it is simply not healthy.
+    let connect = super::docker::DockerDriver::connect(&config.endpoint);
+    match tokio::time::timeout(DOCKER_FINGERPRINT_TIMEOUT, connect).await {
+        Ok(Ok(d)) => {
             let reason = format!("docker engine {} answers at {}", d.version, d.endpoint);
             (Some(d), Health::good(reason))
         }
-        Err((detected, reason)) => (None, Health::bad(detected, reason)),
+        Ok(Err((detected, reason))) => (None, Health::bad(detected, reason)),
+        Err(_) => {
+            let reason = format!(
+                "the engine at {} did not answer within {:?}",
+                config.endpoint, DOCKER_FINGERPRINT_TIMEOUT
+            );
+            (None, Health::bad(true, reason))
+        }
     }
 }
 
@@ -212,5 +224,60 @@ async fn probe(shim: &Path, chroot_env: &[PathBuf], scratch: &Path) -> Result<()
     } else {
         let err = std::fs::read_to_string(scratch.join("probe.err")).unwrap_or_default();
         Err(format!("probe {status}: {}", err.trim()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::DockerConfig;
+
+    fn config(path: &Path) -> DockerConfig {
+        DockerConfig {
+            enabled: true,
+            endpoint: format!("unix://{}", path.display()),
+        }
+    }
+
+    #[tokio::test]
+    async fn docker_is_unhealthy_without_an_engine_that_answers() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        // No socket at all: not detected.
+        let (engine, health) = docker_health(&config(&dir.path().join("absent.sock"))).await;
+        assert!(engine.is_none() && !health.detected && !health.healthy);
+        assert!(
+            health.reason.contains("no docker engine socket at"),
+            "{health:?}"
+        );
+
+        // A socket that accepts and never answers: detected, unhealthy, and the agent's
+        // start is not held past the fingerprint's timeout.
+        let path = dir.path().join("silent.sock");
+        let listener = tokio::net::UnixListener::bind(&path).expect("bind");
+        let held = tokio::spawn(async move {
+            let mut conns = Vec::new();
+            while let Ok((conn, _)) = listener.accept().await {
+                conns.push(conn);
+            }
+        });
+        let started = std::time::Instant::now();
+        let (engine, health) = docker_health(&config(&path)).await;
+        assert!(engine.is_none() && health.detected && !health.healthy);
+        assert!(
+            health.reason.contains("did not answer within 5s"),
+            "{health:?}"
+        );
+        assert!(started.elapsed() < DOCKER_FINGERPRINT_TIMEOUT * 2);
+        held.abort();
+
+        let disabled = DockerConfig {
+            enabled: false,
+            ..config(&path)
+        };
+        let (_, health) = docker_health(&disabled).await;
+        assert!(
+            health.reason.contains("docker { enabled = false }"),
+            "{health:?}"
+        );
     }
 }
