@@ -137,6 +137,34 @@ fn default_user(config: &AgentConfig) -> Result<Option<crate::users::TaskUser>, 
     Ok(Some(user))
 }
 
+/// What a task's templates read as the node's values, named as Nomad names them.
+fn node_values(
+    config: &AgentConfig,
+    print: &Fingerprint,
+    node_id: drover_core::types::NodeId,
+) -> std::collections::BTreeMap<String, String> {
+    let mut values = std::collections::BTreeMap::from([
+        ("node.unique.id".to_string(), node_id.to_string()),
+        (
+            "node.unique.name".to_string(),
+            config
+                .name
+                .clone()
+                .unwrap_or_else(|| print.hostname.clone()),
+        ),
+        ("node.datacenter".to_string(), config.datacenter.clone()),
+        ("node.class".to_string(), config.node_class.clone()),
+        ("node.region".to_string(), "global".to_string()),
+    ]);
+    for (k, v) in &print.attributes {
+        values.insert(format!("attr.{k}"), v.clone());
+    }
+    for (k, v) in &config.meta {
+        values.insert(format!("meta.{k}"), v.clone());
+    }
+    values
+}
+
 impl Agent {
     /// Starts the agent: fingerprints the host, registers (or reuses the identity in the
     /// data dir), re-attaches to tasks a previous agent left running, and starts the
@@ -215,6 +243,8 @@ impl Agent {
                 .and_then(|f| f.parse().ok())
                 .unwrap_or(1000),
             drivers,
+            artifacts: crate::runner::artifact::Fetcher::new(config.artifact.clone()),
+            node_values: Arc::new(node_values(&config, &print, node_id)),
         });
         let mut sup = Supervisor::new(ctx, servers.clone(), config.datacenter.clone());
         sup.restore(store.load_allocs());

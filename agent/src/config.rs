@@ -33,6 +33,14 @@
 //!   enabled    = true                     # off unless set (drover dev turns it on)
 //!   no_cgroups = false                    # true: raw_exec tasks run without limits
 //! }
+//! docker {
+//!   enabled  = true                       # on by default; healthy only if the engine answers
+//!   endpoint = "unix:///var/run/docker.sock"
+//! }
+//! artifact {
+//!   max_size_mb = 1024                    # an artifact (or what it unpacks to) past this fails
+//!   file_roots  = ["/srv/artifacts"]      # host dirs file sources may read besides the alloc
+//! }
 //! log {
 //!   max_file_size_mb = 10
 //!   max_files        = 3
@@ -92,6 +100,10 @@ pub struct AgentConfig {
     pub default_user: Option<String>,
     /// Whether `raw_exec` runs tasks at all (Nomad's default: no), and in cgroups.
     pub raw_exec: RawExecConfig,
+    /// The Docker Engine the `docker` driver uses.
+    pub docker: DockerConfig,
+    /// Limits on what `artifact` blocks fetch.
+    pub artifact: ArtifactConfig,
     /// Host directories bound read-only into every `exec` task's root.
     pub chroot_env: Vec<PathBuf>,
     /// The cgroup task cgroups are made under (see [`crate::cgroups::detect::choose`]).
@@ -112,6 +124,45 @@ pub struct RawExecConfig {
     pub enabled: bool,
     /// Run `raw_exec` tasks outside cgroups (no limits, no usage).
     pub no_cgroups: bool,
+}
+
+/// The `docker { }` block.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DockerConfig {
+    pub enabled: bool,
+    /// `unix:///path/to/docker.sock`.
+    pub endpoint: String,
+}
+
+impl Default for DockerConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            endpoint: crate::driver::docker::DEFAULT_ENDPOINT.into(),
+        }
+    }
+}
+
+/// The `artifact { }` block.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArtifactConfig {
+    /// The most bytes one artifact may download, and unpack to.
+    pub max_bytes: u64,
+    /// Host directories `file://` and path sources may read, besides the allocation's own
+    /// directory. Empty by default: a job must not read the agent's files.
+    pub file_roots: Vec<PathBuf>,
+}
+
+/// The default of `artifact { max_size_mb }`: 1 GiB.
+pub const DEFAULT_ARTIFACT_MAX_MB: u64 = 1024;
+
+impl Default for ArtifactConfig {
+    fn default() -> Self {
+        Self {
+            max_bytes: DEFAULT_ARTIFACT_MAX_MB * 1024 * 1024,
+            file_roots: Vec::new(),
+        }
+    }
 }
 
 /// The default of `task_pids_limit`.
@@ -140,6 +191,8 @@ impl Default for AgentConfig {
             endpoint_advertise: None,
             default_user: None,
             raw_exec: RawExecConfig::default(),
+            docker: DockerConfig::default(),
+            artifact: ArtifactConfig::default(),
             chroot_env: crate::isolation::mounts::DEFAULT_CHROOT_ENV
                 .iter()
                 .map(PathBuf::from)
@@ -162,6 +215,22 @@ struct FileConfig {
     log: Option<LogBlock>,
     tls: Option<TlsBlock>,
     raw_exec: Option<RawExecBlock>,
+    docker: Option<DockerBlock>,
+    artifact: Option<ArtifactBlock>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct DockerBlock {
+    enabled: Option<bool>,
+    endpoint: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ArtifactBlock {
+    max_size_mb: Option<u64>,
+    file_roots: Option<Vec<PathBuf>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -281,6 +350,20 @@ impl AgentConfig {
                 no_cgroups: raw.no_cgroups.unwrap_or(false),
             };
         }
+        if let Some(d) = file.docker {
+            config.docker.enabled = d.enabled.unwrap_or(true);
+            if let Some(e) = d.endpoint {
+                config.docker.endpoint = e;
+            }
+        }
+        if let Some(a) = file.artifact {
+            if let Some(mb) = a.max_size_mb {
+                config.artifact.max_bytes = mb.saturating_mul(1024 * 1024);
+            }
+            if let Some(roots) = a.file_roots {
+                config.artifact.file_roots = roots;
+            }
+        }
         if let Some(c) = client.node_class {
             config.node_class = c;
         }
@@ -386,6 +469,15 @@ impl AgentConfig {
         {
             return invalid("cgroup_parent", "must be a relative cgroup name without ..");
         }
+        if !self.docker.endpoint.starts_with("unix:///") {
+            return invalid("docker.endpoint", "must be a unix socket: unix:///path");
+        }
+        if self.artifact.max_bytes == 0 {
+            return invalid("artifact.max_size_mb", "must be at least 1");
+        }
+        if self.artifact.file_roots.iter().any(|p| !p.is_absolute()) {
+            return invalid("artifact.file_roots", "must list absolute host directories");
+        }
         if self.task_pids_limit < 8 {
             return invalid("task_pids_limit", "must be at least 8");
         }
@@ -482,6 +574,13 @@ mod tests {
         assert_eq!(net.host_networks.len(), 1);
         assert_eq!(net.host_networks[0].name, "public");
         assert_eq!(net.host_networks[0].cidr.as_deref(), Some("0.0.0.0/0"));
+        assert!(config.docker.enabled);
+        assert_eq!(config.docker.endpoint, "unix:///var/run/docker.sock");
+        assert_eq!(config.artifact.max_bytes, 1 << 30);
+        assert_eq!(
+            config.artifact.file_roots,
+            [PathBuf::from("/srv/artifacts")]
+        );
     }
 
     #[test]
@@ -510,6 +609,9 @@ mod tests {
                 "client {\n host_network \"default\" {\n interface = \"lo\"\n }\n}",
                 "host_network",
             ),
+            ("docker { endpoint = \"tcp://h:2375\" }", "docker.endpoint"),
+            ("artifact { max_size_mb = 0 }", "artifact.max_size_mb"),
+            ("artifact { file_roots = [\"rel\"] }", "artifact.file_roots"),
         ];
         for (text, needle) in cases {
             let err = parse(text).expect_err(text);

@@ -50,6 +50,13 @@ pub struct AllocInfo {
     /// written before ports existed.
     #[serde(default)]
     pub ports: Vec<AllocatedPort>,
+    /// The job's `meta` (a dispatched job's includes the dispatch's), which tasks see as
+    /// `NOMAD_META_*`. Absent from records of older agents.
+    #[serde(default)]
+    pub job_meta: BTreeMap<String, String>,
+    /// A dispatched job's payload, written where a task's `dispatch_payload` says.
+    #[serde(default)]
+    pub payload: Vec<u8>,
 }
 
 /// One task as last recorded.
@@ -211,6 +218,8 @@ mod tests {
                 job_version: 0,
                 datacenter: "dc1".into(),
                 ports: Vec::new(),
+                job_meta: BTreeMap::from([("k".into(), "v".into())]),
+                payload: b"input".to_vec(),
             },
             group: job.groups[0].clone(),
             tasks,

@@ -189,6 +189,8 @@ impl Supervisor {
                 job_version: alloc.job_version,
                 datacenter: self.datacenter.clone(),
                 ports: alloc.ports.to_vec(),
+                job_meta: job.meta.clone(),
+                payload: job.payload.clone(),
             },
             group: group.clone(),
             tasks,

@@ -18,6 +18,7 @@ pub mod plan_check;
 pub mod ports;
 pub mod scheduler;
 pub mod state;
+pub mod template;
 pub mod types;
 pub mod validate;
 

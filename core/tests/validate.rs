@@ -371,10 +371,10 @@ mod validate {
             ("disk 0 passes", |j| task(j).resources.disk_mb = 0, &[]),
             (
                 "unknown driver",
-                |j| task(j).driver = "docker".into(),
+                |j| task(j).driver = "podman".into(),
                 &[(
                     "groups[web].tasks[server].driver",
-                    "driver \"docker\" is not supported (known: raw_exec, exec, mock)",
+                    "driver \"podman\" is not supported (known: raw_exec, exec, docker, mock)",
                 )],
             ),
             (
@@ -382,7 +382,7 @@ mod validate {
                 |j| task(j).driver.clear(),
                 &[(
                     "groups[web].tasks[server].driver",
-                    "driver must be set (known: raw_exec, exec, mock)",
+                    "driver must be set (known: raw_exec, exec, docker, mock)",
                 )],
             ),
             (
@@ -1384,7 +1384,7 @@ mod validate {
             "linux",
         ));
         group(&mut job).count = 60_000;
-        task(&mut job).driver = "docker".into();
+        task(&mut job).driver = "podman".into();
         task(&mut job).resources.memory_mb = 0;
         job
     }

@@ -11,11 +11,19 @@ for each driver runs a service job of N sleeping tasks and reports:
   measuring window; and the task shims' PSS per task (exec keeps two small processes per
   task: the stage that waits and the namespace's init).
 
+For `docker` the tasks are containers of an image imported from busybox-static's binary
+(`docker import`, no registry), with `network_mode = "none"`; start latency then covers
+creating and starting the container through the engine, and the engine's own processes
+(containerd-shim per container) are reported instead of the drover shims.
+
 Usage: python3 tests/measure/drivers.py [DROVER] [N] [WINDOW_SECONDS] [DRIVER...]
-Run as root (exec needs it). The machine should be otherwise idle.
+Run as root (exec needs it; docker needs a running dockerd). The machine should be
+otherwise idle.
 """
 
 import json, os, shutil, signal, statistics, subprocess, sys, tempfile, time
+
+IMAGE = "drover-bench/busybox:1"
 
 DROVER = sys.argv[1] if len(sys.argv) > 1 else "target/release/drover"
 N = int(sys.argv[2]) if len(sys.argv) > 2 else 100
@@ -42,12 +50,12 @@ def proc_rss_mib(pid):
     return 0.0
 
 
-def shim_pss_mib():
+def shim_pss_mib(marker=b"__drover-task-"):
     total = 0
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             cmd = open(f"/proc/{pid}/cmdline", "rb").read()
-            if b"__drover-task-" not in cmd:
+            if marker not in cmd:
                 continue
             for line in open(f"/proc/{pid}/smaps_rollup"):
                 if line.startswith("Pss:"):
@@ -64,8 +72,22 @@ def window(pid):
     return 100.0 * (cpu1 - cpu0) / (t1 - t0), proc_rss_mib(pid)
 
 
+def docker_image(dir):
+    """Imports IMAGE (busybox-static's binary and its applet links) into the engine."""
+    rootfs = os.path.join(dir, "rootfs")
+    os.makedirs(os.path.join(rootfs, "bin"))
+    shutil.copy("/bin/busybox", os.path.join(rootfs, "bin", "busybox"))
+    for applet in ["sh", "sleep"]:
+        os.symlink("busybox", os.path.join(rootfs, "bin", applet))
+    tar = os.path.join(dir, "rootfs.tar")
+    subprocess.run(["tar", "-C", rootfs, "-cf", tar, "bin"], check=True)
+    subprocess.run(["docker", "import", tar, IMAGE], check=True, capture_output=True)
+
+
 def job_file(dir, driver):
     path = os.path.join(dir, f"bench-{driver}.hcl")
+    config = f'image = "{IMAGE}"\n        network_mode = "none"\n        ' if driver == "docker" else ""
+    command = "sleep" if driver == "docker" else "/bin/sleep"
     open(path, "w").write(f"""
 job "bench-{driver.replace('_', '-')}" {{
   group "g" {{
@@ -73,7 +95,7 @@ job "bench-{driver.replace('_', '-')}" {{
     task "sleep" {{
       driver = "{driver}"
       config {{
-        command = "/bin/sleep"
+        {config}command = "{command}"
         args    = ["3600"]
       }}
       resources {{
@@ -124,21 +146,25 @@ def main():
         time.sleep(5)
         idle_cpu, idle_rss = window(agent.pid)
         print(f"agent idle: {idle_rss:.1f} MiB RSS, {idle_cpu:.2f}% of a core")
-        for driver in sys.argv[4:] or ["raw_exec", "exec"]:
+        drivers = sys.argv[4:] or ["raw_exec", "exec"]
+        if "docker" in drivers:
+            docker_image(root)
+        for driver in drivers:
+            marker = b"containerd-shim" if driver == "docker" else b"__drover-task-"
             job_id = f"bench-{driver.replace('_', '-')}"
             drover("job", "run", "-detach", job_file(root, driver))
             allocs = wait_running(job_id)
             ms = latencies(allocs)
             time.sleep(5)
             cpu, rss = window(agent.pid)
-            shims = shim_pss_mib()
+            shims = shim_pss_mib(marker)
             print(f"{driver}: start latency ms p50 {statistics.median(ms):.0f} "
                   f"p90 {ms[int(len(ms) * 0.9) - 1]} max {ms[-1]} (n={len(ms)}); "
                   f"agent with {N} tasks: {rss:.1f} MiB RSS (+{(rss - idle_rss) * 1024 / N:.0f} KiB/task), "
                   f"{cpu:.2f}% of a core; shims' PSS {shims:.1f} MiB ({shims * 1024 / N:.0f} KiB/task)")
             drover("job", "stop", "-detach", job_id)
             deadline = time.time() + 120
-            while time.time() < deadline and shim_pss_mib() > 0:
+            while time.time() < deadline and shim_pss_mib(marker) > 0:
                 time.sleep(1)
             time.sleep(3)
     finally:

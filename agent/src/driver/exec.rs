@@ -44,6 +44,8 @@ pub struct ShimLaunch<'a> {
 pub enum ExitOutcome {
     Exited(i32),
     Signaled(i32),
+    /// The kernel's OOM killer ended it (as a container engine reports it), with its code.
+    OomKilled(i32),
     /// The process was not the agent's child (re-attached after an agent restart), so its
     /// exit status cannot be known; the reason says so.
     Unknown(&'static str),
@@ -56,7 +58,7 @@ impl ExitOutcome {
 
     pub fn exit_code(&self) -> Option<i32> {
         match self {
-            ExitOutcome::Exited(c) => Some(*c),
+            ExitOutcome::Exited(c) | ExitOutcome::OomKilled(c) => Some(*c),
             _ => None,
         }
     }
@@ -68,29 +70,43 @@ impl ExitOutcome {
                 let name = Signal::try_from(*s).map_or("unknown signal", Signal::as_str);
                 format!("killed by signal {s} ({name})")
             }
+            ExitOutcome::OomKilled(c) => format!("was OOM killed (exit code {c})"),
             ExitOutcome::Unknown(why) => format!("exited; exit code unknown: {why}"),
         }
     }
 }
 
-/// A running task process: either the agent's own child, or one re-attached from the
-/// state file after an agent restart.
+/// A running task: the agent's own child process, one re-attached from the state file
+/// after an agent restart, or a container of the docker driver.
 #[derive(Debug)]
 pub enum TaskHandle {
     Child(tokio::process::Child, ProcessRecord),
     Adopted(ProcessRecord),
+    Docker(Box<super::docker::Container>),
 }
 
 impl TaskHandle {
-    pub fn record(&self) -> ProcessRecord {
+    /// The process to persist and re-attach by pid; `None` for a container (found again by
+    /// its name and labels).
+    pub fn record(&self) -> Option<ProcessRecord> {
         match self {
-            TaskHandle::Child(_, r) | TaskHandle::Adopted(r) => *r,
+            TaskHandle::Child(_, r) | TaskHandle::Adopted(r) => Some(*r),
+            TaskHandle::Docker(_) => None,
         }
     }
 
-    /// Waits for the process to end. Cancel-safe: dropping the future loses nothing.
+    /// What runs, for task events: `pid 42`, `container web-<alloc>`.
+    pub fn describe(&self) -> String {
+        match self {
+            TaskHandle::Child(_, r) | TaskHandle::Adopted(r) => format!("pid {}", r.pid),
+            TaskHandle::Docker(c) => format!("container {}", c.name),
+        }
+    }
+
+    /// Waits for the task to end. Cancel-safe: dropping the future loses nothing.
     pub async fn wait(&mut self) -> ExitOutcome {
         match self {
+            TaskHandle::Docker(c) => c.wait().await,
             TaskHandle::Child(child, _) => match child.wait().await {
                 Ok(status) => match (status.code(), status.signal()) {
                     (Some(c), _) => ExitOutcome::Exited(c),
@@ -111,10 +127,26 @@ impl TaskHandle {
         }
     }
 
+    /// Sends `signal` to the task (its process group, or its container) and leaves it
+    /// running: what a template's `change_mode = "signal"` does.
+    pub async fn signal(&self, signal: Signal) {
+        let record = match self {
+            TaskHandle::Docker(c) => return c.signal(signal).await,
+            TaskHandle::Adopted(r) if !r.is_alive() => return,
+            TaskHandle::Child(_, r) | TaskHandle::Adopted(r) => *r,
+        };
+        if let Err(e) = record.signal_group(signal) {
+            tracing::warn!(pid = record.pid, %signal, error = %e, "cannot signal task");
+        }
+    }
+
     /// Sends `signal` to the task's process group, then SIGKILL if it still runs after
     /// `timeout`; returns how it ended.
     pub async fn kill(&mut self, signal: Signal, timeout: Duration) -> ExitOutcome {
-        let record = self.record();
+        let record = match self {
+            TaskHandle::Docker(c) => return c.kill(signal, timeout).await,
+            TaskHandle::Child(_, r) | TaskHandle::Adopted(r) => *r,
+        };
         // A re-attached pid that no longer names our process must not be signalled: it may
         // belong to someone else by now.
         if matches!(self, TaskHandle::Adopted(r) if !r.is_alive()) {
@@ -305,7 +337,7 @@ mod tests {
         let script = "trap '' TERM; sleep 30 & wait; sleep 30";
         let (mut stubborn, _) = launch_in(dir.path(), "sh", &["-c", script]).await;
         // Give the shell time to install its trap: poll until its child sleep exists.
-        let record = stubborn.record();
+        let record = stubborn.record().expect("a process");
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         while std::fs::read_to_string(format!("/proc/{}/task/{}/children", record.pid, record.pid))
             .unwrap_or_default()
@@ -325,7 +357,7 @@ mod tests {
     async fn re_attached_processes_are_watched_through_proc() {
         let dir = tempfile::tempdir().expect("temp dir");
         let (mut child, _) = launch_in(dir.path(), "sleep", &["30"]).await;
-        let mut adopted = TaskHandle::Adopted(child.record());
+        let mut adopted = TaskHandle::Adopted(child.record().expect("a process"));
         let waiter = tokio::spawn(async move { adopted.wait().await });
         child.kill(Signal::SIGTERM, Duration::from_secs(5)).await;
         let out = tokio::time::timeout(Duration::from_secs(10), waiter)

@@ -6,7 +6,8 @@
 //!
 //! `exec` is healthy only when a probe task really ran isolated (namespaces, mounts,
 //! chroot) and the cgroups that enforce its limits were found; `raw_exec` only when the
-//! agent's config enables it.
+//! agent's config enables it; `docker` only when its engine answered (detected when its
+//! socket exists), with the engine's version as `driver.docker.version`.
 
 use crate::cgroups::Cgroups;
 use crate::config::AgentConfig;
@@ -51,6 +52,8 @@ pub struct Drivers {
     pub pids_limit: u64,
     /// By driver name, every driver the agent knows.
     pub health: BTreeMap<&'static str, Health>,
+    /// The Docker Engine, when it answered the fingerprint.
+    pub docker: Option<super::docker::DockerDriver>,
 }
 
 impl Drivers {
@@ -81,6 +84,8 @@ impl Drivers {
         health.insert("raw_exec", raw_exec);
         let exec = exec_health(&shim, cgroups.as_ref().ok(), &config.chroot_env, scratch).await;
         health.insert("exec", exec);
+        let (docker, docker_health) = docker_health(&config.docker).await;
+        health.insert("docker", docker_health);
         let drivers = Self {
             shim,
             raw_exec_cgroups: !config.raw_exec.no_cgroups,
@@ -88,6 +93,7 @@ impl Drivers {
             chroot_env: config.chroot_env.clone(),
             pids_limit: config.task_pids_limit,
             health,
+            docker,
         };
         for (name, h) in &drivers.health {
             tracing::info!(driver = name, healthy = h.healthy, reason = %h.reason, "driver fingerprinted");
@@ -109,6 +115,9 @@ impl Drivers {
         if let Some(c) = &self.cgroups {
             attributes.insert("unique.cgroup.version".into(), c.version().into());
         }
+        if let Some(d) = &self.docker {
+            attributes.insert("driver.docker.version".into(), d.version.clone());
+        }
         attributes
     }
 
@@ -123,6 +132,35 @@ impl Drivers {
             None => Err(super::DriverError::UnknownDriver {
                 driver: driver.to_string(),
             }),
+        }
+    }
+}
+
+/// How long the fingerprint waits for the Docker Engine to answer.
+const DOCKER_FINGERPRINT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The Docker Engine of the agent's config: healthy only when it answers.
+async fn docker_health(
+    config: &crate::config::DockerConfig,
+) -> (Option<super::docker::DockerDriver>, Health) {
+    if !config.enabled {
+        let why = "docker is disabled in the agent's config (docker { enabled = false })";
+        return (None, Health::bad(false, why.into()));
+    }
+    // An engine that hangs must not hold the agent's start: it is simply not healthy.
+    let connect = super::docker::DockerDriver::connect(&config.endpoint);
+    match tokio::time::timeout(DOCKER_FINGERPRINT_TIMEOUT, connect).await {
+        Ok(Ok(d)) => {
+            let reason = format!("docker engine {} answers at {}", d.version, d.endpoint);
+            (Some(d), Health::good(reason))
+        }
+        Ok(Err((detected, reason))) => (None, Health::bad(detected, reason)),
+        Err(_) => {
+            let reason = format!(
+                "the engine at {} did not answer within {:?}",
+                config.endpoint, DOCKER_FINGERPRINT_TIMEOUT
+            );
+            (None, Health::bad(true, reason))
         }
     }
 }
@@ -186,5 +224,60 @@ async fn probe(shim: &Path, chroot_env: &[PathBuf], scratch: &Path) -> Result<()
     } else {
         let err = std::fs::read_to_string(scratch.join("probe.err")).unwrap_or_default();
         Err(format!("probe {status}: {}", err.trim()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::DockerConfig;
+
+    fn config(path: &Path) -> DockerConfig {
+        DockerConfig {
+            enabled: true,
+            endpoint: format!("unix://{}", path.display()),
+        }
+    }
+
+    #[tokio::test]
+    async fn docker_is_unhealthy_without_an_engine_that_answers() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        // No socket at all: not detected.
+        let (engine, health) = docker_health(&config(&dir.path().join("absent.sock"))).await;
+        assert!(engine.is_none() && !health.detected && !health.healthy);
+        assert!(
+            health.reason.contains("no docker engine socket at"),
+            "{health:?}"
+        );
+
+        // A socket that accepts and never answers: detected, unhealthy, and the agent's
+        // start is not held past the fingerprint's timeout.
+        let path = dir.path().join("silent.sock");
+        let listener = tokio::net::UnixListener::bind(&path).expect("bind");
+        let held = tokio::spawn(async move {
+            let mut conns = Vec::new();
+            while let Ok((conn, _)) = listener.accept().await {
+                conns.push(conn);
+            }
+        });
+        let started = std::time::Instant::now();
+        let (engine, health) = docker_health(&config(&path)).await;
+        assert!(engine.is_none() && health.detected && !health.healthy);
+        assert!(
+            health.reason.contains("did not answer within 5s"),
+            "{health:?}"
+        );
+        assert!(started.elapsed() < DOCKER_FINGERPRINT_TIMEOUT * 2);
+        held.abort();
+
+        let disabled = DockerConfig {
+            enabled: false,
+            ..config(&path)
+        };
+        let (_, health) = docker_health(&disabled).await;
+        assert!(
+            health.reason.contains("docker { enabled = false }"),
+            "{health:?}"
+        );
     }
 }

@@ -1,13 +1,15 @@
-//! The process drivers: `raw_exec` runs a task's command as a host process in its own
-//! process group (in a cgroup with its limits unless the agent's config says otherwise);
-//! `exec` runs it isolated through the task shim ([`crate::isolation`]). Logs go to files.
-//! [`health`] fingerprints which of them this node can run.
+//! The drivers: `raw_exec` runs a task's command as a host process in its own process group
+//! (in a cgroup with its limits unless the agent's config says otherwise); `exec` runs it
+//! isolated through the task shim ([`crate::isolation`]); `docker` runs it as a container
+//! of a Docker Engine ([`docker`]). Logs go to files. [`health`] fingerprints which of
+//! them this node can run.
 //!
 //! Errors say whose fault a failure is: [`DriverError::is_infra`] marks the ones caused by
 //! the node (a full disk, an alloc dir it cannot create, a fork that fails), which the
 //! servers count towards marking the node flaky. The job's own mistakes never count: a
 //! command that does not exist or is not executable, bad arguments, its exit code.
 
+pub mod docker;
 mod exec;
 pub mod health;
 pub mod logs;
@@ -20,11 +22,11 @@ pub use process::ProcessRecord;
 use std::path::PathBuf;
 
 /// Drivers this agent knows; [`health::Drivers`] says which of them run here.
-pub const DRIVERS: [&str; 2] = ["raw_exec", "exec"];
+pub const DRIVERS: [&str; 3] = ["raw_exec", "exec", "docker"];
 
 #[derive(Debug, thiserror::Error)]
 pub enum DriverError {
-    #[error("driver {driver:?} is not available on this node (it runs raw_exec and exec)")]
+    #[error("driver {driver:?} is not available on this node (it runs raw_exec, exec and docker)")]
     UnknownDriver { driver: String },
     #[error("task has no command to run")]
     NoCommand,
@@ -55,6 +57,8 @@ pub enum DriverError {
     Cgroup(std::io::Error),
     #[error(transparent)]
     User(#[from] crate::users::UserError),
+    #[error(transparent)]
+    Docker(#[from] docker::DockerError),
 }
 
 impl DriverError {
@@ -73,6 +77,9 @@ impl DriverError {
             // node's; a user the job names that this node lacks is the job's.
             DriverError::Unavailable { .. } | DriverError::Cgroup(_) => true,
             DriverError::User(_) => false,
+            // An engine that refuses the image or the container: the job's; one that does
+            // not answer: the node's.
+            DriverError::Docker(e) => e.is_infra(),
             // exec of the job's own file failing (an interpreter it names is missing, its
             // arguments are refused) is the job's; fork failing (no memory, too many
             // processes) is the node's.

@@ -4,6 +4,7 @@
 //! rotates the task logs, and stops the tasks when the servers stop the allocation or one
 //! task fails.
 
+use super::job_inputs::{meta_env, write_payload};
 use super::lifecycle::{self, Gate, Role};
 use super::task::{TaskChange, TaskCommand, TaskRun, run_task};
 use super::{RunnerContext, TaskDirs, alloc_status, task_env};
@@ -266,7 +267,14 @@ async fn run_alloc(
                 continue;
             }
         };
-        if let Err(e) = dirs.create(user.as_ref().map(|u| (u.uid, u.gid))) {
+        let owner = user.as_ref().map(|u| (u.uid, u.gid));
+        let prepared = dirs
+            .create(owner)
+            .and_then(|()| match &task.dispatch_payload {
+                Some(file) => write_payload(&dirs.local, file, &record.alloc.payload, owner),
+                None => Ok(()),
+            });
+        if let Err(e) = prepared {
             // The node's fault: it cannot give the task a place to run.
             tracing::warn!(%alloc_id, task = %task.name, error = %e, "cannot create task directories");
             entry.state.state = TaskRunState::Dead;
@@ -283,12 +291,14 @@ async fn run_alloc(
             continue;
         }
         log_paths.push(LogPaths::new(&dirs.logs, &task.name));
+        let mut own = meta_env(&record.alloc.job_meta, &record.group.meta, &task.meta);
+        own.extend(task.env.clone());
         let env = task_env(
             &record.alloc,
             &record.group.name,
             &task.name,
             &super::launch::visible_dirs(&task, &dirs),
-            &task.env,
+            &own,
         );
         let task = super::interpolate_task(task, &env);
         let run = TaskRun {

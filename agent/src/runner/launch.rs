@@ -1,10 +1,11 @@
-//! From a task to a running process: the driver's check, the task's cgroup and limits,
-//! `exec`'s root, then the driver's start.
+//! From a task to a running process or container: the driver's check, the task's cgroup
+//! and limits, `exec`'s root, then the driver's start; a docker task's container instead.
 
 use super::{RunnerContext, TaskDirs};
 use crate::cgroups::TaskCgroup;
 use crate::cgroups::limits::Limits;
-use crate::driver::{self, DriverError, LogPaths, ShimLaunch, TaskHandle, TaskLaunch};
+use crate::driver::docker::{ContainerSpec, DockerDriver};
+use crate::driver::{self, DriverError, ExitOutcome, LogPaths, ShimLaunch, TaskHandle, TaskLaunch};
 use crate::isolation::{Isolation, mounts};
 use crate::users::TaskUser;
 use drover_core::types::{AllocId, Task};
@@ -28,6 +29,10 @@ pub fn task_cgroup(ctx: &RunnerContext, alloc_id: AllocId, task: &Task) -> Optio
 /// Who `task` runs as: its own `user`, else the agent's `default_user`, else `nobody` for
 /// `exec`, else the agent's own user.
 pub fn task_user(ctx: &RunnerContext, task: &Task) -> Result<Option<TaskUser>, DriverError> {
+    // A container's user is the image's to know (its `user` goes to the engine as is).
+    if task.driver == "docker" {
+        return Ok(None);
+    }
     if let Some(name) = &task.user {
         return Ok(Some(crate::users::lookup(name)?));
     }
@@ -40,9 +45,11 @@ pub fn task_user(ctx: &RunnerContext, task: &Task) -> Result<Option<TaskUser>, D
     Ok(None)
 }
 
-/// The directories as the task sees them: its own root for `exec`, the host's otherwise.
+/// The directories as the task sees them: its own root for `exec` and `docker` (whose
+/// container gets the shared dir at `/alloc` and its local dir at `/local`), the host's
+/// otherwise.
 pub fn visible_dirs(task: &Task, dirs: &TaskDirs) -> TaskDirs {
-    if task.driver != "exec" {
+    if !matches!(task.driver.as_str(), "exec" | "docker") {
         return dirs.clone();
     }
     TaskDirs {
@@ -58,6 +65,7 @@ pub fn visible_dirs(task: &Task, dirs: &TaskDirs) -> TaskDirs {
 #[derive(Debug)]
 pub struct Start<'a> {
     pub ctx: &'a RunnerContext,
+    pub alloc_id: AllocId,
     pub task: &'a Task,
     pub env: &'a BTreeMap<String, String>,
     pub user: Option<&'a TaskUser>,
@@ -70,6 +78,9 @@ pub struct Start<'a> {
 pub async fn start(s: Start<'_>) -> Result<TaskHandle, DriverError> {
     let drivers = &s.ctx.drivers;
     drivers.check(&s.task.driver)?;
+    if s.task.driver == "docker" {
+        return start_container(&s).await;
+    }
     if let Some(cgroup) = s.cgroup {
         let limits = Limits {
             memory_mb: s.task.resources.memory_mb,
@@ -102,4 +113,67 @@ pub async fn start(s: Start<'_>) -> Result<TaskHandle, DriverError> {
         shim,
     };
     driver::start(&launch).await
+}
+
+/// The node's engine; a docker task reaches here only when the fingerprint found one.
+fn engine(ctx: &RunnerContext) -> Result<&DockerDriver, DriverError> {
+    ctx.drivers
+        .docker
+        .as_ref()
+        .ok_or_else(|| DriverError::Unavailable {
+            driver: "docker".into(),
+            reason: "no docker engine answered the fingerprint".into(),
+        })
+}
+
+/// Starts a docker task's container with the task's limits, its allocation's shared dir at
+/// `/alloc` and its local dir at `/local`.
+async fn start_container(s: &Start<'_>) -> Result<TaskHandle, DriverError> {
+    let extra = &s.task.config.extra;
+    let alloc_id = s.alloc_id.to_string();
+    let spec = ContainerSpec {
+        alloc_id: &alloc_id,
+        task: &s.task.name,
+        image: extra.get("image").map_or("", String::as_str),
+        command: &s.task.config.command,
+        args: &s.task.config.args,
+        env: s.env,
+        user: s.task.user.clone(),
+        memory_mb: s.task.resources.memory_mb,
+        cpu_mhz: s.task.resources.cpu_mhz,
+        pids_limit: s.ctx.drivers.pids_limit,
+        network_mode: extra.get("network_mode").map(String::as_str),
+        binds: vec![
+            format!("{}:/alloc", s.dirs.shared.display()),
+            format!("{}:/local", s.dirs.local.display()),
+        ],
+    };
+    let container = engine(s.ctx)?.start(&spec, s.logs).await?;
+    Ok(TaskHandle::Docker(Box::new(container)))
+}
+
+/// A docker task's container after an agent restart (see [`DockerDriver::reattach`]).
+pub async fn reattach_container(
+    ctx: &RunnerContext,
+    alloc_id: AllocId,
+    task: &Task,
+    logs: &LogPaths,
+) -> Result<Option<Result<TaskHandle, ExitOutcome>>, DriverError> {
+    let found = engine(ctx)?
+        .reattach(&alloc_id.to_string(), &task.name, logs)
+        .await?;
+    Ok(found.map(|r| r.map(|c| TaskHandle::Docker(Box::new(c)))))
+}
+
+/// Removes a docker task's container once the task is over for good.
+pub async fn remove_container(ctx: &RunnerContext, alloc_id: AllocId, task: &Task) {
+    if task.driver != "docker" {
+        return;
+    }
+    if let Ok(engine) = engine(ctx) {
+        let name = DockerDriver::container_name(&alloc_id.to_string(), &task.name);
+        if let Err(e) = engine.remove(&name).await {
+            tracing::warn!(container = %name, error = %e, "cannot remove container");
+        }
+    }
 }

@@ -3,11 +3,15 @@
 //! layout and environment every task gets.
 
 pub mod alloc;
+pub mod artifact;
+pub mod job_inputs;
 pub mod launch;
 pub mod lifecycle;
 pub mod ports;
 pub mod restart;
 pub mod task;
+pub mod task_files;
+pub mod templates;
 pub mod usage;
 
 use crate::heartbeat::Link;
@@ -37,6 +41,11 @@ pub struct RunnerContext {
     pub mhz_per_core: u64,
     /// The drivers this node runs, their health, and what they share.
     pub drivers: Arc<crate::driver::health::Drivers>,
+    /// Fetches tasks' `artifact` sources, within the agent's limits.
+    pub artifacts: artifact::Fetcher,
+    /// The node's values templates read with `env`: `node.unique.id`, `node.unique.name`,
+    /// `node.datacenter`, `node.class`, `attr.<attribute>`, `meta.<key>`.
+    pub node_values: Arc<BTreeMap<String, String>>,
 }
 
 impl RunnerContext {
@@ -284,6 +293,8 @@ mod tests {
                 to: 0,
                 host_ip: "10.0.0.4".parse().expect("ip"),
             }],
+            job_meta: BTreeMap::new(),
+            payload: Vec::new(),
         };
         let dirs = TaskDirs::new(Path::new("/d/a1"), "server");
         let own = BTreeMap::from([("NOMAD_DC".to_string(), "mine".to_string())]);

@@ -2,8 +2,11 @@
 //! agent restart), applies the restart policy when it exits, kills it when told to, and
 //! hands every state change (with its task event) to the allocation's supervisor.
 
+use super::artifact::Target;
 use super::lifecycle::Gate;
 use super::restart::{RestartTracker, Verdict};
+use super::templates::{Change, RERENDER_EVERY, TaskTemplates};
+use super::usage::UsageSource;
 use super::{RunnerContext, TaskDirs};
 use crate::cgroups::TaskCgroup;
 use crate::driver::{self, ExitOutcome, LogPaths, TaskHandle};
@@ -148,7 +151,9 @@ pub async fn run_task(
     updates: mpsc::UnboundedSender<TaskChange>,
 ) {
     let cgroup = super::launch::task_cgroup(&ctx, run.alloc_id, &run.task);
-    run_steps(run, ctx, commands, updates, cgroup.clone()).await;
+    let (alloc_id, task) = (run.alloc_id, run.task.clone());
+    run_steps(run, ctx.clone(), commands, updates, cgroup.clone()).await;
+    super::launch::remove_container(&ctx, alloc_id, &task).await;
     if let Some(cgroup) = cgroup {
         let _ = tokio::task::spawn_blocking(move || {
             cgroup.kill_all();
@@ -166,7 +171,7 @@ async fn run_steps(
     cgroup: Option<TaskCgroup>,
 ) {
     let TaskRun {
-        alloc_id: _,
+        alloc_id,
         task,
         env,
         user,
@@ -187,6 +192,12 @@ async fn run_steps(
         return;
     }
     let logs = LogPaths::new(&dirs.logs, &task.name);
+    let owner = user.as_ref().map(|u| (u.uid, u.gid));
+    let mut inputs = Inputs {
+        fetched: false,
+        templates: TaskTemplates::new(&task.templates, &dirs.work, owner),
+        owner,
+    };
     let mut tracker = RestartTracker::new(restart);
     let mut oom_baseline = 0;
     let mut step = match me.record.process.take() {
@@ -204,6 +215,31 @@ async fn run_steps(
         Some(_) => Step::Exited(ExitOutcome::Unknown(
             "the process ended while the agent was down",
         )),
+        None if task.driver == "docker" && me.record.state.state == TaskRunState::Running => {
+            match super::launch::reattach_container(&ctx, alloc_id, &task, &logs).await {
+                Ok(Some(Ok(handle))) => {
+                    me.event(
+                        "Re-attached",
+                        format!(
+                            "re-attached to {} after an agent restart",
+                            handle.describe()
+                        ),
+                        None,
+                        false,
+                    );
+                    me.send(false);
+                    Step::Wait(handle)
+                }
+                Ok(Some(Err(outcome))) => Step::Exited(outcome),
+                Ok(None) => Step::Exited(ExitOutcome::Unknown(
+                    "the container was removed while the agent was down",
+                )),
+                Err(e) => {
+                    tracing::warn!(task = %me.name, error = %e, "cannot re-attach to the container");
+                    Step::Exited(ExitOutcome::Unknown("the engine did not answer"))
+                }
+            }
+        }
         None => {
             if me.record.state.events.is_empty() {
                 me.event("Received", "task received by the agent".into(), None, false);
@@ -227,11 +263,22 @@ async fn run_steps(
                     me.send(false);
                     return;
                 }
+                let run_env = match inputs.prepare(&mut me, &ctx, &task, &dirs, &env).await {
+                    Ok(run_env) => run_env,
+                    Err((kind, message, infra)) => {
+                        tracing::warn!(task = %me.name, %message, infra, "task inputs failed");
+                        me.finish(true);
+                        me.event(kind, message, None, infra);
+                        me.send(infra);
+                        return;
+                    }
+                };
                 oom_baseline = cgroup.as_ref().map_or(0, TaskCgroup::oom_kills);
                 let started = super::launch::start(super::launch::Start {
                     ctx: &ctx,
+                    alloc_id,
                     task: &task,
-                    env: &env,
+                    env: &run_env,
                     user: user.as_ref(),
                     dirs: &dirs,
                     logs: &logs,
@@ -240,15 +287,15 @@ async fn run_steps(
                 .await;
                 match started {
                     Ok(handle) => {
-                        let pid = handle.record().pid;
-                        me.record.process = Some(handle.record());
+                        let what = handle.describe();
+                        me.record.process = handle.record();
                         me.record.state.state = TaskRunState::Running;
                         me.record.state.started_at.get_or_insert_with(now);
-                        me.event("Started", format!("task started as pid {pid}"), None, false);
+                        me.event("Started", format!("task started as {what}"), None, false);
                         if let Some(snapshot) = &task.snapshot {
                             ctx.link.last_snapshot.send_replace(Some(snapshot.clone()));
                         }
-                        tracing::info!(task = %me.name, pid, command = %task.config.command, "task started");
+                        tracing::info!(task = %me.name, %what, command = %task.config.command, "task started");
                         me.send(false);
                         Step::Wait(handle)
                     }
@@ -263,16 +310,32 @@ async fn run_steps(
                 }
             }
             Step::Wait(mut handle) => {
-                let mut sampler = super::usage::Sampler::new(cgroup.clone(), ctx.mhz_per_core);
+                let source = match &handle {
+                    TaskHandle::Docker(c) => Some(UsageSource::Container(c.stats())),
+                    _ => cgroup.clone().map(UsageSource::Cgroup),
+                };
+                let mut sampler = super::usage::Sampler::new(source, ctx.mhz_per_core);
+                let mut rerender = tokio::time::interval_at(
+                    tokio::time::Instant::now() + RERENDER_EVERY,
+                    RERENDER_EVERY,
+                );
+                // Ok(Some(why)): restart in place; Ok(None): stop.
                 let killed = loop {
                     tokio::select! {
                         outcome = handle.wait() => break Err(outcome),
-                        () = kill_requested(&mut commands) => break Ok(false),
-                        () = sidecar_stop(&mut gate) => break Ok(false),
-                        Ok(()) = restarts.changed() => break Ok(true),
+                        () = kill_requested(&mut commands) => break Ok(None),
+                        () = sidecar_stop(&mut gate) => break Ok(None),
+                        Ok(()) = restarts.changed() => {
+                            break Ok(Some("restart requested by an operator".to_string()));
+                        }
                         usage = sampler.next() => {
                             me.record.state.usage = Some(usage);
                             me.send(false);
+                        }
+                        _ = rerender.tick(), if !inputs.templates.is_empty() => {
+                            if let Some(why) = inputs.rerender(&mut me, &ctx, &env, &handle).await {
+                                break Ok(Some(why));
+                            }
                         }
                     }
                 };
@@ -280,11 +343,11 @@ async fn run_steps(
                 me.record.state.usage = None;
                 match killed {
                     Err(outcome) => Step::Exited(outcome),
-                    Ok(true) => {
+                    Ok(Some(why)) => {
                         let signal = kill_signal(&task);
                         me.event(
                             "Restart Signaled",
-                            format!("restart requested by an operator; sent {signal}"),
+                            format!("{why}; sent {signal}"),
                             None,
                             false,
                         );
@@ -302,7 +365,7 @@ async fn run_steps(
                         me.send(false);
                         Step::Start
                     }
-                    Ok(false) => {
+                    Ok(None) => {
                         let signal = kill_signal(&task);
                         me.event(
                             "Killing",
@@ -329,10 +392,11 @@ async fn run_steps(
                 // The OOM killer picks the biggest process, which need not be the task's
                 // first one (a shell's pipeline): any OOM kill in its cgroup since it
                 // started, and an unsuccessful end, is an OOM kill of the task.
-                let oom = !outcome.success()
-                    && cgroup
-                        .as_ref()
-                        .is_some_and(|c| c.oom_kills() > oom_baseline);
+                let oom = matches!(outcome, ExitOutcome::OomKilled(_))
+                    || !outcome.success()
+                        && cgroup
+                            .as_ref()
+                            .is_some_and(|c| c.oom_kills() > oom_baseline);
                 if oom {
                     // The job's own doing (it used more than it asked for): never the node's.
                     me.event(
@@ -395,5 +459,104 @@ async fn run_steps(
                 }
             }
         };
+    }
+}
+
+/// What a task brings into its directory before it starts: artifacts (fetched once) and
+/// templates (rendered before every start, and again while it runs).
+struct Inputs {
+    fetched: bool,
+    templates: TaskTemplates,
+    owner: Option<(u32, u32)>,
+}
+
+impl Inputs {
+    /// Fetches the artifacts (the first time) and renders the templates; the environment
+    /// the task starts with (its own plus the `env = true` templates'), or the failure's
+    /// event kind, message and whether the node is at fault.
+    async fn prepare(
+        &mut self,
+        me: &mut Runner,
+        ctx: &RunnerContext,
+        task: &Task,
+        dirs: &TaskDirs,
+        env: &BTreeMap<String, String>,
+    ) -> Result<BTreeMap<String, String>, (&'static str, String, bool)> {
+        if !self.fetched && !task.artifacts.is_empty() {
+            me.event(
+                "Downloading Artifacts",
+                format!("fetching {} artifact(s)", task.artifacts.len()),
+                None,
+                false,
+            );
+            me.send(false);
+            for artifact in &task.artifacts {
+                let target = Target {
+                    task_dir: &dirs.work,
+                    alloc_dir: &dirs.alloc,
+                    owner: self.owner,
+                };
+                let placed = ctx.artifacts.fetch(artifact, target).await;
+                let placed = placed
+                    .map_err(|e| ("Failed Artifact Download", e.to_string(), e.is_infra()))?;
+                tracing::info!(task = %me.name, source = %artifact.source, to = %placed.display(), "artifact fetched");
+            }
+            self.fetched = true;
+        }
+        let mut run_env = env.clone();
+        if !self.templates.is_empty() {
+            let lookup = super::templates::lookup(env, &ctx.node_values);
+            let rendered = self
+                .templates
+                .render(&lookup)
+                .map_err(|e| ("Failed Template", e.to_string(), e.is_infra()))?;
+            run_env.extend(rendered.env);
+        }
+        Ok(run_env)
+    }
+
+    /// Renders the templates of a running task again; `Some(why)` when a change asks for
+    /// a restart. A render that fails leaves the task running with what it has.
+    async fn rerender(
+        &mut self,
+        me: &mut Runner,
+        ctx: &RunnerContext,
+        env: &BTreeMap<String, String>,
+        handle: &TaskHandle,
+    ) -> Option<String> {
+        let lookup = super::templates::lookup(env, &ctx.node_values);
+        let rendered = match self.templates.render(&lookup) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(task = %me.name, error = %e, "template re-render failed; the task keeps its last render");
+                return None;
+            }
+        };
+        if rendered.changed.is_empty() {
+            return None;
+        }
+        let which = rendered.changed.join(", ");
+        match rendered.change {
+            Some(Change::Restart) => {
+                return Some(format!("template {which} changed (change_mode restart)"));
+            }
+            Some(Change::Signal(signal)) => {
+                handle.signal(signal).await;
+                me.event(
+                    "Signaling",
+                    format!("template {which} changed; sent {signal}"),
+                    None,
+                    false,
+                );
+            }
+            None => me.event(
+                "Template Re-rendered",
+                format!("template {which} changed (change_mode noop)"),
+                None,
+                false,
+            ),
+        }
+        me.send(false);
+        None
     }
 }

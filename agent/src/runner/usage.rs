@@ -1,4 +1,5 @@
-//! Sampling a running task's usage from its cgroup for the allocation updates. Every
+//! Sampling a running task's usage from its cgroup (or its container's engine) for the
+//! allocation updates. Every
 //! report is a Raft write on the servers, so a sample is sent only when it moved enough
 //! to matter to an operator (see [`worth_reporting`]), and at most every [`EVERY`].
 
@@ -25,10 +26,26 @@ pub fn worth_reporting(last: Option<TaskUsage>, next: TaskUsage) -> bool {
     moved(last.memory_mb, next.memory_mb, 5) || moved(last.cpu_mhz, next.cpu_mhz, 20)
 }
 
-/// Reads one task's cgroup at a cadence and yields the samples worth sending.
+/// Where a task's usage is read: its cgroup, or its container's stats from the engine.
+#[derive(Clone, Debug)]
+pub enum UsageSource {
+    Cgroup(TaskCgroup),
+    Container(crate::driver::docker::ContainerStats),
+}
+
+impl UsageSource {
+    async fn sample(&self) -> Option<Sample> {
+        match self {
+            UsageSource::Cgroup(c) => c.sample(),
+            UsageSource::Container(c) => c.sample().await,
+        }
+    }
+}
+
+/// Reads one task's usage at a cadence and yields the samples worth sending.
 #[derive(Debug)]
 pub struct Sampler {
-    cgroup: Option<TaskCgroup>,
+    source: Option<UsageSource>,
     mhz_per_core: u64,
     ticks: tokio::time::Interval,
     previous: Option<(Instant, Sample)>,
@@ -36,11 +53,11 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    pub fn new(cgroup: Option<TaskCgroup>, mhz_per_core: u64) -> Self {
+    pub fn new(source: Option<UsageSource>, mhz_per_core: u64) -> Self {
         let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + FIRST, EVERY);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         Self {
-            cgroup,
+            source,
             mhz_per_core,
             ticks,
             previous: None,
@@ -48,14 +65,14 @@ impl Sampler {
         }
     }
 
-    /// The next usage worth reporting; never resolves for a task without a cgroup.
+    /// The next usage worth reporting; never resolves for a task without a source.
     pub async fn next(&mut self) -> TaskUsage {
-        let Some(cgroup) = self.cgroup.clone() else {
+        let Some(source) = self.source.clone() else {
             return std::future::pending().await;
         };
         loop {
             self.ticks.tick().await;
-            let Some(sample) = cgroup.sample() else {
+            let Some(sample) = source.sample().await else {
                 continue;
             };
             let now = Instant::now();

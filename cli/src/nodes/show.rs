@@ -147,6 +147,26 @@ fn resources(r: &Resources) -> String {
     )
 }
 
+/// What the node's running allocations use, summed from the usage their agent samples,
+/// in the units the allocated line uses.
+fn used(allocations: &[Allocation]) -> String {
+    let (mut cpu, mut memory, mut sampled) = (0, 0, 0);
+    for a in allocations
+        .iter()
+        .filter(|a| a.client_status == drover_core::ClientStatus::Running)
+    {
+        for usage in a.task_states.values().filter_map(|t| t.usage) {
+            cpu += usage.cpu_mhz;
+            memory += usage.memory_mb;
+            sampled += 1;
+        }
+    }
+    if sampled == 0 {
+        return "<no samples yet>".into();
+    }
+    format!("{cpu} MHz, {memory} MB memory ({sampled} tasks sampled)")
+}
+
 pub fn node_details(view: &NodeStatusView, verbose: bool, now: Timestamp) -> String {
     let n = &view.row.node;
     let drain = match &n.drain {
@@ -179,6 +199,7 @@ pub fn node_details(view: &NodeStatusView, verbose: bool, now: Timestamp) -> Str
         ("Resources", resources(&n.resources)),
         ("Reserved", resources(&n.reserved)),
         ("Allocated", resources(&view.row.allocated)),
+        ("Used", used(&view.allocations)),
         (
             "Reserved Ports",
             match n.networks.reserved_ports.to_string() {
@@ -272,5 +293,29 @@ mod tests {
             false,
             Timestamp::from_millis(1_700_000_090_000)
         ));
+    }
+
+    /// The node's used line sums the running allocations' sampled tasks; a stopped
+    /// allocation's last sample does not count.
+    #[test]
+    fn used_sums_what_running_allocations_sample() {
+        let job = mock::service_job("web", 2);
+        let usage = |cpu_mhz, memory_mb| drover_core::TaskState {
+            usage: Some(drover_core::TaskUsage { cpu_mhz, memory_mb }),
+            ..Default::default()
+        };
+        let mut running = mock::alloc(1, &job, mock::node_id(1), 0);
+        running.client_status = drover_core::ClientStatus::Running;
+        running.task_states = [("a", usage(100, 30)), ("b", usage(50, 10))]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        let mut done = running.clone();
+        done.client_status = drover_core::ClientStatus::Complete;
+        assert_eq!(used(&[]), "<no samples yet>");
+        assert_eq!(
+            used(&[running, done]),
+            "150 MHz, 40 MB memory (2 tasks sampled)"
+        );
     }
 }

@@ -31,6 +31,7 @@ mod nomad_json;
 mod reader;
 mod task;
 mod task_blocks;
+mod task_files;
 mod value;
 mod variables;
 

@@ -1,6 +1,7 @@
 //! `task` blocks: driver, `config`, `env`, `resources`, `kill_timeout`, `meta`, drover's
-//! `snapshot`, task-level constraints, and the blocks of [`super::task_blocks`] (`user`,
-//! `kill_signal`, `restart`, `lifecycle`).
+//! `snapshot`, task-level constraints, the blocks of [`super::task_blocks`] (`user`,
+//! `kill_signal`, `restart`, `lifecycle`) and of [`super::task_files`] (`artifact`,
+//! `template`, `dispatch_payload`, docker's `config`).
 
 use super::decoder::{Decoder, join};
 use super::job::{constraint, label_at};
@@ -17,8 +18,8 @@ const TASK_FIELDS: &[(&str, Shape)] = &[
     ("meta", Shape::Map),
     ("constraint", Shape::Blocks),
     ("snapshot", Shape::Attr),
-    ("artifact", Shape::Unsupported),
-    ("template", Shape::Unsupported),
+    ("artifact", Shape::Blocks),
+    ("template", Shape::Blocks),
     ("service", Shape::Unsupported),
     ("user", Shape::Attr),
     ("logs", Shape::Unsupported),
@@ -27,7 +28,7 @@ const TASK_FIELDS: &[(&str, Shape)] = &[
     ("volume_mount", Shape::Unsupported),
     ("lifecycle", Shape::Block),
     ("leader", Shape::Unsupported),
-    ("dispatch_payload", Shape::Unsupported),
+    ("dispatch_payload", Shape::Block),
     ("kill_signal", Shape::Attr),
     ("shutdown_delay", Shape::Unsupported),
     ("restart", Shape::Block),
@@ -103,6 +104,19 @@ pub(super) fn decode_task(
             ("lifecycle", Item::Block(b)) => {
                 task.lifecycle = super::task_blocks::lifecycle(d, &path, b);
             }
+            ("artifact", Item::Block(b)) => {
+                let index = task.artifacts.len();
+                let artifact = super::task_files::artifact(d, &path, index, b);
+                task.artifacts.push(artifact);
+            }
+            ("template", Item::Block(b)) => {
+                let index = task.templates.len();
+                let template = super::task_files::template(d, &path, index, b);
+                task.templates.push(template);
+            }
+            ("dispatch_payload", Item::Block(b)) => {
+                task.dispatch_payload = super::task_files::dispatch_payload(d, &path, b);
+            }
             ("constraint", Item::Block(b)) => {
                 let at = format!("{group_path}.constraints[{}]", group_constraints.len());
                 if let Some(c) = constraint(d, &at, b) {
@@ -134,6 +148,9 @@ fn config(d: &mut Decoder<'_>, task_path: &str, driver: &str, block: &Block) -> 
             }
         }
         return config;
+    }
+    if driver == "docker" {
+        return super::task_files::docker_config(d, &path, block);
     }
     for structure in block.body.iter() {
         match structure {

@@ -1,12 +1,13 @@
 //! A task: one process to run inside an allocation.
 
-use super::{Lifecycle, Resources, RestartPolicy};
+use super::{Artifact, Lifecycle, Resources, RestartPolicy, Template};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// Drivers drover can run. `exec` job files are accepted and run like `raw_exec`.
-pub const KNOWN_DRIVERS: [&str; 3] = ["raw_exec", "exec", "mock"];
+/// Drivers drover can run: host processes, isolated processes, containers over the Docker
+/// Engine API, and the simulator's stand-in.
+pub const KNOWN_DRIVERS: [&str; 4] = ["raw_exec", "exec", "docker", "mock"];
 
 /// A task's driver configuration. `command` and `args` are what the process driver reads;
 /// anything else a job file sets is kept verbatim in `extra` for drivers that want it.
@@ -37,6 +38,13 @@ pub struct Task {
     pub restart: Option<RestartPolicy>,
     /// `None`: a main task.
     pub lifecycle: Option<Lifecycle>,
+    /// Fetched into the task's directory before it starts, in order.
+    pub artifacts: Vec<Artifact>,
+    /// Rendered into the task's directory before it starts, after the artifacts.
+    pub templates: Vec<Template>,
+    /// Where a dispatched job's payload is written, relative to the task's `local/` dir
+    /// (`dispatch_payload { file }`).
+    pub dispatch_payload: Option<String>,
 }
 
 impl Task {
@@ -60,6 +68,9 @@ impl Task {
             kill_signal: None,
             restart: None,
             lifecycle: None,
+            artifacts: Vec::new(),
+            templates: Vec::new(),
+            dispatch_payload: None,
         }
     }
 }

@@ -59,3 +59,111 @@ pub struct TaskUsage {
     /// Memory in MB (the working set).
     pub memory_mb: u64,
 }
+
+/// A file the agent fetches into the task's directory before the task starts (Nomad's
+/// `artifact` block): an http(s) URL or a file path, checked against a checksum when one is
+/// given, unpacked when it is an archive.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Artifact {
+    /// `https://…`, `http://…`, `file://…` or a path.
+    pub source: String,
+    /// Relative to the task's directory; Nomad's default is `local/`.
+    pub destination: String,
+    pub mode: ArtifactMode,
+    /// go-getter's options: `checksum = "sha256:<hex>"`, `archive = "false"`.
+    pub options: std::collections::BTreeMap<String, String>,
+}
+
+impl Artifact {
+    pub const DEFAULT_DESTINATION: &'static str = "local/";
+}
+
+/// What an artifact's destination is (go-getter's client modes).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum ArtifactMode {
+    /// An archive is unpacked into the destination directory; any other file is put in it.
+    Any,
+    /// The destination is the file itself.
+    File,
+    /// The source is an archive, unpacked into the destination directory.
+    Dir,
+}
+
+impl ArtifactMode {
+    pub const ALL: [ArtifactMode; 3] = [Self::Any, Self::File, Self::Dir];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Any => "any",
+            Self::File => "file",
+            Self::Dir => "dir",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.as_str() == s)
+    }
+}
+
+/// A file the agent renders into the task's directory before the task starts (Nomad's
+/// `template` block), from inline `data` or a `source` file, in Go's template syntax.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Template {
+    pub data: Option<String>,
+    /// A template file, relative to the task's directory.
+    pub source: Option<String>,
+    /// Where the rendered text goes, relative to the task's directory.
+    pub destination: String,
+    /// The rendered file is `KEY=value` lines that join the task's environment.
+    pub env: bool,
+    pub change_mode: ChangeMode,
+    /// The signal of `change_mode = "signal"`.
+    pub change_signal: Option<String>,
+    /// The rendered file's mode, octal (`"0644"`).
+    pub perms: String,
+    pub left_delimiter: String,
+    pub right_delimiter: String,
+}
+
+impl Template {
+    pub const DEFAULT_PERMS: &'static str = "0644";
+
+    /// A template of inline `data` rendered to `destination`, with Nomad's defaults.
+    pub fn inline(data: impl Into<String>, destination: impl Into<String>) -> Self {
+        Self {
+            data: Some(data.into()),
+            source: None,
+            destination: destination.into(),
+            env: false,
+            change_mode: ChangeMode::Restart,
+            change_signal: None,
+            perms: Self::DEFAULT_PERMS.into(),
+            left_delimiter: "{{".into(),
+            right_delimiter: "}}".into(),
+        }
+    }
+}
+
+/// What a template's re-render does to its running task.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum ChangeMode {
+    Restart,
+    Signal,
+    Noop,
+}
+
+impl ChangeMode {
+    pub const ALL: [ChangeMode; 3] = [Self::Restart, Self::Signal, Self::Noop];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Restart => "restart",
+            Self::Signal => "signal",
+            Self::Noop => "noop",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.as_str() == s)
+    }
+}

@@ -219,6 +219,7 @@ fn check_task(r: &mut Report<'_>, p: &str, t: &Task) {
     }
     r.map(p, "meta", &t.meta, MapKind::Meta);
     super::task_blocks::check_task_blocks(r, p, t);
+    super::task_files::check_task_files(r, p, t);
 }
 
 /// Nomad's rules: `delay` mode needs attempts to be meaningful, and the attempts with their

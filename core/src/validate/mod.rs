@@ -28,10 +28,12 @@ mod group;
 mod network;
 mod node;
 mod task_blocks;
+mod task_files;
 mod version;
 
 pub use network::is_env_name;
 pub use task_blocks::is_signal;
+pub use task_files::{CHECKSUMS, inside_task_dir, parse_checksum};
 
 pub use node::{NodeLimitError, NodeLimits, check_node, check_snapshot_id};
 pub use version::{VersionConstraint, VersionError, VersionFlavor};

@@ -10,6 +10,7 @@ mod network;
 mod syntax;
 mod task_blocks;
 mod variables;
+mod task_files;
 
 use drover_core::jobspec::{JobspecError, parse_hcl, parse_source};
 use drover_core::types::Job;

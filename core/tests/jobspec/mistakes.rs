@@ -78,7 +78,7 @@ fn common_mistakes_are_reported_where_they_are() {
   }
 }"#.into(),
             Expect::Err(
-                "t.hcl:3:5: groups[g].tasks[t].driver: driver must be set (known: raw_exec, exec, mock)",
+                "t.hcl:3:5: groups[g].tasks[t].driver: driver must be set (known: raw_exec, exec, docker, mock)",
             ),
         ),
         // Bad duration.

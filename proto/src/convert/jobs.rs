@@ -72,6 +72,9 @@ impl From<&Task> for pb::Task {
                 hook: l.hook.to_wire(),
                 sidecar: l.sidecar,
             }),
+            artifacts: t.artifacts.iter().map(Into::into).collect(),
+            templates: t.templates.iter().map(Into::into).collect(),
+            dispatch_payload: t.dispatch_payload.clone(),
         }
     }
 }
@@ -336,6 +339,9 @@ fn task(p: pb::Task) -> Result<Task> {
                 })
             })
             .transpose()?,
+        artifacts: super::task_files::each("artifacts", p.artifacts, super::task_files::artifact)?,
+        templates: super::task_files::each("templates", p.templates, super::task_files::template)?,
+        dispatch_payload: p.dispatch_payload,
     })
 }
 

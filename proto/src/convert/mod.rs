@@ -22,6 +22,7 @@ mod nodes;
 mod operator;
 mod resources;
 mod status;
+mod task_files;
 mod workers;
 
 pub use allocs::node_plans;
