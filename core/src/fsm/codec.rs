@@ -10,18 +10,22 @@ use crate::state::{AclParts, StateStore, StoreParts};
 
 const COMMAND_MAGIC: [u8; 2] = *b"dc";
 const SNAPSHOT_MAGIC: [u8; 2] = *b"ds";
-/// The command format this build writes and reads.
-pub const COMMAND_FORMAT: u8 = 1;
-/// The snapshot format this build writes. Format 2 appends the ACL tables to format 1's
-/// primary tables; format 1 (no ACLs) is still read.
-pub const SNAPSHOT_FORMAT: u8 = 2;
-const SNAPSHOT_FORMAT_BEFORE_ACL: u8 = 1;
+/// The command format this build writes and reads. Postcard is not self-describing, so any
+/// change to a type a command holds is a new format: 2 added task users, lifecycle hooks,
+/// restart overrides, ephemeral disks, ports, artifacts, templates and node networks.
+pub const COMMAND_FORMAT: u8 = 2;
+/// The snapshot format this build writes and reads: the primary tables then the ACL tables.
+/// 3 holds format 2's tables with the types of command format 2.
+pub const SNAPSHOT_FORMAT: u8 = 3;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CodecError {
     #[error("not a drover {what}: bad header bytes {found:02x?}")]
     BadMagic { what: &'static str, found: Vec<u8> },
-    #[error("{what} format version {found} is not supported (this build reads {supported})")]
+    #[error(
+        "{what} format version {found} is not supported (this build reads {supported}){}",
+        written_by(*found, *supported)
+    )]
     UnsupportedVersion {
         what: &'static str,
         found: u8,
@@ -32,6 +36,15 @@ pub enum CodecError {
         what: &'static str,
         source: postcard::Error,
     },
+}
+
+/// What an operator should do about a version this build does not read.
+fn written_by(found: u8, supported: u8) -> &'static str {
+    if found < supported {
+        "; it was written by an older drover, whose data this build cannot read: start with a fresh data dir"
+    } else {
+        "; it was written by a newer drover: run that version"
+    }
 }
 
 fn encode<T: serde::Serialize>(magic: [u8; 2], version: u8, value: &T) -> Vec<u8> {
@@ -133,10 +146,6 @@ impl<W: std::io::Write> std::io::Write for KeepIoError<W> {
 
 pub fn decode_snapshot(bytes: &[u8]) -> Result<StateStore, CodecError> {
     const WHAT: &str = "snapshot";
-    if bytes.get(SNAPSHOT_MAGIC.len()) == Some(&SNAPSHOT_FORMAT_BEFORE_ACL) {
-        let parts: StoreParts = decode(WHAT, SNAPSHOT_MAGIC, SNAPSHOT_FORMAT_BEFORE_ACL, bytes)?;
-        return Ok(StateStore::from_parts(parts));
-    }
     let (parts, acl): (StoreParts, AclParts) =
         decode(WHAT, SNAPSHOT_MAGIC, SNAPSHOT_FORMAT, bytes)?;
     let mut store = StateStore::from_parts(parts);

@@ -870,10 +870,17 @@ fn codec_round_trips_and_refuses_foreign_bytes() {
     assert_eq!(
         err,
         format!(
-            "command format version {} is not supported (this build reads 1)",
+            "command format version {} is not supported (this build reads {COMMAND_FORMAT}); \
+             it was written by a newer drover: run that version",
             COMMAND_FORMAT + 1
         )
     );
+    // A log an older drover wrote is refused with what to do about it.
+    let mut older = bytes.clone();
+    older[2] = COMMAND_FORMAT - 1;
+    let err = decode_command(&older).unwrap_err().to_string();
+    assert!(err.contains("written by an older drover"), "{err}");
+    assert!(err.contains("start with a fresh data dir"), "{err}");
     assert!(
         decode_command(b"xx")
             .unwrap_err()
