@@ -9,8 +9,8 @@ mod mistakes;
 mod network;
 mod syntax;
 mod task_blocks;
-mod variables;
 mod task_files;
+mod variables;
 
 use drover_core::jobspec::{JobspecError, parse_hcl, parse_source};
 use drover_core::types::Job;
