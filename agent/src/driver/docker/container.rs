@@ -192,6 +192,12 @@ impl DockerDriver {
             let _ = self.remove(&name).await;
             return Err(refused(&e));
         }
+        let published: Vec<String> = spec
+            .ports
+            .iter()
+            .map(|p| format!("{}->{}", p.socket(), p.task_port()))
+            .collect();
+        tracing::info!(container = %name, image = %spec.image, ?published, "container started");
         Ok(self.watch(name, logs, 0))
     }
 
