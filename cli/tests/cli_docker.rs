@@ -3,7 +3,8 @@
 //! agent restart and stops; an image that cannot be pulled fails the allocation with the
 //! engine's message and leaves the node healthy; a container over its memory is reported
 //! `OOM Killed`, never as the node's fault; a node without an engine gets no docker
-//! task (the placement failure names the missing driver).
+//! task (the placement failure names the missing driver); two copies of a container that
+//! listen on one port inside are reached on the host ports `alloc status` prints.
 //!
 //! The image is built here from a root filesystem tarball (busybox-static and a page to
 //! serve), with `docker import`: no registry is reachable. Without an engine these tests
@@ -15,6 +16,7 @@ use cli_support::{Running, assert_code, drover, free_ports, spawn, stdout};
 use drover_core::{ClientStatus, DesiredStatus, JobKey};
 use drover_tests::{DEADLINE, TestServer, eventually};
 use std::io::{Read, Write};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Command;
 use std::sync::OnceLock;
@@ -158,7 +160,13 @@ fn job_running(dir: &Path, id: &str, image: &str, script: &str) -> std::path::Pa
 
 /// The body of `GET /` on 127.0.0.1:`port`, if something answers.
 fn get(port: u16) -> Option<String> {
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    get_at(SocketAddr::from(([127, 0, 0, 1], port)))
+}
+
+/// The body of `GET /` at `addr`, if something answers.
+fn get_at(addr: SocketAddr) -> Option<String> {
+    let mut stream =
+        std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(2)).ok()?;
     stream
         .set_read_timeout(Some(std::time::Duration::from_secs(2)))
         .ok()?;
@@ -417,4 +425,155 @@ async fn a_container_over_its_memory_is_reported_oom_killed_and_the_node_stays_h
     let snap = server.handle().snapshot();
     let node = snap.nodes().next().expect("node");
     assert_eq!(node.health.as_str(), "healthy", "{node:?}");
+}
+
+/// A job of `count` copies of a container serving `/www` on port 8080 inside, published
+/// from the group's `http` port (`to = 8080`); each says which ports its environment gives.
+fn published_job(dir: &Path, id: &str, image: &str, count: u32) -> std::path::PathBuf {
+    let path = dir.join(format!("{id}.nomad.hcl"));
+    let text = format!(
+        r#"job "{id}" {{
+  group "web" {{
+    count = {count}
+    network {{
+      port "http" {{
+        to = 8080
+      }}
+    }}
+    task "http" {{
+      driver = "docker"
+      config {{
+        image   = "{image}"
+        command = "sh"
+        args    = ["-c", "echo inside=$NOMAD_PORT_http host=$NOMAD_HOST_PORT_http; exec httpd -f -p 8080 -h /www"]
+        ports   = ["http"]
+      }}
+      kill_timeout = "2s"
+      resources {{
+        cpu    = 100
+        memory = 32
+      }}
+    }}
+  }}
+}}
+"#
+    );
+    std::fs::write(&path, text).expect("job file");
+    path
+}
+
+/// The address of port `label` in `alloc status`'s "Allocation Addresses" table.
+fn printed_address(status: &str, label: &str) -> Option<SocketAddr> {
+    let table = status.split_once("Allocation Addresses")?.1;
+    table
+        .lines()
+        .map(str::split_whitespace)
+        .find_map(|mut cells| match (cells.next(), cells.next()) {
+            (Some(l), Some(addr)) if l == label => addr.parse().ok(),
+            _ => None,
+        })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_containers_on_one_inside_port_answer_on_the_host_ports_alloc_status_prints() {
+    let image = image();
+    let server = TestServer::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let _agent = agent(&server, &dir.path().join("agent"), "");
+    assert_eq!(
+        node_attribute(&server, "driver.docker.healthy").await,
+        "true",
+        "{GET_AN_ENGINE}"
+    );
+
+    let job = published_job(dir.path(), "published", image, 2);
+    assert_code(
+        &drover(
+            &server,
+            &["job", "run", "-detach", job.to_str().expect("utf-8")],
+        )
+        .await,
+        0,
+    );
+    let allocs: Vec<String> = eventually("both copies running", DEADLINE, || async {
+        let snap = server.handle().snapshot();
+        let running: Vec<String> = snap
+            .allocs_by_job(&JobKey::default_ns("published"))
+            .filter(|a| a.client_status == ClientStatus::Running)
+            .map(|a| a.id.to_string())
+            .collect();
+        (running.len() == 2).then_some(running)
+    })
+    .await;
+
+    let mut addresses = Vec::new();
+    for id in &allocs {
+        let status = stdout(&drover(&server, &["alloc", "status", id]).await);
+        let addr = printed_address(&status, "http")
+            .unwrap_or_else(|| panic!("alloc status {id} prints no address for http:\n{status}"));
+        assert_ne!(
+            addr.port(),
+            8080,
+            "the host port is the node's pick: {addr}"
+        );
+        // The container may still be starting its server when the allocation runs.
+        let body = eventually(&format!("{addr} to answer"), DEADLINE, || async move {
+            tokio::task::spawn_blocking(move || get_at(addr))
+                .await
+                .expect("the request thread finishes")
+        })
+        .await;
+        assert_eq!(body, "hello from a container\n", "GET / at {addr}");
+        // Inside, the task binds the mapped port; the host port is where it is reached.
+        let logs = eventually("the container's ports in its logs", DEADLINE, || async {
+            let text = stdout(&drover(&server, &["alloc", "logs", id]).await);
+            text.contains("inside=").then_some(text)
+        })
+        .await;
+        assert_eq!(
+            logs.trim(),
+            format!("inside=8080 host={}", addr.port()),
+            "alloc {id}"
+        );
+        addresses.push(addr);
+    }
+    assert_ne!(
+        addresses[0], addresses[1],
+        "each copy has its own host port"
+    );
+
+    assert_code(
+        &drover(&server, &["job", "stop", "-detach", "published"]).await,
+        0,
+    );
+    eventually("the published ports closed", DEADLINE, || async {
+        let open = addresses.iter().any(|a| get_at(*a).is_some());
+        let left = allocs.iter().any(|id| container_exists(&id[..8]));
+        (!open && !left).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_docker_port_the_group_lacks_is_refused_at_submission_by_name() {
+    let server = TestServer::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let job = published_job(dir.path(), "unpublished", IMAGE, 1);
+    let text = std::fs::read_to_string(&job)
+        .expect("job file")
+        .replace(r#"ports   = ["http"]"#, r#"ports   = ["http", "metrics"]"#);
+    std::fs::write(&job, text).expect("job file");
+    let out = drover(&server, &["job", "run", job.to_str().expect("utf-8")]).await;
+    assert_ne!(cli_support::code(&out), 0, "{}", stdout(&out));
+    let said = format!("{}{}", stdout(&out), cli_support::stderr(&out));
+    assert!(
+        said.contains("port \"metrics\" is not a port of the group's network block"),
+        "{said}"
+    );
+    let snap = server.handle().snapshot();
+    assert_eq!(
+        snap.allocs_by_job(&JobKey::default_ns("unpublished"))
+            .count(),
+        0
+    );
 }

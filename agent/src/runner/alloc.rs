@@ -320,6 +320,7 @@ async fn run_alloc(
                 .get(&task.name)
                 .cloned()
                 .unwrap_or_else(|| watch::channel(0).1),
+            ports: record.alloc.ports.to_vec(),
             task,
         };
         tasks.spawn(run_task(

@@ -4,11 +4,11 @@
 use super::{RunnerContext, TaskDirs};
 use crate::cgroups::TaskCgroup;
 use crate::cgroups::limits::Limits;
-use crate::driver::docker::{ContainerSpec, DockerDriver};
+use crate::driver::docker::{ContainerSpec, DockerDriver, DockerError};
 use crate::driver::{self, DriverError, ExitOutcome, LogPaths, ShimLaunch, TaskHandle, TaskLaunch};
 use crate::isolation::{Isolation, mounts};
 use crate::users::TaskUser;
-use drover_core::types::{AllocId, Task};
+use drover_core::types::{AllocId, AllocatedPort, Task};
 use std::collections::BTreeMap;
 
 /// The user an `exec` task runs as when neither it nor the agent names one (Nomad's).
@@ -72,6 +72,8 @@ pub struct Start<'a> {
     pub dirs: &'a TaskDirs,
     pub logs: &'a LogPaths,
     pub cgroup: Option<&'a TaskCgroup>,
+    /// The allocation's ports.
+    pub ports: &'a [AllocatedPort],
 }
 
 /// Starts the task once.
@@ -126,10 +128,35 @@ fn engine(ctx: &RunnerContext) -> Result<&DockerDriver, DriverError> {
         })
 }
 
+/// The allocation's ports `labels` names, in that order; a label it does not hold is the
+/// job's mistake (validation refuses one the group lacks).
+fn published_ports(
+    labels: &[String],
+    held: &[AllocatedPort],
+) -> Result<Vec<AllocatedPort>, DockerError> {
+    labels
+        .iter()
+        .map(|label| {
+            held.iter()
+                .find(|p| p.label == *label)
+                .cloned()
+                .ok_or_else(|| DockerError::Port {
+                    label: label.clone(),
+                    held: held
+                        .iter()
+                        .map(|p| p.label.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                })
+        })
+        .collect()
+}
+
 /// Starts a docker task's container with the task's limits, its allocation's shared dir at
-/// `/alloc` and its local dir at `/local`.
+/// `/alloc`, its local dir at `/local` and the group ports its `config.ports` names.
 async fn start_container(s: &Start<'_>) -> Result<TaskHandle, DriverError> {
     let extra = &s.task.config.extra;
+    let ports = published_ports(&s.task.config.ports, s.ports)?;
     let alloc_id = s.alloc_id.to_string();
     let spec = ContainerSpec {
         alloc_id: &alloc_id,
@@ -147,6 +174,7 @@ async fn start_container(s: &Start<'_>) -> Result<TaskHandle, DriverError> {
             format!("{}:/alloc", s.dirs.shared.display()),
             format!("{}:/local", s.dirs.local.display()),
         ],
+        ports,
     };
     let container = engine(s.ctx)?.start(&spec, s.logs).await?;
     Ok(TaskHandle::Docker(Box::new(container)))
@@ -175,5 +203,34 @@ pub async fn remove_container(ctx: &RunnerContext, alloc_id: AllocId, task: &Tas
         if let Err(e) = engine.remove(&name).await {
             tracing::warn!(container = %name, error = %e, "cannot remove container");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn port(label: &str, value: u16, to: u16) -> AllocatedPort {
+        AllocatedPort {
+            label: label.into(),
+            value,
+            to,
+            host_ip: "127.0.0.1".parse().expect("ip"),
+        }
+    }
+
+    #[test]
+    fn a_docker_task_publishes_the_ports_it_names_and_refuses_others() {
+        let held = [port("http", 21000, 80), port("admin", 21001, 0)];
+        let labels = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let picked = published_ports(&labels(&["admin", "http"]), &held).expect("held ports");
+        assert_eq!(picked, [held[1].clone(), held[0].clone()]);
+        assert_eq!(published_ports(&[], &held).expect("none"), []);
+        let err = published_ports(&labels(&["http", "metrics"]), &held).expect_err("metrics");
+        assert_eq!(
+            err.to_string(),
+            "port \"metrics\" is not among the allocation's ports [http, admin]"
+        );
+        assert!(!err.is_infra());
     }
 }

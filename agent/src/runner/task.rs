@@ -58,6 +58,8 @@ pub struct TaskRun {
     pub record: TaskRecord,
     /// Changes each time an operator asks to restart the task in place.
     pub restarts: watch::Receiver<u64>,
+    /// The allocation's ports (a docker task publishes those its `config.ports` names).
+    pub ports: Vec<drover_core::types::AllocatedPort>,
 }
 
 pub fn now() -> Timestamp {
@@ -181,6 +183,7 @@ async fn run_steps(
         mut gate,
         record,
         mut restarts,
+        ports,
     } = run;
     restarts.mark_unchanged();
     let mut me = Runner {
@@ -283,6 +286,7 @@ async fn run_steps(
                     dirs: &dirs,
                     logs: &logs,
                     cgroup: cgroup.as_ref(),
+                    ports: &ports,
                 })
                 .await;
                 match started {

@@ -39,8 +39,8 @@ const TEMPLATE_FIELDS: &[(&str, Shape)] = &[
 
 const DISPATCH_PAYLOAD_FIELDS: &[(&str, Shape)] = &[("file", Shape::Attr)];
 
-/// What the docker driver reads from `config`. `ports`, `volumes` and `auth` are walked as
-/// known names so that [`docker_config`] can refuse them with the reason.
+/// What the docker driver reads from `config`. `volumes` and `auth` are walked as known
+/// names so that [`docker_config`] can refuse them with the reason.
 const DOCKER_CONFIG_FIELDS: &[(&str, Shape)] = &[
     ("image", Shape::Attr),
     ("command", Shape::Attr),
@@ -173,9 +173,10 @@ pub(super) fn dispatch_payload(
     file
 }
 
-/// The docker driver's `config`: `image` (kept in `extra`), `command`, `args` and
-/// `network_mode`. Ports wait for group networks, volumes for host volumes, and private
-/// registries for credentials the agent can hold; each is refused saying so.
+/// The docker driver's `config`: `image` (kept in `extra`), `command`, `args`,
+/// `network_mode` and `ports` (labels of the group's network ports; validation checks the
+/// group has them). Volumes wait for host volumes and private registries for credentials
+/// the agent can hold; each is refused saying so.
 pub(super) fn docker_config(d: &mut Decoder<'_>, path: &str, block: &Block) -> TaskConfig {
     let mut config = TaskConfig::default();
     for (name, item) in walk(
@@ -186,10 +187,6 @@ pub(super) fn docker_config(d: &mut Decoder<'_>, path: &str, block: &Block) -> T
     ) {
         let at = item.at();
         let refused = match name {
-            "ports" => Some(
-                "ports in a docker task's config need the group's network ports, which drover \
-                 does not have yet (issue 30); until then use network_mode = \"host\"",
-            ),
             "volumes" => Some(
                 "volumes in a docker task's config need host volumes, which drover does not have yet",
             ),
@@ -206,6 +203,7 @@ pub(super) fn docker_config(d: &mut Decoder<'_>, path: &str, block: &Block) -> T
         match name {
             "command" => config.command = d.read(path, a, |v, f| v.string(f)).unwrap_or_default(),
             "args" => config.args = d.read(path, a, |v, f| v.strings(f)).unwrap_or_default(),
+            "ports" => config.ports = d.read(path, a, |v, f| v.strings(f)).unwrap_or_default(),
             _ => {
                 if let Some(v) = d.read(path, a, |v, f| v.string(f)) {
                     d.mark(format!("{path}[{name}]"), at);

@@ -16,6 +16,10 @@ pub struct TaskConfig {
     pub command: String,
     pub args: Vec<String>,
     pub extra: BTreeMap<String, String>,
+    /// The docker driver's `ports`: labels of the group's network ports the container
+    /// publishes (host `host_ip:value` to the container's `to`, or `value` when unmapped).
+    #[serde(default)]
+    pub ports: Vec<String>,
 }
 
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]

@@ -77,6 +77,7 @@ fn check_group(r: &mut Report<'_>, job: &Job, p: &str, g: &TaskGroup) {
             format!("{p}.tasks[{}]", task.name)
         };
         check_task(r, &prefix, task);
+        super::task_files::check_task_ports(r, &prefix, task, g.network.as_ref());
     }
 
     check_restart(r, p, &g.restart);

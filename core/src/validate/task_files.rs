@@ -5,7 +5,8 @@
 
 use super::task_blocks::is_signal;
 use super::{Report, show};
-use crate::types::{ChangeMode, Task};
+use crate::types::{ChangeMode, GroupNetwork, Task};
+use std::collections::HashSet;
 use std::path::{Component, Path};
 
 /// go-getter's checksum types, with the length of their hex digests.
@@ -153,6 +154,62 @@ pub(super) fn check_task_files(r: &mut Report<'_>, p: &str, t: &Task) {
         && let Some(why) = inside_task_dir(file)
     {
         r.err(p, "dispatch_payload.file", format!("file {why}"));
+    }
+}
+
+/// A task's `config.ports`: only the docker driver publishes ports, each label once, and
+/// each must name a port of the group's `network` block (`network` is `None` when the group
+/// has none). A container on the host's or no network has nothing to publish them to.
+pub(super) fn check_task_ports(
+    r: &mut Report<'_>,
+    p: &str,
+    t: &Task,
+    network: Option<&GroupNetwork>,
+) {
+    if t.config.ports.is_empty() {
+        return;
+    }
+    if t.driver != "docker" {
+        r.err(
+            p,
+            "config.ports",
+            format!(
+                "ports are published by the docker driver only, not {}",
+                show(&t.driver)
+            ),
+        );
+        return;
+    }
+    if let Some(mode) = t.config.extra.get("network_mode")
+        && matches!(mode.as_str(), "host" | "none")
+    {
+        r.err(
+            p,
+            "config.ports",
+            format!(
+                "ports cannot be published with network_mode {}: use the default bridge",
+                show(mode)
+            ),
+        );
+    }
+    let mut seen = HashSet::new();
+    for label in &t.config.ports {
+        if !seen.insert(label.as_str()) {
+            r.err(
+                p,
+                "config.ports",
+                format!("port {} is listed twice", show(label)),
+            );
+        } else if !network.is_some_and(|n| n.ports.iter().any(|a| a.label == *label)) {
+            r.err(
+                p,
+                "config.ports",
+                format!(
+                    "port {} is not a port of the group's network block",
+                    show(label)
+                ),
+            );
+        }
     }
 }
 

@@ -24,6 +24,33 @@ fn nomad_json_matches_the_hcl_it_was_written_from() {
     assert_eq!(from_json, from_hcl);
 }
 
+/// A docker task's `ports` in Nomad's JSON are the labels HCL's `ports = [...]` gives.
+#[test]
+fn nomad_json_docker_ports_match_hcl() {
+    let json = r#"{"Job": {"ID": "t", "TaskGroups": [{"Name": "g", "Networks": [{"Mode": "host", "DynamicPorts": [{"Label": "http", "Value": 0, "To": 8080}]}], "Tasks": [{"Name": "t", "Driver": "docker", "Config": {"image": "busybox:1", "ports": ["http"]}}]}]}}"#;
+    let hcl = r#"job "t" {
+  group "g" {
+    network {
+      port "http" {
+        to = 8080
+      }
+    }
+    task "t" {
+      driver = "docker"
+      config {
+        image = "busybox:1"
+        ports = ["http"]
+      }
+    }
+  }
+}
+"#;
+    let from_json = parse_json(json, "t.json").unwrap_or_else(|e| panic!("{e}"));
+    let from_hcl = parse_hcl(hcl, "t.hcl").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(from_json.groups[0].tasks[0].config.ports, ["http"]);
+    assert_eq!(from_json, from_hcl);
+}
+
 #[test]
 fn nomad_json_refuses_what_it_cannot_honour() {
     let doc = |job: &str, group: &str| {

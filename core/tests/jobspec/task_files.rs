@@ -1,6 +1,6 @@
 //! Issue 32's file blocks and the docker driver's config: `artifact`, `template`,
 //! `dispatch_payload` parse, and their mistakes (and what docker cannot honour yet) are
-//! named where they are written.
+//! named where they are written; docker's `ports` name the group's network ports.
 
 use super::{Expect, check_all, job};
 use drover_core::types::{ArtifactMode, ChangeMode, Job};
@@ -13,6 +13,14 @@ fn only_task(job: &Job) -> &drover_core::types::Task {
 fn docker(config: &str) -> String {
     format!(
         "job \"t\" {{\n  group \"g\" {{\n    task \"t\" {{\n      driver = \"docker\"\n      config {{\n{config}      }}\n    }}\n  }}\n}}\n"
+    )
+}
+
+/// A job whose group has ports `http` (mapped to 80) and `admin`, with one docker task
+/// (image `x`) whose `config` continues with `config` (from line 13).
+fn docker_with_network(config: &str) -> String {
+    format!(
+        "job \"t\" {{\n  group \"g\" {{\n    network {{\n      port \"http\" {{\n        to = 80\n      }}\n      port \"admin\" {{}}\n    }}\n    task \"t\" {{\n      driver = \"docker\"\n      config {{\n        image = \"x\"\n{config}      }}\n    }}\n  }}\n}}\n"
     )
 }
 
@@ -116,9 +124,31 @@ fn file_blocks_parse_and_their_mistakes_are_named_where_they_are() {
             ),
         ),
         (
+            docker_with_network("        ports = [\"http\", \"admin\"]\n"),
+            Expect::Job(|j| assert_eq!(only_task(j).config.ports, ["http", "admin"])),
+        ),
+        (
+            docker_with_network("        ports = [\"http\", \"metrics\"]\n"),
+            Expect::Err(
+                "t.hcl:13:17: groups[g].tasks[t].config.ports: port \"metrics\" is not a port of the group's network block",
+            ),
+        ),
+        (
+            docker_with_network("        ports = [\"http\", \"http\"]\n"),
+            Expect::Err(
+                "t.hcl:13:17: groups[g].tasks[t].config.ports: port \"http\" is listed twice",
+            ),
+        ),
+        (
+            docker_with_network("        network_mode = \"host\"\n        ports = [\"http\"]\n"),
+            Expect::Err(
+                "t.hcl:14:17: groups[g].tasks[t].config.ports: ports cannot be published with network_mode \"host\": use the default bridge",
+            ),
+        ),
+        (
             docker("        image = \"x\"\n        ports = [\"http\"]\n"),
             Expect::Err(
-                "t.hcl:7:9: ports in a docker task's config need the group's network ports, which drover does not have yet (issue 30); until then use network_mode = \"host\"",
+                "t.hcl:7:17: groups[g].tasks[t].config.ports: port \"http\" is not a port of the group's network block",
             ),
         ),
         (

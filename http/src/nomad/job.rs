@@ -361,6 +361,9 @@ fn task(t: &Task) -> NomadTask {
     if !t.config.args.is_empty() {
         config.insert("args".into(), t.config.args.clone().into());
     }
+    if !t.config.ports.is_empty() {
+        config.insert("ports".into(), t.config.ports.clone().into());
+    }
     NomadTask {
         name: t.name.clone(),
         driver: t.driver.clone(),

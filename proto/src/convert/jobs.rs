@@ -50,6 +50,7 @@ impl From<&TaskConfig> for pb::TaskConfig {
             command: c.command.clone(),
             args: c.args.clone(),
             extra: c.extra.clone(),
+            ports: c.ports.clone(),
         }
     }
 }
@@ -321,6 +322,7 @@ fn task(p: pb::Task) -> Result<Task> {
             command: config.command,
             args: config.args,
             extra: config.extra,
+            ports: config.ports,
         },
         env: p.env,
         resources: required_resources("resources", p.resources)?,

@@ -80,6 +80,7 @@ pub fn full_job() -> Job {
 
     let task = &mut group.tasks[0];
     task.config.extra = BTreeMap::from([("image".into(), "busybox".into())]);
+    task.config.ports = vec!["admin".into(), "http".into()];
     task.env = BTreeMap::from([
         ("PORT".into(), "8080".into()),
         ("MODE".into(), "prod".into()),

@@ -5,8 +5,9 @@
 use super::{DockerDriver, DockerError, LABEL_ALLOC, LABEL_TASK, engine_message, is_not_found};
 use crate::cgroups::Sample;
 use crate::driver::{ExitOutcome, LogPaths};
-use bollard::models::{ContainerCreateBody, HostConfig};
+use bollard::models::{ContainerCreateBody, HostConfig, PortBinding, PortMap};
 use bollard::query_parameters as q;
+use drover_core::types::AllocatedPort;
 use futures::StreamExt;
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -36,6 +37,36 @@ pub struct ContainerSpec<'a> {
     pub network_mode: Option<&'a str>,
     /// `host:container[:ro]` bind mounts (the allocation's shared and the task's local dir).
     pub binds: Vec<String>,
+    /// The group's ports the task's `config.ports` names: each host `host_ip:value` is
+    /// published to the container's `to` (its `value` when unmapped), TCP and UDP.
+    pub ports: Vec<AllocatedPort>,
+}
+
+/// The protocols a published port carries, as Nomad's docker driver publishes them.
+const PORT_PROTOCOLS: [&str; 2] = ["tcp", "udp"];
+
+/// The engine's exposed ports (`<port>/<protocol>`) and their host bindings for `ports`.
+/// Two labels mapped to one container port are both bound to it.
+fn port_bindings(ports: &[AllocatedPort]) -> (Vec<String>, PortMap) {
+    let mut exposed = Vec::new();
+    let mut bindings = PortMap::new();
+    for port in ports {
+        for protocol in PORT_PROTOCOLS {
+            let key = format!("{}/{protocol}", port.task_port());
+            let binding = PortBinding {
+                host_ip: Some(port.host_ip.to_string()),
+                host_port: Some(port.value.to_string()),
+            };
+            match bindings.get_mut(&key) {
+                Some(Some(list)) => list.push(binding),
+                _ => {
+                    exposed.push(key.clone());
+                    bindings.insert(key, Some(vec![binding]));
+                }
+            }
+        }
+    }
+    (exposed, bindings)
 }
 
 impl ContainerSpec<'_> {
@@ -46,11 +77,14 @@ impl ContainerSpec<'_> {
         }
         cmd.extend(self.args.iter().cloned());
         let mb = |v: u64| i64::try_from(v.saturating_mul(1024 * 1024)).unwrap_or(i64::MAX);
+        let (exposed, bindings) = port_bindings(&self.ports);
+        let publishes = !exposed.is_empty();
         ContainerCreateBody {
             image: Some(self.image.to_string()),
             cmd: (!cmd.is_empty()).then_some(cmd),
             env: Some(self.env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
             user: self.user.clone(),
+            exposed_ports: publishes.then_some(exposed),
             labels: Some(HashMap::from([
                 (LABEL_ALLOC.to_string(), self.alloc_id.to_string()),
                 (LABEL_TASK.to_string(), self.task.to_string()),
@@ -65,6 +99,7 @@ impl ContainerSpec<'_> {
                 pids_limit: i64::try_from(self.pids_limit).ok(),
                 network_mode: self.network_mode.map(str::to_string),
                 binds: Some(self.binds.clone()),
+                port_bindings: publishes.then_some(bindings),
                 ..HostConfig::default()
             }),
             ..ContainerCreateBody::default()
@@ -157,6 +192,12 @@ impl DockerDriver {
             let _ = self.remove(&name).await;
             return Err(refused(&e));
         }
+        let published: Vec<String> = spec
+            .ports
+            .iter()
+            .map(|p| format!("{}->{}", p.socket(), p.task_port()))
+            .collect();
+        tracing::info!(container = %name, image = %spec.image, ?published, "container started");
         Ok(self.watch(name, logs, 0))
     }
 
@@ -417,6 +458,7 @@ mod tests {
             pids_limit: 100,
             network_mode: Some("host"),
             binds: vec!["/d/alloc:/alloc".into()],
+            ports: Vec::new(),
         };
         let body = spec.body();
         assert_eq!(
@@ -435,5 +477,70 @@ mod tests {
         assert_eq!(host.cpu_shares, Some(250));
         assert_eq!(host.pids_limit, Some(100));
         assert_eq!(host.network_mode.as_deref(), Some("host"));
+        assert_eq!((body.exposed_ports, host.port_bindings), (None, None));
+    }
+
+    #[test]
+    fn ports_publish_host_ports_to_the_mapped_container_port() {
+        let port = |label: &str, value: u16, to: u16, ip: &str| AllocatedPort {
+            label: label.into(),
+            value,
+            to,
+            host_ip: ip.parse().expect("ip"),
+        };
+        let env = BTreeMap::new();
+        let spec = ContainerSpec {
+            alloc_id: "a1",
+            task: "web",
+            image: "busybox:1",
+            command: "",
+            args: &[],
+            env: &env,
+            user: None,
+            memory_mb: 64,
+            cpu_mhz: 100,
+            pids_limit: 100,
+            network_mode: None,
+            binds: Vec::new(),
+            ports: vec![
+                port("http", 21000, 8080, "127.0.0.1"),
+                port("raw", 21001, 0, "10.0.0.4"),
+                port("alt", 21002, 8080, "127.0.0.1"),
+            ],
+        };
+        let body = spec.body();
+        let mut exposed = body.exposed_ports.expect("exposed ports");
+        exposed.sort();
+        assert_eq!(exposed, ["21001/tcp", "21001/udp", "8080/tcp", "8080/udp"]);
+        let bindings = body
+            .host_config
+            .expect("host config")
+            .port_bindings
+            .expect("port bindings");
+        let hosts = |key: &str| -> Vec<(String, String)> {
+            bindings[key]
+                .as_ref()
+                .expect("bindings")
+                .iter()
+                .map(|b| {
+                    (
+                        b.host_ip.clone().unwrap_or_default(),
+                        b.host_port.clone().unwrap_or_default(),
+                    )
+                })
+                .collect()
+        };
+        let at = |ip: &str, port: &str| (ip.to_string(), port.to_string());
+        for protocol in PORT_PROTOCOLS {
+            assert_eq!(
+                hosts(&format!("8080/{protocol}")),
+                [at("127.0.0.1", "21000"), at("127.0.0.1", "21002")]
+            );
+            assert_eq!(
+                hosts(&format!("21001/{protocol}")),
+                [at("10.0.0.4", "21001")]
+            );
+        }
+        assert_eq!(bindings.len(), 4);
     }
 }

@@ -42,6 +42,9 @@ pub enum DockerError {
     /// The engine refused the container (create or start): the job's fault.
     #[error("container {name}: {message}")]
     Container { name: String, message: String },
+    /// The task's `config.ports` names a port its allocation does not hold: the job's fault.
+    #[error("port {label:?} is not among the allocation's ports [{held}]")]
+    Port { label: String, held: String },
 }
 
 impl DockerError {

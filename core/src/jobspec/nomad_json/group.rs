@@ -223,8 +223,8 @@ impl Reader<'_> {
         t
     }
 
-    /// Driver config keeps Nomad's lowercase keys: `command`, `args`, and other drivers'
-    /// scalar settings in `extra`.
+    /// Driver config keeps Nomad's lowercase keys: `command`, `args`, docker's `ports`, and
+    /// other drivers' scalar settings in `extra`.
     fn config(&mut self, path: &str, v: &Value) -> TaskConfig {
         let mut config = TaskConfig::default();
         let Some(map) = v.as_object() else {
@@ -236,6 +236,7 @@ impl Reader<'_> {
             match key.as_str() {
                 "command" => config.command = self.string(&fp, v),
                 "args" => config.args = self.strings(&fp, v),
+                "ports" => config.ports = self.strings(&fp, v),
                 _ => {
                     let value = self.string(&fp, v);
                     config.extra.insert(key.clone(), value);
