@@ -242,7 +242,8 @@ fn whole(f: f64) -> Value {
     }
 }
 
-fn kind(v: &Value) -> &'static str {
+/// The HCL type name of `v`, as errors name it.
+pub(super) fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "bool",

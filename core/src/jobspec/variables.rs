@@ -15,6 +15,7 @@
 
 use super::decoder::Decoder;
 use super::error::{LineIndex, Problem};
+use super::functions::kind;
 use super::reader::{Item, Shape, walk};
 use hcl::edit::Span as _;
 use hcl::edit::expr::Expression as EditExpr;
@@ -239,17 +240,6 @@ fn parse_type(expr: &Expression) -> Result<Type, String> {
             "expected a type (string, number, bool, any, list(...), map(...), object({...}))"
                 .into(),
         ),
-    }
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "list",
-        Value::Object(_) => "object",
     }
 }
 

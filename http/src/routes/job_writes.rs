@@ -112,15 +112,7 @@ pub async fn register_new(
     call: Call,
     bytes: Bytes,
 ) -> Result<Response, ApiError> {
-    let b = register_body(&bytes)?;
-    let job = submitted(&call, &b, None)?;
-    register(
-        &ctx,
-        &call,
-        job,
-        b.enforce_index.then_some(b.job_modify_index),
-    )
-    .await
+    register_from(&ctx, &call, &bytes, None).await
 }
 
 pub async fn register_at(
@@ -129,11 +121,22 @@ pub async fn register_at(
     Path(id): Path<String>,
     bytes: Bytes,
 ) -> Result<Response, ApiError> {
-    let b = register_body(&bytes)?;
-    let job = submitted(&call, &b, Some(&id))?;
+    register_from(&ctx, &call, &bytes, Some(&id)).await
+}
+
+/// `POST /v1/jobs` and `POST /v1/job/:id` alike; the path's id, when there is one, must be
+/// the job's.
+async fn register_from(
+    ctx: &Ctx,
+    call: &Call,
+    bytes: &Bytes,
+    id: Option<&str>,
+) -> Result<Response, ApiError> {
+    let b = register_body(bytes)?;
+    let job = submitted(call, &b, id)?;
     register(
-        &ctx,
-        &call,
+        ctx,
+        call,
         job,
         b.enforce_index.then_some(b.job_modify_index),
     )
