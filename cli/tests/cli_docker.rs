@@ -12,7 +12,9 @@
 
 mod cli_support;
 
-use cli_support::{Running, assert_code, drover, free_ports, spawn, stdout};
+use cli_support::printed_address;
+
+use cli_support::{Running, assert_code, drover, free_ports, stdout};
 use drover_core::{ClientStatus, DesiredStatus, JobKey};
 use drover_tests::{DEADLINE, TestServer, eventually};
 use std::io::{Read, Write};
@@ -90,20 +92,7 @@ fn image() -> &'static str {
 
 /// A `drover agent` on `data` with `config` (HCL) against `server`.
 fn agent(server: &TestServer, data: &Path, config: &str) -> Running {
-    let file = data.with_extension("hcl");
-    std::fs::write(&file, config).expect("agent config");
-    spawn(
-        &server.url(),
-        &[
-            "agent",
-            "-config",
-            file.to_str().expect("utf-8"),
-            "--servers",
-            &server.url(),
-            "--data-dir",
-            data.to_str().expect("utf-8"),
-        ],
-    )
+    cli_support::agent_with_config(server, data, config)
 }
 
 /// The one node's attribute `key`, once the node has registered.
@@ -460,18 +449,6 @@ fn published_job(dir: &Path, id: &str, image: &str, count: u32) -> std::path::Pa
     );
     std::fs::write(&path, text).expect("job file");
     path
-}
-
-/// The address of port `label` in `alloc status`'s "Allocation Addresses" table.
-fn printed_address(status: &str, label: &str) -> Option<SocketAddr> {
-    let table = status.split_once("Allocation Addresses")?.1;
-    table
-        .lines()
-        .map(str::split_whitespace)
-        .find_map(|mut cells| match (cells.next(), cells.next()) {
-            (Some(l), Some(addr)) if l == label => addr.parse().ok(),
-            _ => None,
-        })
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -5,6 +5,8 @@
 
 mod cli_support;
 
+use cli_support::printed_address;
+
 use cli_support::{assert_code, drover_at, json, spawn, stdout};
 use drover_tests::{DEADLINE, eventually};
 use nix::sys::signal::{Signal, kill};
@@ -36,18 +38,6 @@ fn status_line(addr: SocketAddr) -> Option<String> {
     let mut raw = String::new();
     conn.read_to_string(&mut raw).ok()?;
     raw.lines().next().map(str::to_owned)
-}
-
-/// The address of port `label` in `alloc status`'s "Allocation Addresses" table.
-fn printed_address(status: &str, label: &str) -> Option<SocketAddr> {
-    let table = status.split_once("Allocation Addresses")?.1;
-    table
-        .lines()
-        .map(str::split_whitespace)
-        .find_map(|mut cells| match (cells.next(), cells.next()) {
-            (Some(l), Some(addr)) if l == label => addr.parse().ok(),
-            _ => None,
-        })
 }
 
 /// `drover dev` stopped with Ctrl-C when dropped, so a failing test leaves no HTTP server

@@ -7,7 +7,7 @@
 
 mod cli_support;
 
-use cli_support::{Running, assert_code, drover, spawn, stdout};
+use cli_support::{Running, assert_code, drover, stdout};
 use drover_core::{ClientStatus, DesiredStatus, JobKey};
 use drover_tests::{DEADLINE, TestServer, eventually};
 use std::io::{Read, Write};
@@ -16,21 +16,8 @@ use std::process::Command;
 
 /// A `drover agent` running `raw_exec` tasks, with `meta.rack = "r7"`.
 fn agent(server: &TestServer, data: &Path) -> Running {
-    let file = data.with_extension("hcl");
     let config = "client {\n  meta { rack = \"r7\" }\n}\nraw_exec {\n  enabled = true\n}\n";
-    std::fs::write(&file, config).expect("agent config");
-    spawn(
-        &server.url(),
-        &[
-            "agent",
-            "-config",
-            file.to_str().expect("utf-8"),
-            "--servers",
-            &server.url(),
-            "--data-dir",
-            data.to_str().expect("utf-8"),
-        ],
-    )
+    cli_support::agent_with_config(server, data, config)
 }
 
 /// Serves `files` (path → body) over HTTP/1.0 on 127.0.0.1 from a thread; its base URL.

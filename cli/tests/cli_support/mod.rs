@@ -389,3 +389,33 @@ pub async fn make_certs(dir: &str, kinds: &[&[&str]]) {
         assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
     }
 }
+
+/// A `drover agent` on `data` with `config` (HCL, written beside `data`) against `server`.
+pub fn agent_with_config(server: &TestServer, data: &Path, config: &str) -> Running {
+    let file = data.with_extension("hcl");
+    std::fs::write(&file, config).expect("agent config");
+    spawn(
+        &server.url(),
+        &[
+            "agent",
+            "-config",
+            file.to_str().expect("utf-8"),
+            "--servers",
+            &server.url(),
+            "--data-dir",
+            data.to_str().expect("utf-8"),
+        ],
+    )
+}
+
+/// The address of port `label` in `alloc status`'s "Allocation Addresses" table.
+pub fn printed_address(status: &str, label: &str) -> Option<std::net::SocketAddr> {
+    let table = status.split_once("Allocation Addresses")?.1;
+    table
+        .lines()
+        .map(str::split_whitespace)
+        .find_map(|mut cells| match (cells.next(), cells.next()) {
+            (Some(l), Some(addr)) if l == label => addr.parse().ok(),
+            _ => None,
+        })
+}
