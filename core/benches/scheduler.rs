@@ -176,7 +176,9 @@ fn c1m_job(n: u32, ports: u32) -> Job {
     job.datacenters = vec!["dc1".into()];
     if ports > 0 {
         job.groups[0].network = Some(GroupNetwork {
-            ports: (0..ports).map(|i| PortAsk::dynamic(format!("p{i}"))).collect(),
+            ports: (0..ports)
+                .map(|i| PortAsk::dynamic(format!("p{i}")))
+                .collect(),
         });
     }
     job
