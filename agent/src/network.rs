@@ -160,7 +160,7 @@ pub fn node_networks(
             )
         })?;
         addresses.push(HostAddress {
-            host_network: net.name.clone(),
+            host_network: net.name.as_str().into(),
             address,
             interface,
         });

@@ -8,6 +8,7 @@
 //! handed to a planner that accepts it whole. The plan applier's check and the FSM write
 //! of that plan run on the leader's applier, not in the scheduler worker; they are measured
 //! apart as `commit/*`, and all of it together through the test harness as `end_to_end/*`.
+//! `core/c1m_*` run a slice of `drover bench`'s c1m the same way, with and without a port.
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use drover_core::fsm::{self, Command};
@@ -162,6 +163,70 @@ fn service_10k_ports(c: &mut Criterion) {
     end_to_end(c, "service_10000_on_10000_nodes_with_a_port", &job);
 }
 
+/// One of c1m's jobs (`drover bench`): a service group of 1,000 small allocations, with
+/// `ports` dynamic ports each.
+fn c1m_job(n: u32, ports: u32) -> Job {
+    let mut task = Task::raw_exec("work", "/bin/true");
+    task.resources = Resources::new(10, 16, 0);
+    let mut job = Job::new(
+        format!("c1m-{n}"),
+        JobType::Service,
+        vec![TaskGroup::new("g", 1_000, vec![task])],
+    );
+    job.datacenters = vec!["dc1".into()];
+    if ports > 0 {
+        job.groups[0].network = Some(GroupNetwork {
+            ports: (0..ports)
+                .map(|i| PortAsk::dynamic(format!("p{i}")))
+                .collect(),
+        });
+    }
+    job
+}
+
+/// The middle of c1m through core alone (scheduler, plan check, FSM write, as `drover
+/// bench` runs it after the server stops): 20 jobs of 1,000 placed one eval after another
+/// on 10,000 nodes that already run 500 such jobs (50 allocations, and with ports 50
+/// holds, per node). Each eval builds its stack over every node and visits about 14 per
+/// placement, so this is where per-node costs of ports show, unlike the empty cluster of
+/// `service_10000_on_10000_nodes`.
+fn c1m_middle(c: &mut Criterion, name: &str, ports: u32) {
+    let mut h = Harness::new(T0);
+    for n in 0..NODES {
+        h.upsert_node(mock::node(n));
+    }
+    let seed = |j: u32| (u64::from(j) + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    for j in 0..500 {
+        let eval = h.register(&c1m_job(j, ports), u64::from(j) + 1);
+        h.process(&eval, seed(j)).unwrap();
+    }
+    assert_eq!(h.state.alloc_count(), 500_000);
+    let base = h.state;
+    let mut g = c.benchmark_group("core");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(20_000));
+    g.bench_function(name, |b| {
+        b.iter_batched(
+            || Harness::from_state(&base, T0),
+            |mut h| {
+                for j in 500..520 {
+                    let eval = h.register(&c1m_job(j, ports), u64::from(j) + 1);
+                    h.process(&eval, seed(j)).unwrap();
+                }
+                assert_eq!(h.state.alloc_count(), 520_000);
+                h
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    g.finish();
+}
+
+fn c1m(c: &mut Criterion) {
+    c1m_middle(c, "c1m_20_jobs_after_500", 0);
+    c1m_middle(c, "c1m_20_jobs_after_500_with_a_port", 1);
+}
+
 fn system_10k(c: &mut Criterion) {
     let job = mock::system_job("sys");
     schedule_only(c, "system_on_10000_nodes", &job, false);
@@ -193,6 +258,7 @@ criterion_group!(
     benches,
     service_10k,
     service_10k_ports,
+    c1m,
     system_10k,
     reconcile_noop_10k
 );

@@ -70,7 +70,7 @@ pub fn snapshot(nodes: u64, allocs: u64) -> Snapshot {
         }
         if n % 3 == 0 {
             node.networks.addresses.push(HostAddress {
-                host_network: "public".to_owned(),
+                host_network: "public".into(),
                 address: IpAddr::from([203, 0, 113, n as u8]),
                 interface: "eth1".to_owned(),
             });

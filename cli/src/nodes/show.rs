@@ -222,7 +222,7 @@ pub fn node_details(view: &NodeStatusView, verbose: bool, now: Timestamp) -> Str
         let mut table = Table::new(["Name", "Address", "Interface"]);
         for a in &n.networks.addresses {
             table.row([
-                a.host_network.clone(),
+                a.host_network.to_string(),
                 a.address.to_string(),
                 a.interface.clone(),
             ]);

@@ -166,6 +166,10 @@ pub struct NodeUse {
     /// `None` while they hold no port. Behind an `Arc`: a path copy of the map clones a
     /// pointer, and a write copies one node's ports only when a snapshot shares them.
     pub ports: Option<Arc<crate::ports::NodePorts>>,
+    /// `ports`' [`len`](crate::ports::NodePorts::len), kept beside the resources: the
+    /// scheduler reads it on every visit to a node, and bounds the free dynamic ports by it
+    /// without following the pointer (see [`NodeUse::port_holds`]).
+    port_holds: u32,
 }
 
 impl NodeUse {
@@ -173,10 +177,17 @@ impl NodeUse {
         self.resources.is_zero() && self.ports.is_none()
     }
 
+    /// How many `(address, port)` holds `ports` has, each once per holder.
+    pub fn port_holds(&self) -> usize {
+        self.port_holds as usize
+    }
+
     /// Changes the ports in place (copying them first if a snapshot shares them).
     fn change_ports(&mut self, f: impl FnOnce(&mut crate::ports::NodePorts)) {
         let ports = Arc::make_mut(self.ports.get_or_insert_with(Default::default));
         f(ports);
+        // A node's holds are bounded by its addresses (at most 65,536 each) times its ports.
+        self.port_holds = u32::try_from(ports.len()).unwrap_or(u32::MAX);
         if ports.is_empty() {
             self.ports = None;
         }

@@ -176,8 +176,9 @@ impl fmt::Display for PortRanges {
 /// One address a node offers ports on.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub struct HostAddress {
-    /// The host network it belongs to (`default` for the node's main address).
-    pub host_network: String,
+    /// The host network it belongs to (`default` for the node's main address). Inline (a
+    /// name up to 24 bytes is kept in place): every port check of a node compares it.
+    pub host_network: CompactString,
     pub address: IpAddr,
     /// The interface it was found on (informational).
     pub interface: String,

@@ -310,7 +310,7 @@ mod tests {
                 |n| {
                     n.networks.addresses = (0..100)
                         .map(|i| crate::types::HostAddress {
-                            host_network: format!("n{i}"),
+                            host_network: compact_str::format_compact!("n{i}"),
                             address: std::net::IpAddr::from([10, 0, 0, i]),
                             interface: "eth0".into(),
                         })

@@ -36,7 +36,7 @@ impl From<&NodeNetworks> for pb::NodeNetworks {
                 .addresses
                 .iter()
                 .map(|a| pb::HostAddress {
-                    host_network: a.host_network.clone(),
+                    host_network: a.host_network.to_string(),
                     address: a.address.to_string(),
                     interface: a.interface.clone(),
                 })
@@ -127,7 +127,7 @@ pub(crate) fn node_networks(p: pb::NodeNetworks) -> Result<NodeNetworks> {
     let addresses = each("addresses", p.addresses, |a| {
         Ok(HostAddress {
             address: ip("address", &a.address)?,
-            host_network: a.host_network,
+            host_network: a.host_network.into(),
             interface: a.interface,
         })
     })?;

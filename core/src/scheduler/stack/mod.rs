@@ -130,7 +130,7 @@ enum Verdict {
 /// One candidate node of a select, with what every visit reads copied out of the node so a
 /// visit touches this (contiguous) entry rather than the node itself.
 #[derive(Debug)]
-struct Entry {
+struct Entry<'s> {
     node: Arc<Node>,
     id: NodeId,
     allocatable: Resources,
@@ -141,8 +141,11 @@ struct Entry {
     computed: Option<ComputedClass>,
     /// The snapshot's `node_usage`, fetched on the first visit (the snapshot never changes).
     usage: Option<Resources>,
-    /// The ports the node's allocations hold in the snapshot, fetched with `usage`.
-    ports: Option<Arc<crate::ports::NodePorts>>,
+    /// The ports the node's allocations hold in the snapshot, fetched with `usage`
+    /// (borrowed: the index itself is read only when a check needs more than its size).
+    ports: Option<&'s crate::ports::NodePorts>,
+    /// How many holds `ports` has, from the node's usage entry.
+    port_holds: usize,
     /// What the plan changes of the node's ports, as of plan revision `port_rev` (`None`:
     /// not computed for any), kept like `plan_view` so revisits cost nothing.
     port_changes: crate::ports::PortChanges,
@@ -166,7 +169,7 @@ struct PlanView {
     view: View,
 }
 
-impl Entry {
+impl<'s> Entry<'s> {
     fn new(node: Arc<Node>, class: usize) -> Self {
         Entry {
             id: node.id,
@@ -176,6 +179,7 @@ impl Entry {
             computed: None,
             usage: None,
             ports: None,
+            port_holds: 0,
             port_changes: Vec::new(),
             port_rev: None,
             resolved: None,
@@ -185,16 +189,18 @@ impl Entry {
         }
     }
 
-    fn snapshot_usage(&mut self, snapshot: &StateSnapshot) -> Resources {
+    fn snapshot_usage(&mut self, snapshot: &'s StateSnapshot) -> Resources {
         if let Some(usage) = self.usage {
             return usage;
         }
-        let (usage, ports) = snapshot
-            .node_use(&self.id)
-            .map_or((Resources::ZERO, None), |u| (u.resources, u.ports.clone()));
-        self.usage = Some(usage);
-        self.ports = ports;
-        usage
+        let Some(u) = snapshot.node_use(&self.id) else {
+            self.usage = Some(Resources::ZERO);
+            return Resources::ZERO;
+        };
+        self.usage = Some(u.resources);
+        self.ports = u.ports.as_deref();
+        self.port_holds = u.port_holds();
+        u.resources
     }
 }
 
@@ -326,7 +332,7 @@ pub struct Stack<'s> {
     tally: Tally,
     groups: Vec<GroupChecks>,
     limit: CandidateLimit,
-    nodes: Vec<Entry>,
+    nodes: Vec<Entry<'s>>,
     /// Where the round-robin walk resumes.
     offset: usize,
     /// `limit` resolved for the current node set.
@@ -810,7 +816,7 @@ impl<'s> Eval<'s> {
     /// the node has not moved, else computed from the plan's entries.
     fn view(
         &self,
-        entry: &mut Entry,
+        entry: &mut Entry<'s>,
         sel: &Selection<'_>,
         scratch: &mut Vec<(AllocId, u32)>,
     ) -> View {
@@ -847,7 +853,7 @@ impl<'s> Eval<'s> {
     /// The node as the plan so far leaves it, replaying the plan's entries for it.
     fn compute_view(
         &self,
-        entry: &mut Entry,
+        entry: &mut Entry<'s>,
         sel: &Selection<'_>,
         scratch: &mut Vec<(AllocId, u32)>,
     ) -> View {
@@ -937,7 +943,7 @@ fn evaluate<'s>(
     eval: &Eval<'s>,
     tally: &mut Tally,
     checks: &mut GroupChecks,
-    entry: &mut Entry,
+    entry: &mut Entry<'s>,
     idx: usize,
     sel: &Selection<'_>,
 ) -> Option<Candidate<'s>> {

@@ -58,7 +58,7 @@ impl<'s> Eval<'s> {
     /// The node's ports once the plan so far and the eviction of `evicted` are applied.
     pub(super) fn ports_view<'e>(
         &self,
-        entry: &'e mut Entry,
+        entry: &'e mut Entry<'s>,
         plan: &Plan,
         scratch: &mut Vec<(AllocId, u32)>,
         evicted: &[&'s Arc<Allocation>],
@@ -69,16 +69,19 @@ impl<'s> Eval<'s> {
         self.follow_plan_ports(entry, plan, scratch);
         let entry = &*entry;
         // The entry caches the snapshot's ports with its usage on the first visit.
-        let held = match (&entry.usage, &entry.ports) {
-            (Some(_), Some(held)) => &**held,
-            (Some(_), None) => &NO_PORTS,
-            (None, _) => self.snapshot.node_ports(&entry.id),
+        let (held, holds) = match (&entry.usage, entry.ports) {
+            (Some(_), Some(held)) => (held, entry.port_holds),
+            (Some(_), None) => (&NO_PORTS, 0),
+            (None, _) => {
+                let held = self.snapshot.node_ports(&entry.id);
+                (held, held.len())
+            }
         };
         let changes = match entry.plan_rev {
             Revision::Untouched => &[][..],
             _ => &entry.port_changes[..],
         };
-        let mut view = PortsView::with_plan(&entry.node.networks, held, changes);
+        let mut view = PortsView::with_plan(&entry.node.networks, held, changes).with_holds(holds);
         for v in evicted {
             view.release(&v.ports);
         }
@@ -93,7 +96,7 @@ impl<'s> Eval<'s> {
     /// [`PRIORITY_DELTA`]: crate::scheduler::preempt::PRIORITY_DELTA
     pub(super) fn port_evictions(
         &self,
-        entry: &mut Entry,
+        entry: &mut Entry<'s>,
         sel: &Selection<'_>,
         ask: &PortDemand,
         scratch: &mut Vec<(AllocId, u32)>,
