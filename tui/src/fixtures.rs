@@ -211,7 +211,7 @@ pub fn snapshot(nodes: u64, allocs: u64) -> Snapshot {
 
 /// Allocation `a` of [`snapshot`] as `AllocGet` returns it when its detail opens: running
 /// on its node's eth0 address with a dynamic port `http` and a static port `admin` mapped
-/// to the task's 9090, and one task that started.
+/// to the task's 9090, and one task that started and was sampled (37 MHz, 112 MB).
 pub fn alloc_detail(a: u64, nodes: u64) -> Allocation {
     let job = mock::service_job("web-0", 10);
     let node = a % nodes.max(1);
@@ -246,6 +246,10 @@ pub fn alloc_detail(a: u64, nodes: u64) -> Allocation {
                 exit_code: None,
                 infra_failure: false,
             }],
+            usage: Some(drover_core::TaskUsage {
+                cpu_mhz: 37,
+                memory_mb: 112,
+            }),
             ..TaskState::default()
         },
     );

@@ -167,6 +167,10 @@ impl TableView for AllocsView {
                         super::format::sentence(&full.client_description),
                     ));
                 }
+                // What its tasks use against what it asked, from the agent's last samples.
+                if a.client == ClientStatus::Running {
+                    lines.push(DetailLine::field("used", used_text(full, a.resources)));
+                }
                 // Where each of its ports is reached (and the port the task binds, when
                 // mapped).
                 for p in &full.ports {
@@ -211,4 +215,19 @@ impl TableView for AllocsView {
     fn keys(&self) -> &'static [KeyHelp] {
         KEYS
     }
+}
+
+/// The allocation's sampled CPU and memory against its ask (k9s shows a pod's usage so):
+/// the sum of its tasks' latest samples, or that none has come yet.
+fn used_text(full: &drover_core::Allocation, asked: drover_core::Resources) -> String {
+    let samples: Vec<_> = full.task_states.values().filter_map(|t| t.usage).collect();
+    if samples.is_empty() {
+        return "no samples yet".to_owned();
+    }
+    let cpu: u64 = samples.iter().map(|u| u.cpu_mhz).sum();
+    let memory: u64 = samples.iter().map(|u| u.memory_mb).sum();
+    format!(
+        "{cpu} of {} MHz, {memory} of {} MB memory",
+        asked.cpu_mhz, asked.memory_mb
+    )
 }
