@@ -15,7 +15,7 @@ mod cli_support;
 use cli_support::printed_address;
 
 use cli_support::{Running, assert_code, drover, free_ports, stdout};
-use drover_core::{ClientStatus, DesiredStatus, JobKey};
+use drover_core::{ClientStatus, JobKey};
 use drover_tests::{DEADLINE, TestServer, eventually};
 use std::io::{Read, Write};
 use std::net::SocketAddr;
@@ -169,17 +169,11 @@ fn get_at(addr: SocketAddr) -> Option<String> {
         .map(|(_, body)| body.to_string())
 }
 
-/// The job's allocation that should run, with its task's restart count, once running.
+/// The job's allocation that should run, by its eight-character prefix, with its `http`
+/// task's restart count, once running.
 fn running(server: &TestServer, job: &str) -> Option<(String, u32)> {
-    let snap = server.handle().snapshot();
-    snap.allocs_by_job(&JobKey::default_ns(job))
-        .find(|a| {
-            a.desired_status == DesiredStatus::Run && a.client_status == ClientStatus::Running
-        })
-        .map(|a| {
-            let restarts = a.task_states.get("http").map_or(0, |t| t.restarts);
-            (a.id.to_string()[..8].to_string(), restarts)
-        })
+    cli_support::running_alloc(server, job, "http")
+        .map(|(id, restarts)| (id[..8].to_string(), restarts))
 }
 
 /// Whether the engine has a container of `alloc`'s `http` task (any state).
@@ -300,15 +294,7 @@ async fn a_docker_job_serves_logs_restarts_survives_the_agent_and_stops() {
         .await,
         0,
     );
-    let failed = eventually("the ghost allocation failed", DEADLINE, || async {
-        let snap = server.handle().snapshot();
-        let alloc = snap
-            .allocs_by_job(&JobKey::default_ns("ghost"))
-            .find(|a| a.client_status == ClientStatus::Failed)?
-            .clone();
-        Some(alloc)
-    })
-    .await;
+    let failed = cli_support::failed_alloc(&server, "ghost").await;
     let events = &failed.task_states.get("http").expect("task state").events;
     let failure = events
         .iter()
@@ -383,15 +369,7 @@ async fn a_container_over_its_memory_is_reported_oom_killed_and_the_node_stays_h
         .await,
         0,
     );
-    let failed = eventually("the hog failed", DEADLINE, || async {
-        let snap = server.handle().snapshot();
-        let alloc = snap
-            .allocs_by_job(&JobKey::default_ns("hog"))
-            .find(|a| a.client_status == ClientStatus::Failed)?
-            .clone();
-        Some(alloc)
-    })
-    .await;
+    let failed = cli_support::failed_alloc(&server, "hog").await;
     let events = &failed.task_states.get("http").expect("task state").events;
     let oom = events
         .iter()

@@ -8,7 +8,7 @@
 mod cli_support;
 
 use cli_support::{Running, assert_code, drover, stdout};
-use drover_core::{ClientStatus, DesiredStatus, JobKey};
+use drover_core::{ClientStatus, JobKey};
 use drover_tests::{DEADLINE, TestServer, eventually};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -101,19 +101,6 @@ fn write_job(dir: &Path, name: &str, text: &str) -> PathBuf {
     path
 }
 
-/// The job's allocation that runs, with its task's restart count.
-fn running(server: &TestServer, job: &str, task: &str) -> Option<(String, u32)> {
-    let snap = server.handle().snapshot();
-    snap.allocs_by_job(&JobKey::default_ns(job))
-        .find(|a| {
-            a.desired_status == DesiredStatus::Run && a.client_status == ClientStatus::Running
-        })
-        .map(|a| {
-            let restarts = a.task_states.get(task).map_or(0, |t| t.restarts);
-            (a.id.to_string(), restarts)
-        })
-}
-
 /// The job's failed allocation's event of `kind`, once it failed.
 async fn failure(server: &TestServer, job: &str, task: &str, kind: &str) -> String {
     eventually(&format!("{job} failed with {kind}"), DEADLINE, || async {
@@ -197,7 +184,7 @@ async fn an_artifact_and_templates_feed_a_task_and_a_changed_template_restarts_i
         0,
     );
     let (alloc, _) = eventually("the task running", DEADLINE, || async {
-        running(&server, "app", "app")
+        cli_support::running_alloc(&server, "app", "app")
     })
     .await;
     let node_name = server
@@ -229,7 +216,8 @@ async fn an_artifact_and_templates_feed_a_task_and_a_changed_template_restarts_i
     let source = data.join(format!("allocs/{alloc}/app/local/tool/watched.tpl"));
     std::fs::write(&source, "watched={{ \"v2\" | toUpper }}\n").expect("source changes");
     eventually("the task restarted by its template", DEADLINE, || async {
-        running(&server, "app", "app").filter(|(id, restarts)| *id == alloc && *restarts == 1)
+        cli_support::running_alloc(&server, "app", "app")
+            .filter(|(id, restarts)| *id == alloc && *restarts == 1)
     })
     .await;
     eventually("the new render in the task's output", DEADLINE, || async {
@@ -460,7 +448,7 @@ async fn a_changed_signal_template_signals_its_task_without_a_restart() {
         0,
     );
     let (alloc, _) = eventually("the task running", DEADLINE, || async {
-        running(&server, "reloader", "t")
+        cli_support::running_alloc(&server, "reloader", "t")
     })
     .await;
     eventually("the first render in the output", DEADLINE, || async {
@@ -479,7 +467,7 @@ async fn a_changed_signal_template_signals_its_task_without_a_restart() {
     .await;
     assert_eq!(logs, "first: level=info\nreloaded: level=DEBUG\n");
     assert_eq!(
-        running(&server, "reloader", "t"),
+        cli_support::running_alloc(&server, "reloader", "t"),
         Some((alloc.clone(), 0)),
         "a signal template never restarts its task"
     );

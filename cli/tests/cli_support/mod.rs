@@ -419,3 +419,36 @@ pub fn printed_address(status: &str, label: &str) -> Option<std::net::SocketAddr
             _ => None,
         })
 }
+
+/// `job`'s allocation that should run and runs (default namespace), as its full id and
+/// `task`'s restart count.
+pub fn running_alloc(server: &TestServer, job: &str, task: &str) -> Option<(String, u32)> {
+    use drover_core::{ClientStatus, DesiredStatus, JobKey};
+    let snap = server.handle().snapshot();
+    snap.allocs_by_job(&JobKey::default_ns(job))
+        .find(|a| {
+            a.desired_status == DesiredStatus::Run && a.client_status == ClientStatus::Running
+        })
+        .map(|a| {
+            let restarts = a.task_states.get(task).map_or(0, |t| t.restarts);
+            (a.id.to_string(), restarts)
+        })
+}
+
+/// `job`'s failed allocation (default namespace), once one failed.
+pub async fn failed_alloc(
+    server: &TestServer,
+    job: &str,
+) -> std::sync::Arc<drover_core::Allocation> {
+    eventually(
+        &format!("an allocation of {job} to fail"),
+        DEADLINE,
+        || async {
+            let snap = server.handle().snapshot();
+            snap.allocs_by_job(&drover_core::JobKey::default_ns(job))
+                .find(|a| a.client_status == drover_core::ClientStatus::Failed)
+                .cloned()
+        },
+    )
+    .await
+}
