@@ -110,6 +110,12 @@ pub struct RaftConfig {
     pub snapshot_chunk_size: u64,
     /// At most this many entries per AppendEntries message.
     pub max_payload_entries: u64,
+    /// At most about this many bytes of entries per AppendEntries message (one entry is
+    /// always sent, however large). openraft bounds a payload only by its entry count and
+    /// gives each message one heartbeat interval to be answered, so a follower behind by
+    /// a few hundred large plans would otherwise be sent more than it can take in that time,
+    /// time out, be sent the same again and never catch up.
+    pub max_payload_bytes: usize,
     pub bootstrap: Bootstrap,
     /// How long a start waits for a log file still held by a node of this process that is
     /// shutting down.
@@ -136,6 +142,7 @@ impl RaftConfig {
             install_snapshot_timeout: Duration::from_secs(60),
             snapshot_chunk_size: 2 * 1024 * 1024,
             max_payload_entries: 300,
+            max_payload_bytes: 1024 * 1024,
             bootstrap: Bootstrap::SingleNode,
             open_timeout: Duration::from_secs(10),
             transport: None,
@@ -323,13 +330,18 @@ impl RaftNode {
             .transport
             .clone()
             .unwrap_or_else(|| Arc::new(NoTransport));
-        let raft =
-            openraft::Raft::new(node_id, raft_config, Network::new(transport), log_store, sm)
-                .await
-                .map_err(|e| RaftError::Fatal {
-                    node_id,
-                    reason: e.to_string(),
-                })?;
+        let raft = openraft::Raft::new(
+            node_id,
+            raft_config,
+            Network::new(transport, config.max_payload_bytes),
+            log_store,
+            sm,
+        )
+        .await
+        .map_err(|e| RaftError::Fatal {
+            node_id,
+            reason: e.to_string(),
+        })?;
         let fatal = |e: openraft::error::Fatal<ServerId>| RaftError::Fatal {
             node_id,
             reason: e.to_string(),

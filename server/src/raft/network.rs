@@ -10,7 +10,7 @@
 //! connects nodes of one process (tests, simulations).
 
 use super::codec::{self, RecordError};
-use super::types::{Raft, ServerId, TypeConfig};
+use super::types::{Entry, Raft, ServerId, TypeConfig};
 use futures::future::BoxFuture;
 use openraft::BasicNode;
 use openraft::error::{
@@ -73,11 +73,17 @@ pub enum TransportError {
 #[derive(Clone, Debug)]
 pub struct Network {
     transport: Arc<dyn RaftTransport>,
+    max_payload_bytes: usize,
 }
 
 impl Network {
-    pub fn new(transport: Arc<dyn RaftTransport>) -> Self {
-        Self { transport }
+    /// `max_payload_bytes` bounds the entries of one AppendEntries (see
+    /// [`super::RaftConfig::max_payload_bytes`]).
+    pub fn new(transport: Arc<dyn RaftTransport>, max_payload_bytes: usize) -> Self {
+        Self {
+            transport,
+            max_payload_bytes,
+        }
     }
 }
 
@@ -89,6 +95,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             transport: self.transport.clone(),
             target,
             node: node.clone(),
+            max_payload_bytes: self.max_payload_bytes,
         }
     }
 }
@@ -99,6 +106,7 @@ pub struct Connection {
     transport: Arc<dyn RaftTransport>,
     target: ServerId,
     node: BasicNode,
+    max_payload_bytes: usize,
 }
 
 type RpcResult<T, E> = Result<T, RPCError<ServerId, BasicNode, RaftError<ServerId, E>>>;
@@ -140,13 +148,27 @@ impl Connection {
 }
 
 impl RaftNetwork<TypeConfig> for Connection {
+    /// Sends the longest prefix of the entries within the byte budget (at least one) and
+    /// reports a partial success when it left some out: openraft sends the rest next.
     async fn append_entries(
         &mut self,
-        rpc: AppendEntriesRequest<TypeConfig>,
+        mut rpc: AppendEntriesRequest<TypeConfig>,
         _option: RPCOption,
     ) -> RpcResult<AppendEntriesResponse<ServerId>, openraft::error::Infallible> {
-        self.call("append entries", &rpc, RaftRpc::AppendEntries)
-            .await
+        let kept = entries_within(&rpc.entries, self.max_payload_bytes);
+        let trimmed_to = (kept < rpc.entries.len()).then(|| {
+            rpc.entries.truncate(kept);
+            rpc.entries.last().map(|e| e.log_id)
+        });
+        let response = self
+            .call("append entries", &rpc, RaftRpc::AppendEntries)
+            .await?;
+        Ok(match (response, trimmed_to) {
+            (AppendEntriesResponse::Success, Some(last)) => {
+                AppendEntriesResponse::PartialSuccess(last)
+            }
+            (response, _) => response,
+        })
     }
 
     async fn install_snapshot(
@@ -165,6 +187,20 @@ impl RaftNetwork<TypeConfig> for Connection {
     ) -> RpcResult<VoteResponse<ServerId>, openraft::error::Infallible> {
         self.call("vote", &rpc, RaftRpc::Vote).await
     }
+}
+
+/// How many of `entries`, from the first, fit in `budget` encoded bytes; never fewer than
+/// one, so an entry larger than the budget still goes alone.
+fn entries_within(entries: &[Entry], budget: usize) -> usize {
+    let mut used = 0usize;
+    for (i, entry) in entries.iter().enumerate() {
+        let size = postcard::experimental::serialized_size(entry).unwrap_or(usize::MAX);
+        used = used.saturating_add(size);
+        if used > budget {
+            return i.max(1);
+        }
+    }
+    entries.len()
 }
 
 /// A request payload that could not be decoded (the gRPC adapter answers INVALID_ARGUMENT).

@@ -139,6 +139,75 @@ async fn a_follower_behind_a_purged_log_catches_up_from_a_snapshot() {
     cluster.shutdown().await;
 }
 
+/// A link that takes 1 ms per 16 KiB of every AppendEntries message, as a follower starved
+/// of CPU does: a message above 800 KiB outlasts the tests' 50 ms heartbeat, which openraft
+/// uses as the message's deadline.
+#[derive(Debug)]
+struct SlowLink {
+    inner: Arc<dyn RaftTransport>,
+}
+
+impl RaftTransport for SlowLink {
+    fn call<'a>(
+        &'a self,
+        rpc: RaftRpc,
+        target: ServerId,
+        addr: &'a str,
+        payload: Vec<u8>,
+    ) -> RpcFuture<'a> {
+        Box::pin(async move {
+            if rpc == RaftRpc::AppendEntries {
+                let micros = payload.len() as u64 * 1000 / (16 * 1024);
+                tokio::time::sleep(Duration::from_micros(micros)).await;
+            }
+            self.inner.call(rpc, target, addr, payload).await
+        })
+    }
+}
+
+/// A job whose register entry takes about 100 KB in the log.
+fn bulky_job(n: u64) -> Command {
+    let mut job = job(n);
+    job.meta.insert("blob".into(), "x".repeat(100_000));
+    Command::JobRegister {
+        eval: None,
+        job,
+        now: T0,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_far_behind_is_sent_messages_it_can_answer_in_time() {
+    init_tracing();
+    let cluster = Cluster::start(3, |c| {
+        let inner = c.transport.take().expect("the cluster's transport");
+        c.transport = Some(Arc::new(SlowLink { inner }));
+        c.max_payload_bytes = 256 * 1024;
+    })
+    .await;
+    let leader = cluster.leader().await;
+    let lagger = (1..=3).find(|&id| id != leader).unwrap();
+    cluster.node(lagger).raft().runtime_config().elect(false);
+    cluster.transport.unregister(lagger);
+
+    // 4 MB behind: in one message (openraft's 300 entries) it would never arrive in time.
+    let mut last = 0;
+    for j in 1..=40 {
+        last = write_ok(cluster.node(leader), bulky_job(j)).await;
+    }
+    cluster
+        .transport
+        .register(lagger, cluster.node(lagger).rpc_handler());
+    let caught_up = cluster
+        .node(lagger)
+        .state()
+        .wait_for_index(last, DEADLINE)
+        .await
+        .expect("the lagging follower catches up");
+    assert!(caught_up.job(&job(40).key()).is_some());
+    cluster.shutdown().await;
+}
+
 /// A node served over real gRPC on a loopback port.
 struct GrpcNode {
     node: RaftNode,
