@@ -210,9 +210,24 @@ fn the_node_detail_shows_addresses_and_ports() {
     // `nodes_detail_120x40` holds the same lines at the size every view is drawn at.
     for (width, height) in [(120, 40), (200, 50)] {
         let mut app = fixtures::app(40, 200, width, height);
-        keys(&mut app, "jji");
+        keys(&mut app, "jj");
+        let opened = press(&mut app, KeyCode::Char('i'));
+        let Action::Run(Command::FetchNodeUsage(node)) = opened else {
+            panic!("i on a node fetches its usage, got {opened:?}");
+        };
+        let loading = screen(&mut app, Theme { color: false });
+        assert!(loading.contains("used           loading"), "{loading}");
+        let sampled = drover_core::SampledUsage {
+            used: drover_core::TaskUsage {
+                cpu_mhz: 150,
+                memory_mb: 40,
+            },
+            tasks: 2,
+        };
+        app.handle(Input::Update(Update::NodeUsage(node, Some(sampled))));
         let text = screen(&mut app, Theme { color: false });
         for wanted in [
+            "used           150 MHz, 40 MB memory",
             "address        10.0.0.6 (eth0)",
             "address        203.0.113.6 (eth1, public)",
             "dynamic ports  20000-32000",
@@ -223,7 +238,17 @@ fn the_node_detail_shows_addresses_and_ports() {
         if width == 200 {
             insta::assert_snapshot!(format!("node_detail_ports_{width}x{height}"), text);
         }
+        // Moving to the next node while the detail is open asks for that node's usage.
+        let moved = press(&mut app, KeyCode::Char('j'));
+        assert!(
+            matches!(moved, Action::Run(Command::FetchNodeUsage(next)) if next != node),
+            "{moved:?}"
+        );
     }
+}
+
+fn press(app: &mut App, code: KeyCode) -> Action {
+    app.handle(Input::Key(KeyEvent::new(code, KeyModifiers::NONE)))
 }
 
 /// An allocation's detail, once `AllocGet` answers, shows the address of each of its ports,

@@ -157,17 +157,8 @@ pub fn alloc_details(a: &Allocation, verbose: bool, now: Timestamp) -> String {
         ),
     ];
     // Live usage (tasks the agent samples from cgroups) against what was asked.
-    let usages: Vec<_> = a.task_states.values().filter_map(|s| s.usage).collect();
-    if !usages.is_empty() {
-        let cpu: u64 = usages.iter().map(|u| u.cpu_mhz).sum();
-        let memory: u64 = usages.iter().map(|u| u.memory_mb).sum();
-        fields.push((
-            "Usage",
-            format!(
-                "{cpu} of {} MHz, {memory} of {} MB memory",
-                a.resources.cpu_mhz, a.resources.memory_mb
-            ),
-        ));
+    if let Some(usage) = drover_core::SampledUsage::of_alloc(a) {
+        fields.push(("Usage", usage.against(a.resources)));
     }
     if let Some(prev) = a.links.get().previous_allocation {
         fields.push(("Replaces", output::id(prev, verbose)));

@@ -150,21 +150,8 @@ fn resources(r: &Resources) -> String {
 /// What the node's running allocations use, summed from the usage their agent samples,
 /// in the units the allocated line uses.
 fn used(allocations: &[Allocation]) -> String {
-    let (mut cpu, mut memory, mut sampled) = (0, 0, 0);
-    for a in allocations
-        .iter()
-        .filter(|a| a.client_status == drover_core::ClientStatus::Running)
-    {
-        for usage in a.task_states.values().filter_map(|t| t.usage) {
-            cpu += usage.cpu_mhz;
-            memory += usage.memory_mb;
-            sampled += 1;
-        }
-    }
-    if sampled == 0 {
-        return "<no samples yet>".into();
-    }
-    format!("{cpu} MHz, {memory} MB memory ({sampled} tasks sampled)")
+    drover_core::SampledUsage::of_running(allocations)
+        .map_or_else(|| "<no samples yet>".into(), |u| u.summary())
 }
 
 pub fn node_details(view: &NodeStatusView, verbose: bool, now: Timestamp) -> String {

@@ -60,6 +60,63 @@ pub struct TaskUsage {
     pub memory_mb: u64,
 }
 
+/// The sum of some tasks' latest samples and how many tasks were sampled: what an allocation
+/// or a node uses, as `alloc status`, `node status` and the console show it against what
+/// was asked.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub struct SampledUsage {
+    pub used: TaskUsage,
+    pub tasks: usize,
+}
+
+impl SampledUsage {
+    /// Of one allocation's tasks; `None` before any was sampled.
+    pub fn of_alloc(alloc: &super::Allocation) -> Option<SampledUsage> {
+        let mut sum = SampledUsage::default();
+        for usage in alloc.task_states.values().filter_map(|t| t.usage) {
+            sum.used.cpu_mhz += usage.cpu_mhz;
+            sum.used.memory_mb += usage.memory_mb;
+            sum.tasks += 1;
+        }
+        (sum.tasks > 0).then_some(sum)
+    }
+
+    /// Of the running allocations among `allocs` (a node's): a stopped allocation's last
+    /// samples no longer use anything. `None` when no task has been sampled.
+    pub fn of_running<'a>(
+        allocs: impl IntoIterator<Item = &'a super::Allocation>,
+    ) -> Option<SampledUsage> {
+        let mut sum = SampledUsage::default();
+        for one in allocs
+            .into_iter()
+            .filter(|a| a.client_status == super::ClientStatus::Running)
+            .filter_map(SampledUsage::of_alloc)
+        {
+            sum.used.cpu_mhz += one.used.cpu_mhz;
+            sum.used.memory_mb += one.used.memory_mb;
+            sum.tasks += one.tasks;
+        }
+        (sum.tasks > 0).then_some(sum)
+    }
+
+    /// `150 MHz, 40 MB memory (2 tasks sampled)`: a node's line, beside what is allocated.
+    pub fn summary(&self) -> String {
+        let tasks = if self.tasks == 1 { "task" } else { "tasks" };
+        format!(
+            "{} MHz, {} MB memory ({} {tasks} sampled)",
+            self.used.cpu_mhz, self.used.memory_mb, self.tasks
+        )
+    }
+
+    /// `37 of 100 MHz, 112 of 256 MB memory`: the samples against an ask.
+    pub fn against(&self, asked: super::Resources) -> String {
+        format!(
+            "{} of {} MHz, {} of {} MB memory",
+            self.used.cpu_mhz, asked.cpu_mhz, self.used.memory_mb, asked.memory_mb
+        )
+    }
+}
+
 /// A file the agent fetches into the task's directory before the task starts (Nomad's
 /// `artifact` block): an http(s) URL or a file path, checked against a checksum when one is
 /// given, unpacked when it is an archive.

@@ -5,7 +5,7 @@ use crate::model::WorkerRow;
 use crate::model::{
     BlockedRow, Change, ClusterInfo, EventRow, SchedulingStats, ServerView, Snapshot,
 };
-use drover_core::{AllocId, Allocation, JobKey, NodeId, Timestamp};
+use drover_core::{AllocId, Allocation, JobKey, NodeId, SampledUsage, Timestamp};
 use ratatui::crossterm::event::{KeyEvent, MouseEvent};
 use std::time::Duration;
 
@@ -43,6 +43,9 @@ pub enum Update {
     /// The outcome of a command: what to tell the operator.
     CommandDone(Result<String, String>),
     AllocDetail(Box<Allocation>),
+    /// What a node's running allocations use, fetched for its detail (`None`: no task
+    /// sampled yet).
+    NodeUsage(NodeId, Option<SampledUsage>),
     /// What the console's token may do (asked at each load when ACLs are on).
     Permissions(super::Permissions),
     /// From the stream of the logs pane's target (news of another target is dropped).
@@ -97,12 +100,14 @@ pub enum Command {
     StopAlloc(AllocId),
     /// Not an action: fetches one allocation in full for its detail.
     FetchAlloc(AllocId),
+    /// Not an action: fetches a node's allocations for the usage its detail shows.
+    FetchNodeUsage(NodeId),
 }
 
 impl Command {
     /// Whether it changes the cluster (and so is refused in read-only mode).
     pub fn is_action(&self) -> bool {
-        !matches!(self, Command::FetchAlloc(_))
+        !matches!(self, Command::FetchAlloc(_) | Command::FetchNodeUsage(_))
     }
 }
 

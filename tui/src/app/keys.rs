@@ -37,6 +37,20 @@ impl App {
     }
 
     fn on_normal_key(&mut self, key: KeyEvent) -> Action {
+        let before = self.list().selected.clone();
+        let action = self.on_normal_key_here(key);
+        let moved = self
+            .list()
+            .selected
+            .clone()
+            .filter(|now| Some(now) != before.as_ref());
+        match (action, moved) {
+            (Action::None, Some(now)) if self.detail_open => self.fetch_detail(now),
+            (action, _) => action,
+        }
+    }
+
+    fn on_normal_key_here(&mut self, key: KeyEvent) -> Action {
         let page = crate::ui::layout::table_rows(self).max(1) as isize;
         // k9s's kill: checked before `k`, which moves the selection.
         if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('k') {

@@ -31,7 +31,7 @@ pub use refresh::Stale;
 
 use crate::model::Cluster;
 use crate::views::{AllocScope, Ctx, HealthFilter, TOPICS, TableView, Tone, ViewKind};
-use drover_core::{Allocation, Timestamp};
+use drover_core::{Allocation, NodeId, SampledUsage, Timestamp};
 
 /// How long a notice stays in the status bar: long enough to read a sentence, short
 /// enough that an old outcome is not taken for the state of things now.
@@ -92,6 +92,8 @@ pub struct App {
     /// view of its own.
     pub drilled_from: Option<ViewKind>,
     pub alloc_detail: Option<Allocation>,
+    /// The sampled usage of the node whose detail was opened last, once fetched.
+    pub node_usage: Option<(NodeId, Option<SampledUsage>)>,
     pub placements: PlacementRate,
     /// The logs pane, while open (`l` on an allocation).
     pub logs: Option<LogPane>,
@@ -127,6 +129,7 @@ impl App {
             alloc_scope: AllocScope::All,
             drilled_from: None,
             alloc_detail: None,
+            node_usage: None,
             placements: PlacementRate::default(),
             logs: None,
             dirty: true,
@@ -257,6 +260,7 @@ impl App {
             topic: self.topic_filter(),
             namespace: self.namespace.as_deref(),
             alloc_detail: self.alloc_detail.as_ref(),
+            node_usage: self.node_usage.as_ref(),
             clock_offset: self.clock_offset,
         }
     }
@@ -349,6 +353,7 @@ impl App {
             },
             // Read by the detail pane only: no row moves.
             Update::AllocDetail(alloc) => self.alloc_detail = Some(*alloc),
+            Update::NodeUsage(node, usage) => self.node_usage = Some((node, usage)),
             Update::Permissions(permissions) => self.permissions = permissions,
             Update::Logs(target, news) => {
                 if let Some(pane) = self.logs.as_mut().filter(|p| p.target == target) {

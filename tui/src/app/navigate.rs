@@ -67,20 +67,25 @@ impl App {
         let Some(selected) = self.list().selected.clone() else {
             return Action::None;
         };
+        if self.view == ViewKind::Workers {
+            return Action::None;
+        }
+        self.detail_open = !self.detail_open;
+        if self.detail_open {
+            self.fetch_detail(selected)
+        } else {
+            Action::None
+        }
+    }
+
+    /// What the detail of `selected` needs beyond the lists: an allocation in full, a
+    /// node's sampled usage. Asked when the detail opens and when the selection moves
+    /// while it is open.
+    pub(super) fn fetch_detail(&self, selected: RowKey) -> Action {
         match (self.view, selected) {
-            (ViewKind::Workers, _) => Action::None,
-            (ViewKind::Allocs, RowKey::Alloc(id)) => {
-                self.detail_open = !self.detail_open;
-                if self.detail_open {
-                    Action::Run(Command::FetchAlloc(id))
-                } else {
-                    Action::None
-                }
-            }
-            _ => {
-                self.detail_open = !self.detail_open;
-                Action::None
-            }
+            (ViewKind::Allocs, RowKey::Alloc(id)) => Action::Run(Command::FetchAlloc(id)),
+            (ViewKind::Nodes, RowKey::Node(id)) => Action::Run(Command::FetchNodeUsage(id)),
+            _ => Action::None,
         }
     }
 

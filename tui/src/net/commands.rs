@@ -9,7 +9,7 @@
 
 use super::servers::{Servers, unreached};
 use crate::app::{Command, Update};
-use drover_core::{Allocation, NodeId};
+use drover_core::{Allocation, NodeId, SampledUsage};
 use drover_proto::bearer::BearerChannel as Channel;
 use drover_proto::v1 as pb;
 use pb::alloc_service_client::AllocServiceClient;
@@ -32,6 +32,7 @@ pub async fn execute(servers: &Servers, command: Command) -> Vec<Update> {
     let mut updates = match run(servers, command).await {
         Ok(Outcome::Said(text)) => vec![Update::CommandDone(Ok(text))],
         Ok(Outcome::Alloc(alloc)) => vec![Update::AllocDetail(alloc)],
+        Ok(Outcome::NodeUsage(node, usage)) => vec![Update::NodeUsage(node, usage)],
         Err(text) => vec![Update::CommandDone(Err(text))],
     };
     if worker_command && let Some(workers) = super::poll::all_workers(servers).await {
@@ -43,6 +44,7 @@ pub async fn execute(servers: &Servers, command: Command) -> Vec<Update> {
 enum Outcome {
     Said(String),
     Alloc(Box<Allocation>),
+    NodeUsage(NodeId, Option<SampledUsage>),
 }
 
 /// `what failed: the server's message`, in the house style.
@@ -362,6 +364,27 @@ async fn run(servers: &Servers, command: Command) -> Result<Outcome, String> {
             let alloc = Allocation::try_from(alloc)
                 .map_err(|e| format!("load allocation {} failed: {e}", id.short()))?;
             Ok(Outcome::Alloc(Box::new(alloc)))
+        }
+        Command::FetchNodeUsage(id) => {
+            let request = pb::NodeGetRequest {
+                query: None,
+                node_id: id.to_string(),
+            };
+            let answer = servers
+                .call(|channel| {
+                    let request = request.clone();
+                    async move { operator(channel).node_get(request).await }
+                })
+                .await
+                .map_err(|s| failed(format_args!("load node {}", id.short()), s))?
+                .into_inner();
+            let allocs = answer
+                .allocations
+                .into_iter()
+                .map(Allocation::try_from)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| format!("load node {} failed: {e}", id.short()))?;
+            Ok(Outcome::NodeUsage(id, SampledUsage::of_running(&allocs)))
         }
     }
 }

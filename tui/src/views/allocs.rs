@@ -220,14 +220,6 @@ impl TableView for AllocsView {
 /// The allocation's sampled CPU and memory against its ask (k9s shows a pod's usage so):
 /// the sum of its tasks' latest samples, or that none has come yet.
 fn used_text(full: &drover_core::Allocation, asked: drover_core::Resources) -> String {
-    let samples: Vec<_> = full.task_states.values().filter_map(|t| t.usage).collect();
-    if samples.is_empty() {
-        return "no samples yet".to_owned();
-    }
-    let cpu: u64 = samples.iter().map(|u| u.cpu_mhz).sum();
-    let memory: u64 = samples.iter().map(|u| u.memory_mb).sum();
-    format!(
-        "{cpu} of {} MHz, {memory} of {} MB memory",
-        asked.cpu_mhz, asked.memory_mb
-    )
+    drover_core::SampledUsage::of_alloc(full)
+        .map_or_else(|| "no samples yet".to_owned(), |u| u.against(asked))
 }

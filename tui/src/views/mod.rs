@@ -19,7 +19,7 @@ pub use nodes::time_left;
 pub use crate::kinds::{AllocScope, HealthFilter, TOPICS, Tone, ViewKind};
 use crate::kinds::{RowKey, SortKey};
 use crate::model::Cluster;
-use drover_core::Timestamp;
+use drover_core::{NodeId, Timestamp};
 
 impl ViewKind {
     /// The component that draws this view.
@@ -164,6 +164,8 @@ pub struct Ctx<'a> {
     pub namespace: Option<&'a str>,
     /// The allocation fetched in full for the allocation detail, when it has arrived.
     pub alloc_detail: Option<&'a drover_core::Allocation>,
+    /// The sampled usage fetched for the node detail, with the node it is of.
+    pub node_usage: Option<&'a (NodeId, Option<drover_core::SampledUsage>)>,
     /// Seconds east of UTC of the operator's clock, for times of day (0 in tests).
     pub clock_offset: i32,
 }
@@ -245,6 +247,7 @@ impl<'a> Ctx<'a> {
             topic: None,
             namespace: None,
             alloc_detail: None,
+            node_usage: None,
             clock_offset: 0,
         }
     }

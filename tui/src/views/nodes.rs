@@ -265,6 +265,15 @@ impl TableView for NodesView {
                 "disk",
                 format!("{} / {} MB", usage.used.disk_mb, cap.disk_mb),
             ),
+            // What the allocations use, from the agent's samples, beside what they asked.
+            DetailLine::field(
+                "used",
+                match ctx.node_usage.filter(|(id, _)| *id == n.id) {
+                    None => "loading".to_owned(),
+                    Some((_, None)) => "no samples yet".to_owned(),
+                    Some((_, Some(sampled))) => sampled.summary(),
+                },
+            ),
         ];
         let net = &n.networks;
         if net.addresses.is_empty() {
