@@ -12,6 +12,11 @@ use std::time::Duration;
 /// How long the servers may take to elect a leader.
 const ELECTION_DEADLINE: Duration = Duration::from_secs(20);
 
+/// How long a server may take to stop after SIGINT before it is killed: its own shutdown
+/// gives in-flight calls a few seconds, so one still running past this is stuck, and a dev
+/// cluster must not outlive its `drover dev`.
+const STOP_DEADLINE: Duration = Duration::from_secs(15);
+
 /// One server process of the dev cluster.
 #[derive(Debug)]
 pub struct DevServer {
@@ -162,7 +167,8 @@ impl DevServers {
         }
     }
 
-    /// Asks every server still running to stop (SIGINT, as Ctrl-C) and waits for it.
+    /// Asks every server still running to stop (SIGINT, as Ctrl-C) and waits for it; one
+    /// still running after [`STOP_DEADLINE`] is killed, saying so.
     pub fn shutdown(mut self) {
         self.stop();
     }
@@ -175,7 +181,21 @@ impl DevServers {
                 let _ = kill(Pid::from_raw(s.child.id() as i32), Signal::SIGINT);
             }
         }
+        let deadline = std::time::Instant::now() + STOP_DEADLINE;
         for s in &mut self.servers {
+            while matches!(s.child.try_wait(), Ok(None)) && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            if matches!(s.child.try_wait(), Ok(None)) {
+                eprintln!(
+                    "    server {} (pid {}) did not stop within {}s of SIGINT; killing it (see {})",
+                    s.id,
+                    s.child.id(),
+                    STOP_DEADLINE.as_secs(),
+                    s.log.display()
+                );
+                let _ = s.child.kill();
+            }
             let _ = s.child.wait();
         }
     }
