@@ -149,7 +149,7 @@ fn every_proto_file_is_compiled_one_area_each() {
         .collect();
     let expected: BTreeSet<String> = [
         "types", "jobs", "evals", "nodes", "operator", "workers", "events", "status", "raft",
-        "search", "acl", "allocs", "cluster",
+        "search", "acl", "allocs", "cluster", "service",
     ]
     .iter()
     .map(|a| format!("drover/v1/{a}.proto"))

@@ -270,3 +270,9 @@ pub(crate) fn parse_dimension(field: &str, key: &str) -> Result<Dimension> {
         .find(|d| d.as_str() == key)
         .ok_or_else(|| ConvertError::new(field, Problem::UnknownKey(key.to_owned())))
 }
+
+wire_enum!(ServiceHealth => pb::ServiceHealth {
+    Passing => Passing,
+    Warning => Warning,
+    Critical => Critical,
+});
