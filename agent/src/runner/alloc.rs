@@ -193,6 +193,7 @@ impl Publisher {
                 task_states: states,
             },
             infra_failure: record.infra_failure && status == ClientStatus::Failed,
+            services: None,
         };
         self.latest.send_replace(Some(update.clone()));
         if self.silenced.load(Ordering::Relaxed) {

@@ -1,8 +1,10 @@
 //! A job's services and checks as Nomad's `api.Service` and `api.ServiceCheck` write them
-//! (provider always `nomad`); `ExpectedStatus` is drover's own.
+//! (provider always `nomad`); `ExpectedStatus` is drover's own. And the catalog's
+//! registrations as `api.ServiceRegistration` (drover adds `Health`).
 
 use super::ns;
 use drover_core::types::{CheckKind, CheckRestart, Service, ServiceCheck};
+use drover_proto::v1 as pb;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -104,5 +106,53 @@ fn check_restart(r: &CheckRestart) -> NomadCheckRestart {
         limit: r.limit,
         grace: ns(r.grace),
         ignore_warnings: r.ignore_warnings,
+    }
+}
+
+/// One instance of a service, as Nomad's `/v1/service/:name` lists it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct NomadServiceRegistration {
+    #[serde(rename = "ID")]
+    pub id: String,
+    pub service_name: String,
+    pub namespace: String,
+    #[serde(rename = "NodeID")]
+    pub node_id: String,
+    #[serde(rename = "JobID")]
+    pub job_id: String,
+    #[serde(rename = "AllocID")]
+    pub alloc_id: String,
+    pub tags: Vec<String>,
+    pub address: String,
+    pub port: u32,
+    /// drover: what the checks say (passing, warning, critical).
+    pub health: &'static str,
+    pub create_index: u64,
+    pub modify_index: u64,
+}
+
+impl From<&pb::ServiceRegistration> for NomadServiceRegistration {
+    fn from(r: &pb::ServiceRegistration) -> Self {
+        let health = match pb::ServiceHealth::try_from(r.health) {
+            Ok(pb::ServiceHealth::Passing) => "passing",
+            Ok(pb::ServiceHealth::Warning) => "warning",
+            Ok(pb::ServiceHealth::Critical) => "critical",
+            _ => "",
+        };
+        Self {
+            id: r.id.clone(),
+            service_name: r.service_name.clone(),
+            namespace: r.namespace.clone(),
+            node_id: r.node_id.clone(),
+            job_id: r.job_id.clone(),
+            alloc_id: r.alloc_id.clone(),
+            tags: r.tags.clone(),
+            address: r.address.clone(),
+            port: r.port,
+            health,
+            create_index: r.create_index,
+            modify_index: r.modify_index,
+        }
     }
 }

@@ -207,6 +207,7 @@ wire_enum!(Topic => pb::Topic {
     Evaluation => Evaluation,
     Allocation => Allocation,
     Operator => Operator,
+    Service => Service,
 });
 
 wire_enum!(EventType => pb::EventType {
@@ -227,6 +228,8 @@ wire_enum!(EventType => pb::EventType {
     AllocationDeleted => AllocationDeleted,
     PlanResult => PlanResult,
     SchedulerConfigUpdated => SchedulerConfigUpdated,
+    ServiceRegistered => ServiceRegistered,
+    ServiceDeregistered => ServiceDeregistered,
 });
 
 wire_enum!(Readiness => pb::Readiness {
