@@ -58,6 +58,9 @@ pub struct TaskRun {
     pub record: TaskRecord,
     /// Changes each time an operator asks to restart the task in place.
     pub restarts: watch::Receiver<u64>,
+    /// Changes each time a service check's `check_restart` gives up on the task: a restart
+    /// counted against its restart policy, like an exit.
+    pub check_restarts: watch::Receiver<u64>,
     /// The allocation's ports (a docker task publishes those its `config.ports` names).
     pub ports: Vec<drover_core::types::AllocatedPort>,
 }
@@ -183,9 +186,11 @@ async fn run_steps(
         mut gate,
         record,
         mut restarts,
+        mut check_restarts,
         ports,
     } = run;
     restarts.mark_unchanged();
+    check_restarts.mark_unchanged();
     let mut me = Runner {
         name: task.name.clone(),
         record,
@@ -331,6 +336,18 @@ async fn run_steps(
                         () = sidecar_stop(&mut gate) => break Ok(None),
                         Ok(()) = restarts.changed() => {
                             break Ok(Some("restart requested by an operator".to_string()));
+                        }
+                        Ok(()) = check_restarts.changed() => {
+                            let signal = kill_signal(&task);
+                            me.event(
+                                "Restart Signaled",
+                                format!("healthcheck: check_restart limit reached; sent {signal}"),
+                                None,
+                                false,
+                            );
+                            me.send(false);
+                            // Then it is an exit like any other: the restart policy decides.
+                            break Err(handle.kill(signal, task.kill_timeout).await);
                         }
                         usage = sampler.next() => {
                             me.record.state.usage = Some(usage);
