@@ -250,6 +250,7 @@ impl Agent {
                 .redirect(reqwest::redirect::Policy::none())
                 .build()
                 .unwrap_or_default(),
+            catalog: crate::checks::catalog::ServiceCatalog::new(servers.clone()),
         });
         let mut sup = Supervisor::new(ctx, servers.clone(), config.datacenter.clone());
         sup.restore(store.load_allocs());

@@ -1,9 +1,10 @@
 //! Services and health checks end to end, from the binary with a real agent: a job of two
-//! groups, `web` (count 2, an http check) and `db` (a tcp check with `check_restart`);
+//! groups, `web` (count 2, an http check) and `db` (a tcp check with `check_restart`),
+//! where `web` renders db's address (and health) with `nomadService` and connects to it;
 //! `service list` and `service info` show both with their health; killing db's server
-//! process (its task lives on) makes its check fail, the registration go critical and
-//! `check_restart` restart the task, counted as a restart; stopping the job removes every
-//! registration.
+//! process (its task lives on) makes its check fail, the registration go critical,
+//! `check_restart` restart the task (counted as a restart) and web's template render
+//! again; stopping the job removes every registration.
 
 mod cli_support;
 
@@ -41,7 +42,7 @@ job "shop" {
         tags = ["primary"]
         check {
           type     = "tcp"
-          interval = "1s"
+          interval = "2s"
           timeout  = "1s"
           check_restart {
             limit = 2
@@ -59,8 +60,30 @@ job "shop" {
     task "web" {
       driver = "raw_exec"
       config {
-        command = "PYTHON"
-        args    = ["-m", "http.server", "--bind", "${NOMAD_IP_http}", "${NOMAD_PORT_http}"]
+        command = "/bin/sh"
+        args    = ["-c", "PYTHON local/probe.py & exec PYTHON -m http.server --bind ${NOMAD_IP_http} ${NOMAD_PORT_http}"]
+      }
+      template {
+        data        = "{{ range nomadService \"shop-db\" }}{{ .Address }}:{{ .Port }} {{ .Health }}\n{{ end }}"
+        destination = "local/db.txt"
+        change_mode = "noop"
+      }
+      template {
+        destination = "local/probe.py"
+        data        = <<EOT
+import os, socket, time
+while True:
+    try:
+        address = open("local/db.txt").read().split()[0]
+        host, port = address.rsplit(":", 1)
+        socket.create_connection((host, int(port)), 2).close()
+        with open("local/reached.tmp", "w") as f:
+            f.write(address + "\n")
+        os.replace("local/reached.tmp", "local/reached.txt")
+    except (OSError, IndexError, ValueError):
+        pass
+    time.sleep(0.5)
+EOT
       }
       service {
         name = "web"
@@ -163,6 +186,32 @@ async fn services_register_turn_critical_restart_their_task_and_go_with_their_jo
     assert_eq!(instance["tags"], serde_json::json!(["primary"]));
     let (alloc, restarts) = db_alloc(&server).expect("db running");
     assert_eq!(instance["alloc_id"], alloc.as_str());
+    // Each web allocation rendered db's address and reached it.
+    let webs: Vec<String> = {
+        let snap = server.handle().snapshot();
+        snap.allocs_by_job(&JobKey::default_ns("shop"))
+            .filter(|a| a.task_group == "web")
+            .map(|a| a.id.to_string())
+            .collect()
+    };
+    assert_eq!(webs.len(), 2);
+    let rendered = |web: &str| {
+        std::fs::read_to_string(data.join(format!("allocs/{web}/web/local/db.txt")))
+            .unwrap_or_default()
+    };
+    for web in &webs {
+        eventually("web to reach db", DEADLINE, || async {
+            let reached = data.join(format!("allocs/{web}/web/local/reached.txt"));
+            let text = std::fs::read_to_string(reached).ok()?;
+            (text.trim() == address).then_some(())
+        })
+        .await;
+        // Rendered first while db's check had not passed yet, then again.
+        eventually("web's template to show db passing", DEADLINE, || async {
+            (rendered(web) == format!("{address} passing\n")).then_some(())
+        })
+        .await;
+    }
     let table = stdout(&drover(&server, &["service", "info", "web"]).await);
     assert_eq!(
         table.lines().filter(|l| l.contains("passing")).count(),
@@ -187,6 +236,12 @@ async fn services_register_turn_critical_restart_their_task_and_go_with_their_jo
         (db_health(&server) == Some(ServiceHealth::Critical)).then_some(())
     })
     .await;
+    eventually(
+        "web's template rendered again with db critical",
+        DEADLINE,
+        || async { (rendered(&webs[0]) == format!("{address} critical\n")).then_some(()) },
+    )
+    .await;
     eventually("db restarted by its check", DEADLINE, || async {
         db_alloc(&server).filter(|(id, n)| *id == alloc && *n == restarts + 1)
     })
@@ -194,6 +249,12 @@ async fn services_register_turn_critical_restart_their_task_and_go_with_their_jo
     eventually("db passing again", DEADLINE, || async {
         (db_health(&server) == Some(ServiceHealth::Passing)).then_some(())
     })
+    .await;
+    eventually(
+        "web's template rendered again with db passing",
+        DEADLINE,
+        || async { (rendered(&webs[0]) == format!("{address} passing\n")).then_some(()) },
+    )
     .await;
     let status = stdout(&drover(&server, &["alloc", "status", &alloc]).await);
     assert!(status.contains("check_restart limit reached"), "{status}");

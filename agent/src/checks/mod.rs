@@ -8,6 +8,7 @@
 //! node's checks do not fire together) and then every interval with a tenth of jitter. A
 //! check has not passed until it has: a registration starts critical.
 
+pub mod catalog;
 pub mod probe;
 
 use crate::state::AllocInfo;

@@ -341,6 +341,7 @@ async fn run_alloc(
                 .cloned()
                 .unwrap_or_else(|| watch::channel(0).1),
             check_restarts: check_restart_rx,
+            namespace: record.alloc.namespace.clone(),
             ports: record.alloc.ports.to_vec(),
             task,
         };

@@ -48,6 +48,8 @@ pub struct RunnerContext {
     pub node_values: Arc<BTreeMap<String, String>>,
     /// The client service checks of type http share (no proxy, no redirects followed).
     pub checks_http: reqwest::Client,
+    /// The services this node's templates read (`nomadService`).
+    pub catalog: Arc<crate::checks::catalog::ServiceCatalog>,
 }
 
 impl RunnerContext {

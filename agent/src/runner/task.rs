@@ -58,6 +58,8 @@ pub struct TaskRun {
     pub record: TaskRecord,
     /// Changes each time an operator asks to restart the task in place.
     pub restarts: watch::Receiver<u64>,
+    /// The allocation's namespace: where its templates look services up.
+    pub namespace: String,
     /// Changes each time a service check's `check_restart` gives up on the task: a restart
     /// counted against its restart policy, like an exit.
     pub check_restarts: watch::Receiver<u64>,
@@ -187,6 +189,7 @@ async fn run_steps(
         record,
         mut restarts,
         mut check_restarts,
+        namespace,
         ports,
     } = run;
     restarts.mark_unchanged();
@@ -271,7 +274,10 @@ async fn run_steps(
                     me.send(false);
                     return;
                 }
-                let run_env = match inputs.prepare(&mut me, &ctx, &task, &dirs, &env).await {
+                let run_env = match inputs
+                    .prepare(&mut me, &ctx, &task, &dirs, &env, &namespace)
+                    .await
+                {
                     Ok(run_env) => run_env,
                     Err((kind, message, infra)) => {
                         tracing::warn!(task = %me.name, %message, infra, "task inputs failed");
@@ -354,7 +360,9 @@ async fn run_steps(
                             me.send(false);
                         }
                         _ = rerender.tick(), if !inputs.templates.is_empty() => {
-                            if let Some(why) = inputs.rerender(&mut me, &ctx, &env, &handle).await {
+                            if let Some(why) =
+                                inputs.rerender(&mut me, &ctx, &env, &namespace, &handle).await
+                            {
                                 break Ok(Some(why));
                             }
                         }
@@ -502,6 +510,7 @@ impl Inputs {
         task: &Task,
         dirs: &TaskDirs,
         env: &BTreeMap<String, String>,
+        namespace: &str,
     ) -> Result<BTreeMap<String, String>, (&'static str, String, bool)> {
         if !self.fetched && !task.artifacts.is_empty() {
             me.event(
@@ -526,7 +535,11 @@ impl Inputs {
         }
         let mut run_env = env.clone();
         if !self.templates.is_empty() {
-            let lookup = super::templates::lookup(env, &ctx.node_values);
+            let lookup = super::templates::TaskLookup {
+                values: super::templates::lookup(env, &ctx.node_values),
+                catalog: &ctx.catalog,
+                namespace,
+            };
             let rendered = self
                 .templates
                 .render(&lookup)
@@ -543,9 +556,14 @@ impl Inputs {
         me: &mut Runner,
         ctx: &RunnerContext,
         env: &BTreeMap<String, String>,
+        namespace: &str,
         handle: &TaskHandle,
     ) -> Option<String> {
-        let lookup = super::templates::lookup(env, &ctx.node_values);
+        let lookup = super::templates::TaskLookup {
+            values: super::templates::lookup(env, &ctx.node_values),
+            catalog: &ctx.catalog,
+            namespace,
+        };
         let rendered = match self.templates.render(&lookup) {
             Ok(r) => r,
             Err(e) => {
