@@ -1,5 +1,7 @@
-# Two groups that find each other through drover's own service catalog: `db` offers a
-# TCP service, `web` offers an HTTP service whose check restarts it after three failures in a row.
+# Two groups in drover's own service catalog (`drover service list`): `db` offers a TCP
+# service whose check restarts its task after two failures in a row, `web` two copies of
+# an HTTP service with an http check. A task's template finds a service with
+# `{{ range nomadService "shop-db" }}{{ .Address }}:{{ .Port }}{{ end }}`.
 job "shop" {
   datacenters = ["dc1"]
 
