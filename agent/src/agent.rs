@@ -245,6 +245,12 @@ impl Agent {
             drivers,
             artifacts: crate::runner::artifact::Fetcher::new(config.artifact.clone()),
             node_values: Arc::new(node_values(&config, &print, node_id)),
+            checks_http: reqwest::Client::builder()
+                .no_proxy()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap_or_default(),
+            catalog: crate::checks::catalog::ServiceCatalog::new(servers.clone()),
         });
         let mut sup = Supervisor::new(ctx, servers.clone(), config.datacenter.clone());
         sup.restore(store.load_allocs());

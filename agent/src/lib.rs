@@ -12,13 +12,15 @@
 //! [`rpc`] (server connections with failover), [`heartbeat`] (registration, TTL, readiness),
 //! [`state`] (durable records), [`driver`] (processes, logs, signals), [`runner`] (per
 //! allocation and per task supervisors, restart policy), [`reporter`] (batched status
-//! updates), [`supervisor`] (following the servers' allocation list), [`endpoint`] (the agent's own
+//! updates), [`checks`] (an allocation's service registrations and health checks),
+//! [`supervisor`] (following the servers' allocation list), [`endpoint`] (the agent's own
 //! gRPC endpoint: task logs and in-place restarts for operators, checked with a server).
 //!
 //! [`sim`] runs thousands of virtual nodes in one process for scale and failure tests.
 
 mod agent;
 pub mod cgroups;
+pub mod checks;
 pub mod config;
 pub mod driver;
 pub mod endpoint;

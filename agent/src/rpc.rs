@@ -7,6 +7,7 @@ use drover_proto::bearer::BearerChannel;
 use drover_proto::v1::alloc_service_client::AllocServiceClient;
 use drover_proto::v1::job_service_client::JobServiceClient;
 use drover_proto::v1::node_service_client::NodeServiceClient;
+use drover_proto::v1::service_service_client::ServiceServiceClient;
 use std::sync::RwLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -106,18 +107,27 @@ impl Servers {
 
     /// Job reads, as the node (servers with ACLs let a node read jobs by its identity).
     pub fn jobs(&self) -> JobServiceClient<BearerChannel> {
+        JobServiceClient::new(self.as_node()).max_decoding_message_size(64 << 20)
+    }
+
+    /// Service catalog reads, as the node (for its tasks' templates).
+    pub fn services(&self) -> ServiceServiceClient<BearerChannel> {
+        ServiceServiceClient::new(self.as_node()).max_decoding_message_size(64 << 20)
+    }
+
+    /// The current server's channel presenting the node's identity once it has one.
+    fn as_node(&self) -> BearerChannel {
         let channel = self.current().1.clone();
         let identity = self
             .identity
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        let channel = match identity {
+        match identity {
             Some((id, secret)) => BearerChannel::for_node(channel.clone(), &id, &secret)
                 .unwrap_or_else(|_| BearerChannel::plain(channel)),
             None => BearerChannel::plain(channel),
-        };
-        JobServiceClient::new(channel).max_decoding_message_size(64 << 20)
+        }
     }
 
     /// Allocation calls; each carries the credential of the operator it is made for.

@@ -105,6 +105,7 @@ fn update(status: ClientStatus) -> ClientAllocUpdate {
             task_states: Default::default(),
         },
         infra_failure: false,
+        services: None,
     }
 }
 

@@ -11,6 +11,7 @@ use drover_proto::v1::event_service_client::EventServiceClient;
 use drover_proto::v1::job_service_client::JobServiceClient;
 use drover_proto::v1::operator_service_client::OperatorServiceClient;
 use drover_proto::v1::search_service_client::SearchServiceClient;
+use drover_proto::v1::service_service_client::ServiceServiceClient;
 use drover_proto::v1::status_service_client::StatusServiceClient;
 use drover_proto::v1::worker_service_client::WorkerServiceClient;
 use std::path::PathBuf;
@@ -236,6 +237,10 @@ impl Client {
         JobServiceClient::new(self.channel.clone())
             .max_decoding_message_size(MAX_ANSWER_BYTES)
             .max_encoding_message_size(MAX_ANSWER_BYTES)
+    }
+
+    pub fn services(&self) -> ServiceServiceClient<BearerChannel> {
+        ServiceServiceClient::new(self.channel.clone()).max_decoding_message_size(MAX_ANSWER_BYTES)
     }
 
     pub fn evals(&self) -> EvalServiceClient<BearerChannel> {

@@ -30,6 +30,7 @@ pub mod raft;
 pub mod resolve;
 pub mod serve;
 pub mod servers;
+pub mod services;
 pub mod signals;
 pub mod tls;
 pub mod workers;

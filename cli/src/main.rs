@@ -14,6 +14,7 @@ use drover_cli::nodes::NodeCommand;
 use drover_cli::operator::OperatorCommand;
 use drover_cli::serve::ServerArgs;
 use drover_cli::servers::ServerCommand;
+use drover_cli::services::ServiceCommand;
 use drover_cli::{CliError, Client, ClientArgs, Exit, argv};
 use std::io::Write;
 use std::process::ExitCode;
@@ -68,6 +69,13 @@ enum Command {
         client: ClientArgs,
         #[command(subcommand)]
         command: EvalCommand,
+    },
+    /// The service catalog: where services run and whether their checks pass
+    Service {
+        #[command(flatten)]
+        client: ClientArgs,
+        #[command(subcommand)]
+        command: ServiceCommand,
     },
     /// Inspect allocations
     Alloc {
@@ -232,6 +240,9 @@ async fn run(command: Command) -> anyhow::Result<Exit> {
         }
         Command::Eval { client, command } => {
             drover_cli::evals::run(&connect(&client).await?, command, out).await?
+        }
+        Command::Service { client, command } => {
+            drover_cli::services::run(&connect(&client).await?, command, out).await?
         }
         Command::Alloc { client, command } => {
             drover_cli::allocs::run(&connect(&client).await?, command, out).await?

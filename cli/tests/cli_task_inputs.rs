@@ -292,7 +292,7 @@ async fn bad_artifacts_and_templates_fail_the_allocation_not_the_node() {
     assert_eq!(
         message,
         "template local/out: 2:6: function \"nope\" is not defined (known: env, envOrDefault, \
-         toUpper, toLower, trimSpace, eq, ne, not, and, or, printf)"
+         toUpper, toLower, trimSpace, eq, ne, not, and, or, printf, nomadService)"
     );
 
     // An inline template that does not parse is refused when the job is submitted.

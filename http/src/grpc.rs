@@ -131,4 +131,5 @@ clients! {
     search => pb::search_service_client::SearchServiceClient<GrpcService>,
     acl => pb::acl_service_client::AclServiceClient<GrpcService>,
     allocs => pb::alloc_service_client::AllocServiceClient<GrpcService>,
+    services => pb::service_service_client::ServiceServiceClient<GrpcService>,
 }

@@ -719,6 +719,7 @@ fn update_pb() -> pb::AllocClientUpdate {
             .map(|(k, t)| (k.to_owned(), t.into()))
             .collect(),
         infra_failure: false,
+        services: None,
     }
 }
 

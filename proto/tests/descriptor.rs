@@ -101,6 +101,7 @@ const EXPECTED: &[(&str, &[&str])] = &[
     ),
     ("AllocService", &["Logs", "Restart", "Stop"]),
     ("AgentService", &["Logs", "Restart"]),
+    ("ServiceService", &["List", "Info"]),
 ];
 
 fn descriptors() -> FileDescriptorSet {
@@ -148,8 +149,21 @@ fn every_proto_file_is_compiled_one_area_each() {
         .map(|f| f.name().to_owned())
         .collect();
     let expected: BTreeSet<String> = [
-        "types", "jobs", "evals", "nodes", "operator", "workers", "events", "status", "raft",
-        "search", "acl", "allocs", "cluster",
+        "types",
+        "jobs",
+        "evals",
+        "nodes",
+        "operator",
+        "workers",
+        "events",
+        "status",
+        "raft",
+        "search",
+        "acl",
+        "allocs",
+        "cluster",
+        "service",
+        "service_catalog",
     ]
     .iter()
     .map(|a| format!("drover/v1/{a}.proto"))

@@ -359,6 +359,7 @@ fn client_alloc_updates_round_trip_through_the_request() {
             task_states: alloc.task_states.clone(),
         },
         infra_failure: true,
+        services: None,
     };
     let request = pb::UpdateAllocationsRequest {
         auth: Some(pb::NodeAuth {

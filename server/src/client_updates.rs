@@ -87,9 +87,10 @@ async fn run(writer: Writer, mut rx: mpsc::Receiver<Queued>) {
 }
 
 /// The entry for `batch`: a lone report as the plain command (so its node's refusal is
-/// its own), several as one coalesced command at the latest of their times.
+/// its own) unless it carries service registrations, which only the coalesced command
+/// holds; several as one coalesced command at the latest of their times.
 fn entry(mut batch: Vec<Queued>) -> (Command, Vec<oneshot::Sender<Result<Index, ServerError>>>) {
-    if batch.len() == 1 {
+    if batch.len() == 1 && batch[0].part.services.is_empty() {
         let Queued { part, now, done } = batch.remove(0);
         let command = Command::AllocClientUpdate {
             node_id: part.node_id,
@@ -120,6 +121,7 @@ mod tests {
             node_id: mock::node_id(node),
             updates: vec![],
             evals: vec![],
+            services: vec![],
         };
         (
             Queued {

@@ -53,7 +53,10 @@ pub fn served_locally(path: &str) -> bool {
         return true;
     };
     match service {
-        "drover.v1.StatusService" | "drover.v1.WorkerService" | "drover.v1.SearchService" => true,
+        "drover.v1.StatusService"
+        | "drover.v1.WorkerService"
+        | "drover.v1.SearchService"
+        | "drover.v1.ServiceService" => true,
         "drover.v1.EventService" => method == "Subscribe",
         "drover.v1.AclService" => matches!(
             method,

@@ -58,6 +58,7 @@ fn grant(rpc: &str) -> Option<&'static str> {
         ("WorkerService", "List" | "GetConfig") => OP_READ,
         ("WorkerService", _) => OP_WRITE,
         ("SearchService", "PrefixSearch") => READ_JOB,
+        ("ServiceService", _) => READ_JOB,
         ("StatusService", _) => OP_READ,
         ("ClusterService", "ListPeers") => OP_READ,
         ("ClusterService", _) => OP_WRITE,

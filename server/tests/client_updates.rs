@@ -51,6 +51,7 @@ async fn a_burst_of_reports_from_many_nodes_shares_a_few_entries() {
                             task_states: Default::default(),
                         },
                         infra_failure: false,
+                        services: None,
                     }],
                 })
                 .await

@@ -180,6 +180,8 @@ operator { policy = "read" }"#;
     let parse = r#"{"JobHCL": "job \"p\" {\n group \"g\" {\n task \"t\" {\n driver = \"raw_exec\"\n config {\n command = \"/bin/true\"\n }\n }\n }\n}"}"#;
     let table: Vec<(&str, String, &str, Need)> = vec![
         ("GET", "/v1/jobs".into(), "", Need::Read),
+        ("GET", "/v1/services".into(), "", Need::Read),
+        ("GET", "/v1/service/db".into(), "", Need::Read),
         ("POST", "/v1/jobs".into(), JOB, Need::More),
         ("POST", "/v1/jobs/parse".into(), parse, Need::None),
         ("GET", "/v1/job/web".into(), "", Need::Read),
@@ -545,6 +547,42 @@ async fn a_blocking_query_waits_for_the_next_change() {
     assert!(new_index > index, "{woken:?}");
     assert!(took < Duration::from_secs(20), "woke only after {took:?}");
     assert!(woken.body.contains(r#""ID":"web""#), "{}", woken.body);
+}
+
+/// The service catalog over Nomad's API: empty lists at first, and a blocking query on it
+/// waits for the catalog (not any write) and answers its index when the wait runs out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_service_catalog_answers_as_nomad_lists_it() {
+    let (_api, addr) = start(false).await;
+    let list = http(&addr, "GET", "/v1/services", None, "", false).await;
+    assert_eq!((list.status, list.body.as_str()), (200, "[]"), "{list:?}");
+    let index: u64 = list
+        .header("x-nomad-index")
+        .and_then(|v| v.parse().ok())
+        .expect("an index header");
+    let started = Instant::now();
+    let registered = http(&addr, "POST", "/v1/jobs", None, JOB, false).await;
+    assert_eq!(registered.status, 200, "{registered:?}");
+    let quiet = http(
+        &addr,
+        "GET",
+        &format!("/v1/service/db?index={index}&wait=500ms"),
+        None,
+        "",
+        false,
+    )
+    .await;
+    assert_eq!(
+        (quiet.status, quiet.body.as_str()),
+        (200, "[]"),
+        "{quiet:?}"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(450),
+        "a job write does not wake a catalog read"
+    );
+    let bad = http(&addr, "GET", "/v1/services?wait=soon", None, "", false).await;
+    assert_eq!(bad.status, 400, "{bad:?}");
 }
 
 /// Nomad's API over TLS with the gRPC API's certificates: a client the cluster CA signed is

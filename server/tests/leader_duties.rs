@@ -48,6 +48,7 @@ fn client_update(alloc: &Allocation, status: ClientStatus, infra: bool) -> Clien
             task_states: Default::default(),
         },
         infra_failure: infra,
+        services: None,
     }
 }
 

@@ -47,6 +47,7 @@ fn running(alloc: &Allocation) -> ClientAllocUpdate {
             task_states: Default::default(),
         },
         infra_failure: false,
+        services: None,
     }
 }
 

@@ -8,6 +8,7 @@ use super::job_inputs::{meta_env, write_payload};
 use super::lifecycle::{self, Gate, Role};
 use super::task::{TaskChange, TaskCommand, TaskRun, run_task};
 use super::{RunnerContext, TaskDirs, alloc_status, task_env};
+use crate::checks::{AllocChecks, CheckResult, TaskContext};
 use crate::driver::LogPaths;
 use crate::driver::logs::rotate_if_needed;
 use crate::state::AllocRecord;
@@ -172,8 +173,9 @@ struct Publisher {
 }
 
 impl Publisher {
-    /// Persists the record, then reports its status.
-    fn publish(&self, record: &mut AllocRecord) {
+    /// Persists the record, then reports its status, with its service registrations while
+    /// it runs (none otherwise, which takes them out of the catalog).
+    fn publish(&self, record: &mut AllocRecord, checks: &AllocChecks) {
         let states = record
             .tasks
             .iter()
@@ -193,6 +195,13 @@ impl Publisher {
                 task_states: states,
             },
             infra_failure: record.infra_failure && status == ClientStatus::Failed,
+            services: (!checks.is_empty()).then(|| {
+                if status == ClientStatus::Running {
+                    checks.registrations()
+                } else {
+                    Vec::new()
+                }
+            }),
         };
         self.latest.send_replace(Some(update.clone()));
         if self.silenced.load(Ordering::Relaxed) {
@@ -246,6 +255,8 @@ async fn run_alloc(
         .into_iter()
         .map(|(name, gate)| (name, watch::channel(gate).0))
         .collect();
+    let mut check_restarts: BTreeMap<String, watch::Sender<u64>> = BTreeMap::new();
+    let mut contexts: BTreeMap<String, TaskContext> = BTreeMap::new();
     for task in record.group.tasks.clone() {
         let dirs = TaskDirs::new(&alloc_dir, &task.name);
         let entry = record.tasks.entry(task.name.clone()).or_default();
@@ -301,6 +312,15 @@ async fn run_alloc(
             &own,
         );
         let task = super::interpolate_task(task, &env);
+        contexts.insert(
+            task.name.clone(),
+            TaskContext {
+                env: env.clone(),
+                dir: Some(dirs.work.clone()),
+            },
+        );
+        let (check_restart_tx, check_restart_rx) = watch::channel(0);
+        check_restarts.insert(task.name.clone(), check_restart_tx);
         let run = TaskRun {
             alloc_id,
             env,
@@ -320,6 +340,8 @@ async fn run_alloc(
                 .get(&task.name)
                 .cloned()
                 .unwrap_or_else(|| watch::channel(0).1),
+            check_restarts: check_restart_rx,
+            namespace: record.alloc.namespace.clone(),
             ports: record.alloc.ports.to_vec(),
             task,
         };
@@ -331,7 +353,16 @@ async fn run_alloc(
         ));
     }
     drop(changes_tx);
-    publisher.publish(&mut record);
+    let node_id = crate::checks::node_id_of(&ctx.node_values).unwrap_or_else(|| {
+        // The servers set the registration's node from the report's; this is a stand-in.
+        drover_core::types::NodeId::from_bytes([0; 16])
+    });
+    let mut checks = AllocChecks::plan(&record.alloc, &record.group, node_id, &contexts);
+    let (results_tx, mut results) = mpsc::unbounded_channel::<CheckResult>();
+    // Checks start once the allocation runs, and stop with this supervisor.
+    let mut running_checks: Option<JoinSet<()>> = None;
+    let mut started: BTreeMap<String, tokio::time::Instant> = BTreeMap::new();
+    publisher.publish(&mut record, &checks);
 
     let mut rotate = tokio::time::interval(ROTATE_EVERY);
     let mut desired_open = true;
@@ -343,9 +374,38 @@ async fn run_alloc(
                     changes_open = false;
                     continue;
                 };
+                if change.record.state.state == TaskRunState::Running
+                    && record
+                        .tasks
+                        .get(&change.name)
+                        .is_none_or(|t| t.state.state != TaskRunState::Running)
+                {
+                    started.insert(change.name.clone(), tokio::time::Instant::now());
+                    checks.task_started(&change.name);
+                }
                 apply_change(&mut record, change, &commands);
                 update_gates(&roles, &gates, &record);
-                publisher.publish(&mut record);
+                if running_checks.is_none()
+                    && !checks.is_empty()
+                    && alloc_status(&states_of(&record)).0 == ClientStatus::Running
+                {
+                    running_checks = Some(checks.spawn(results_tx.clone(), ctx.checks_http.clone()));
+                }
+                publisher.publish(&mut record, &checks);
+            }
+            Some(result) = results.recv() => {
+                let (changed, restart) =
+                    checks.record(&result, &started, tokio::time::Instant::now());
+                for task in restart {
+                    tracing::info!(%alloc_id, %task, output = %result.outcome.output, "check_restart: restarting the task");
+                    if let Some(tx) = check_restarts.get(&task) {
+                        tx.send_modify(|n| *n += 1);
+                    }
+                }
+                if changed {
+                    tracing::info!(%alloc_id, health = checks.health().as_str(), output = %result.outcome.output, "service health changed");
+                    publisher.publish(&mut record, &checks);
+                }
             }
             res = desired.changed(), if desired_open => {
                 if res.is_err() {
@@ -370,7 +430,7 @@ async fn run_alloc(
                     tracing::info!(%alloc_id, job_version = version, "allocation updated in place");
                     record.alloc.job_version = version;
                     record.group = group;
-                    publisher.publish(&mut record);
+                    publisher.publish(&mut record, &checks);
                 }
             }
             _ = rotate.tick() => {
@@ -393,8 +453,18 @@ async fn run_alloc(
     while let Ok(change) = changes.try_recv() {
         apply_change(&mut record, change, &commands);
     }
-    publisher.publish(&mut record);
+    drop(running_checks);
+    publisher.publish(&mut record, &checks);
     tracing::info!(%alloc_id, status = record.client_status.as_str(), "allocation finished");
+}
+
+/// The tasks' states as the allocation's status reads them.
+fn states_of(record: &AllocRecord) -> TaskStates {
+    record
+        .tasks
+        .iter()
+        .map(|(k, t)| (k.as_str(), t.state.clone()))
+        .collect()
 }
 
 /// The tasks' states, by name.

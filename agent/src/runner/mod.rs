@@ -46,6 +46,10 @@ pub struct RunnerContext {
     /// The node's values templates read with `env`: `node.unique.id`, `node.unique.name`,
     /// `node.datacenter`, `node.class`, `attr.<attribute>`, `meta.<key>`.
     pub node_values: Arc<BTreeMap<String, String>>,
+    /// The client service checks of type http share (no proxy, no redirects followed).
+    pub checks_http: reqwest::Client,
+    /// The services this node's templates read (`nomadService`).
+    pub catalog: Arc<crate::checks::catalog::ServiceCatalog>,
 }
 
 impl RunnerContext {

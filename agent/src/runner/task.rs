@@ -58,6 +58,11 @@ pub struct TaskRun {
     pub record: TaskRecord,
     /// Changes each time an operator asks to restart the task in place.
     pub restarts: watch::Receiver<u64>,
+    /// The allocation's namespace: where its templates look services up.
+    pub namespace: String,
+    /// Changes each time a service check's `check_restart` gives up on the task: a restart
+    /// counted against its restart policy, like an exit.
+    pub check_restarts: watch::Receiver<u64>,
     /// The allocation's ports (a docker task publishes those its `config.ports` names).
     pub ports: Vec<drover_core::types::AllocatedPort>,
 }
@@ -183,9 +188,12 @@ async fn run_steps(
         mut gate,
         record,
         mut restarts,
+        mut check_restarts,
+        namespace,
         ports,
     } = run;
     restarts.mark_unchanged();
+    check_restarts.mark_unchanged();
     let mut me = Runner {
         name: task.name.clone(),
         record,
@@ -266,7 +274,10 @@ async fn run_steps(
                     me.send(false);
                     return;
                 }
-                let run_env = match inputs.prepare(&mut me, &ctx, &task, &dirs, &env).await {
+                let run_env = match inputs
+                    .prepare(&mut me, &ctx, &task, &dirs, &env, &namespace)
+                    .await
+                {
                     Ok(run_env) => run_env,
                     Err((kind, message, infra)) => {
                         tracing::warn!(task = %me.name, %message, infra, "task inputs failed");
@@ -332,12 +343,26 @@ async fn run_steps(
                         Ok(()) = restarts.changed() => {
                             break Ok(Some("restart requested by an operator".to_string()));
                         }
+                        Ok(()) = check_restarts.changed() => {
+                            let signal = kill_signal(&task);
+                            me.event(
+                                "Restart Signaled",
+                                format!("healthcheck: check_restart limit reached; sent {signal}"),
+                                None,
+                                false,
+                            );
+                            me.send(false);
+                            // Then it is an exit like any other: the restart policy decides.
+                            break Err(handle.kill(signal, task.kill_timeout).await);
+                        }
                         usage = sampler.next() => {
                             me.record.state.usage = Some(usage);
                             me.send(false);
                         }
                         _ = rerender.tick(), if !inputs.templates.is_empty() => {
-                            if let Some(why) = inputs.rerender(&mut me, &ctx, &env, &handle).await {
+                            if let Some(why) =
+                                inputs.rerender(&mut me, &ctx, &env, &namespace, &handle).await
+                            {
                                 break Ok(Some(why));
                             }
                         }
@@ -485,6 +510,7 @@ impl Inputs {
         task: &Task,
         dirs: &TaskDirs,
         env: &BTreeMap<String, String>,
+        namespace: &str,
     ) -> Result<BTreeMap<String, String>, (&'static str, String, bool)> {
         if !self.fetched && !task.artifacts.is_empty() {
             me.event(
@@ -509,7 +535,11 @@ impl Inputs {
         }
         let mut run_env = env.clone();
         if !self.templates.is_empty() {
-            let lookup = super::templates::lookup(env, &ctx.node_values);
+            let lookup = super::templates::TaskLookup {
+                values: super::templates::lookup(env, &ctx.node_values),
+                catalog: &ctx.catalog,
+                namespace,
+            };
             let rendered = self
                 .templates
                 .render(&lookup)
@@ -526,9 +556,14 @@ impl Inputs {
         me: &mut Runner,
         ctx: &RunnerContext,
         env: &BTreeMap<String, String>,
+        namespace: &str,
         handle: &TaskHandle,
     ) -> Option<String> {
-        let lookup = super::templates::lookup(env, &ctx.node_values);
+        let lookup = super::templates::TaskLookup {
+            values: super::templates::lookup(env, &ctx.node_values),
+            catalog: &ctx.catalog,
+            namespace,
+        };
         let rendered = match self.templates.render(&lookup) {
             Ok(r) => r,
             Err(e) => {

@@ -206,6 +206,32 @@ pub fn lookup<'a>(
     move |name| env.get(name).or_else(|| node.get(name)).cloned()
 }
 
+/// What a running task's templates read: [`lookup`]'s values and, for `nomadService`, the
+/// node's service catalog in the task's namespace.
+pub struct TaskLookup<'a, F> {
+    pub values: F,
+    pub catalog: &'a std::sync::Arc<crate::checks::catalog::ServiceCatalog>,
+    pub namespace: &'a str,
+}
+
+impl<F> std::fmt::Debug for TaskLookup<'_, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskLookup")
+            .field("namespace", &self.namespace)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F: Fn(&str) -> Option<String>> Lookup for TaskLookup<'_, F> {
+    fn get(&self, name: &str) -> Option<String> {
+        (self.values)(name)
+    }
+
+    fn services(&self, name: &str) -> Option<Vec<drover_core::template::Record>> {
+        Some(self.catalog.instances(self.namespace, name))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -173,6 +173,7 @@ impl SimAlloc {
                 .map(|t| (t.name.to_string(), t.state()))
                 .collect(),
             infra_failure: infra,
+            services: None,
         }
     }
 }

@@ -29,6 +29,9 @@ pub const FINE_ELSEWHERE: usize = 2;
 pub struct ClientAllocUpdate {
     pub update: AllocClientUpdate,
     pub infra_failure: bool,
+    /// Every service registration of the allocation with its checks' health, replacing
+    /// the catalog's; `None`: unchanged.
+    pub services: Option<Vec<crate::types::ServiceRegistration>>,
 }
 
 /// The meaning of one batch of updates from one node.

@@ -32,6 +32,7 @@ fn report(
         vec![ClientAllocUpdate {
             update: update(alloc, status),
             infra_failure: infra,
+            services: None,
         }],
     )
 }

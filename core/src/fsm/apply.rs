@@ -61,6 +61,7 @@ pub fn apply(
         last_touched: None,
     };
     fsm.command(cmd)?;
+    fsm.settle_services();
     fsm.refresh_job_statuses();
     Ok(fsm.events)
 }
@@ -297,13 +298,17 @@ impl Apply<'_> {
                 updates,
                 evals,
                 now,
-            } => self.alloc_client_update(*node_id, updates, evals, *now),
+            } => self.alloc_client_update(*node_id, updates, evals, &[], *now),
             Command::AllocClientUpdates { nodes, now } => {
                 for part in nodes {
                     // Only a vanished node refuses its part; the others still apply.
-                    if let Err(error) =
-                        self.alloc_client_update(part.node_id, &part.updates, &part.evals, *now)
-                    {
+                    if let Err(error) = self.alloc_client_update(
+                        part.node_id,
+                        &part.updates,
+                        &part.evals,
+                        &part.services,
+                        *now,
+                    ) {
                         tracing::debug!(node_id = %part.node_id, %error, "client updates of a gone node skipped");
                     }
                 }
@@ -590,11 +595,13 @@ impl Apply<'_> {
         node_id: NodeId,
         updates: &[AllocClientUpdate],
         evals: &[Evaluation],
+        services: &[AllocServices],
         now: Timestamp,
     ) -> Result<(), ApplyError> {
         if self.store.node(&node_id).is_none() {
             return Err(ApplyError::NodeNotFound(node_id));
         }
+        let mut relisted = false;
         for u in updates {
             // A node updates only its own allocations, and terminal client states are final.
             let Some(old) = self.store.alloc(&u.alloc_id) else {
@@ -615,6 +622,8 @@ impl Apply<'_> {
                 namespace: a.namespace.clone(),
                 id: a.job_id.clone(),
             });
+            relisted |= crate::state::alloc_listed(old) != crate::state::alloc_listed(&a)
+                && self.store.alloc_services(a.id).next().is_some();
             let a = self.store.put_alloc(self.index, a);
             self.events.push(Event::alloc(
                 self.index,
@@ -622,8 +631,88 @@ impl Apply<'_> {
                 &a,
             ));
         }
+        if relisted {
+            self.store.touch_services(self.index);
+        }
+        for s in services {
+            self.alloc_services(node_id, s);
+        }
         self.upsert_evals(evals);
         Ok(())
+    }
+
+    /// Replaces an allocation's registrations with what its node reports. A node writes
+    /// only its own live allocations' registrations, under their ids (which start with the
+    /// allocation's): anything else in the report is ignored. Where a registration is, and
+    /// whose it is, is the allocation's, whatever the report says.
+    fn alloc_services(&mut self, node_id: NodeId, s: &AllocServices) {
+        let Some(a) = self.store.alloc(&s.alloc_id).cloned() else {
+            return;
+        };
+        if a.node_id != node_id || a.client_terminal() {
+            return;
+        }
+        let prefix = a.id.to_string();
+        let regs = s
+            .registrations
+            .iter()
+            .filter(|r| r.id.starts_with(&prefix))
+            .map(|r| ServiceRegistration {
+                namespace: a.namespace.to_string(),
+                job_id: a.job_id.to_string(),
+                alloc_id: a.id,
+                node_id,
+                ..r.clone()
+            })
+            .collect();
+        let changes = self.store.set_alloc_services(self.index, a.id, regs);
+        self.service_events(changes);
+    }
+
+    fn service_events(&mut self, changes: crate::state::ServiceChanges) {
+        for r in &changes.removed {
+            self.events.push(Event::service(
+                self.index,
+                EventType::ServiceDeregistered,
+                r,
+            ));
+        }
+        for r in &changes.upserted {
+            self.events
+                .push(Event::service(self.index, EventType::ServiceRegistered, r));
+        }
+    }
+
+    /// Removes the registrations of the allocations this entry ended on their client or
+    /// deleted, and marks the catalog changed where an allocation's registrations stopped
+    /// (or started) being listed by a server-side change (a stop, a lost node).
+    fn settle_services(&mut self) {
+        if self.store.service_count() == 0 {
+            return;
+        }
+        let mut ended = Vec::new();
+        let mut relisted = false;
+        for e in &self.events {
+            let id = match &e.payload {
+                EventPayload::Allocation(a) => a.id,
+                EventPayload::AllocId(id) => *id,
+                _ => continue,
+            };
+            match self.store.alloc(&id) {
+                Some(a) if !a.client_terminal() => {
+                    relisted |= e.event_type != EventType::AllocationClientUpdated
+                        && self.store.alloc_services(id).next().is_some();
+                }
+                _ => ended.push(id),
+            }
+        }
+        for id in ended {
+            let changes = self.store.set_alloc_services(self.index, id, Vec::new());
+            self.service_events(changes);
+        }
+        if relisted {
+            self.store.touch_services(self.index);
+        }
     }
 
     /// Marks the allocation to stop (unless it already is) and writes the eval that

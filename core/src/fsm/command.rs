@@ -212,6 +212,17 @@ pub struct NodeAllocUpdates {
     pub node_id: NodeId,
     pub updates: Vec<AllocClientUpdate>,
     pub evals: Vec<Evaluation>,
+    /// The service registrations of some of the node's allocations, each replacing what
+    /// the catalog holds for it. Applied only to the node's own live allocations.
+    #[serde(default)]
+    pub services: Vec<AllocServices>,
+}
+
+/// Every service registration of one allocation, as the agent running it reports them.
+#[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
+pub struct AllocServices {
+    pub alloc_id: AllocId,
+    pub registrations: Vec<ServiceRegistration>,
 }
 
 impl Command {

@@ -11,15 +11,17 @@ pub enum Topic {
     Evaluation,
     Allocation,
     Operator,
+    Service,
 }
 
 impl Topic {
-    pub const ALL: [Topic; 5] = [
+    pub const ALL: [Topic; 6] = [
         Topic::Job,
         Topic::Node,
         Topic::Evaluation,
         Topic::Allocation,
         Topic::Operator,
+        Topic::Service,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -29,6 +31,7 @@ impl Topic {
             Topic::Evaluation => "Evaluation",
             Topic::Allocation => "Allocation",
             Topic::Operator => "Operator",
+            Topic::Service => "Service",
         }
     }
 
@@ -58,6 +61,8 @@ pub enum EventType {
     AllocationDeleted,
     PlanResult,
     SchedulerConfigUpdated,
+    ServiceRegistered,
+    ServiceDeregistered,
 }
 
 /// The object an event is about, as it is after the change (shared, not copied).
@@ -72,6 +77,7 @@ pub enum EventPayload {
     Allocation(Arc<Allocation>),
     AllocId(AllocId),
     SchedulerConfig(Arc<SchedulerConfig>),
+    Service(Arc<ServiceRegistration>),
 }
 
 #[derive(Clone, PartialEq, Debug)]
@@ -116,6 +122,16 @@ impl Event {
         }
     }
 
+    pub fn service(index: Index, t: EventType, r: &Arc<ServiceRegistration>) -> Self {
+        Self {
+            topic: Topic::Service,
+            event_type: t,
+            key: r.service_name.clone(),
+            index,
+            payload: EventPayload::Service(r.clone()),
+        }
+    }
+
     pub fn alloc(index: Index, t: EventType, alloc: &Arc<Allocation>) -> Self {
         Self {
             topic: Topic::Allocation,
@@ -136,6 +152,7 @@ impl Event {
             EventPayload::JobKey(k) => Some(&k.namespace),
             EventPayload::Evaluation(e) => Some(&e.namespace),
             EventPayload::Allocation(a) => Some(&a.namespace),
+            EventPayload::Service(r) => Some(&r.namespace),
             EventPayload::Node(_)
             | EventPayload::NodeId(_)
             | EventPayload::EvalId(_)

@@ -10,6 +10,8 @@ mod event;
 #[cfg(test)]
 mod acl_tests;
 #[cfg(test)]
+mod service_tests;
+#[cfg(test)]
 mod tests;
 
 pub use apply::{ApplyError, apply};
@@ -17,5 +19,7 @@ pub use codec::{
     COMMAND_FORMAT, CodecError, SNAPSHOT_FORMAT, decode_command, decode_snapshot, encode_command,
     encode_snapshot, encode_snapshot_to, read_header,
 };
-pub use command::{AllocClientUpdate, Command, NodeAllocUpdates, PlanApply, one_eval_per_job};
+pub use command::{
+    AllocClientUpdate, AllocServices, Command, NodeAllocUpdates, PlanApply, one_eval_per_job,
+};
 pub use event::{Event, EventPayload, EventType, Topic};

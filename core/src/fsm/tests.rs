@@ -706,6 +706,7 @@ fn coalesced_client_updates_apply_each_part_as_its_own_report() {
         node_id,
         updates: vec![upd(mock::alloc_id(alloc), status)],
         evals: vec![],
+        services: vec![],
     };
     let parts = vec![
         part(n1, 1, ClientStatus::Complete),

@@ -25,7 +25,7 @@ const GROUP_FIELDS: &[(&str, Shape)] = &[
     ("update", Shape::Block),
     ("task", Shape::Labeled),
     ("network", Shape::Block),
-    ("service", Shape::Unsupported),
+    ("service", Shape::Blocks),
     ("volume", Shape::Unsupported),
     ("ephemeral_disk", Shape::Block),
     ("affinity", Shape::Unsupported),
@@ -168,6 +168,10 @@ pub(super) fn decode_group(
             ("migrate", Item::Block(b)) => {
                 g.migrate =
                     super::migrate::migrate(d, &join(&path, "migrate"), b, g.migrate.clone());
+            }
+            ("service", Item::Block(b)) => {
+                let index = g.services.len();
+                g.services.push(super::service::service(d, &path, index, b));
             }
             ("task", Item::Block(b)) => {
                 let task_index = g.tasks.len();

@@ -29,6 +29,7 @@ mod migrate;
 mod network;
 mod nomad_json;
 mod reader;
+mod service;
 mod task;
 mod task_blocks;
 mod task_files;

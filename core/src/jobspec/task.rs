@@ -20,7 +20,7 @@ const TASK_FIELDS: &[(&str, Shape)] = &[
     ("snapshot", Shape::Attr),
     ("artifact", Shape::Blocks),
     ("template", Shape::Blocks),
-    ("service", Shape::Unsupported),
+    ("service", Shape::Blocks),
     ("user", Shape::Attr),
     ("logs", Shape::Unsupported),
     ("vault", Shape::Unsupported),
@@ -113,6 +113,11 @@ pub(super) fn decode_task(
                 let index = task.templates.len();
                 let template = super::task_files::template(d, &path, index, b);
                 task.templates.push(template);
+            }
+            ("service", Item::Block(b)) => {
+                let index = task.services.len();
+                task.services
+                    .push(super::service::service(d, &path, index, b));
             }
             ("dispatch_payload", Item::Block(b)) => {
                 task.dispatch_payload = super::task_files::dispatch_payload(d, &path, b);

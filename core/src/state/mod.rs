@@ -14,11 +14,14 @@
 //! - `node_usage[n]` is the sum of resources of the allocations on `n` that still use them,
 //!   with the ports of exactly those allocations, once per holder;
 //! - job summaries equal a recount from the alloc and eval tables;
+//! - every service registration names a live (not client-terminal) allocation on its node,
+//!   and the catalog's indexes hold exactly its registrations;
 //! - `latest_index` is the maximum of the table indexes.
 
 mod acl;
 mod read;
 mod rebuild;
+mod services;
 mod summary;
 mod write;
 
@@ -27,6 +30,7 @@ mod tests;
 
 pub use acl::AclParts;
 pub use rebuild::StoreParts;
+pub use services::{ServiceChanges, ServiceSummary, alloc_listed};
 pub use summary::{GroupSummary, JobSummary, derive_job_status};
 
 use crate::types::*;
@@ -48,10 +52,11 @@ pub enum Table {
     Allocs,
     Evals,
     SchedulerConfig,
+    Services,
 }
 
 impl Table {
-    pub const ALL: [Table; 7] = [
+    pub const ALL: [Table; 8] = [
         Table::Jobs,
         Table::JobVersions,
         Table::JobSummaries,
@@ -59,6 +64,7 @@ impl Table {
         Table::Allocs,
         Table::Evals,
         Table::SchedulerConfig,
+        Table::Services,
     ];
 }
 
@@ -72,6 +78,8 @@ pub struct TableIndexes {
     pub allocs: Index,
     pub evals: Index,
     pub scheduler_config: Index,
+    /// The service catalog: registrations written or removed, or listed or hidden.
+    pub services: Index,
 }
 
 impl TableIndexes {
@@ -84,6 +92,7 @@ impl TableIndexes {
             Table::Allocs => self.allocs,
             Table::Evals => self.evals,
             Table::SchedulerConfig => self.scheduler_config,
+            Table::Services => self.services,
         }
     }
 
@@ -96,6 +105,7 @@ impl TableIndexes {
             Table::Allocs => &mut self.allocs,
             Table::Evals => &mut self.evals,
             Table::SchedulerConfig => &mut self.scheduler_config,
+            Table::Services => &mut self.services,
         }
     }
 
@@ -234,6 +244,10 @@ pub struct StateStore {
     evals: OrdMap<EvalId, Arc<Evaluation>>,
     evals_by_job: OrdSet<(JobKey, EvalId)>,
     scheduler_config: Arc<SchedulerConfig>,
+    /// Service registrations by id (see [`services`]).
+    services: OrdMap<String, Arc<ServiceRegistration>>,
+    services_by_name: OrdSet<services::ByName>,
+    services_by_alloc: OrdSet<(AllocId, String)>,
     indexes: TableIndexes,
     acl: acl::AclTables,
 }

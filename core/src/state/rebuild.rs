@@ -17,6 +17,7 @@ pub struct StoreParts {
     pub allocs: Vec<Allocation>,
     pub evals: Vec<Evaluation>,
     pub scheduler_config: SchedulerConfig,
+    pub services: Vec<ServiceRegistration>,
 }
 
 /// The primary tables borrowed from a live store: serializes to exactly the bytes of the
@@ -32,6 +33,7 @@ pub struct StorePartsRef<'a> {
     allocs: Records<'a, AllocId, Allocation>,
     evals: Records<'a, EvalId, Evaluation>,
     scheduler_config: &'a SchedulerConfig,
+    services: Records<'a, String, ServiceRegistration>,
 }
 
 impl std::fmt::Debug for StorePartsRef<'_> {
@@ -67,6 +69,7 @@ impl StateStore {
             allocs: Records(&self.allocs),
             evals: Records(&self.evals),
             scheduler_config: &self.scheduler_config,
+            services: Records(&self.services),
         }
     }
 
@@ -80,6 +83,7 @@ impl StateStore {
             allocs: self.allocs.values().map(|a| (**a).clone()).collect(),
             evals: self.evals.values().map(|e| (**e).clone()).collect(),
             scheduler_config: (*self.scheduler_config).clone(),
+            services: self.services.values().map(|r| (**r).clone()).collect(),
         }
     }
 
@@ -118,6 +122,9 @@ impl StateStore {
             })
             .collect();
         s.scheduler_config = Arc::new(parts.scheduler_config);
+        for r in parts.services {
+            s.restore_service(r);
+        }
         s.indexes = parts.indexes;
         s
     }
@@ -125,6 +132,7 @@ impl StateStore {
     /// Checks every invariant of the module docs; the error says which one broke.
     pub fn check_consistency(&self) -> Result<(), String> {
         self.acl_consistent()?;
+        self.services_consistent()?;
         let rebuilt = StateStore::from_parts(self.to_parts());
         let same_keys = self.allocs_by_node.len() == rebuilt.allocs_by_node.len()
             && self

@@ -6,8 +6,11 @@
 //! (`{{/* ... */}}`); pipelines of commands joined by `|` (the value on the left is the last
 //! argument of the command on the right); string literals (`"..."` with escapes, or
 //! `` `raw` ``), integers, `true` and `false`, parenthesized pipelines; `if` / `else if` /
-//! `else` / `end`. Functions: `env "NAME"` (the task's environment, and node values as
-//! Nomad names them: `node.unique.name`, `attr.<name>`, `meta.<key>`), `envOrDefault`,
+//! `else` / `end`; `range` / `else` / `end` over a list, whose items' fields the body reads
+//! as `.Name`. Functions: `env "NAME"` (the task's environment, and node values as
+//! Nomad names them: `node.unique.name`, `attr.<name>`, `meta.<key>`), `nomadService
+//! "NAME"` (the running instances of a service in the task's namespace: `.Address`,
+//! `.Port`, `.Name`, `.ID`, `.AllocID`, `.NodeID`, `.Tags`, `.Health`), `envOrDefault`,
 //! `toUpper`, `toLower`, `trimSpace`, `eq`, `ne`, `not`, `and`, `or`, `printf` with `%s`,
 //! `%d`, `%v` and `%q`.
 //!
@@ -60,6 +63,13 @@ enum Node {
         branches: Vec<(Pipeline, Vec<Node>)>,
         otherwise: Vec<Node>,
     },
+    /// The body once per item of the list, with `.` the item; `otherwise` for none.
+    Range {
+        pos: Pos,
+        list: Pipeline,
+        body: Vec<Node>,
+        otherwise: Vec<Node>,
+    },
 }
 
 /// Commands joined by `|`.
@@ -80,6 +90,8 @@ enum Operand {
     Function(Pos, Function),
     Literal(Value),
     Nested(Pipeline),
+    /// `.Name` of the item `range` is at.
+    Field(Pos, String),
 }
 
 /// The functions a template may call.
@@ -96,10 +108,11 @@ enum Function {
     And,
     Or,
     Printf,
+    NomadService,
 }
 
 impl Function {
-    const ALL: [(&'static str, Function); 11] = [
+    const ALL: [(&'static str, Function); 12] = [
         ("env", Function::Env),
         ("envOrDefault", Function::EnvOrDefault),
         ("toUpper", Function::ToUpper),
@@ -111,6 +124,7 @@ impl Function {
         ("and", Function::And),
         ("or", Function::Or),
         ("printf", Function::Printf),
+        ("nomadService", Function::NomadService),
     ];
 
     fn named(name: &str) -> Option<Function> {
@@ -127,7 +141,11 @@ impl Function {
     /// The number of arguments it takes: exactly `min` when `max` is the same, else a range.
     fn arity(self) -> (usize, usize) {
         match self {
-            Function::Env | Function::ToUpper | Function::ToLower | Function::TrimSpace => (1, 1),
+            Function::Env
+            | Function::ToUpper
+            | Function::ToLower
+            | Function::TrimSpace
+            | Function::NomadService => (1, 1),
             Function::Not => (1, 1),
             Function::EnvOrDefault | Function::Eq | Function::Ne => (2, 2),
             Function::And | Function::Or => (1, usize::MAX),
@@ -142,7 +160,12 @@ pub enum Value {
     Str(String),
     Int(i64),
     Bool(bool),
+    /// What `range` walks: items of named fields.
+    List(Vec<Record>),
 }
+
+/// One item of a list: its fields by name.
+pub type Record = std::collections::BTreeMap<String, String>;
 
 impl Value {
     /// Go's truth: empty strings, zero and false are false.
@@ -151,6 +174,7 @@ impl Value {
             Value::Str(s) => !s.is_empty(),
             Value::Int(i) => *i != 0,
             Value::Bool(b) => *b,
+            Value::List(items) => !items.is_empty(),
         }
     }
 }
@@ -161,6 +185,7 @@ impl fmt::Display for Value {
             Value::Str(s) => f.write_str(s),
             Value::Int(i) => write!(f, "{i}"),
             Value::Bool(b) => write!(f, "{b}"),
+            Value::List(items) => write!(f, "[{} items]", items.len()),
         }
     }
 }
@@ -169,6 +194,13 @@ impl fmt::Display for Value {
 /// values (`node.*`, `attr.*`, `meta.*`), through one lookup.
 pub trait Lookup {
     fn get(&self, name: &str) -> Option<String>;
+
+    /// The running instances of service `name` (`nomadService`), each as its fields;
+    /// `None` where the renderer has no catalog (nothing is listed then).
+    fn services(&self, name: &str) -> Option<Vec<Record>> {
+        let _ = name;
+        None
+    }
 }
 
 impl<F: Fn(&str) -> Option<String>> Lookup for F {
@@ -182,42 +214,62 @@ impl Template {
     /// `env` does).
     pub fn render(&self, lookup: &dyn Lookup) -> Result<String, TemplateError> {
         let mut out = String::new();
-        render_nodes(&self.nodes, lookup, &mut out)?;
+        render_nodes(&self.nodes, lookup, None, &mut out)?;
         Ok(out)
     }
 }
 
+/// `.` while rendering: the item `range` is at, if any.
+type Dot<'a> = Option<&'a Record>;
+
 fn render_nodes(
     nodes: &[Node],
     lookup: &dyn Lookup,
+    dot: Dot<'_>,
     out: &mut String,
 ) -> Result<(), TemplateError> {
     for node in nodes {
         match node {
             Node::Text(t) => out.push_str(t),
-            Node::Action(p) => out.push_str(&eval_pipeline(p, lookup)?.to_string()),
+            Node::Action(p) => out.push_str(&eval_pipeline(p, lookup, dot)?.to_string()),
+            Node::Range {
+                pos,
+                list,
+                body,
+                otherwise,
+            } => match eval_pipeline(list, lookup, dot)? {
+                Value::List(items) if !items.is_empty() => {
+                    for item in &items {
+                        render_nodes(body, lookup, Some(item), out)?;
+                    }
+                }
+                Value::List(_) => render_nodes(otherwise, lookup, dot, out)?,
+                other => {
+                    return Err(pos.error(format!("range needs a list, got {other:?}")));
+                }
+            },
             Node::If {
                 branches,
                 otherwise,
             } => {
                 let mut taken = None;
                 for (cond, body) in branches {
-                    if eval_pipeline(cond, lookup)?.truthy() {
+                    if eval_pipeline(cond, lookup, dot)?.truthy() {
                         taken = Some(body);
                         break;
                     }
                 }
-                render_nodes(taken.unwrap_or(otherwise), lookup, out)?;
+                render_nodes(taken.unwrap_or(otherwise), lookup, dot, out)?;
             }
         }
     }
     Ok(())
 }
 
-fn eval_pipeline(p: &Pipeline, lookup: &dyn Lookup) -> Result<Value, TemplateError> {
+fn eval_pipeline(p: &Pipeline, lookup: &dyn Lookup, dot: Dot<'_>) -> Result<Value, TemplateError> {
     let mut carried: Option<Value> = None;
     for command in &p.commands {
-        carried = Some(eval_command(command, carried.take(), lookup)?);
+        carried = Some(eval_command(command, carried.take(), lookup, dot)?);
     }
     // The parser never makes an empty pipeline.
     Ok(carried.unwrap_or(Value::Str(String::new())))
@@ -227,6 +279,7 @@ fn eval_command(
     c: &Command,
     piped: Option<Value>,
     lookup: &dyn Lookup,
+    dot: Dot<'_>,
 ) -> Result<Value, TemplateError> {
     let (first, rest) = c
         .operands
@@ -236,21 +289,32 @@ fn eval_command(
         if !rest.is_empty() || piped.is_some() {
             return Err(c.pos.error("only a function can take arguments"));
         }
-        return eval_operand(first, lookup);
+        return eval_operand(first, lookup, dot);
     };
     let mut args = rest
         .iter()
-        .map(|o| eval_operand(o, lookup))
+        .map(|o| eval_operand(o, lookup, dot))
         .collect::<Result<Vec<_>, _>>()?;
     args.extend(piped);
     call(*pos, *f, args, lookup)
 }
 
-fn eval_operand(o: &Operand, lookup: &dyn Lookup) -> Result<Value, TemplateError> {
+fn eval_operand(o: &Operand, lookup: &dyn Lookup, dot: Dot<'_>) -> Result<Value, TemplateError> {
     match o {
         Operand::Literal(v) => Ok(v.clone()),
-        Operand::Nested(p) => eval_pipeline(p, lookup),
+        Operand::Nested(p) => eval_pipeline(p, lookup, dot),
         Operand::Function(pos, f) => call(*pos, *f, Vec::new(), lookup),
+        Operand::Field(pos, name) => {
+            let item = dot.ok_or_else(|| {
+                pos.error(format!(".{name} is only available inside {{{{range}}}}"))
+            })?;
+            item.get(name)
+                .map(|v| Value::Str(v.clone()))
+                .ok_or_else(|| {
+                    let known: Vec<&str> = item.keys().map(String::as_str).collect();
+                    pos.error(format!("no field .{name} (known: {})", known.join(", ")))
+                })
+        }
     }
 }
 
@@ -303,6 +367,7 @@ fn call(
             .cloned()
             .unwrap_or(Value::Bool(false)),
         Function::Printf => Value::Str(printf(pos, &text(0), &args[1..])?),
+        Function::NomadService => Value::List(lookup.services(&text(0)).unwrap_or_default()),
     })
 }
 

@@ -9,6 +9,7 @@ pub fn parse(text: &str, left: &str, right: &str) -> Result<Template, TemplateEr
     let pieces = split(text, left, right, &lines)?;
     let mut parser = TreeParser {
         pieces: pieces.into_iter().peekable(),
+        ranges: 0,
     };
     let (nodes, end) = parser.nodes()?;
     if let Some(end) = end {
@@ -50,6 +51,8 @@ enum Piece {
 #[derive(Clone, Debug, PartialEq)]
 enum Tok {
     Ident(String),
+    /// `.Name`: a field of the value `range` is at.
+    Field(String),
     Str(String),
     Int(i64),
     Pipe,
@@ -205,10 +208,18 @@ fn tokenize(
                 (Tok::Ident(src[i..i + len].to_string()), len)
             }
             '.' => {
-                return Err(pos.error(
-                    "fields of . are not available here: use env \"NAME\" for the task's \
-                     environment and node values",
-                ));
+                let name_len = src[i + 1..]
+                    .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .unwrap_or(end - i - 1);
+                if name_len == 0 {
+                    return Err(pos.error(
+                        "a bare . is not available: name a field (.Address, .Port) inside {{range}}",
+                    ));
+                }
+                (
+                    Tok::Field(src[i + 1..i + 1 + name_len].to_string()),
+                    name_len + 1,
+                )
             }
             other => return Err(pos.error(format!("unexpected {other:?} in action"))),
         };
@@ -253,6 +264,8 @@ struct End {
 
 struct TreeParser {
     pieces: std::iter::Peekable<std::vec::IntoIter<Piece>>,
+    /// How many `range` bodies the parser is in: fields (`.Name`) need at least one.
+    ranges: usize,
 }
 
 impl TreeParser {
@@ -267,14 +280,19 @@ impl TreeParser {
                 }
                 Piece::Action(pos, tokens) => (pos, tokens),
             };
+            if self.ranges == 0 {
+                if let Some(t) = tokens.iter().find(|t| matches!(t.tok, Tok::Field(_))) {
+                    let Tok::Field(name) = &t.tok else { continue };
+                    return Err(t.pos.error(format!(
+                        ".{name} is only available inside {{{{range}}}}: use env \"NAME\" for the task's environment and node values"
+                    )));
+                }
+            }
             let keyword = match &tokens[0].tok {
-                Tok::Ident(w) if matches!(w.as_str(), "if" | "else" | "end") => Some(w.clone()),
-                Tok::Ident(w)
-                    if matches!(
-                        w.as_str(),
-                        "range" | "with" | "define" | "template" | "block"
-                    ) =>
-                {
+                Tok::Ident(w) if matches!(w.as_str(), "if" | "else" | "end" | "range") => {
+                    Some(w.clone())
+                }
+                Tok::Ident(w) if matches!(w.as_str(), "with" | "define" | "template" | "block") => {
                     return Err(tokens[0].pos.error(format!("{{{{{w}}}}} is not supported")));
                 }
                 _ => None,
@@ -284,6 +302,10 @@ impl TreeParser {
                 Some("if") => {
                     let condition = pipeline_of(pos, &tokens[1..])?;
                     nodes.push(self.if_block(pos, condition)?);
+                }
+                Some("range") => {
+                    let list = pipeline_of(pos, &tokens[1..])?;
+                    nodes.push(self.range_block(pos, list)?);
                 }
                 Some("end") => {
                     if tokens.len() > 1 {
@@ -318,6 +340,30 @@ impl TreeParser {
             }
         }
         Ok((nodes, None))
+    }
+
+    /// `{{range LIST}} body {{else}} when empty {{end}}`.
+    fn range_block(&mut self, pos: Pos, list: Pipeline) -> Result<Node, TemplateError> {
+        self.ranges += 1;
+        let body = self.nodes();
+        self.ranges -= 1;
+        let (body, end) = body?;
+        let end = end.ok_or_else(|| pos.error("range has no {{end}}"))?;
+        let otherwise = match (end.word, end.condition) {
+            ("end", _) => Vec::new(),
+            (_, Some(_)) => return Err(end.pos.error("range takes an else, not an else if")),
+            (_, None) => match self.nodes()? {
+                (otherwise, Some(End { word: "end", .. })) => otherwise,
+                (_, Some(other)) => return Err(other.pos.error("else after the last else")),
+                (_, None) => return Err(pos.error("range has no {{end}}")),
+            },
+        };
+        Ok(Node::Range {
+            pos,
+            list,
+            body,
+            otherwise,
+        })
     }
 
     fn if_block(&mut self, pos: Pos, condition: Pipeline) -> Result<Node, TemplateError> {
@@ -384,6 +430,7 @@ fn pipeline(pos: Pos, tokens: &[Token], at: &mut usize) -> Result<Pipeline, Temp
                     continue;
                 }
                 Tok::Str(s) => operands.push(Operand::Literal(Value::Str(s.clone()))),
+                Tok::Field(name) => operands.push(Operand::Field(t.pos, name.clone())),
                 Tok::Int(n) => operands.push(Operand::Literal(Value::Int(*n))),
                 Tok::Ident(w) if w == "true" || w == "false" => {
                     operands.push(Operand::Literal(Value::Bool(w == "true")));

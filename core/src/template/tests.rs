@@ -67,8 +67,16 @@ fn templates_that_do_not_parse_name_line_and_column() {
         ("ok\n{{ if true }}never closed", "2:1: if has no {{end}}"),
         ("{{ end }}", "1:1: unexpected {{end}}"),
         ("x {{ else }}", "1:3: unexpected {{else}}"),
-        ("{{ .Field }}", "1:4: fields of . are not available"),
-        ("{{ range \"x\" }}", "1:4: {{range}} is not supported"),
+        (
+            "{{ .Field }}",
+            "1:4: .Field is only available inside {{range}}",
+        ),
+        ("{{ range \"x\" }}", "1:1: range has no {{end}}"),
+        (
+            "{{ range \"x\" }}{{ else if true }}{{ end }}",
+            "1:16: range takes an else",
+        ),
+        ("{{ with \"x\" }}", "1:4: {{with}} is not supported"),
         ("{{ \"open }}", "1:1: unclosed action"),
         ("{{ }}", "1:1: empty action"),
         ("{{ env \"A\" | }}", "1:12: missing value in pipeline"),
@@ -108,4 +116,63 @@ fn calls_with_the_wrong_arguments_fail_when_rendered_at_their_place() {
 fn other_delimiters_leave_braces_alone() {
     let t = parse("{{ not an action }} [[ env \"PORT\" ]]", "[[", "]]").expect("parses");
     assert_eq!(t.render(&vars).as_deref(), Ok("{{ not an action }} 8080"));
+}
+
+/// A catalog of one service, `db`, with two instances.
+struct Catalog;
+
+impl Lookup for Catalog {
+    fn get(&self, name: &str) -> Option<String> {
+        vars(name)
+    }
+
+    fn services(&self, name: &str) -> Option<Vec<Record>> {
+        let instance = |address: &str, port: &str| {
+            Record::from([
+                ("Address".to_owned(), address.to_owned()),
+                ("Port".to_owned(), port.to_owned()),
+            ])
+        };
+        (name == "db").then(|| vec![instance("10.0.0.1", "5432"), instance("10.0.0.2", "5433")])
+    }
+}
+
+#[test]
+fn range_walks_a_services_instances() {
+    let cases = [
+        (
+            "{{ range nomadService \"db\" }}{{ .Address }}:{{ .Port }} {{ end }}",
+            Ok("10.0.0.1:5432 10.0.0.2:5433 "),
+        ),
+        (
+            "{{ range nomadService \"nope\" }}{{ .Address }}{{ else }}none{{ end }}",
+            Ok("none"),
+        ),
+        (
+            "{{ range nomadService \"db\" }}{{ if eq .Port \"5433\" }}{{ .Address }}{{ end }}{{ end }}",
+            Ok("10.0.0.2"),
+        ),
+        (
+            "{{ range nomadService \"db\" }}{{ .Nope }}{{ end }}",
+            Err("1:33: no field .Nope (known: Address, Port)"),
+        ),
+        (
+            "{{ range env \"PORT\" }}x{{ end }}",
+            Err("1:1: range needs a list"),
+        ),
+    ];
+    for (text, want) in cases {
+        let got = parse(text, "{{", "}}")
+            .expect(text)
+            .render(&Catalog)
+            .map_err(|e| e.to_string());
+        match (got, want) {
+            (Ok(got), Ok(want)) => assert_eq!(got, want, "{text}"),
+            (Err(got), Err(want)) => assert!(got.starts_with(want), "{text}: {got}"),
+            (got, want) => panic!("{text}: got {got:?}, want {want:?}"),
+        }
+    }
+    // Without a catalog nothing is listed.
+    let t = parse("[{{ range nomadService \"db\" }}x{{ end }}]", "{{", "}}").expect("parses");
+    assert_eq!(t.render(&vars).as_deref(), Ok("[]"));
 }

@@ -1,6 +1,6 @@
 //! A task group: the unit of placement. All its tasks land on one node together.
 
-use super::{Constraint, EphemeralDisk, GroupNetwork, Resources, Task};
+use super::{Constraint, EphemeralDisk, GroupNetwork, Resources, Service, Task};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -26,6 +26,9 @@ pub struct TaskGroup {
     pub ephemeral_disk: Option<EphemeralDisk>,
     /// The ports its allocations hold on their node; `None`: it asks for none.
     pub network: Option<GroupNetwork>,
+    /// The group's own services (each task's are in the task).
+    #[serde(default)]
+    pub services: Vec<Service>,
 }
 
 /// What makes an allocation healthy for a drain (and, once they exist, a deployment).
@@ -98,6 +101,7 @@ impl TaskGroup {
             migrate: MigrateStrategy::default(),
             ephemeral_disk: None,
             network: None,
+            services: Vec::new(),
         }
     }
 

@@ -1,6 +1,6 @@
 //! A task: one process to run inside an allocation.
 
-use super::{Artifact, Lifecycle, Resources, RestartPolicy, Template};
+use super::{Artifact, Lifecycle, Resources, RestartPolicy, Service, Template};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -49,6 +49,9 @@ pub struct Task {
     /// Where a dispatched job's payload is written, relative to the task's `local/` dir
     /// (`dispatch_payload { file }`).
     pub dispatch_payload: Option<String>,
+    /// Services the task offers; their script checks run in the task's context.
+    #[serde(default)]
+    pub services: Vec<Service>,
 }
 
 impl Task {
@@ -75,6 +78,7 @@ impl Task {
             artifacts: Vec::new(),
             templates: Vec::new(),
             dispatch_payload: None,
+            services: Vec::new(),
         }
     }
 }

@@ -77,6 +77,8 @@ fn check_group(r: &mut Report<'_>, job: &Job, p: &str, g: &TaskGroup) {
             format!("{p}.tasks[{}]", task.name)
         };
         check_task(r, &prefix, task);
+        let owner = Some((prefix.as_str(), task.name.as_str()));
+        super::service::check_services(r, job, p, g, owner, &task.services);
         super::task_files::check_task_ports(r, &prefix, task, g.network.as_ref());
     }
 
@@ -101,6 +103,7 @@ fn check_group(r: &mut Report<'_>, job: &Job, p: &str, g: &TaskGroup) {
     if let Some(network) = &g.network {
         super::network::check_network(r, p, network);
     }
+    super::service::check_services(r, job, p, g, None, &g.services);
     r.map(p, "meta", &g.meta, MapKind::Meta);
 }
 

@@ -27,6 +27,7 @@ mod constraint;
 mod group;
 mod network;
 mod node;
+mod service;
 mod task_blocks;
 mod task_files;
 mod version;

@@ -80,6 +80,16 @@ fn nomad_json_refuses_what_it_cannot_honour() {
             "j.json: Job.TaskGroups[0].Count: expected a whole number, got string",
         ),
         ("", r#""Count": 0, "Services": [],"#, "ok"),
+        (
+            "",
+            r#""Services": [{"Name": "db", "Provider": "consul"}],"#,
+            r#"j.json: Job.TaskGroups[0].Services[0].Provider: provider "consul" is not supported: drover has no consul, its own catalog is provider "nomad""#,
+        ),
+        (
+            "",
+            r#""Services": [{"Name": "db", "Checks": [{"Type": "tcp", "Interval": 500000000, "Timeout": 100000000}]}],"#,
+            "j.json: groups[g].services[0].checks[0].interval: interval 500ms is below the minimum of 1s\nj.json: groups[g].services[0].checks[0].type: a tcp check reaches the service through its port: set the service's port",
+        ),
         // What the server sets on register is ignored; what changes meaning is refused.
         (r#""Status": "running", "Version": 7,"#, "", "ok"),
         (

@@ -7,6 +7,7 @@
 mod json;
 mod mistakes;
 mod network;
+mod services;
 mod syntax;
 mod task_blocks;
 mod task_files;

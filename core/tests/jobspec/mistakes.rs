@@ -171,8 +171,8 @@ fn common_mistakes_are_reported_where_they_are() {
             Expect::Err("t.hcl:3:13: count: 1.5 is invalid: it must be a whole number"),
         ),
         (
-            job("    service {\n      name = \"web\"\n    }\n", ""),
-            Expect::Err(r#"t.hcl:3:5: "service" in group "g" is a Nomad feature drover does not support"#),
+            job("    volume \"data\" {\n      type = \"host\"\n    }\n", ""),
+            Expect::Err(r#"t.hcl:3:5: "volume" in group "g" is a Nomad feature drover does not support"#),
         ),
         (
             job("    migrate {\n      health_check = \"task_state\"\n    }\n", ""),

@@ -36,6 +36,7 @@ pub fn topic_name(t: i32) -> &'static str {
         pb::Topic::Evaluation => "Evaluation",
         pb::Topic::Allocation => "Allocation",
         pb::Topic::Operator => "Operator",
+        pb::Topic::Service => "Service",
         pb::Topic::Unspecified => "",
     }
 }
@@ -48,6 +49,7 @@ pub fn topic_of(name: &str) -> Option<pb::Topic> {
         "Evaluation" => pb::Topic::Evaluation,
         "Allocation" => pb::Topic::Allocation,
         "Operator" => pb::Topic::Operator,
+        "Service" => pb::Topic::Service,
         "*" => pb::Topic::Unspecified,
         _ => return None,
     })
@@ -73,6 +75,8 @@ fn type_name(t: i32) -> &'static str {
         T::AllocationDeleted => "AllocationDeleted",
         T::PlanResult => "PlanResult",
         T::SchedulerConfigUpdated => "SchedulerConfigUpdated",
+        T::ServiceRegistered => "ServiceRegistration",
+        T::ServiceDeregistered => "ServiceDeregistration",
         T::Unspecified => "",
     }
 }
@@ -107,6 +111,10 @@ impl From<&pb::Event> for Event {
             Some(P::SchedulerConfig(c)) => (
                 String::new(),
                 json!({ "SchedulerConfig": super::misc::SchedulerConfig::from(c) }),
+            ),
+            Some(P::ServiceRegistration(r)) => (
+                r.namespace.clone(),
+                json!({ "Service": super::service::NomadServiceRegistration::from(r) }),
             ),
             None => (String::new(), Value::Null),
         };

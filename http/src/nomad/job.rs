@@ -96,6 +96,7 @@ pub struct NomadGroup {
     /// Nomad lists a group's networks; drover's groups have at most one.
     pub networks: Vec<NomadNetwork>,
     pub meta: BTreeMap<String, String>,
+    pub services: Vec<super::service::NomadService>,
 }
 
 #[derive(Debug, Serialize)]
@@ -185,6 +186,7 @@ pub struct NomadTask {
     pub restart_policy: Option<NomadRestart>,
     pub lifecycle: Option<NomadLifecycle>,
     pub meta: BTreeMap<String, String>,
+    pub services: Vec<super::service::NomadService>,
     /// drover: the artifact whose warm nodes the task prefers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<String>,
@@ -300,6 +302,7 @@ fn group(g: &TaskGroup) -> NomadGroup {
         migrate: migrate(&g.migrate),
         networks: g.network.iter().map(network).collect(),
         meta: g.meta.clone(),
+        services: super::service::services(&g.services),
     }
 }
 
@@ -383,6 +386,7 @@ fn task(t: &Task) -> NomadTask {
             sidecar: l.sidecar,
         }),
         meta: t.meta.clone(),
+        services: super::service::services(&t.services),
         snapshot: t.snapshot.clone(),
     }
 }

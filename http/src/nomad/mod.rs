@@ -13,6 +13,7 @@ pub mod event;
 pub mod job;
 pub mod misc;
 pub mod node;
+pub mod service;
 
 use drover_core::types::{
     ClientStatus, DesiredStatus, Eligibility, EvalStatus, JobStatus, JobType, NodeHealth,

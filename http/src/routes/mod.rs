@@ -15,6 +15,7 @@ mod jobs;
 mod nodes;
 mod operator;
 mod search;
+mod services;
 mod status;
 mod unsupported;
 
@@ -62,6 +63,7 @@ pub fn router(ctx: Ctx) -> Router {
         .merge(operator::routes())
         .merge(events::routes())
         .merge(search::routes())
+        .merge(services::routes())
         .merge(client::routes())
         .merge(unsupported::routes())
         .fallback(not_found)

@@ -62,11 +62,6 @@ const UNSUPPORTED: &[(&str, &str)] = &[
     ("/v1/volumes", "drover has no volumes"),
     ("/v1/volume/{*rest}", "drover has no volumes"),
     ("/v1/plugins", "drover has no plugins"),
-    ("/v1/services", "drover has no service registrations yet"),
-    (
-        "/v1/service/{*rest}",
-        "drover has no service registrations yet",
-    ),
     ("/v1/vars", "drover has no variables"),
     ("/v1/var/{*rest}", "drover has no variables"),
     ("/v1/scaling/{*rest}", "drover has no scaling policies"),

@@ -207,6 +207,7 @@ wire_enum!(Topic => pb::Topic {
     Evaluation => Evaluation,
     Allocation => Allocation,
     Operator => Operator,
+    Service => Service,
 });
 
 wire_enum!(EventType => pb::EventType {
@@ -227,6 +228,8 @@ wire_enum!(EventType => pb::EventType {
     AllocationDeleted => AllocationDeleted,
     PlanResult => PlanResult,
     SchedulerConfigUpdated => SchedulerConfigUpdated,
+    ServiceRegistered => ServiceRegistered,
+    ServiceDeregistered => ServiceDeregistered,
 });
 
 wire_enum!(Readiness => pb::Readiness {
@@ -270,3 +273,9 @@ pub(crate) fn parse_dimension(field: &str, key: &str) -> Result<Dimension> {
         .find(|d| d.as_str() == key)
         .ok_or_else(|| ConvertError::new(field, Problem::UnknownKey(key.to_owned())))
 }
+
+wire_enum!(ServiceHealth => pb::ServiceHealth {
+    Passing => Passing,
+    Warning => Warning,
+    Critical => Critical,
+});

@@ -76,6 +76,7 @@ impl From<&Task> for pb::Task {
             artifacts: t.artifacts.iter().map(Into::into).collect(),
             templates: t.templates.iter().map(Into::into).collect(),
             dispatch_payload: t.dispatch_payload.clone(),
+            services: t.services.iter().map(Into::into).collect(),
         }
     }
 }
@@ -133,6 +134,7 @@ impl From<&TaskGroup> for pb::TaskGroup {
                 .ephemeral_disk
                 .map(|d| pb::EphemeralDisk { size_mb: d.size_mb }),
             network: g.network.as_ref().map(Into::into),
+            services: g.services.iter().map(Into::into).collect(),
         }
     }
 }
@@ -344,6 +346,7 @@ fn task(p: pb::Task) -> Result<Task> {
         artifacts: super::task_files::each("artifacts", p.artifacts, super::task_files::artifact)?,
         templates: super::task_files::each("templates", p.templates, super::task_files::template)?,
         dispatch_payload: p.dispatch_payload,
+        services: super::service::services("services", p.services)?,
     })
 }
 
@@ -422,6 +425,7 @@ fn group(p: pb::TaskGroup, job_type: JobType) -> Result<TaskGroup> {
             .map(super::network::group_network)
             .transpose()
             .within("network")?,
+        services: super::service::services("services", p.services)?,
     })
 }
 

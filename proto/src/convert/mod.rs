@@ -21,6 +21,7 @@ mod network;
 mod nodes;
 mod operator;
 mod resources;
+mod service;
 mod status;
 mod task_files;
 mod workers;
@@ -40,6 +41,7 @@ pub use nodes::{
 pub use operator::{
     DrainRequest, DrainSettings, EligibilityChange, NodeFilter, SchedulerConfigUpdate,
 };
+pub use service::service_registration;
 pub use workers::{WorkerConfigUpdate, WorkerPoolConfig, WorkerTarget};
 
 use std::collections::BTreeMap;

@@ -309,6 +309,17 @@ fn client_update(p: pb::AllocClientUpdate) -> Result<ClientAllocUpdate> {
             task_states: task_states(p.task_states)?,
         },
         infra_failure: p.infra_failure,
+        services: p
+            .services
+            .map(|set| {
+                super::each(
+                    "registrations",
+                    set.registrations,
+                    super::service::service_registration,
+                )
+            })
+            .transpose()
+            .within("services")?,
     })
 }
 
@@ -325,6 +336,9 @@ impl From<&ClientAllocUpdate> for pb::AllocClientUpdate {
                 .map(|(k, t)| (k.to_owned(), t.into()))
                 .collect(),
             infra_failure: u.infra_failure,
+            services: u.services.as_ref().map(|regs| pb::ServiceSet {
+                registrations: regs.iter().map(Into::into).collect(),
+            }),
         }
     }
 }

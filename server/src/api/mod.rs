@@ -25,6 +25,7 @@ mod page;
 mod register_rate;
 pub mod request_limits;
 mod search;
+mod services;
 mod status;
 pub mod subscribers;
 pub mod timing;
@@ -40,6 +41,7 @@ pub use nodes::NodeApi;
 pub use operator::OperatorApi;
 pub use register_rate::RegisterRate;
 pub use search::SearchApi;
+pub use services::ServiceApi;
 pub use status::StatusApi;
 pub use workers::WorkerApi;
 
@@ -269,6 +271,10 @@ pub async fn router(
         .add_service(svc!(
             pb::eval_service_server::EvalServiceServer<EvalApi>,
             EvalApi(api.clone())
+        ))
+        .add_service(svc!(
+            pb::service_service_server::ServiceServiceServer<ServiceApi>,
+            ServiceApi(api.clone())
         ))
         .add_service(svc!(
             pb::node_service_server::NodeServiceServer<NodeApi>,

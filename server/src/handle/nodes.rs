@@ -5,7 +5,7 @@ use crate::clock::now;
 use crate::error::ServerError;
 use crate::handle::ServerHandle;
 use drover_core::client_report::{self, ClientReportError};
-use drover_core::fsm::{Command, NodeAllocUpdates};
+use drover_core::fsm::{AllocServices, Command, NodeAllocUpdates};
 use drover_core::state::StateSnapshot;
 use drover_core::types::*;
 use drover_proto::convert::{
@@ -152,6 +152,18 @@ impl ServerHandle {
                 node.status.as_str()
             )));
         }
+        // The registrations ride with their allocations' updates, which `assess` checks are
+        // the node's; the FSM checks it again at apply time.
+        let services: Vec<AllocServices> = req
+            .updates
+            .iter()
+            .filter_map(|u| {
+                u.services.as_ref().map(|regs| AllocServices {
+                    alloc_id: u.update.alloc_id,
+                    registrations: regs.clone(),
+                })
+            })
+            .collect();
         let report = client_report::assess(&snap, &node, req.updates).map_err(|e| match e {
             ClientReportError::UnknownAlloc(id) => ServerError::not_found("allocation", id),
             ClientReportError::NotOnNode { .. } => ServerError::PermissionDenied {
@@ -168,6 +180,7 @@ impl ServerHandle {
                     node_id: node.id,
                     updates: report.updates,
                     evals,
+                    services,
                 },
                 now,
             )

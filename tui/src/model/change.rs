@@ -290,6 +290,7 @@ fn topic_label(value: i32) -> &'static str {
         Ok(pb::Topic::Evaluation) => "evaluation",
         Ok(pb::Topic::Allocation) => "allocation",
         Ok(pb::Topic::Operator) => "operator",
+        Ok(pb::Topic::Service) => "service",
         Ok(pb::Topic::Unspecified) | Err(_) => "?",
     }
 }
@@ -314,6 +315,8 @@ fn event_type_label(value: i32) -> &'static str {
         Ok(E::AllocationDeleted) => "alloc-deleted",
         Ok(E::PlanResult) => "plan-result",
         Ok(E::SchedulerConfigUpdated) => "scheduler-config",
+        Ok(E::ServiceRegistered) => "service-registered",
+        Ok(E::ServiceDeregistered) => "service-deregistered",
         Ok(E::Unspecified) | Err(_) => "?",
     }
 }
@@ -393,6 +396,14 @@ pub fn decode_event(e: pb::Event, received: Timestamp) -> Result<(Change, EventR
             format!(
                 "pause_eval_broker={} reject_job_registration={}",
                 c.pause_eval_broker, c.reject_job_registration
+            ),
+        ),
+        // The services view is the console's next step; until then the log shows them.
+        Some(Payload::ServiceRegistration(r)) => (
+            Change::LogOnly,
+            format!(
+                "{} {}:{} alloc {}",
+                r.service_name, r.address, r.port, r.alloc_id
             ),
         ),
         None => return Err(missing("any")),

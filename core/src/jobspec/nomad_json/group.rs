@@ -32,6 +32,7 @@ impl Reader<'_> {
                 "EphemeralDisk" => g.ephemeral_disk = Some(self.ephemeral_disk(&fp, v)),
                 "Migrate" => g.migrate = self.migrate(&fp, v, g.migrate.clone()),
                 "Networks" => g.network = self.networks(&fp, v),
+                "Services" => g.services = self.services(&fp, v),
                 _ => match v.as_array() {
                     Some(tasks) => {
                         for (i, t) in tasks.iter().enumerate() {
@@ -196,6 +197,7 @@ impl Reader<'_> {
                 "Config" => t.config = self.config(&fp, v),
                 "Env" => t.env = self.string_map(&fp, v),
                 "Meta" => t.meta = self.string_map(&fp, v),
+                "Services" => t.services = self.services(&fp, v),
                 "KillTimeout" => t.kill_timeout = self.duration(&fp, v),
                 "Constraints" => group_constraints.extend(self.constraints(&fp, v)),
                 "Snapshot" => t.snapshot = Some(self.string(&fp, v)),

@@ -11,6 +11,7 @@ mod group;
 mod job;
 mod keys;
 mod network;
+mod service;
 
 use super::error::Problem;
 use super::reader::closest_of;

@@ -1,0 +1,432 @@
+//! One allocation's services and their checks, as the agent running it sees them: the
+//! registrations it writes to the catalog (through its allocation updates), the checks it
+//! runs for them, and what their results mean: each registration's health, the
+//! allocation's aggregated check health (what a deployment's `health_check = "checks"`
+//! reads), and which tasks `check_restart` restarts.
+//!
+//! Checks start once the allocation runs, each after a random part of its interval (so a
+//! node's checks do not fire together) and then every interval with a tenth of jitter. A
+//! check has not passed until it has: a registration starts critical.
+
+pub mod catalog;
+pub mod probe;
+
+use crate::state::AllocInfo;
+use drover_core::types::{
+    CheckRestart, NodeId, Service, ServiceHealth, ServiceRegistration, TaskGroup,
+};
+use probe::{Outcome, Target};
+use rand::Rng;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+/// What one run of a check found, for the allocation's supervisor.
+#[derive(Clone, Debug)]
+pub struct CheckResult {
+    /// The registration's position in [`AllocChecks`] and the check's in it.
+    pub service: usize,
+    pub check: usize,
+    pub outcome: Outcome,
+}
+
+/// Where a task's script checks run: its environment and working directory.
+#[derive(Clone, Debug, Default)]
+pub struct TaskContext {
+    pub env: BTreeMap<String, String>,
+    pub dir: Option<PathBuf>,
+}
+
+struct PlannedCheck {
+    target: Target,
+    interval: Duration,
+    restart: Option<CheckRestart>,
+    /// The tasks `check_restart` restarts: the service's task, or a group service's tasks.
+    tasks: Vec<String>,
+    health: ServiceHealth,
+    /// Unhealthy results in a row past the grace.
+    failures: u32,
+}
+
+struct Planned {
+    registration: ServiceRegistration,
+    checks: Vec<PlannedCheck>,
+}
+
+/// The services of one allocation and the state of their checks.
+pub struct AllocChecks {
+    services: Vec<Planned>,
+}
+
+impl std::fmt::Debug for AllocChecks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AllocChecks")
+            .field("services", &self.services.len())
+            .finish()
+    }
+}
+
+impl AllocChecks {
+    /// The registrations of `alloc`'s group and tasks, on the ports the allocation holds.
+    pub fn plan(
+        alloc: &AllocInfo,
+        group: &TaskGroup,
+        node_id: NodeId,
+        contexts: &BTreeMap<String, TaskContext>,
+    ) -> Self {
+        let mut services = Vec::new();
+        let all_tasks: Vec<String> = group.tasks.iter().map(|t| t.name.clone()).collect();
+        let owners = std::iter::once((None, &group.services)).chain(
+            group
+                .tasks
+                .iter()
+                .map(|t| (Some(t.name.as_str()), &t.services)),
+        );
+        for (task, list) in owners {
+            for (index, service) in list.iter().enumerate() {
+                let registration = registration(alloc, group, node_id, task, index, service);
+                let addr = registration
+                    .address
+                    .filter(|_| registration.port != 0)
+                    .map(|ip| SocketAddr::new(ip, registration.port));
+                let checks = service
+                    .checks
+                    .iter()
+                    .map(|c| {
+                        let runs_in = task.map(str::to_owned).or_else(|| c.task.clone());
+                        let context = runs_in
+                            .as_deref()
+                            .and_then(|t| contexts.get(t))
+                            .cloned()
+                            .unwrap_or_default();
+                        PlannedCheck {
+                            target: Target {
+                                kind: c.kind.clone(),
+                                addr,
+                                timeout: c.timeout,
+                                env: context.env,
+                                dir: context.dir,
+                            },
+                            interval: c.interval,
+                            restart: c.check_restart.filter(|r| r.limit > 0),
+                            tasks: match task {
+                                Some(t) => vec![t.to_owned()],
+                                None => all_tasks.clone(),
+                            },
+                            health: ServiceHealth::Critical,
+                            failures: 0,
+                        }
+                    })
+                    .collect();
+                services.push(Planned {
+                    registration,
+                    checks,
+                });
+            }
+        }
+        Self { services }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.services.is_empty()
+    }
+
+    /// Starts every check; results arrive on `results` until the returned set is dropped.
+    pub fn spawn(
+        &self,
+        results: mpsc::UnboundedSender<CheckResult>,
+        http: reqwest::Client,
+    ) -> JoinSet<()> {
+        let mut set = JoinSet::new();
+        for (service, planned) in self.services.iter().enumerate() {
+            for (check, c) in planned.checks.iter().enumerate() {
+                let (target, interval) = (c.target.clone(), c.interval);
+                let (results, http) = (results.clone(), http.clone());
+                set.spawn(async move {
+                    let first = rand::rng().random_range(Duration::ZERO..=interval);
+                    tokio::time::sleep(first).await;
+                    loop {
+                        let outcome = probe::probe(&target, &http).await;
+                        let result = CheckResult {
+                            service,
+                            check,
+                            outcome,
+                        };
+                        if results.send(result).is_err() {
+                            return;
+                        }
+                        let jitter = rand::rng().random_range(Duration::ZERO..=interval / 10);
+                        tokio::time::sleep(interval + jitter).await;
+                    }
+                });
+            }
+        }
+        set
+    }
+
+    /// Records a result; returns whether a registration's health changed and the tasks
+    /// `check_restart` now restarts. `started` says when each task last started: results
+    /// before its grace ran out do not count.
+    pub fn record(
+        &mut self,
+        result: &CheckResult,
+        started: &BTreeMap<String, Instant>,
+        now: Instant,
+    ) -> (bool, Vec<String>) {
+        let Some(planned) = self.services.get_mut(result.service) else {
+            return (false, Vec::new());
+        };
+        let Some(check) = planned.checks.get_mut(result.check) else {
+            return (false, Vec::new());
+        };
+        check.health = result.outcome.health;
+        let mut restart = Vec::new();
+        if let Some(policy) = check.restart {
+            let unhealthy = match result.outcome.health {
+                ServiceHealth::Passing => false,
+                ServiceHealth::Warning => !policy.ignore_warnings,
+                ServiceHealth::Critical => true,
+            };
+            let in_grace = check.tasks.iter().any(|t| {
+                started
+                    .get(t)
+                    .is_none_or(|at| now.saturating_duration_since(*at) < policy.grace)
+            });
+            if !unhealthy {
+                check.failures = 0;
+            } else if !in_grace {
+                check.failures += 1;
+                if check.failures >= policy.limit {
+                    check.failures = 0;
+                    restart = check.tasks.clone();
+                }
+            }
+        }
+        let health = ServiceHealth::worst(planned.checks.iter().map(|c| c.health));
+        let changed = planned.registration.health != health;
+        planned.registration.health = health;
+        (changed, restart)
+    }
+
+    /// Forgets the failures counted against the checks of `task` (it started again).
+    pub fn task_started(&mut self, task: &str) {
+        for planned in &mut self.services {
+            for c in &mut planned.checks {
+                if c.tasks.iter().any(|t| t == task) {
+                    c.failures = 0;
+                }
+            }
+        }
+    }
+
+    /// The registrations with their checks' health.
+    pub fn registrations(&self) -> Vec<ServiceRegistration> {
+        self.services
+            .iter()
+            .map(|p| p.registration.clone())
+            .collect()
+    }
+
+    /// The allocation's check health: the worst of its services' (passing without any).
+    pub fn health(&self) -> ServiceHealth {
+        ServiceHealth::worst(self.services.iter().map(|p| p.registration.health))
+    }
+}
+
+fn registration(
+    alloc: &AllocInfo,
+    group: &TaskGroup,
+    node_id: NodeId,
+    task: Option<&str>,
+    index: usize,
+    service: &Service,
+) -> ServiceRegistration {
+    let port = alloc
+        .ports
+        .iter()
+        .find(|p| !service.port_label.is_empty() && p.label == service.port_label.as_str());
+    // Without checks a service is as healthy as its allocation is running.
+    let health = if service.checks.is_empty() {
+        ServiceHealth::Passing
+    } else {
+        ServiceHealth::Critical
+    };
+    ServiceRegistration {
+        id: ServiceRegistration::make_id(alloc.id, task, index),
+        service_name: service.resolved_name(&alloc.job_name, &group.name, task),
+        namespace: alloc.namespace.clone(),
+        job_id: alloc.job_id.clone(),
+        alloc_id: alloc.id,
+        node_id,
+        task: task.map(str::to_owned),
+        address: port.map(|p| p.host_ip),
+        port: port.map_or(0, |p| p.value),
+        tags: service.tags.clone(),
+        health,
+        create_index: 0,
+        modify_index: 0,
+    }
+}
+
+/// The node id the agent's node values name (`node.unique.id`).
+pub fn node_id_of(values: &BTreeMap<String, String>) -> Option<NodeId> {
+    values.get("node.unique.id").and_then(|v| v.parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use drover_core::types::{AllocatedPort, CheckKind, OnUpdate, ServiceCheck, Task};
+    use std::time::Duration;
+
+    fn alloc() -> AllocInfo {
+        AllocInfo {
+            id: drover_core::mock::alloc_id(1),
+            name: "shop.db[0]".into(),
+            namespace: "default".into(),
+            job_id: "shop".into(),
+            job_name: "shop".into(),
+            job_type: drover_core::types::JobType::Service,
+            job_version: 0,
+            datacenter: "dc1".into(),
+            ports: vec![AllocatedPort {
+                label: "db".into(),
+                value: 25000,
+                to: 0,
+                host_ip: "127.0.0.1".parse().expect("ip"),
+            }],
+            job_meta: BTreeMap::new(),
+            payload: Vec::new(),
+        }
+    }
+
+    /// A group `db` with task `db` offering `${NOMAD_JOB_NAME}-db` on port `db`, with one
+    /// tcp check restarting after `limit` failures past a 10 s grace.
+    fn group(limit: u32, ignore_warnings: bool) -> TaskGroup {
+        let mut task = Task::raw_exec("db", "/bin/true");
+        task.services.push(Service {
+            name: "${NOMAD_JOB_NAME}-db".into(),
+            port_label: "db".into(),
+            tags: vec!["primary".into()],
+            meta: BTreeMap::new(),
+            address_mode: Default::default(),
+            checks: vec![ServiceCheck {
+                name: String::new(),
+                kind: CheckKind::Tcp,
+                interval: Duration::from_secs(1),
+                timeout: Duration::from_secs(1),
+                on_update: OnUpdate::RequireHealthy,
+                check_restart: Some(CheckRestart {
+                    limit,
+                    grace: Duration::from_secs(10),
+                    ignore_warnings,
+                }),
+                task: None,
+            }],
+        });
+        TaskGroup::new("db", 1, vec![task])
+    }
+
+    fn result(health: ServiceHealth) -> CheckResult {
+        CheckResult {
+            service: 0,
+            check: 0,
+            outcome: Outcome {
+                health,
+                output: String::new(),
+            },
+        }
+    }
+
+    #[test]
+    fn a_registration_is_where_its_port_is_and_starts_critical() {
+        let checks = AllocChecks::plan(
+            &alloc(),
+            &group(0, false),
+            drover_core::mock::node_id(1),
+            &BTreeMap::new(),
+        );
+        let regs = checks.registrations();
+        assert_eq!(regs.len(), 1);
+        let r = &regs[0];
+        assert_eq!(r.service_name, "shop-db");
+        assert_eq!(r.task.as_deref(), Some("db"));
+        assert_eq!(
+            (r.address.map(|a| a.to_string()), r.port),
+            (Some("127.0.0.1".into()), 25000)
+        );
+        assert_eq!(r.health, ServiceHealth::Critical);
+        assert_eq!(checks.health(), ServiceHealth::Critical);
+    }
+
+    #[test]
+    fn check_restart_counts_failures_in_a_row_past_the_grace() {
+        use ServiceHealth::*;
+        // (limit, ignore_warnings, seconds since the task started and the result, per
+        // step), and after which steps the task is restarted.
+        let cases: Vec<(u32, bool, Vec<(u64, ServiceHealth)>, Vec<usize>)> = vec![
+            (2, false, vec![(11, Critical), (12, Critical)], vec![1]),
+            // In the grace nothing counts.
+            (
+                2,
+                false,
+                vec![(1, Critical), (2, Critical), (11, Critical)],
+                vec![],
+            ),
+            // A pass starts the count again.
+            (
+                2,
+                false,
+                vec![(11, Critical), (12, Passing), (13, Critical)],
+                vec![],
+            ),
+            // Warnings count unless ignored.
+            (2, false, vec![(11, Warning), (12, Warning)], vec![1]),
+            (2, true, vec![(11, Warning), (12, Warning)], vec![]),
+            // After a restart the count starts again.
+            (1, false, vec![(11, Critical), (12, Critical)], vec![0, 1]),
+        ];
+        for (limit, ignore, steps, want) in cases {
+            let mut checks = AllocChecks::plan(
+                &alloc(),
+                &group(limit, ignore),
+                drover_core::mock::node_id(1),
+                &BTreeMap::new(),
+            );
+            let start = Instant::now();
+            let started = BTreeMap::from([("db".to_owned(), start)]);
+            let mut restarted = Vec::new();
+            for (i, (secs, health)) in steps.iter().enumerate() {
+                let now = start + Duration::from_secs(*secs);
+                let (_, restart) = checks.record(&result(*health), &started, now);
+                if !restart.is_empty() {
+                    assert_eq!(restart, ["db"]);
+                    restarted.push(i);
+                }
+            }
+            assert_eq!(restarted, want, "limit {limit} ignore {ignore} {steps:?}");
+        }
+    }
+
+    #[test]
+    fn results_set_the_registrations_health() {
+        let mut checks = AllocChecks::plan(
+            &alloc(),
+            &group(0, false),
+            drover_core::mock::node_id(1),
+            &BTreeMap::new(),
+        );
+        let started = BTreeMap::new();
+        let (changed, restart) =
+            checks.record(&result(ServiceHealth::Passing), &started, Instant::now());
+        assert!(changed && restart.is_empty());
+        assert_eq!(checks.registrations()[0].health, ServiceHealth::Passing);
+        let (changed, _) = checks.record(&result(ServiceHealth::Passing), &started, Instant::now());
+        assert!(!changed, "the same result again changes nothing");
+        assert_eq!(checks.health(), ServiceHealth::Passing);
+    }
+}

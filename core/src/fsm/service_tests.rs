@@ -1,0 +1,299 @@
+//! The service catalog in the FSM: what a node may write, what ends a registration, and
+//! what hides and restores it while its node is disconnected.
+
+use super::*;
+use crate::mock;
+use crate::state::{StateStore, Table};
+use crate::types::*;
+
+const T0: Timestamp = Timestamp(1_700_000_000_000);
+
+/// A registration of the `index`th group service of `alloc`, as an agent reports it.
+fn reg(alloc: AllocId, index: usize, name: &str, health: ServiceHealth) -> ServiceRegistration {
+    ServiceRegistration {
+        id: ServiceRegistration::make_id(alloc, None, index),
+        service_name: name.into(),
+        namespace: "lies".into(),
+        job_id: "lies".into(),
+        alloc_id: alloc,
+        node_id: mock::node_id(77),
+        task: None,
+        address: Some("10.0.0.1".parse().expect("ip")),
+        port: 8080,
+        tags: vec!["a".into()],
+        health,
+        create_index: 0,
+        modify_index: 0,
+    }
+}
+
+/// One node's report: status updates and the registrations of some allocations.
+fn report(
+    node: NodeId,
+    updates: &[(AllocId, ClientStatus)],
+    services: Vec<AllocServices>,
+) -> Command {
+    Command::AllocClientUpdates {
+        nodes: vec![NodeAllocUpdates {
+            node_id: node,
+            updates: updates
+                .iter()
+                .map(|(id, status)| AllocClientUpdate {
+                    alloc_id: *id,
+                    client_status: *status,
+                    client_description: Default::default(),
+                    task_states: Default::default(),
+                })
+                .collect(),
+            evals: vec![],
+            services,
+        }],
+        now: T0,
+    }
+}
+
+fn services(alloc: AllocId, regs: Vec<ServiceRegistration>) -> AllocServices {
+    AllocServices {
+        alloc_id: alloc,
+        registrations: regs,
+    }
+}
+
+/// Applies every command in order (each must succeed and leave the store consistent);
+/// returns the store and the service events of the last one as (type, key).
+fn run(cmds: &[Command]) -> (StateStore, Vec<(EventType, String)>) {
+    let mut store = StateStore::new();
+    let mut last = Vec::new();
+    for (i, c) in cmds.iter().enumerate() {
+        let events = apply(&mut store, i as Index + 1, c)
+            .unwrap_or_else(|e| panic!("{} failed: {e}", c.kind()));
+        store
+            .check_consistency()
+            .unwrap_or_else(|e| panic!("after {}: {e}", c.kind()));
+        last = events
+            .into_iter()
+            .filter(|e| e.topic == Topic::Service)
+            .map(|e| (e.event_type, e.key))
+            .collect();
+    }
+    (store, last)
+}
+
+fn setup() -> (Job, Vec<Command>) {
+    let job = mock::service_job("web", 2);
+    let cmds = vec![
+        Command::NodeRegister {
+            node: mock::node(1),
+            now: T0,
+        },
+        Command::NodeRegister {
+            node: mock::node(2),
+            now: T0,
+        },
+        Command::JobRegister {
+            job: job.clone(),
+            eval: Some(mock::eval(1, &job)),
+            now: T0,
+        },
+        mock::place(
+            mock::eval_id(1),
+            vec![
+                mock::alloc(1, &job, mock::node_id(1), 0),
+                mock::alloc(2, &job, mock::node_id(2), 1),
+            ],
+            T0,
+        ),
+    ];
+    (job, cmds)
+}
+
+fn listed(s: &StateStore, name: &str) -> Vec<AllocId> {
+    s.service_instances("default", name)
+        .map(|r| r.alloc_id)
+        .collect()
+}
+
+#[test]
+fn a_node_registers_its_own_allocations_services_and_nothing_else() {
+    let (job, mut cmds) = setup();
+    let (a1, a2) = (mock::alloc_id(1), mock::alloc_id(2));
+    let mut foreign_id = reg(a1, 1, "api", ServiceHealth::Passing);
+    foreign_id.id = ServiceRegistration::make_id(a2, None, 0);
+    cmds.push(report(
+        mock::node_id(1),
+        &[],
+        vec![
+            services(
+                a1,
+                vec![reg(a1, 0, "api", ServiceHealth::Passing), foreign_id],
+            ),
+            // Node 2's allocation: not node 1's to register.
+            services(a2, vec![reg(a2, 0, "api", ServiceHealth::Passing)]),
+        ],
+    ));
+    let (s, events) = run(&cmds);
+    assert_eq!(listed(&s, "api"), [a1]);
+    assert_eq!(events, [(EventType::ServiceRegistered, "api".to_owned())]);
+    let r = s.service_instances("default", "api").next().expect("one");
+    assert_eq!(
+        (r.namespace.as_str(), r.job_id.as_str(), r.node_id),
+        (job.namespace.as_str(), job.id.as_str(), mock::node_id(1)),
+        "where a registration is and whose it is comes from its allocation"
+    );
+    assert_eq!(s.table_index(Table::Services), cmds.len() as Index);
+    let summary = s.service_summaries(Some("default"));
+    assert_eq!(summary.len(), 1);
+    assert_eq!(
+        (summary[0].instances, summary[0].health),
+        (1, ServiceHealth::Passing)
+    );
+}
+
+#[test]
+fn a_report_replaces_an_allocations_set_and_an_unchanged_one_writes_nothing() {
+    let (_, mut cmds) = setup();
+    let a1 = mock::alloc_id(1);
+    let first = vec![
+        reg(a1, 0, "api", ServiceHealth::Passing),
+        reg(a1, 1, "admin", ServiceHealth::Passing),
+    ];
+    cmds.push(report(
+        mock::node_id(1),
+        &[],
+        vec![services(a1, first.clone())],
+    ));
+    cmds.push(report(mock::node_id(1), &[], vec![services(a1, first)]));
+    let (s, events) = run(&cmds);
+    assert!(
+        events.is_empty(),
+        "the same report again changes nothing: {events:?}"
+    );
+    assert_eq!(s.table_index(Table::Services), cmds.len() as Index - 1);
+
+    cmds.push(report(
+        mock::node_id(1),
+        &[],
+        vec![services(
+            a1,
+            vec![reg(a1, 0, "api", ServiceHealth::Critical)],
+        )],
+    ));
+    let (s, events) = run(&cmds);
+    assert_eq!(
+        events,
+        [
+            (EventType::ServiceDeregistered, "admin".to_owned()),
+            (EventType::ServiceRegistered, "api".to_owned()),
+        ]
+    );
+    let r = s.service_instances("default", "api").next().expect("one");
+    assert_eq!(r.health, ServiceHealth::Critical);
+    assert_eq!((r.create_index, r.modify_index), (5, 7));
+    assert!(listed(&s, "admin").is_empty());
+}
+
+#[test]
+fn registrations_end_with_their_allocation_and_hide_while_it_is_disconnected() {
+    let (job, mut cmds) = setup();
+    let (a1, a2) = (mock::alloc_id(1), mock::alloc_id(2));
+    cmds.push(report(
+        mock::node_id(1),
+        &[],
+        vec![services(
+            a1,
+            vec![reg(a1, 0, "api", ServiceHealth::Passing)],
+        )],
+    ));
+    cmds.push(report(
+        mock::node_id(2),
+        &[],
+        vec![services(
+            a2,
+            vec![reg(a2, 0, "api", ServiceHealth::Passing)],
+        )],
+    ));
+    let registered = cmds.len();
+
+    // The servers mark node 2's allocation unknown (its node disconnected): hidden, kept.
+    let mut unknown = mock::alloc(2, &job, mock::node_id(2), 1);
+    unknown.client_status = ClientStatus::Unknown;
+    cmds.push(mock::place(mock::eval_id(2), vec![unknown], T0));
+    let (s, events) = run(&cmds);
+    assert!(events.is_empty(), "nothing removed: {events:?}");
+    assert_eq!(listed(&s, "api"), [a1]);
+    assert_eq!(s.service_count(), 2);
+    assert_eq!(
+        s.table_index(Table::Services),
+        cmds.len() as Index,
+        "readers wake"
+    );
+
+    // It reconnects inside its window: listed again.
+    cmds.push(report(
+        mock::node_id(2),
+        &[(a2, ClientStatus::Running)],
+        vec![],
+    ));
+    let (s, _) = run(&cmds);
+    assert_eq!(listed(&s, "api"), [a1, a2]);
+    assert_eq!(s.table_index(Table::Services), cmds.len() as Index);
+
+    // Node 1's task completes: its registration goes in the same entry.
+    cmds.push(report(
+        mock::node_id(1),
+        &[(a1, ClientStatus::Complete)],
+        vec![],
+    ));
+    let (s, events) = run(&cmds);
+    assert_eq!(events, [(EventType::ServiceDeregistered, "api".to_owned())]);
+    assert_eq!(listed(&s, "api"), [a2]);
+
+    // Node 2's allocation is lost: gone too.
+    let mut lost = mock::alloc(2, &job, mock::node_id(2), 1);
+    lost.client_status = ClientStatus::Lost;
+    cmds.push(mock::place(mock::eval_id(3), vec![lost], T0));
+    let (s, events) = run(&cmds);
+    assert_eq!(events, [(EventType::ServiceDeregistered, "api".to_owned())]);
+    assert_eq!(s.service_count(), 0);
+    assert!(registered < cmds.len());
+}
+
+#[test]
+fn a_terminal_allocation_takes_no_registration() {
+    let (_, mut cmds) = setup();
+    let a1 = mock::alloc_id(1);
+    cmds.push(report(
+        mock::node_id(1),
+        &[(a1, ClientStatus::Failed)],
+        vec![services(
+            a1,
+            vec![reg(a1, 0, "api", ServiceHealth::Passing)],
+        )],
+    ));
+    let (s, events) = run(&cmds);
+    assert!(events.is_empty());
+    assert_eq!(s.service_count(), 0);
+}
+
+#[test]
+fn a_snapshot_keeps_the_catalog() {
+    let (_, mut cmds) = setup();
+    let a1 = mock::alloc_id(1);
+    cmds.push(report(
+        mock::node_id(1),
+        &[],
+        vec![services(
+            a1,
+            vec![reg(a1, 0, "api", ServiceHealth::Warning)],
+        )],
+    ));
+    let (s, _) = run(&cmds);
+    let bytes = encode_snapshot(&s);
+    let back = decode_snapshot(&bytes).expect("decodes");
+    back.check_consistency().expect("consistent");
+    assert_eq!(listed(&back, "api"), [a1]);
+    assert_eq!(
+        back.table_index(Table::Services),
+        s.table_index(Table::Services)
+    );
+}

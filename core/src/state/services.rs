@@ -1,0 +1,223 @@
+//! The service catalog: registrations the agents running allocations write, by id, with
+//! indexes by service name and by allocation.
+//!
+//! A registration is *listed* (what reads answer) while its allocation runs and is wanted
+//! running. One whose allocation is disconnected (`unknown`) is kept but not listed, so it
+//! is listed again when the node reconnects inside its disconnect window; one whose
+//! allocation ended on the client (complete, failed, lost) or is gone is removed by the FSM
+//! in the entry that ended it. **Invariant** (`check_consistency`): every registration
+//! names an existing allocation, not client-terminal, on the registration's node.
+
+use super::{StateStore, Table};
+use crate::types::*;
+use std::sync::Arc;
+
+/// The key of a registration in the by-name index.
+pub(super) type ByName = (String, String, String);
+
+/// What one write of an allocation's registrations changed.
+#[derive(Debug, Default)]
+pub struct ServiceChanges {
+    pub upserted: Vec<Arc<ServiceRegistration>>,
+    pub removed: Vec<Arc<ServiceRegistration>>,
+}
+
+/// One service name of a namespace with what its listed instances say.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct ServiceSummary {
+    pub namespace: String,
+    pub name: String,
+    /// Every tag of any instance, sorted, once.
+    pub tags: Vec<String>,
+    pub instances: usize,
+    /// The worst health of its instances.
+    pub health: ServiceHealth,
+}
+
+/// Whether the allocation's registrations are what reads answer.
+pub fn alloc_listed(a: &Allocation) -> bool {
+    a.client_status == ClientStatus::Running && a.desired_status == DesiredStatus::Run
+}
+
+impl StateStore {
+    pub fn service_registration(&self, id: &str) -> Option<&Arc<ServiceRegistration>> {
+        self.services.get(id)
+    }
+
+    /// Every registration of an allocation, listed or not, in id order.
+    pub fn alloc_services(
+        &self,
+        alloc: AllocId,
+    ) -> impl Iterator<Item = &Arc<ServiceRegistration>> {
+        let from = (alloc, String::new());
+        self.services_by_alloc
+            .range(from..)
+            .take_while(move |(a, _)| *a == alloc)
+            .filter_map(|(_, id)| self.services.get(id))
+    }
+
+    /// Whether a registration is listed: its allocation runs and is wanted running.
+    pub fn service_listed(&self, r: &ServiceRegistration) -> bool {
+        self.alloc(&r.alloc_id).is_some_and(|a| alloc_listed(a))
+    }
+
+    /// The listed instances of service `name` in `namespace`, in id order.
+    pub fn service_instances<'a>(
+        &'a self,
+        namespace: &str,
+        name: &str,
+    ) -> impl Iterator<Item = &'a Arc<ServiceRegistration>> + 'a {
+        let from = (namespace.to_owned(), name.to_owned(), String::new());
+        let (ns, n) = (namespace.to_owned(), name.to_owned());
+        self.services_by_name
+            .range(from..)
+            .take_while(move |(a, b, _)| *a == ns && *b == n)
+            .filter_map(|(_, _, id)| self.services.get(id))
+            .filter(|r| self.service_listed(r))
+    }
+
+    /// Every service name with listed instances, of one namespace or all, in
+    /// (namespace, name) order.
+    pub fn service_summaries(&self, namespace: Option<&str>) -> Vec<ServiceSummary> {
+        let mut out: Vec<ServiceSummary> = Vec::new();
+        let start = (
+            namespace.unwrap_or_default().to_owned(),
+            String::new(),
+            String::new(),
+        );
+        for (ns, name, id) in self.services_by_name.range(start..) {
+            if namespace.is_some_and(|want| want != ns) {
+                break;
+            }
+            let Some(r) = self.services.get(id).filter(|r| self.service_listed(r)) else {
+                continue;
+            };
+            match out.last_mut() {
+                Some(s) if s.namespace == *ns && s.name == *name => {
+                    s.instances += 1;
+                    s.health = s.health.max(r.health);
+                    s.tags.extend(r.tags.iter().cloned());
+                }
+                _ => out.push(ServiceSummary {
+                    namespace: ns.clone(),
+                    name: name.clone(),
+                    tags: r.tags.clone(),
+                    instances: 1,
+                    health: r.health,
+                }),
+            }
+        }
+        for s in &mut out {
+            s.tags.sort();
+            s.tags.dedup();
+        }
+        out
+    }
+
+    pub fn service_count(&self) -> usize {
+        self.services.len()
+    }
+
+    /// Replaces the registrations of allocation `alloc` with `regs` (ids not in `regs`
+    /// go). A registration that did not change keeps its indexes and is not reported.
+    pub(crate) fn set_alloc_services(
+        &mut self,
+        index: Index,
+        alloc: AllocId,
+        regs: Vec<ServiceRegistration>,
+    ) -> ServiceChanges {
+        let mut changes = ServiceChanges::default();
+        let keep: std::collections::BTreeSet<&str> = regs.iter().map(|r| r.id.as_str()).collect();
+        let stale: Vec<String> = self
+            .alloc_services(alloc)
+            .filter(|r| !keep.contains(r.id.as_str()))
+            .map(|r| r.id.clone())
+            .collect();
+        for id in stale {
+            if let Some(r) = self.remove_service(&id) {
+                changes.removed.push(r);
+            }
+        }
+        for mut r in regs {
+            match self.services.get(&r.id) {
+                Some(old) => {
+                    r.create_index = old.create_index;
+                    r.modify_index = old.modify_index;
+                    if **old == r {
+                        continue;
+                    }
+                    self.remove_service(&r.id);
+                }
+                None => r.create_index = index,
+            }
+            r.modify_index = index;
+            let r = Arc::new(r);
+            self.services_by_name.insert(by_name(&r));
+            self.services_by_alloc.insert((r.alloc_id, r.id.clone()));
+            self.services.insert(r.id.clone(), r.clone());
+            changes.upserted.push(r);
+        }
+        if !changes.upserted.is_empty() || !changes.removed.is_empty() {
+            self.touch(Table::Services, index);
+        }
+        changes
+    }
+
+    /// Marks the catalog changed at `index` without changing a registration: an
+    /// allocation's registrations became listed or stopped being listed.
+    pub(crate) fn touch_services(&mut self, index: Index) {
+        self.touch(Table::Services, index);
+    }
+
+    /// Puts a registration back as a snapshot holds it (indexes kept).
+    pub(super) fn restore_service(&mut self, r: ServiceRegistration) {
+        let r = Arc::new(r);
+        self.services_by_name.insert(by_name(&r));
+        self.services_by_alloc.insert((r.alloc_id, r.id.clone()));
+        self.services.insert(r.id.clone(), r);
+    }
+
+    fn remove_service(&mut self, id: &str) -> Option<Arc<ServiceRegistration>> {
+        let r = self.services.remove(id)?;
+        self.services_by_name.remove(&by_name(&r));
+        self.services_by_alloc.remove(&(r.alloc_id, r.id.clone()));
+        Some(r)
+    }
+
+    /// Whether the catalog's invariant holds and its indexes agree with the table.
+    pub(super) fn services_consistent(&self) -> Result<(), String> {
+        for r in self.services.values() {
+            match self.alloc(&r.alloc_id) {
+                None => return Err(format!("registration {} names a missing allocation", r.id)),
+                Some(a) if a.client_terminal() => {
+                    return Err(format!(
+                        "registration {} outlived its allocation ({})",
+                        r.id,
+                        a.client_status.as_str()
+                    ));
+                }
+                Some(a) if a.node_id != r.node_id => {
+                    return Err(format!(
+                        "registration {} is not on its allocation's node",
+                        r.id
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        let by_name: imbl::OrdSet<ByName> = self.services.values().map(|r| by_name(r)).collect();
+        let by_alloc: imbl::OrdSet<(AllocId, String)> = self
+            .services
+            .values()
+            .map(|r| (r.alloc_id, r.id.clone()))
+            .collect();
+        if by_name != self.services_by_name || by_alloc != self.services_by_alloc {
+            return Err("service indexes disagree with the registrations".into());
+        }
+        Ok(())
+    }
+}
+
+fn by_name(r: &ServiceRegistration) -> ByName {
+    (r.namespace.clone(), r.service_name.clone(), r.id.clone())
+}

@@ -1,0 +1,155 @@
+//! `drover.v1.ServiceService`: the service catalog, as blocking reads.
+//!
+//! A blocking read waits for the catalog's table index to pass the caller's `wait_index`:
+//! every applied entry wakes it once, it answers as soon as one changed the catalog (a
+//! registration written or removed, or an allocation's registrations listed or hidden),
+//! and at the wait's end it answers the catalog as it is, as Nomad's blocking queries do.
+
+use super::Api;
+use crate::auth::{authorize, caller, namespace_or_default as ns_of};
+use drover_core::acl::{NamespaceCapability as Cap, Need};
+use drover_core::state::{StateSnapshot, Table};
+use drover_core::types::NodeId;
+use drover_proto::WireEnum;
+use drover_proto::v1 as pb;
+use drover_proto::v1::service_service_server::ServiceService;
+use std::time::Duration;
+use tokio::time::Instant;
+use tonic::{Request, Response, Status};
+
+/// How long a blocking read waits when the caller names no wait.
+const DEFAULT_BLOCK: Duration = Duration::from_secs(300);
+
+/// The ServiceService implementation.
+#[derive(Clone, Debug)]
+pub struct ServiceApi(pub(crate) Api);
+
+impl ServiceApi {
+    /// The state once the catalog is past `wait_index`, or as it is when `max_wait_ms` (capped
+    /// by the server's longest query wait) runs out.
+    async fn blocking_read(
+        &self,
+        query: Option<&pb::QueryOptions>,
+        wait_index: u64,
+        max_wait_ms: u64,
+    ) -> Result<StateSnapshot, Status> {
+        let mut snap = self.0.read(query).await?;
+        if wait_index == 0 {
+            return Ok(snap);
+        }
+        let cap = self.0.opts.max_query_wait.max(DEFAULT_BLOCK);
+        let wait = match max_wait_ms {
+            0 => DEFAULT_BLOCK,
+            ms => Duration::from_millis(ms),
+        }
+        .min(cap);
+        let deadline = Instant::now() + wait;
+        while snap.table_index(Table::Services) <= wait_index {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            let next = self.0.handle.applied_index() + 1;
+            match self.0.handle.wait_for_index(next, left).await {
+                Ok(s) => snap = s,
+                Err(_) => break,
+            }
+        }
+        Ok(snap)
+    }
+}
+
+/// Who may read the catalog of `namespace`: a token with `read-job` there, or a node's own
+/// identity (returned), which [`node_reads`] checks against the state.
+fn service_reader<T>(req: &Request<T>, namespace: &str) -> Result<Option<NodeId>, Status> {
+    let acl = caller(req)?;
+    match acl.node() {
+        Some(node) => Ok(Some(node)),
+        None => authorize(req, Need::Namespace(Cap::ReadJob, ns_of(namespace))).map(|_| None),
+    }
+}
+
+/// A node reads the catalog of the namespaces it runs allocations in (its templates
+/// render services), no other.
+fn node_reads(node: Option<NodeId>, namespace: &str, snap: &StateSnapshot) -> Result<(), Status> {
+    let Some(node) = node else { return Ok(()) };
+    if snap
+        .allocs_by_node(&node)
+        .any(|a| *a.namespace == *namespace)
+    {
+        Ok(())
+    } else {
+        Err(Status::permission_denied(format!(
+            "node {node} runs no allocation in namespace {namespace:?}: a node reads only the services of its namespaces"
+        )))
+    }
+}
+
+#[tonic::async_trait]
+impl ServiceService for ServiceApi {
+    async fn list(
+        &self,
+        req: Request<pb::ListServicesRequest>,
+    ) -> Result<Response<pb::ListServicesResponse>, Status> {
+        let all = req.get_ref().namespace == "*";
+        let (acl, node) = if all {
+            (
+                Some(authorize(&req, Need::AnyNamespace(Cap::ReadJob))?),
+                None,
+            )
+        } else {
+            (None, service_reader(&req, &req.get_ref().namespace)?)
+        };
+        let req = req.into_inner();
+        let namespace = ns_of(&req.namespace).to_owned();
+        let snap = self
+            .blocking_read(req.query.as_ref(), req.wait_index, req.max_wait_ms)
+            .await?;
+        if !all {
+            node_reads(node, &namespace, &snap)?;
+        }
+        let summaries = snap.service_summaries((!all).then_some(namespace.as_str()));
+        let services = summaries
+            .into_iter()
+            .filter(|s| {
+                acl.as_ref()
+                    .is_none_or(|acl| acl.allows(&Need::Namespace(Cap::ReadJob, &s.namespace)))
+            })
+            .map(|s| pb::ServiceListEntry {
+                namespace: s.namespace,
+                name: s.name,
+                tags: s.tags,
+                instances: u32::try_from(s.instances).unwrap_or(u32::MAX),
+                health: s.health.to_wire(),
+            })
+            .collect();
+        Ok(Response::new(pb::ListServicesResponse {
+            services,
+            index: snap.table_index(Table::Services),
+        }))
+    }
+
+    async fn info(
+        &self,
+        req: Request<pb::ServiceInfoRequest>,
+    ) -> Result<Response<pb::ServiceInfoResponse>, Status> {
+        let node = service_reader(&req, &req.get_ref().namespace)?;
+        let req = req.into_inner();
+        if req.name.is_empty() {
+            return Err(Status::invalid_argument("name: missing"));
+        }
+        let namespace = ns_of(&req.namespace).to_owned();
+        let snap = self
+            .blocking_read(req.query.as_ref(), req.wait_index, req.max_wait_ms)
+            .await?;
+        node_reads(node, &namespace, &snap)?;
+        let instances = snap
+            .service_instances(&namespace, &req.name)
+            .map(|r| r.as_ref().into())
+            .collect();
+        Ok(Response::new(pb::ServiceInfoResponse {
+            instances,
+            index: snap.table_index(Table::Services),
+        }))
+    }
+}

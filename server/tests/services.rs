@@ -1,0 +1,219 @@
+//! The service catalog over gRPC: what an agent's allocation updates register, what
+//! `ServiceService.List` and `Info` answer, a blocking read that wakes on a change, a node
+//! that may not register another node's allocation, and registrations that end with their
+//! allocation.
+
+mod common;
+
+use common::api::Api;
+use common::*;
+use drover_core::fsm::AllocClientUpdate;
+use drover_core::types::*;
+use drover_proto::convert::{AllocUpdates, ClientAllocUpdate};
+use drover_proto::v1 as pb;
+use drover_proto::v1::service_service_client::ServiceServiceClient;
+use drover_server::ServerHandle;
+use std::time::{Duration, Instant};
+use tonic::Code;
+
+fn report(
+    alloc: &Allocation,
+    status: ClientStatus,
+    health: Option<ServiceHealth>,
+) -> ClientAllocUpdate {
+    ClientAllocUpdate {
+        update: AllocClientUpdate {
+            alloc_id: alloc.id,
+            client_status: status,
+            client_description: Default::default(),
+            task_states: Default::default(),
+        },
+        infra_failure: false,
+        services: health.map(|health| {
+            vec![ServiceRegistration {
+                id: ServiceRegistration::make_id(alloc.id, None, 0),
+                service_name: "db".into(),
+                namespace: String::new(),
+                job_id: String::new(),
+                alloc_id: alloc.id,
+                node_id: alloc.node_id,
+                task: None,
+                address: Some("127.0.0.1".parse().expect("ip")),
+                port: 5432,
+                tags: vec!["primary".into()],
+                health,
+                create_index: 0,
+                modify_index: 0,
+            }]
+        }),
+    }
+}
+
+async fn send(
+    h: &ServerHandle,
+    agent: &Agent,
+    updates: Vec<ClientAllocUpdate>,
+) -> Result<u64, String> {
+    h.update_allocs(AllocUpdates {
+        auth: agent.creds.clone(),
+        updates,
+    })
+    .await
+    .map_err(|e| e.to_string())
+}
+
+fn info(name: &str, wait_index: u64) -> pb::ServiceInfoRequest {
+    pb::ServiceInfoRequest {
+        query: None,
+        namespace: String::new(),
+        name: name.into(),
+        wait_index,
+        max_wait_ms: 10_000,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_catalog_lists_what_agents_register_and_blocking_reads_wake_on_change() {
+    let a = Api::start(|_| {}).await;
+    let agents = join_many(&a.h, 2).await;
+    register(&a.h, big_service_job("shop", 2)).await;
+    let snap = wait_until(&a.h, "2 placed", |s| live_allocs(s, "shop").len() == 2).await;
+    let allocs = live_allocs(&snap, "shop");
+    let agent_of = |alloc: &Allocation| {
+        agents
+            .iter()
+            .find(|g| g.creds.node_id == alloc.node_id)
+            .expect("its node")
+            .clone()
+    };
+    let (first, second) = (&allocs[0], &allocs[1]);
+
+    // A node may not register another node's allocation.
+    let err = send(
+        &a.h,
+        &agent_of(second),
+        vec![report(
+            first,
+            ClientStatus::Running,
+            Some(ServiceHealth::Passing),
+        )],
+    )
+    .await
+    .expect_err("refused");
+    assert!(err.contains("not on") || err.contains("node"), "{err}");
+
+    send(
+        &a.h,
+        &agent_of(first),
+        vec![report(
+            first,
+            ClientStatus::Running,
+            Some(ServiceHealth::Passing),
+        )],
+    )
+    .await
+    .expect("own allocation");
+    let mut client = ServiceServiceClient::new(a.channel.clone());
+    let list = client
+        .list(pb::ListServicesRequest {
+            namespace: String::new(),
+            ..Default::default()
+        })
+        .await
+        .expect("list")
+        .into_inner();
+    assert_eq!(list.services.len(), 1, "{list:?}");
+    let entry = &list.services[0];
+    assert_eq!(
+        (entry.name.as_str(), entry.instances, entry.tags.clone()),
+        ("db", 1, vec!["primary".to_owned()])
+    );
+    assert_eq!(entry.health, pb::ServiceHealth::Passing as i32);
+
+    // A blocking read on the catalog's index wakes when the second instance registers.
+    let index = list.index;
+    let waiter = {
+        let mut client = client.clone();
+        tokio::spawn(async move {
+            let started = Instant::now();
+            let got = client
+                .info(info("db", index))
+                .await
+                .expect("info")
+                .into_inner();
+            (got, started.elapsed())
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let changed_at = Instant::now();
+    send(
+        &a.h,
+        &agent_of(second),
+        vec![report(
+            second,
+            ClientStatus::Running,
+            Some(ServiceHealth::Critical),
+        )],
+    )
+    .await
+    .expect("own allocation");
+    let (got, waited) = waiter.await.expect("waiter");
+    assert!(got.index > index);
+    assert_eq!(got.instances.len(), 2, "{got:?}");
+    assert!(
+        waited >= Duration::from_millis(200) && changed_at.elapsed() < Duration::from_secs(5),
+        "woke after {waited:?}"
+    );
+    let healths: Vec<i32> = got.instances.iter().map(|r| r.health).collect();
+    assert!(
+        healths.contains(&(pb::ServiceHealth::Critical as i32)),
+        "{got:?}"
+    );
+
+    // The allocation ends: its registration goes.
+    send(
+        &a.h,
+        &agent_of(first),
+        vec![report(first, ClientStatus::Complete, None)],
+    )
+    .await
+    .expect("own allocation");
+    let got = client.info(info("db", 0)).await.expect("info").into_inner();
+    assert_eq!(got.instances.len(), 1, "{got:?}");
+    assert_eq!(got.instances[0].alloc_id, second.id.to_string());
+
+    // An unknown name answers no instances; a missing one is refused.
+    let none = client
+        .info(info("nope", 0))
+        .await
+        .expect("info")
+        .into_inner();
+    assert!(none.instances.is_empty());
+    let err = client.info(info("", 0)).await.expect_err("refused");
+    assert_eq!(err.code(), Code::InvalidArgument);
+    a.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocking_read_answers_the_catalog_as_it_is_when_its_wait_runs_out() {
+    let a = Api::start(|_| {}).await;
+    let mut client = ServiceServiceClient::new(a.channel.clone());
+    let started = Instant::now();
+    let got = client
+        .list(pb::ListServicesRequest {
+            namespace: "*".into(),
+            wait_index: 1_000_000,
+            max_wait_ms: 300,
+            ..Default::default()
+        })
+        .await
+        .expect("list")
+        .into_inner();
+    assert!(got.services.is_empty());
+    assert!(
+        started.elapsed() >= Duration::from_millis(250),
+        "{:?}",
+        started.elapsed()
+    );
+    a.stop().await;
+}
