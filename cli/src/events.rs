@@ -112,6 +112,7 @@ pub enum Payload<'a> {
     Allocation(&'a drover_core::Allocation),
     AllocId(String),
     SchedulerConfig(&'a drover_core::SchedulerConfig),
+    Deployment(&'a drover_core::Deployment),
 }
 
 impl<'a> From<&'a Event> for EventLine<'a> {
@@ -126,6 +127,7 @@ impl<'a> From<&'a Event> for EventLine<'a> {
             EventPayload::Allocation(a) => Payload::Allocation(a),
             EventPayload::AllocId(id) => Payload::AllocId(id.to_string()),
             EventPayload::SchedulerConfig(c) => Payload::SchedulerConfig(c),
+            EventPayload::Deployment(d) => Payload::Deployment(d),
         };
         EventLine {
             topic: e.topic,

@@ -148,8 +148,20 @@ fn every_proto_file_is_compiled_one_area_each() {
         .map(|f| f.name().to_owned())
         .collect();
     let expected: BTreeSet<String> = [
-        "types", "jobs", "evals", "nodes", "operator", "workers", "events", "status", "raft",
-        "search", "acl", "allocs", "cluster",
+        "types",
+        "jobs",
+        "evals",
+        "nodes",
+        "operator",
+        "workers",
+        "events",
+        "status",
+        "raft",
+        "search",
+        "acl",
+        "allocs",
+        "cluster",
+        "deployments",
     ]
     .iter()
     .map(|a| format!("drover/v1/{a}.proto"))

@@ -187,6 +187,7 @@ impl Publisher {
         }
         let update = ClientAllocUpdate {
             update: AllocClientUpdate {
+                deployment_health: None,
                 alloc_id: record.alloc.id,
                 client_status: status,
                 client_description: description.into(),

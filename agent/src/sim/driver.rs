@@ -164,6 +164,7 @@ impl SimAlloc {
             _ => "all tasks have finished",
         };
         pb::AllocClientUpdate {
+            deployment_health: None,
             alloc_id: self.id.to_string(),
             client_status: status.into(),
             client_description: description.into(),

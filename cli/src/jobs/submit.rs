@@ -146,6 +146,7 @@ fn decode_plan(
         groups.insert(
             group,
             DesiredUpdates {
+                canary: u.canary,
                 place: u.place,
                 stop: u.stop,
                 migrate: u.migrate,

@@ -12,11 +12,14 @@ const COMMAND_MAGIC: [u8; 2] = *b"dc";
 const SNAPSHOT_MAGIC: [u8; 2] = *b"ds";
 /// The command format this build writes and reads. Postcard is not self-describing, so any
 /// change to a type a command holds is a new format: 2 added task users, lifecycle hooks,
-/// restart overrides, ephemeral disks, ports, artifacts, templates and node networks.
-pub const COMMAND_FORMAT: u8 = 2;
+/// restart overrides, ephemeral disks, ports, artifacts, templates and node networks; 3 added
+/// deployments (their commands, a plan's deployment, an allocation's deployment link and
+/// health, a job's `stable` and its update block's deployment settings).
+pub const COMMAND_FORMAT: u8 = 3;
 /// The snapshot format this build writes and reads: the primary tables then the ACL tables.
-/// 3 holds format 2's tables with the types of command format 2.
-pub const SNAPSHOT_FORMAT: u8 = 3;
+/// 3 holds format 2's tables with the types of command format 2; 4 adds the deployments
+/// table, with the types of command format 3.
+pub const SNAPSHOT_FORMAT: u8 = 4;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CodecError {

@@ -11,15 +11,17 @@ pub enum Topic {
     Evaluation,
     Allocation,
     Operator,
+    Deployment,
 }
 
 impl Topic {
-    pub const ALL: [Topic; 5] = [
+    pub const ALL: [Topic; 6] = [
         Topic::Job,
         Topic::Node,
         Topic::Evaluation,
         Topic::Allocation,
         Topic::Operator,
+        Topic::Deployment,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -29,6 +31,7 @@ impl Topic {
             Topic::Evaluation => "Evaluation",
             Topic::Allocation => "Allocation",
             Topic::Operator => "Operator",
+            Topic::Deployment => "Deployment",
         }
     }
 
@@ -58,6 +61,9 @@ pub enum EventType {
     AllocationDeleted,
     PlanResult,
     SchedulerConfigUpdated,
+    DeploymentStatusUpdate,
+    DeploymentPromotion,
+    DeploymentAllocHealth,
 }
 
 /// The object an event is about, as it is after the change (shared, not copied).
@@ -72,6 +78,7 @@ pub enum EventPayload {
     Allocation(Arc<Allocation>),
     AllocId(AllocId),
     SchedulerConfig(Arc<SchedulerConfig>),
+    Deployment(Arc<Deployment>),
 }
 
 #[derive(Clone, PartialEq, Debug)]
@@ -116,6 +123,16 @@ impl Event {
         }
     }
 
+    pub fn deployment(index: Index, t: EventType, d: &Arc<Deployment>) -> Self {
+        Self {
+            topic: Topic::Deployment,
+            event_type: t,
+            key: d.id.to_string(),
+            index,
+            payload: EventPayload::Deployment(d.clone()),
+        }
+    }
+
     pub fn alloc(index: Index, t: EventType, alloc: &Arc<Allocation>) -> Self {
         Self {
             topic: Topic::Allocation,
@@ -136,6 +153,7 @@ impl Event {
             EventPayload::JobKey(k) => Some(&k.namespace),
             EventPayload::Evaluation(e) => Some(&e.namespace),
             EventPayload::Allocation(a) => Some(&a.namespace),
+            EventPayload::Deployment(d) => Some(&d.namespace),
             EventPayload::Node(_)
             | EventPayload::NodeId(_)
             | EventPayload::EvalId(_)

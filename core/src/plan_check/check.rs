@@ -187,6 +187,8 @@ pub fn check_plan(state: &StateSnapshot, plan: &Plan) -> PlanOutcome {
         node_update: result.node_update.clone(),
         node_preemptions: result.node_preemptions.clone(),
         evals,
+        deployment: plan.deployment.clone(),
+        deployment_updates: plan.deployment_updates.clone(),
     };
     PlanOutcome {
         result,
@@ -712,6 +714,8 @@ mod fsm_agreement {
 
                     let mut after = s.clone();
                     let apply = PlanApply {
+                        deployment: None,
+                        deployment_updates: Vec::new(),
                         eval_id: plan.eval_id,
                         job: None,
                         node_allocation: Arc::new(plan.node_allocation.clone()),

@@ -17,6 +17,7 @@
 //! - `latest_index` is the maximum of the table indexes.
 
 mod acl;
+mod deployments;
 mod read;
 mod rebuild;
 mod summary;
@@ -26,6 +27,7 @@ mod write;
 mod tests;
 
 pub use acl::AclParts;
+pub use deployments::DEPLOYMENTS_KEPT;
 pub use rebuild::StoreParts;
 pub use summary::{GroupSummary, JobSummary, derive_job_status};
 
@@ -48,10 +50,11 @@ pub enum Table {
     Allocs,
     Evals,
     SchedulerConfig,
+    Deployments,
 }
 
 impl Table {
-    pub const ALL: [Table; 7] = [
+    pub const ALL: [Table; 8] = [
         Table::Jobs,
         Table::JobVersions,
         Table::JobSummaries,
@@ -59,6 +62,7 @@ impl Table {
         Table::Allocs,
         Table::Evals,
         Table::SchedulerConfig,
+        Table::Deployments,
     ];
 }
 
@@ -72,6 +76,7 @@ pub struct TableIndexes {
     pub allocs: Index,
     pub evals: Index,
     pub scheduler_config: Index,
+    pub deployments: Index,
 }
 
 impl TableIndexes {
@@ -84,6 +89,7 @@ impl TableIndexes {
             Table::Allocs => self.allocs,
             Table::Evals => self.evals,
             Table::SchedulerConfig => self.scheduler_config,
+            Table::Deployments => self.deployments,
         }
     }
 
@@ -96,6 +102,7 @@ impl TableIndexes {
             Table::Allocs => &mut self.allocs,
             Table::Evals => &mut self.evals,
             Table::SchedulerConfig => &mut self.scheduler_config,
+            Table::Deployments => &mut self.deployments,
         }
     }
 
@@ -234,6 +241,8 @@ pub struct StateStore {
     evals: OrdMap<EvalId, Arc<Evaluation>>,
     evals_by_job: OrdSet<(JobKey, EvalId)>,
     scheduler_config: Arc<SchedulerConfig>,
+    deployments: OrdMap<DeploymentId, Arc<Deployment>>,
+    deployments_by_job: OrdSet<(JobKey, DeploymentId)>,
     indexes: TableIndexes,
     acl: acl::AclTables,
 }

@@ -17,6 +17,7 @@ pub struct StoreParts {
     pub allocs: Vec<Allocation>,
     pub evals: Vec<Evaluation>,
     pub scheduler_config: SchedulerConfig,
+    pub deployments: Vec<Deployment>,
 }
 
 /// The primary tables borrowed from a live store: serializes to exactly the bytes of the
@@ -32,6 +33,7 @@ pub struct StorePartsRef<'a> {
     allocs: Records<'a, AllocId, Allocation>,
     evals: Records<'a, EvalId, Evaluation>,
     scheduler_config: &'a SchedulerConfig,
+    deployments: Records<'a, DeploymentId, Deployment>,
 }
 
 impl std::fmt::Debug for StorePartsRef<'_> {
@@ -67,6 +69,7 @@ impl StateStore {
             allocs: Records(&self.allocs),
             evals: Records(&self.evals),
             scheduler_config: &self.scheduler_config,
+            deployments: Records(&self.deployments),
         }
     }
 
@@ -80,6 +83,7 @@ impl StateStore {
             allocs: self.allocs.values().map(|a| (**a).clone()).collect(),
             evals: self.evals.values().map(|e| (**e).clone()).collect(),
             scheduler_config: (*self.scheduler_config).clone(),
+            deployments: self.deployments.values().map(|d| (**d).clone()).collect(),
         }
     }
 
@@ -118,6 +122,10 @@ impl StateStore {
             })
             .collect();
         s.scheduler_config = Arc::new(parts.scheduler_config);
+        for d in parts.deployments {
+            s.deployments_by_job.insert((d.job_key(), d.id));
+            s.deployments.insert(d.id, Arc::new(d));
+        }
         s.indexes = parts.indexes;
         s
     }
@@ -163,6 +171,9 @@ impl StateStore {
         }
         if self.nodes_by_name != rebuilt.nodes_by_name {
             return Err("nodes_by_name disagrees with the node table".into());
+        }
+        if self.deployments_by_job != rebuilt.deployments_by_job {
+            return Err("deployments_by_job disagrees with the deployments table".into());
         }
         if self.evals_by_job != rebuilt.evals_by_job {
             return Err("evals_by_job disagrees with the evals table".into());
@@ -220,6 +231,7 @@ impl StateStore {
             self.nodes.values().map(|n| n.modify_index).max(),
             self.allocs.values().map(|a| a.modify_index).max(),
             self.evals.values().map(|e| e.modify_index).max(),
+            self.deployments.values().map(|d| d.modify_index).max(),
         ];
         if let Some(m) = newest.into_iter().flatten().max()
             && m > self.latest_index()

@@ -36,6 +36,7 @@ pub fn topic_name(t: i32) -> &'static str {
         pb::Topic::Evaluation => "Evaluation",
         pb::Topic::Allocation => "Allocation",
         pb::Topic::Operator => "Operator",
+        pb::Topic::Deployment => "Deployment",
         pb::Topic::Unspecified => "",
     }
 }
@@ -48,6 +49,7 @@ pub fn topic_of(name: &str) -> Option<pb::Topic> {
         "Evaluation" => pb::Topic::Evaluation,
         "Allocation" => pb::Topic::Allocation,
         "Operator" => pb::Topic::Operator,
+        "Deployment" => pb::Topic::Deployment,
         "*" => pb::Topic::Unspecified,
         _ => return None,
     })
@@ -73,6 +75,9 @@ fn type_name(t: i32) -> &'static str {
         T::AllocationDeleted => "AllocationDeleted",
         T::PlanResult => "PlanResult",
         T::SchedulerConfigUpdated => "SchedulerConfigUpdated",
+        T::DeploymentStatusUpdate => "DeploymentStatusUpdate",
+        T::DeploymentPromotion => "DeploymentPromotion",
+        T::DeploymentAllocHealth => "DeploymentAllocHealth",
         T::Unspecified => "",
     }
 }
@@ -107,6 +112,21 @@ impl From<&pb::Event> for Event {
             Some(P::SchedulerConfig(c)) => (
                 String::new(),
                 json!({ "SchedulerConfig": super::misc::SchedulerConfig::from(c) }),
+            ),
+            Some(P::Deployment(d)) => (
+                d.namespace.clone(),
+                json!({ "Deployment": {
+                    "ID": d.id,
+                    "Namespace": d.namespace,
+                    "JobID": d.job_id,
+                    "JobVersion": d.job_version,
+                    "Status": pb::DeploymentStatus::try_from(d.status)
+                        .map(|s| s.as_str_name().trim_start_matches("DEPLOYMENT_STATUS_").to_ascii_lowercase())
+                        .unwrap_or_default(),
+                    "StatusDescription": d.description,
+                    "CreateIndex": d.create_index,
+                    "ModifyIndex": d.modify_index,
+                } }),
             ),
             None => (String::new(), Value::Null),
         };

@@ -186,6 +186,7 @@ wire_enum!(TriggeredBy => pb::TriggeredBy {
     Preemption => Preemption,
     Scaling => Scaling,
     Scheduled => Scheduled,
+    DeploymentWatcher => DeploymentWatcher,
 });
 
 wire_enum!(EvalStatus => pb::EvalStatus {
@@ -207,6 +208,15 @@ wire_enum!(Topic => pb::Topic {
     Evaluation => Evaluation,
     Allocation => Allocation,
     Operator => Operator,
+    Deployment => Deployment,
+});
+
+wire_enum!(DeploymentStatus => pb::DeploymentStatus {
+    Running => Running,
+    Paused => Paused,
+    Successful => Successful,
+    Failed => Failed,
+    Cancelled => Cancelled,
 });
 
 wire_enum!(EventType => pb::EventType {
@@ -227,6 +237,9 @@ wire_enum!(EventType => pb::EventType {
     AllocationDeleted => AllocationDeleted,
     PlanResult => PlanResult,
     SchedulerConfigUpdated => SchedulerConfigUpdated,
+    DeploymentStatusUpdate => DeploymentStatusUpdate,
+    DeploymentPromotion => DeploymentPromotion,
+    DeploymentAllocHealth => DeploymentAllocHealth,
 });
 
 wire_enum!(Readiness => pb::Readiness {

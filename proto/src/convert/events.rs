@@ -25,6 +25,7 @@ impl From<&EventPayload> for pb::event::Payload {
             EventPayload::Allocation(a) => P::Allocation(a.as_ref().into()),
             EventPayload::AllocId(id) => P::AllocId(id.to_string()),
             EventPayload::SchedulerConfig(c) => P::SchedulerConfig(c.as_ref().into()),
+            EventPayload::Deployment(d) => P::Deployment(d.as_ref().into()),
         }
     }
 }
@@ -55,6 +56,9 @@ fn payload(p: pb::event::Payload) -> Result<EventPayload> {
         P::SchedulerConfig(c) => {
             EventPayload::SchedulerConfig(Arc::new(scheduler_config(c).within("scheduler_config")?))
         }
+        P::Deployment(d) => EventPayload::Deployment(Arc::new(
+            super::deployments::deployment(d).within("deployment")?,
+        )),
     })
 }
 

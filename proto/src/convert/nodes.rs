@@ -303,6 +303,7 @@ pub use drover_core::client_report::ClientAllocUpdate;
 fn client_update(p: pb::AllocClientUpdate) -> Result<ClientAllocUpdate> {
     Ok(ClientAllocUpdate {
         update: AllocClientUpdate {
+            deployment_health: p.deployment_health,
             alloc_id: parse_id("alloc_id", &p.alloc_id)?,
             client_status: ClientStatus::from_wire("client_status", p.client_status)?,
             client_description: p.client_description.into(),
@@ -325,6 +326,7 @@ impl From<&ClientAllocUpdate> for pb::AllocClientUpdate {
                 .map(|(k, t)| (k.to_owned(), t.into()))
                 .collect(),
             infra_failure: u.infra_failure,
+            deployment_health: u.update.deployment_health,
         }
     }
 }

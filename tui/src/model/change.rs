@@ -290,6 +290,7 @@ fn topic_label(value: i32) -> &'static str {
         Ok(pb::Topic::Evaluation) => "evaluation",
         Ok(pb::Topic::Allocation) => "allocation",
         Ok(pb::Topic::Operator) => "operator",
+        Ok(pb::Topic::Deployment) => "deployment",
         Ok(pb::Topic::Unspecified) | Err(_) => "?",
     }
 }
@@ -314,6 +315,9 @@ fn event_type_label(value: i32) -> &'static str {
         Ok(E::AllocationDeleted) => "alloc-deleted",
         Ok(E::PlanResult) => "plan-result",
         Ok(E::SchedulerConfigUpdated) => "scheduler-config",
+        Ok(E::DeploymentStatusUpdate) => "deployment-status",
+        Ok(E::DeploymentPromotion) => "deployment-promotion",
+        Ok(E::DeploymentAllocHealth) => "deployment-health",
         Ok(E::Unspecified) | Err(_) => "?",
     }
 }
@@ -395,6 +399,19 @@ pub fn decode_event(e: pb::Event, received: Timestamp) -> Result<(Change, EventR
                 c.pause_eval_broker, c.reject_job_registration
             ),
         ),
+        Some(Payload::Deployment(d)) => {
+            let status = pb::DeploymentStatus::try_from(d.status)
+                .map(|s| {
+                    s.as_str_name()
+                        .trim_start_matches("DEPLOYMENT_STATUS_")
+                        .to_ascii_lowercase()
+                })
+                .unwrap_or_default();
+            (
+                Change::LogOnly,
+                format!("{} v{} {status}", d.job_id, d.job_version),
+            )
+        }
         None => return Err(missing("any")),
     };
     let row = EventRow {
