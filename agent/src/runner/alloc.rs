@@ -10,7 +10,8 @@ use super::task::{TaskChange, TaskCommand, TaskRun, run_task};
 use super::{RunnerContext, TaskDirs, alloc_status, task_env};
 use crate::driver::LogPaths;
 use crate::driver::logs::rotate_if_needed;
-use crate::state::AllocRecord;
+use crate::state::{AllocRecord, DeploymentWatch};
+use drover_core::client_report::health::{self, HealthGate, Verdict};
 use drover_core::fsm::AllocClientUpdate;
 use drover_core::types::{AllocId, ClientStatus, TaskEvent, TaskGroup, TaskRunState, TaskStates};
 use drover_proto::convert::ClientAllocUpdate;
@@ -34,12 +35,16 @@ pub enum Desired {
     Stop,
 }
 
+/// An in-place update: the new job version, its group, and the deployment that moved the
+/// allocation to it (whose health the agent then decides anew).
+pub type InPlace = (u64, TaskGroup, Option<DeploymentWatch>);
+
 /// The handle the agent keeps per allocation.
 #[derive(Debug)]
 pub struct AllocRunner {
     id: AllocId,
     desired: watch::Sender<Desired>,
-    in_place: mpsc::UnboundedSender<(u64, TaskGroup)>,
+    in_place: mpsc::UnboundedSender<InPlace>,
     job_version: u64,
     /// The newest status this allocation reported.
     latest: watch::Receiver<Option<ClientAllocUpdate>>,
@@ -133,9 +138,14 @@ impl AllocRunner {
     }
 
     /// Applies a new job version whose changes do not need a restart.
-    pub fn update_in_place(&mut self, job_version: u64, group: TaskGroup) {
+    pub fn update_in_place(
+        &mut self,
+        job_version: u64,
+        group: TaskGroup,
+        deployment: Option<DeploymentWatch>,
+    ) {
         self.job_version = job_version;
-        let _ = self.in_place.send((job_version, group));
+        let _ = self.in_place.send((job_version, group, deployment));
     }
 
     pub fn latest(&self) -> Option<ClientAllocUpdate> {
@@ -187,7 +197,7 @@ impl Publisher {
         }
         let update = ClientAllocUpdate {
             update: AllocClientUpdate {
-                deployment_health: None,
+                deployment_health: record.deployment.as_ref().and_then(|d| d.healthy),
                 alloc_id: record.alloc.id,
                 client_status: status,
                 client_description: description.into(),
@@ -215,7 +225,7 @@ fn command_for(desired: Desired) -> TaskCommand {
 /// What an allocation's supervisor listens to.
 struct Channels {
     desired: watch::Receiver<Desired>,
-    in_place: mpsc::UnboundedReceiver<(u64, TaskGroup)>,
+    in_place: mpsc::UnboundedReceiver<InPlace>,
     restarts: BTreeMap<String, watch::Receiver<u64>>,
 }
 
@@ -333,6 +343,9 @@ async fn run_alloc(
     }
     drop(changes_tx);
     publisher.publish(&mut record);
+    let health_sleep = tokio::time::sleep(Duration::ZERO);
+    tokio::pin!(health_sleep);
+    let mut health_armed = watch_health(&mut record, &publisher, health_sleep.as_mut());
 
     let mut rotate = tokio::time::interval(ROTATE_EVERY);
     let mut desired_open = true;
@@ -347,6 +360,10 @@ async fn run_alloc(
                 apply_change(&mut record, change, &commands);
                 update_gates(&roles, &gates, &record);
                 publisher.publish(&mut record);
+                health_armed = watch_health(&mut record, &publisher, health_sleep.as_mut());
+            }
+            () = &mut health_sleep, if health_armed => {
+                health_armed = watch_health(&mut record, &publisher, health_sleep.as_mut());
             }
             res = desired.changed(), if desired_open => {
                 if res.is_err() {
@@ -367,11 +384,15 @@ async fn run_alloc(
                 });
             }
             update = in_place.recv() => {
-                if let Some((version, group)) = update {
+                if let Some((version, group, deployment)) = update {
                     tracing::info!(%alloc_id, job_version = version, "allocation updated in place");
                     record.alloc.job_version = version;
                     record.group = group;
+                    if deployment.is_some() {
+                        record.deployment = deployment;
+                    }
                     publisher.publish(&mut record);
+                    health_armed = watch_health(&mut record, &publisher, health_sleep.as_mut());
                 }
             }
             _ = rotate.tick() => {
@@ -396,6 +417,39 @@ async fn run_alloc(
     }
     publisher.publish(&mut record);
     tracing::info!(%alloc_id, status = record.client_status.as_str(), "allocation finished");
+}
+
+/// Decides the allocation's deployment health once it can be decided, and reports it;
+/// otherwise sets `sleep` to when to ask again. True while the sleep is armed.
+fn watch_health(
+    record: &mut AllocRecord,
+    publisher: &Publisher,
+    sleep: std::pin::Pin<&mut tokio::time::Sleep>,
+) -> bool {
+    let Some(watch) = record.deployment.as_ref().filter(|d| d.healthy.is_none()) else {
+        return false;
+    };
+    let gate = HealthGate {
+        min_healthy_time: watch.min_healthy_time,
+        healthy_deadline: watch.healthy_deadline,
+        since: watch.since,
+    };
+    let now = super::task::now();
+    let verdict = health::assess(record.tasks.values().map(|t| &t.state), gate, now);
+    let healthy = match verdict {
+        Verdict::Healthy => true,
+        Verdict::Unhealthy => false,
+        Verdict::Undecided { recheck_at } => {
+            sleep.reset(tokio::time::Instant::now() + recheck_at.since(now));
+            return true;
+        }
+    };
+    tracing::info!(alloc_id = %record.alloc.id, healthy, "allocation's deployment health decided");
+    if let Some(d) = record.deployment.as_mut() {
+        d.healthy = Some(healthy);
+    }
+    publisher.publish(record);
+    false
 }
 
 /// The tasks' states, by name.
