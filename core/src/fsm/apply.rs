@@ -553,7 +553,7 @@ impl Apply<'_> {
                 description: deployment_describe::STOPPED_JOB.into(),
             })
             .collect();
-        self.set_statuses(&stopping);
+        self.set_statuses(&stopping, now);
         if purge {
             self.store.remove_job(self.index, key);
             self.store.remove_deployments_of(self.index, key);
@@ -725,7 +725,7 @@ impl Apply<'_> {
     }
 
     fn apply_plan(&mut self, plan: &PlanApply, now: Timestamp) {
-        self.set_statuses(&plan.deployment_updates);
+        self.set_statuses(&plan.deployment_updates, now);
         if let Some(d) = &plan.deployment {
             self.plan_deployment(d, now);
         }

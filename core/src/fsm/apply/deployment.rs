@@ -153,7 +153,7 @@ impl Apply<'_> {
                 });
             }
         }
-        self.set_statuses(updates);
+        self.set_statuses(updates, now);
         if let Some(job) = revert {
             self.job_register(job, None, now)?;
         }
@@ -163,7 +163,7 @@ impl Apply<'_> {
 
     /// Sets statuses of deployments that are still active (the plan's cancellations may
     /// race with the watcher: the first to commit decides).
-    pub(super) fn set_statuses(&mut self, updates: &[DeploymentStatusUpdate]) {
+    pub(super) fn set_statuses(&mut self, updates: &[DeploymentStatusUpdate], now: Timestamp) {
         for u in updates {
             let Some(d) = self.store.deployment(&u.deployment_id) else {
                 continue;
@@ -172,6 +172,14 @@ impl Apply<'_> {
                 continue;
             }
             let mut d = (**d).clone();
+            if d.status == DeploymentStatus::Paused && u.status == DeploymentStatus::Running {
+                // The time paused does not count against the progress deadline.
+                for g in d.groups.values_mut() {
+                    if g.require_progress_by.is_some() {
+                        g.require_progress_by = Some(now.saturating_add(g.progress_deadline));
+                    }
+                }
+            }
             d.status = u.status;
             d.description = u.description.clone();
             d.modify_index = self.index;

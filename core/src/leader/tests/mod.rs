@@ -3,6 +3,7 @@
 //! the engine's writes applied in turn, and time moved by the test.
 
 mod coalesce;
+mod deployments;
 mod drain;
 
 use super::*;
