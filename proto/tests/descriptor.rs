@@ -100,6 +100,12 @@ const EXPECTED: &[(&str, &[&str])] = &[
         ],
     ),
     ("AllocService", &["Logs", "Restart", "Stop"]),
+    (
+        "DeploymentService",
+        &[
+            "List", "Get", "Promote", "Fail", "Pause", "Resume", "Unblock",
+        ],
+    ),
     ("AgentService", &["Logs", "Restart"]),
 ];
 

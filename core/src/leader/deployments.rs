@@ -259,7 +259,7 @@ fn canaries_healthy(snap: &StateSnapshot, d: &Deployment) -> bool {
 
 /// The job's newest stable version before the deployment's, when its spec differs from
 /// the job's current one (reverting to the same spec would change nothing).
-fn revert_to(snap: &StateSnapshot, d: &Deployment, job: &Job) -> Option<std::sync::Arc<Job>> {
+pub fn revert_to(snap: &StateSnapshot, d: &Deployment, job: &Job) -> Option<std::sync::Arc<Job>> {
     snap.job_versions(&d.job_key())
         .into_iter()
         .find(|v| v.stable && v.version < d.job_version)

@@ -35,7 +35,9 @@ mod proptests;
 #[cfg(test)]
 mod tests;
 
-pub use deployments::{RETRY_AFTER as DEPLOYMENT_RETRY_AFTER, decide as decide_deployment};
+pub use deployments::{
+    RETRY_AFTER as DEPLOYMENT_RETRY_AFTER, decide as decide_deployment, revert_to,
+};
 pub use drainer::{DrainPlan, plan as drain_plan};
 pub use evals::{node_evals, node_update_evals};
 pub use gc::{GcConfig, collect_garbage};

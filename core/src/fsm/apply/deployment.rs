@@ -35,6 +35,12 @@ impl Apply<'_> {
             None => {
                 d.create_index = self.index;
                 d.create_time = now;
+                // A group that never places anything must still make progress in time.
+                for g in d.groups.values_mut() {
+                    if !g.progress_deadline.is_zero() {
+                        g.require_progress_by = Some(now.saturating_add(g.progress_deadline));
+                    }
+                }
             }
         }
         d.modify_index = self.index;
