@@ -44,7 +44,13 @@ impl JobRollout {
         rng: &mut impl rand::Rng,
         cancel: &mut Vec<DeploymentStatusUpdate>,
     ) -> Option<JobRollout> {
-        let latest = snapshot.latest_deployment(&job.key());
+        // One range probe for the usual job, which never had a deployment.
+        let key = job.key();
+        let latest = if snapshot.has_deployments(&key) {
+            snapshot.latest_deployment(&key)
+        } else {
+            None
+        };
         if let Some(old) = latest
             .as_ref()
             .filter(|d| d.is_active() && d.job_version != job.version)
