@@ -66,7 +66,7 @@ fn parse_topics(specs: &[String]) -> Result<Vec<pb::TopicFilter>, CliError> {
         };
         let topic = Topic::parse(name).ok_or_else(|| {
             CliError::Usage(format!(
-                "unknown topic {name:?} (Job, Node, Evaluation, Allocation, Operator)"
+                "unknown topic {name:?} (Job, Node, Evaluation, Allocation, Operator, Deployment)"
             ))
         })?;
         match key {
@@ -160,8 +160,10 @@ mod tests {
                 },
             ]
         );
-        let err = parse_topics(&["Deployment".into()]).expect_err("unknown topic");
-        assert!(err.to_string().contains("\"Deployment\""), "{err}");
+        let deployments = parse_topics(&["Deployment".into()]).expect("valid");
+        assert_eq!(deployments[0].topic, Topic::Deployment.to_wire());
+        let err = parse_topics(&["Service".into()]).expect_err("unknown topic");
+        assert!(err.to_string().contains("\"Service\""), "{err}");
     }
 
     #[test]
