@@ -15,7 +15,7 @@ pub enum EventCommand {
     /// Print events as JSON lines until interrupted
     Stream {
         /// Topics to follow, as `Topic` or `Topic:key` (Job, Node, Evaluation, Allocation,
-        /// Operator); repeat for several. Every event when absent
+        /// Operator, Deployment); repeat for several. Every event when absent
         #[arg(long = "topic", value_name = "TOPIC[:KEY]")]
         topics: Vec<String>,
         /// Start from this Raft index instead of from now
