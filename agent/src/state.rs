@@ -77,6 +77,48 @@ pub struct AllocRecord {
     pub client_description: String,
     /// The failure, if any, was the node's fault.
     pub infra_failure: bool,
+    /// The deployment that placed it and what the agent decided of its health for it.
+    /// Absent from records of older agents.
+    #[serde(default)]
+    pub deployment: Option<DeploymentWatch>,
+}
+
+/// An allocation watched for its deployment's health (see
+/// `drover_core::client_report::health`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeploymentWatch {
+    pub id: drover_core::types::DeploymentId,
+    pub min_healthy_time: std::time::Duration,
+    pub healthy_deadline: std::time::Duration,
+    pub since: drover_core::types::Timestamp,
+    /// Decided once and then reported with every update.
+    pub healthy: Option<bool>,
+}
+
+impl DeploymentWatch {
+    /// The watch for `alloc` placed with `job`'s `group`, when a deployment placed it;
+    /// starting `now` unless the servers already hold its health.
+    pub fn of(
+        alloc: &drover_core::types::Allocation,
+        job: &drover_core::types::Job,
+        group: &TaskGroup,
+        now: drover_core::types::Timestamp,
+    ) -> Option<DeploymentWatch> {
+        let link = alloc.links.get().deployment.as_ref()?;
+        let strategy = group
+            .update
+            .as_ref()
+            .unwrap_or(&job.update)
+            .deployment
+            .as_ref()?;
+        Some(DeploymentWatch {
+            id: link.id,
+            min_healthy_time: strategy.min_healthy_time,
+            healthy_deadline: strategy.healthy_deadline,
+            since: now,
+            healthy: link.health.map(|h| h.healthy),
+        })
+    }
 }
 
 /// The `state` directory of the data dir.
@@ -208,6 +250,7 @@ mod tests {
             },
         );
         AllocRecord {
+            deployment: None,
             alloc: AllocInfo {
                 id: mock::alloc_id(n),
                 name: "web.web[0]".into(),

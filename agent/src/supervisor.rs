@@ -9,7 +9,7 @@
 use crate::reporter::auth;
 use crate::rpc::{Servers, request};
 use crate::runner::{AllocRunner, Desired, RunnerContext};
-use crate::state::{AllocInfo, AllocRecord, NodeIdentity, TaskRecord};
+use crate::state::{AllocInfo, AllocRecord, DeploymentWatch, NodeIdentity, TaskRecord};
 use drover_core::types::{AllocId, Allocation, ClientStatus, DesiredStatus, Job};
 use drover_proto::convert::known_allocation;
 use drover_proto::v1 as pb;
@@ -149,7 +149,8 @@ impl Supervisor {
             && let Some(group) = job.groups.iter().find(|g| g.name == alloc.task_group)
             && let Some(runner) = self.runners.get_mut(&alloc.id)
         {
-            runner.update_in_place(alloc.job_version, group.clone());
+            let deployment = DeploymentWatch::of(alloc, &job, group, crate::runner::task::now());
+            runner.update_in_place(alloc.job_version, group.clone(), deployment);
         }
         let Some(runner) = self.runners.get(&alloc.id) else {
             return;
@@ -197,6 +198,7 @@ impl Supervisor {
             client_status: ClientStatus::Pending,
             client_description: Default::default(),
             infra_failure: false,
+            deployment: DeploymentWatch::of(alloc, &job, group, crate::runner::task::now()),
         };
         tracing::info!(alloc_id = %alloc.id, name = %alloc.name, "starting allocation");
         let runner = AllocRunner::start(self.ctx.clone(), record, Desired::Run);

@@ -99,6 +99,7 @@ impl NodeService for Scripted {
 fn update(status: ClientStatus) -> ClientAllocUpdate {
     ClientAllocUpdate {
         update: AllocClientUpdate {
+            deployment_health: None,
             alloc_id: mock::alloc_id(1),
             client_status: status,
             client_description: Default::default(),

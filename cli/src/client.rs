@@ -6,6 +6,7 @@ use drover_proto::tls::TlsFiles;
 use drover_proto::v1::acl_service_client::AclServiceClient;
 use drover_proto::v1::alloc_service_client::AllocServiceClient;
 use drover_proto::v1::cluster_service_client::ClusterServiceClient;
+use drover_proto::v1::deployment_service_client::DeploymentServiceClient;
 use drover_proto::v1::eval_service_client::EvalServiceClient;
 use drover_proto::v1::event_service_client::EventServiceClient;
 use drover_proto::v1::job_service_client::JobServiceClient;
@@ -245,6 +246,11 @@ impl Client {
 
     pub fn evals(&self) -> EvalServiceClient<BearerChannel> {
         EvalServiceClient::new(self.channel.clone()).max_decoding_message_size(MAX_ANSWER_BYTES)
+    }
+
+    pub fn deployments(&self) -> DeploymentServiceClient<BearerChannel> {
+        DeploymentServiceClient::new(self.channel.clone())
+            .max_decoding_message_size(MAX_ANSWER_BYTES)
     }
 
     pub fn operator(&self) -> OperatorServiceClient<BearerChannel> {

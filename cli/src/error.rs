@@ -17,6 +17,8 @@ impl Exit {
     pub const CHANGES: Exit = Exit(1);
     /// `job run` and friends: the evaluation left placements undone.
     pub const PLACEMENT_FAILURES: Exit = Exit(2);
+    /// `job run`: the deployment it followed failed or was cancelled (Nomad exits 1).
+    pub const DEPLOYMENT_FAILED: Exit = Exit(1);
 }
 
 /// Why a command failed, as one line for the operator.

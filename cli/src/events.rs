@@ -15,7 +15,7 @@ pub enum EventCommand {
     /// Print events as JSON lines until interrupted
     Stream {
         /// Topics to follow, as `Topic` or `Topic:key` (Job, Node, Evaluation, Allocation,
-        /// Operator); repeat for several. Every event when absent
+        /// Operator, Deployment); repeat for several. Every event when absent
         #[arg(long = "topic", value_name = "TOPIC[:KEY]")]
         topics: Vec<String>,
         /// Start from this Raft index instead of from now
@@ -66,7 +66,7 @@ fn parse_topics(specs: &[String]) -> Result<Vec<pb::TopicFilter>, CliError> {
         };
         let topic = Topic::parse(name).ok_or_else(|| {
             CliError::Usage(format!(
-                "unknown topic {name:?} (Job, Node, Evaluation, Allocation, Operator)"
+                "unknown topic {name:?} (Job, Node, Evaluation, Allocation, Operator, Deployment)"
             ))
         })?;
         match key {
@@ -113,6 +113,7 @@ pub enum Payload<'a> {
     AllocId(String),
     SchedulerConfig(&'a drover_core::SchedulerConfig),
     Service(&'a drover_core::ServiceRegistration),
+    Deployment(&'a drover_core::Deployment),
 }
 
 impl<'a> From<&'a Event> for EventLine<'a> {
@@ -128,6 +129,7 @@ impl<'a> From<&'a Event> for EventLine<'a> {
             EventPayload::AllocId(id) => Payload::AllocId(id.to_string()),
             EventPayload::SchedulerConfig(c) => Payload::SchedulerConfig(c),
             EventPayload::Service(r) => Payload::Service(r),
+            EventPayload::Deployment(d) => Payload::Deployment(d),
         };
         EventLine {
             topic: e.topic,
@@ -160,8 +162,10 @@ mod tests {
                 },
             ]
         );
-        let err = parse_topics(&["Deployment".into()]).expect_err("unknown topic");
-        assert!(err.to_string().contains("\"Deployment\""), "{err}");
+        let deployments = parse_topics(&["Deployment".into()]).expect("valid");
+        assert_eq!(deployments[0].topic, Topic::Deployment.to_wire());
+        let err = parse_topics(&["Service".into()]).expect_err("unknown topic");
+        assert!(err.to_string().contains("\"Service\""), "{err}");
     }
 
     #[test]

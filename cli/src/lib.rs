@@ -15,6 +15,7 @@ pub mod bench;
 pub mod client;
 pub mod conflict;
 pub mod console;
+pub mod deployments;
 pub mod dev;
 pub mod dev_servers;
 pub mod error;

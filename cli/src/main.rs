@@ -77,6 +77,13 @@ enum Command {
         #[command(subcommand)]
         command: ServiceCommand,
     },
+    /// Follow and steer deployments (rollouts under an update block)
+    Deployment {
+        #[command(flatten)]
+        client: ClientArgs,
+        #[command(subcommand)]
+        command: drover_cli::deployments::DeploymentCommand,
+    },
     /// Inspect allocations
     Alloc {
         #[command(flatten)]
@@ -243,6 +250,9 @@ async fn run(command: Command) -> anyhow::Result<Exit> {
         }
         Command::Service { client, command } => {
             drover_cli::services::run(&connect(&client).await?, command, out).await?
+        }
+        Command::Deployment { client, command } => {
+            drover_cli::deployments::run(&connect(&client).await?, command, out).await?
         }
         Command::Alloc { client, command } => {
             drover_cli::allocs::run(&connect(&client).await?, command, out).await?

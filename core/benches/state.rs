@@ -159,6 +159,7 @@ fn running_report(alloc: AllocId) -> fsm::AllocClientUpdate {
         usage: None,
     };
     fsm::AllocClientUpdate {
+        deployment_health: None,
         alloc_id: alloc,
         client_status: ClientStatus::Running,
         client_description: "Tasks are running".into(),

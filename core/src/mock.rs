@@ -102,6 +102,14 @@ pub fn full_links() -> AllocLinks {
         preempted_by: Some(alloc_id(7)),
         preempted_allocations: vec![alloc_id(2), alloc_id(3)],
         migrate: true,
+        deployment: Some(AllocDeployment {
+            id: DeploymentId::from_bytes([5; 16]),
+            canary: true,
+            health: Some(DeploymentHealth {
+                healthy: true,
+                time: Timestamp::from_millis(11),
+            }),
+        }),
     }
 }
 
@@ -150,6 +158,8 @@ pub fn place(eval: EvalId, allocs: Vec<Allocation>, now: Timestamp) -> crate::fs
             node_update: Default::default(),
             node_preemptions: Default::default(),
             evals: Vec::new(),
+            deployment: None,
+            deployment_updates: Vec::new(),
         },
         now,
     }

@@ -152,6 +152,7 @@ fn command(store: &StateStore, op: &Op) -> Option<Command> {
         Op::ClientUpdate(n, a, s) => Command::AllocClientUpdate {
             node_id: node_id(*n),
             updates: vec![AllocClientUpdate {
+                deployment_health: None,
                 alloc_id: mock::alloc_id(*a),
                 client_status: ClientStatus::ALL[*s as usize],
                 client_description: Default::default(),
@@ -175,6 +176,8 @@ fn command(store: &StateStore, op: &Op) -> Option<Command> {
             }
             Command::ApplyPlan {
                 plan: PlanApply {
+                    deployment: None,
+                    deployment_updates: Vec::new(),
                     eval_id: mock::eval_id(0),
                     job: None,
                     node_allocation: Default::default(),

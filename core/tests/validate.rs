@@ -957,6 +957,7 @@ mod validate {
                 "stagger above a year",
                 |j| {
                     j.update = UpdateStrategy {
+                        deployment: None,
                         max_parallel: 1,
                         stagger: secs(400 * 24 * 3600),
                     };
@@ -986,6 +987,7 @@ mod validate {
                 "group update stagger bounded",
                 |j| {
                     group(j).update = Some(UpdateStrategy {
+                        deployment: None,
                         max_parallel: 2,
                         stagger: Duration::MAX,
                     });

@@ -41,7 +41,7 @@ pub const FILE_DESCRIPTOR_SET: &[u8] =
 /// The fully qualified name of every service in [`FILE_DESCRIPTOR_SET`] that servers serve
 /// (all but [`AGENT_SERVICE_NAME`]), for registering health statuses and for checks that
 /// nothing was left out.
-pub const SERVICE_NAMES: [&str; 13] = [
+pub const SERVICE_NAMES: [&str; 14] = [
     v1::job_service_server::SERVICE_NAME,
     v1::eval_service_server::SERVICE_NAME,
     v1::node_service_server::SERVICE_NAME,
@@ -55,6 +55,7 @@ pub const SERVICE_NAMES: [&str; 13] = [
     v1::alloc_service_server::SERVICE_NAME,
     v1::cluster_service_server::SERVICE_NAME,
     v1::service_service_server::SERVICE_NAME,
+    v1::deployment_service_server::SERVICE_NAME,
 ];
 
 /// The node attribute in which an agent registers the address of its own endpoint

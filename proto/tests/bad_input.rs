@@ -710,6 +710,7 @@ fn cases() -> Vec<Case> {
 fn update_pb() -> pb::AllocClientUpdate {
     let alloc = full_alloc();
     pb::AllocClientUpdate {
+        deployment_health: None,
         alloc_id: alloc.id.to_string(),
         client_status: pb::ClientStatus::Running as i32,
         client_description: Default::default(),

@@ -100,6 +100,12 @@ const EXPECTED: &[(&str, &[&str])] = &[
         ],
     ),
     ("AllocService", &["Logs", "Restart", "Stop"]),
+    (
+        "DeploymentService",
+        &[
+            "List", "Get", "Promote", "Fail", "Pause", "Resume", "Unblock",
+        ],
+    ),
     ("AgentService", &["Logs", "Restart"]),
     ("ServiceService", &["List", "Info"]),
 ];
@@ -164,6 +170,7 @@ fn every_proto_file_is_compiled_one_area_each() {
         "cluster",
         "service",
         "service_catalog",
+        "deployments",
     ]
     .iter()
     .map(|a| format!("drover/v1/{a}.proto"))

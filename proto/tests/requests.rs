@@ -40,6 +40,7 @@ fn a_submitted_job_ignores_what_the_servers_own() {
     expected.modify_index = 0;
     expected.job_modify_index = 0;
     expected.submit_time = Timestamp::ZERO;
+    expected.stable = false;
     assert_eq!(job, expected);
 }
 

@@ -357,6 +357,7 @@ fn client_alloc_updates_round_trip_through_the_request() {
             client_status: ClientStatus::Failed,
             client_description: "exit 1".into(),
             task_states: alloc.task_states.clone(),
+            deployment_health: Some(false),
         },
         infra_failure: true,
         services: None,

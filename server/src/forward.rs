@@ -72,6 +72,7 @@ pub fn served_locally(path: &str) -> bool {
             "WatchAllocations" | "NodeList" | "NodeGet" | "AllocGet" | "AllocList"
         ),
         "drover.v1.OperatorService" => method == "SchedulerGetConfig",
+        "drover.v1.DeploymentService" => matches!(method, "List" | "Get"),
         s => s.starts_with("grpc."),
     }
 }

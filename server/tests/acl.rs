@@ -66,6 +66,8 @@ fn grant(rpc: &str) -> Option<&'static str> {
         // An empty request asks for no access: any of the two capabilities lets it be
         // decoded (and refused as invalid).
         ("AllocService", _) => LIFECYCLE,
+        ("DeploymentService", "List" | "Get") => READ_JOB,
+        ("DeploymentService", _) => SUBMIT,
         ("AclService", "TokenSelf") => "",
         ("AclService", _) => return None,
         _ => panic!("{rpc}: no row in the ACL table; say what it needs"),

@@ -45,6 +45,7 @@ async fn a_burst_of_reports_from_many_nodes_shares_a_few_entries() {
                     auth: agent.creds,
                     updates: vec![ClientAllocUpdate {
                         update: AllocClientUpdate {
+                            deployment_health: None,
                             alloc_id: alloc.id,
                             client_status: ClientStatus::Running,
                             client_description: "started".into(),

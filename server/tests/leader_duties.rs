@@ -42,6 +42,7 @@ async fn heartbeat_quiet(h: &ServerHandle, a: &Agent) -> Result<(), ServerError>
 fn client_update(alloc: &Allocation, status: ClientStatus, infra: bool) -> ClientAllocUpdate {
     ClientAllocUpdate {
         update: AllocClientUpdate {
+            deployment_health: None,
             alloc_id: alloc.id,
             client_status: status,
             client_description: Default::default(),

@@ -41,6 +41,7 @@ fn short_ttl(dir: &std::path::Path) -> ServerConfig {
 fn running(alloc: &Allocation) -> ClientAllocUpdate {
     ClientAllocUpdate {
         update: AllocClientUpdate {
+            deployment_health: None,
             alloc_id: alloc.id,
             client_status: ClientStatus::Running,
             client_description: Default::default(),

@@ -27,6 +27,7 @@ fn report(
             client_status: status,
             client_description: Default::default(),
             task_states: Default::default(),
+            deployment_health: None,
         },
         infra_failure: false,
         services: health.map(|health| {

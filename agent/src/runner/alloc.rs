@@ -11,7 +11,8 @@ use super::{RunnerContext, TaskDirs, alloc_status, task_env};
 use crate::checks::{AllocChecks, CheckResult, TaskContext};
 use crate::driver::LogPaths;
 use crate::driver::logs::rotate_if_needed;
-use crate::state::AllocRecord;
+use crate::state::{AllocRecord, DeploymentWatch};
+use drover_core::client_report::health::{self, HealthGate, Verdict};
 use drover_core::fsm::AllocClientUpdate;
 use drover_core::types::{AllocId, ClientStatus, TaskEvent, TaskGroup, TaskRunState, TaskStates};
 use drover_proto::convert::ClientAllocUpdate;
@@ -35,12 +36,16 @@ pub enum Desired {
     Stop,
 }
 
+/// An in-place update: the new job version, its group, and the deployment that moved the
+/// allocation to it (whose health the agent then decides anew).
+pub type InPlace = (u64, TaskGroup, Option<DeploymentWatch>);
+
 /// The handle the agent keeps per allocation.
 #[derive(Debug)]
 pub struct AllocRunner {
     id: AllocId,
     desired: watch::Sender<Desired>,
-    in_place: mpsc::UnboundedSender<(u64, TaskGroup)>,
+    in_place: mpsc::UnboundedSender<InPlace>,
     job_version: u64,
     /// The newest status this allocation reported.
     latest: watch::Receiver<Option<ClientAllocUpdate>>,
@@ -134,9 +139,14 @@ impl AllocRunner {
     }
 
     /// Applies a new job version whose changes do not need a restart.
-    pub fn update_in_place(&mut self, job_version: u64, group: TaskGroup) {
+    pub fn update_in_place(
+        &mut self,
+        job_version: u64,
+        group: TaskGroup,
+        deployment: Option<DeploymentWatch>,
+    ) {
         self.job_version = job_version;
-        let _ = self.in_place.send((job_version, group));
+        let _ = self.in_place.send((job_version, group, deployment));
     }
 
     pub fn latest(&self) -> Option<ClientAllocUpdate> {
@@ -189,6 +199,7 @@ impl Publisher {
         }
         let update = ClientAllocUpdate {
             update: AllocClientUpdate {
+                deployment_health: record.deployment.as_ref().and_then(|d| d.healthy),
                 alloc_id: record.alloc.id,
                 client_status: status,
                 client_description: description.into(),
@@ -223,7 +234,7 @@ fn command_for(desired: Desired) -> TaskCommand {
 /// What an allocation's supervisor listens to.
 struct Channels {
     desired: watch::Receiver<Desired>,
-    in_place: mpsc::UnboundedReceiver<(u64, TaskGroup)>,
+    in_place: mpsc::UnboundedReceiver<InPlace>,
     restarts: BTreeMap<String, watch::Receiver<u64>>,
 }
 
@@ -363,6 +374,9 @@ async fn run_alloc(
     let mut running_checks: Option<JoinSet<()>> = None;
     let mut started: BTreeMap<String, tokio::time::Instant> = BTreeMap::new();
     publisher.publish(&mut record, &checks);
+    let health_sleep = tokio::time::sleep(Duration::ZERO);
+    tokio::pin!(health_sleep);
+    let mut health_armed = watch_health(&mut record, &publisher, &checks, health_sleep.as_mut());
 
     let mut rotate = tokio::time::interval(ROTATE_EVERY);
     let mut desired_open = true;
@@ -392,6 +406,10 @@ async fn run_alloc(
                     running_checks = Some(checks.spawn(results_tx.clone(), ctx.checks_http.clone()));
                 }
                 publisher.publish(&mut record, &checks);
+                health_armed = watch_health(&mut record, &publisher, &checks, health_sleep.as_mut());
+            }
+            () = &mut health_sleep, if health_armed => {
+                health_armed = watch_health(&mut record, &publisher, &checks, health_sleep.as_mut());
             }
             Some(result) = results.recv() => {
                 let (changed, restart) =
@@ -426,11 +444,15 @@ async fn run_alloc(
                 });
             }
             update = in_place.recv() => {
-                if let Some((version, group)) = update {
+                if let Some((version, group, deployment)) = update {
                     tracing::info!(%alloc_id, job_version = version, "allocation updated in place");
                     record.alloc.job_version = version;
                     record.group = group;
+                    if deployment.is_some() {
+                        record.deployment = deployment;
+                    }
                     publisher.publish(&mut record, &checks);
+                    health_armed = watch_health(&mut record, &publisher, &checks, health_sleep.as_mut());
                 }
             }
             _ = rotate.tick() => {
@@ -465,6 +487,40 @@ fn states_of(record: &AllocRecord) -> TaskStates {
         .iter()
         .map(|(k, t)| (k.as_str(), t.state.clone()))
         .collect()
+}
+
+/// Decides the allocation's deployment health once it can be decided, and reports it;
+/// otherwise sets `sleep` to when to ask again. True while the sleep is armed.
+fn watch_health(
+    record: &mut AllocRecord,
+    publisher: &Publisher,
+    checks: &AllocChecks,
+    sleep: std::pin::Pin<&mut tokio::time::Sleep>,
+) -> bool {
+    let Some(watch) = record.deployment.as_ref().filter(|d| d.healthy.is_none()) else {
+        return false;
+    };
+    let gate = HealthGate {
+        min_healthy_time: watch.min_healthy_time,
+        healthy_deadline: watch.healthy_deadline,
+        since: watch.since,
+    };
+    let now = super::task::now();
+    let verdict = health::assess(record.tasks.values().map(|t| &t.state), gate, now);
+    let healthy = match verdict {
+        Verdict::Healthy => true,
+        Verdict::Unhealthy => false,
+        Verdict::Undecided { recheck_at } => {
+            sleep.reset(tokio::time::Instant::now() + recheck_at.since(now));
+            return true;
+        }
+    };
+    tracing::info!(alloc_id = %record.alloc.id, healthy, "allocation's deployment health decided");
+    if let Some(d) = record.deployment.as_mut() {
+        d.healthy = Some(healthy);
+    }
+    publisher.publish(record, checks);
+    false
 }
 
 /// The tasks' states, by name.

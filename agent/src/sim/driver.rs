@@ -134,6 +134,9 @@ struct SimAlloc {
     tasks: Vec<SimTask>,
     /// Changed since the last report that the servers accepted.
     dirty: bool,
+    /// A deployment placed it: its health is reported, healthy while it runs (simulated
+    /// tasks need no `min_healthy_time`), unhealthy once failed.
+    in_deployment: bool,
 }
 
 impl SimAlloc {
@@ -163,7 +166,13 @@ impl SimAlloc {
             pb::ClientStatus::Failed => "a task failed",
             _ => "all tasks have finished",
         };
+        let deployment_health = match status {
+            pb::ClientStatus::Running if self.in_deployment => Some(true),
+            pb::ClientStatus::Failed if self.in_deployment => Some(false),
+            _ => None,
+        };
         pb::AllocClientUpdate {
+            deployment_health,
             alloc_id: self.id.to_string(),
             client_status: status.into(),
             client_description: description.into(),
@@ -371,6 +380,7 @@ impl NodeAllocs {
             server_index: a.alloc_modify_index,
             tasks: vec![task],
             dirty: true,
+            in_deployment: !a.deployment_id.is_empty(),
         }
     }
 

@@ -134,6 +134,9 @@ pub struct JobStatusView {
     /// A periodic or parameterized job's children, newest first; empty for other jobs.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub children: Vec<JobRow>,
+    /// The job's newest deployment, if it rolls out under an `update` block.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latest_deployment: Option<drover_core::types::Deployment>,
 }
 
 pub async fn status(
@@ -147,6 +150,10 @@ pub async fn status(
         output::print_json(out, &view)?;
     } else {
         write!(out, "{}", job_details(&view, output.verbose, output::now()))?;
+        if let Some(d) = &view.latest_deployment {
+            writeln!(out, "\nLatest Deployment")?;
+            write!(out, "{}", crate::deployments::details(d, output.verbose))?;
+        }
     }
     Ok(Exit::OK)
 }
@@ -219,6 +226,7 @@ async fn fetch_status(client: &Client, job_id: &str) -> Result<JobStatusView, Cl
     } else {
         (None, Vec::new())
     };
+    let latest_deployment = crate::deployments::latest(client, job_id).await?;
     Ok(JobStatusView {
         job,
         summary,
@@ -226,6 +234,7 @@ async fn fetch_status(client: &Client, job_id: &str) -> Result<JobStatusView, Cl
         latest_evaluation,
         next_launch,
         children,
+        latest_deployment,
     })
 }
 
@@ -433,6 +442,7 @@ mod tests {
             .collect();
         allocs[1].client_status = drover_core::ClientStatus::Running;
         let view = JobStatusView {
+            latest_deployment: Default::default(),
             job,
             summary: None,
             allocations: allocs,

@@ -56,7 +56,11 @@ pub async fn run(
         writeln!(out, "Evaluation ID: {}", answer.eval_id)?;
         return Ok(Exit::OK);
     }
-    monitor(client, &answer.eval_id, verbose, out).await
+    let exit = monitor(client, &answer.eval_id, verbose, out).await?;
+    if exit != Exit::OK {
+        return Ok(exit);
+    }
+    crate::deployments::follow(client, &id, answer.job_version, out).await
 }
 
 /// What `job plan` found, in a form both the text and a script can read.
@@ -146,6 +150,7 @@ fn decode_plan(
         groups.insert(
             group,
             DesiredUpdates {
+                canary: u.canary,
                 place: u.place,
                 stop: u.stop,
                 migrate: u.migrate,

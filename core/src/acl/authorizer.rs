@@ -219,12 +219,14 @@ impl Acl {
         let need = match event.topic {
             Topic::Node => Need::Area(Area::Node, Level::Read),
             Topic::Operator => Need::Area(Area::Operator, Level::Read),
-            Topic::Job | Topic::Evaluation | Topic::Allocation | Topic::Service => {
-                match event.namespace() {
-                    Some(ns) => Need::Namespace(NamespaceCapability::ReadEvents, ns),
-                    None => Need::AnyNamespace(NamespaceCapability::ReadEvents),
-                }
-            }
+            Topic::Job
+            | Topic::Evaluation
+            | Topic::Allocation
+            | Topic::Service
+            | Topic::Deployment => match event.namespace() {
+                Some(ns) => Need::Namespace(NamespaceCapability::ReadEvents, ns),
+                None => Need::AnyNamespace(NamespaceCapability::ReadEvents),
+            },
         };
         self.allows(&need)
     }

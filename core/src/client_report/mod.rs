@@ -7,6 +7,8 @@
 //! A job's own mistakes (missing command, bad arguments, exit codes) that fail everywhere
 //! never count.
 
+pub mod health;
+
 use crate::fsm::AllocClientUpdate;
 use crate::state::StateSnapshot;
 use crate::types::{

@@ -87,6 +87,7 @@ fn state(others: &[(u64, u64, ClientStatus)]) -> crate::state::StateSnapshot {
 
 fn update(alloc: u64, status: ClientStatus) -> AllocClientUpdate {
     AllocClientUpdate {
+        deployment_health: None,
         alloc_id: mock::alloc_id(alloc),
         client_status: status,
         client_description: Default::default(),

@@ -8,6 +8,8 @@ use crate::types::*;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+mod deployment;
+
 /// Why a command was refused. The store is unchanged when this is returned. Serializable,
 /// because the Raft layer hands it back to the writer as the entry's answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
@@ -44,6 +46,23 @@ pub enum ApplyError {
         name: String,
         existing: NodeId,
         status: String,
+    },
+    #[error("deployment {0} not found")]
+    DeploymentNotFound(DeploymentId),
+    #[error("deployment {id} is {status}: only a running or paused deployment changes")]
+    DeploymentNotActive { id: DeploymentId, status: String },
+    #[error("deployment {0} has no canaries to promote")]
+    DeploymentWithoutCanaries(DeploymentId),
+    #[error("deployment {id} has no group {group:?}")]
+    DeploymentGroupUnknown { id: DeploymentId, group: String },
+    #[error(
+        "deployment {id} group {group:?} has {healthy} healthy canaries of {desired}: promote once every canary is healthy"
+    )]
+    CanariesNotHealthy {
+        id: DeploymentId,
+        group: String,
+        healthy: u32,
+        desired: u32,
     },
 }
 
@@ -318,6 +337,18 @@ impl Apply<'_> {
                 self.apply_plan(plan, *now);
                 Ok(())
             }
+            Command::DeploymentStatus {
+                updates,
+                revert,
+                evals,
+                now,
+            } => self.deployment_status(updates, revert.as_ref(), evals, *now),
+            Command::DeploymentPromote {
+                deployment_id,
+                groups,
+                eval,
+                now: _,
+            } => self.deployment_promote(*deployment_id, groups, eval),
             Command::SchedulerConfig { config, cas_index } => {
                 let actual = self.store.scheduler_config().modify_index;
                 if let Some(expected) = cas_index
@@ -472,7 +503,9 @@ impl Apply<'_> {
                     j.version = old.version + 1;
                     j.job_modify_index = self.index;
                     j.submit_time = now;
+                    j.stable = false;
                 } else {
+                    j.stable = old.stable;
                     j.version = old.version;
                     j.job_modify_index = old.job_modify_index;
                     j.submit_time = old.submit_time;
@@ -481,6 +514,7 @@ impl Apply<'_> {
             }
             None => {
                 j.create_index = self.index;
+                j.stable = false;
                 j.version = 0;
                 j.job_modify_index = self.index;
                 j.submit_time = now;
@@ -513,8 +547,21 @@ impl Apply<'_> {
             .job(key)
             .ok_or_else(|| ApplyError::JobNotFound(key.clone()))?
             .clone();
+        let stopping: Vec<DeploymentStatusUpdate> = self
+            .store
+            .deployments_by_job(key)
+            .iter()
+            .filter(|d| d.is_active())
+            .map(|d| DeploymentStatusUpdate {
+                deployment_id: d.id,
+                status: DeploymentStatus::Cancelled,
+                description: deployment_describe::STOPPED_JOB.into(),
+            })
+            .collect();
+        self.set_statuses(&stopping, now);
         if purge {
             self.store.remove_job(self.index, key);
+            self.store.remove_deployments_of(self.index, key);
             self.push(
                 Topic::Job,
                 EventType::JobDeregistered,
@@ -610,11 +657,15 @@ impl Apply<'_> {
             if old.node_id != node_id || old.client_status.is_terminal() {
                 continue;
             }
-            let mut a = (**old).clone();
+            let old = old.clone();
+            let mut a = (*old).clone();
             a.client_status = u.client_status;
             a.client_description = u.client_description.clone();
             if !u.task_states.is_empty() {
                 a.task_states = u.task_states.clone();
+            }
+            if let Some(healthy) = u.deployment_health {
+                a = self.record_health(a, healthy, now);
             }
             a.modify_index = self.index;
             a.modify_time = now;
@@ -622,7 +673,7 @@ impl Apply<'_> {
                 namespace: a.namespace.clone(),
                 id: a.job_id.clone(),
             });
-            relisted |= crate::state::alloc_listed(old) != crate::state::alloc_listed(&a)
+            relisted |= crate::state::alloc_listed(&old) != crate::state::alloc_listed(&a)
                 && self.store.alloc_services(a.id).next().is_some();
             let a = self.store.put_alloc(self.index, a);
             self.events.push(Event::alloc(
@@ -764,6 +815,10 @@ impl Apply<'_> {
     }
 
     fn apply_plan(&mut self, plan: &PlanApply, now: Timestamp) {
+        self.set_statuses(&plan.deployment_updates, now);
+        if let Some(d) = &plan.deployment {
+            self.plan_deployment(d, now);
+        }
         for t in plan
             .node_update
             .values()
@@ -824,6 +879,7 @@ impl Apply<'_> {
                 }
             }
         }
+        self.count_placement(&a, old.as_deref(), now);
         self.stamp_and_put(a, old.as_deref(), now);
     }
 

@@ -13,11 +13,13 @@ const SNAPSHOT_MAGIC: [u8; 2] = *b"ds";
 /// The command format this build writes and reads. Postcard is not self-describing, so any
 /// change to a type a command holds is a new format: 2 added task users, lifecycle hooks,
 /// restart overrides, ephemeral disks, ports, artifacts, templates and node networks; 3
-/// added services and checks (jobs) and the service catalog.
+/// added services and checks (jobs), the service catalog, and deployments (their commands,
+/// a plan's deployment, an allocation's deployment link and health, a job's `stable` and
+/// its update block's deployment settings).
 pub const COMMAND_FORMAT: u8 = 3;
 /// The snapshot format this build writes and reads: the primary tables then the ACL tables.
 /// 3 holds format 2's tables with the types of command format 2; 4 the types of command
-/// format 3 and the service catalog.
+/// format 3, the service catalog and the deployments table.
 pub const SNAPSHOT_FORMAT: u8 = 4;
 
 #[derive(Debug, thiserror::Error)]

@@ -15,6 +15,9 @@ pub struct AllocClientUpdate {
     pub client_description: compact_str::CompactString,
     /// Replaces the allocation's task states when non-empty.
     pub task_states: TaskStates,
+    /// The agent's verdict on the allocation's health for its deployment (see
+    /// [`AllocDeployment::health`]); recorded once, the first verdict stands.
+    pub deployment_health: Option<bool>,
 }
 
 /// The committed part of a plan, as the plan applier writes it. Allocations are the plan's
@@ -28,6 +31,11 @@ pub struct PlanApply {
     pub node_update: CommittedByNode<AllocTransition>,
     pub node_preemptions: CommittedByNode<AllocTransition>,
     pub evals: Vec<Evaluation>,
+    /// The deployment the plan creates (or changes: canaries placed); its counts are the
+    /// FSM's, not the scheduler's, so only the groups' settings and the status are taken.
+    pub deployment: Option<Deployment>,
+    /// Older deployments of the job the plan cancels (a newer version supersedes them).
+    pub deployment_updates: Vec<DeploymentStatusUpdate>,
 }
 
 // Commands are built one at a time and moved straight into the log, never stored in bulk, so
@@ -204,6 +212,25 @@ pub enum Command {
         node_id: NodeId,
         now: Timestamp,
     },
+    /// Deployments change status (the watcher fails or completes them, an operator pauses,
+    /// resumes or fails one), with the job registered again when a failure reverts it
+    /// (`auto_revert`) and the evals that act on the change. A success marks the job
+    /// version stable. Refused whole when a deployment is gone or already finished.
+    DeploymentStatus {
+        updates: Vec<DeploymentStatusUpdate>,
+        revert: Option<Job>,
+        evals: Vec<Evaluation>,
+        now: Timestamp,
+    },
+    /// Promotes the canaries of `groups` (empty: every group with canaries), refused unless
+    /// the deployment is active and each such group's canaries are placed and healthy; the
+    /// eval rolls out the rest.
+    DeploymentPromote {
+        deployment_id: DeploymentId,
+        groups: Vec<String>,
+        eval: Evaluation,
+        now: Timestamp,
+    },
 }
 
 /// One node's part of [`Command::AllocClientUpdates`].
@@ -257,6 +284,8 @@ impl Command {
             Command::AclTokenDelete { .. } => "acl_token_delete",
             Command::AllocsMigrate { .. } => "allocs_migrate",
             Command::NodeDrainComplete { .. } => "node_drain_complete",
+            Command::DeploymentStatus { .. } => "deployment_status",
+            Command::DeploymentPromote { .. } => "deployment_promote",
         }
     }
 }

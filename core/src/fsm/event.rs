@@ -12,16 +12,18 @@ pub enum Topic {
     Allocation,
     Operator,
     Service,
+    Deployment,
 }
 
 impl Topic {
-    pub const ALL: [Topic; 6] = [
+    pub const ALL: [Topic; 7] = [
         Topic::Job,
         Topic::Node,
         Topic::Evaluation,
         Topic::Allocation,
         Topic::Operator,
         Topic::Service,
+        Topic::Deployment,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -32,6 +34,7 @@ impl Topic {
             Topic::Allocation => "Allocation",
             Topic::Operator => "Operator",
             Topic::Service => "Service",
+            Topic::Deployment => "Deployment",
         }
     }
 
@@ -63,6 +66,9 @@ pub enum EventType {
     SchedulerConfigUpdated,
     ServiceRegistered,
     ServiceDeregistered,
+    DeploymentStatusUpdate,
+    DeploymentPromotion,
+    DeploymentAllocHealth,
 }
 
 /// The object an event is about, as it is after the change (shared, not copied).
@@ -78,6 +84,7 @@ pub enum EventPayload {
     AllocId(AllocId),
     SchedulerConfig(Arc<SchedulerConfig>),
     Service(Arc<ServiceRegistration>),
+    Deployment(Arc<Deployment>),
 }
 
 #[derive(Clone, PartialEq, Debug)]
@@ -132,6 +139,16 @@ impl Event {
         }
     }
 
+    pub fn deployment(index: Index, t: EventType, d: &Arc<Deployment>) -> Self {
+        Self {
+            topic: Topic::Deployment,
+            event_type: t,
+            key: d.id.to_string(),
+            index,
+            payload: EventPayload::Deployment(d.clone()),
+        }
+    }
+
     pub fn alloc(index: Index, t: EventType, alloc: &Arc<Allocation>) -> Self {
         Self {
             topic: Topic::Allocation,
@@ -153,6 +170,7 @@ impl Event {
             EventPayload::Evaluation(e) => Some(&e.namespace),
             EventPayload::Allocation(a) => Some(&a.namespace),
             EventPayload::Service(r) => Some(&r.namespace),
+            EventPayload::Deployment(d) => Some(&d.namespace),
             EventPayload::Node(_)
             | EventPayload::NodeId(_)
             | EventPayload::EvalId(_)

@@ -43,6 +43,7 @@ fn report(
                     client_status: *status,
                     client_description: Default::default(),
                     task_states: Default::default(),
+                    deployment_health: None,
                 })
                 .collect(),
             evals: vec![],

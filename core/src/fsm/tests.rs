@@ -521,6 +521,8 @@ fn plan_apply_transitions_record_state_history_and_free_capacity() {
     unknown.follow_up_eval_id = Some(mock::eval_id(5));
     let cmd = Command::ApplyPlan {
         plan: PlanApply {
+            deployment: None,
+            deployment_updates: Vec::new(),
             eval_id: mock::eval_id(2),
             job: Some(keys(&job)),
             node_allocation: Default::default(),
@@ -543,6 +545,8 @@ fn plan_apply_transitions_record_state_history_and_free_capacity() {
 
     let stop = Command::ApplyPlan {
         plan: PlanApply {
+            deployment: None,
+            deployment_updates: Vec::new(),
             eval_id: mock::eval_id(2),
             job: Some(keys(&job)),
             node_allocation: Default::default(),
@@ -580,6 +584,7 @@ fn plan_apply_in_place_update_keeps_client_view_and_links_replacements() {
     let running = Command::AllocClientUpdate {
         node_id: n1,
         updates: vec![AllocClientUpdate {
+            deployment_health: None,
             alloc_id: placed.id,
             client_status: ClientStatus::Running,
             client_description: "up".into(),
@@ -630,6 +635,7 @@ fn alloc_client_update_applies_only_to_own_and_non_terminal_allocs() {
         ),
     ];
     let upd = |id, status| AllocClientUpdate {
+        deployment_health: None,
         alloc_id: id,
         client_status: status,
         client_description: Default::default(),
@@ -697,6 +703,7 @@ fn coalesced_client_updates_apply_each_part_as_its_own_report() {
         ),
     ];
     let upd = |id, status| AllocClientUpdate {
+        deployment_health: None,
         alloc_id: id,
         client_status: status,
         client_description: "done".into(),

@@ -5,8 +5,8 @@ use super::decoder::Decoder;
 use super::group::{self, GroupDefaults};
 use super::reader::{Item, Shape, closest_of, walk};
 use crate::types::{
-    Constraint, Job, JobType, Operator, ParameterizedConfig, PayloadRequirement, PeriodicConfig,
-    UpdateStrategy,
+    Constraint, HealthCheck, Job, JobType, Operator, ParameterizedConfig, PayloadRequirement,
+    PeriodicConfig, UpdateStrategy,
 };
 use hcl::edit::structure::{Block, Body};
 
@@ -51,13 +51,13 @@ const JOB_FIELDS: &[(&str, Shape)] = &[
 const UPDATE_FIELDS: &[(&str, Shape)] = &[
     ("max_parallel", Shape::Attr),
     ("stagger", Shape::Attr),
-    ("health_check", Shape::Unsupported),
-    ("min_healthy_time", Shape::Unsupported),
-    ("healthy_deadline", Shape::Unsupported),
-    ("progress_deadline", Shape::Unsupported),
-    ("auto_revert", Shape::Unsupported),
-    ("auto_promote", Shape::Unsupported),
-    ("canary", Shape::Unsupported),
+    ("health_check", Shape::Attr),
+    ("min_healthy_time", Shape::Attr),
+    ("healthy_deadline", Shape::Attr),
+    ("progress_deadline", Shape::Attr),
+    ("auto_revert", Shape::Attr),
+    ("auto_promote", Shape::Attr),
+    ("canary", Shape::Attr),
 ];
 
 const PERIODIC_FIELDS: &[(&str, Shape)] = &[
@@ -235,6 +235,9 @@ pub(super) fn update(
     mut u: UpdateStrategy,
 ) -> UpdateStrategy {
     d.mark(path.to_owned(), Item::Block(block).at());
+    // Writing the block makes the rollout a deployment (Nomad's model), starting from
+    // what the job's block set, else Nomad's defaults.
+    let mut rollout = u.deployment.take().unwrap_or_default();
     for (name, item) in walk(d, &block.body, "update", UPDATE_FIELDS) {
         let Item::Attr(a) = item else { continue };
         match name {
@@ -248,9 +251,48 @@ pub(super) fn update(
                     u.stagger = v;
                 }
             }
+            "health_check" => {
+                let check = d.read(path, a, |v, f| {
+                    let text = v.string(f)?;
+                    HealthCheck::parse(&text)
+                        .ok_or_else(|| (v.at, one_of(f, &text, &["checks", "task_states"])))
+                });
+                rollout.health_check = check.unwrap_or(rollout.health_check);
+            }
+            "min_healthy_time" => {
+                if let Some(v) = d.read(path, a, |v, f| v.duration(f)) {
+                    rollout.min_healthy_time = v;
+                }
+            }
+            "healthy_deadline" => {
+                if let Some(v) = d.read(path, a, |v, f| v.duration(f)) {
+                    rollout.healthy_deadline = v;
+                }
+            }
+            "progress_deadline" => {
+                if let Some(v) = d.read(path, a, |v, f| v.duration(f)) {
+                    rollout.progress_deadline = v;
+                }
+            }
+            "canary" => {
+                if let Some(v) = d.read(path, a, |v, f| v.whole(f)) {
+                    rollout.canary = v;
+                }
+            }
+            "auto_promote" => {
+                if let Some(v) = d.read(path, a, |v, f| v.bool(f)) {
+                    rollout.auto_promote = v;
+                }
+            }
+            "auto_revert" => {
+                if let Some(v) = d.read(path, a, |v, f| v.bool(f)) {
+                    rollout.auto_revert = v;
+                }
+            }
             _ => {}
         }
     }
+    u.deployment = Some(rollout);
     u
 }
 

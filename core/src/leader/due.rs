@@ -64,6 +64,8 @@ impl<P: Prioritized> LeaderEngine<P> {
 
         self.run_coalescer_due(snap, now, &mut actions);
         self.drain_due(snap, now, &mut actions);
+        self.deployments
+            .decide(snap, &[], now, &mut self.rng, &mut actions);
 
         for node_id in self.heartbeats.expired(now) {
             self.heartbeat_expired(snap, node_id, now, &mut actions);

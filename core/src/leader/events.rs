@@ -41,8 +41,10 @@ impl<P: Prioritized> LeaderEngine<P> {
         let mut node_changed: Option<Index> = None;
         // Per-node jobs whose allocations a drain marked to move, and the last such entry.
         let mut drained_per_node: (Vec<crate::types::JobKey>, Index) = (Vec::new(), 0);
+        let mut deployments = Vec::new();
         for ev in batch.iter().filter(|e| e.index > after) {
             match &ev.payload {
+                EventPayload::Deployment(d) => deployments.push(d.id),
                 EventPayload::Node(n) => self.drainer.on_node(n),
                 EventPayload::Allocation(a) => {
                     self.drainer.on_alloc(Some(a));
@@ -162,6 +164,8 @@ impl<P: Prioritized> LeaderEngine<P> {
             actions.extend(self.coalesce_jobs(snap, &drained_per_node.0, drained_per_node.1, now));
         }
         self.drain_due(snap, now, &mut actions);
+        self.deployments
+            .decide(snap, &deployments, now, &mut self.rng, &mut actions);
         take_duplicates(&mut self.blocked, now, &mut actions);
         if !obsolete.is_empty() {
             actions.push(Action::Write(

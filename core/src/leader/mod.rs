@@ -22,6 +22,7 @@
 //!   the job scheduled from state at or after it (`coalesce.rs`).
 
 mod coalesce;
+mod deployments;
 mod drainer;
 mod due;
 mod evals;
@@ -34,6 +35,9 @@ mod proptests;
 #[cfg(test)]
 mod tests;
 
+pub use deployments::{
+    RETRY_AFTER as DEPLOYMENT_RETRY_AFTER, decide as decide_deployment, revert_to,
+};
 pub use drainer::{DrainPlan, plan as drain_plan};
 pub use evals::{node_evals, node_update_evals};
 pub use gc::{GcConfig, collect_garbage};
@@ -142,6 +146,7 @@ pub struct LeaderEngine<P: Prioritized> {
     sweeps: Sweeps,
     coalescer: Coalescer,
     drainer: drainer::Drainer,
+    deployments: deployments::Watcher,
     config: LeaderConfig,
 }
 
@@ -171,6 +176,7 @@ impl<P: Prioritized> LeaderEngine<P> {
             sweeps: Sweeps::new(&config, Timestamp(0)),
             coalescer: Coalescer::default(),
             drainer: drainer::Drainer::default(),
+            deployments: deployments::Watcher::default(),
             config,
         })
     }
@@ -226,6 +232,7 @@ impl<P: Prioritized> LeaderEngine<P> {
         self.coalescer.clear();
         self.coalescer.schedule_pass(now);
         self.drainer.restore(snap);
+        self.deployments.restore(snap);
         self.enabled = true;
         let stats = self.broker.stats();
         Established {
@@ -247,6 +254,7 @@ impl<P: Prioritized> LeaderEngine<P> {
         self.periodic.clear();
         self.coalescer.clear();
         self.drainer.clear();
+        self.deployments.clear();
         self.plans.drain()
     }
 
@@ -264,6 +272,7 @@ impl<P: Prioritized> LeaderEngine<P> {
             self.health.next_deadline(),
             self.periodic.next_deadline(),
             self.coalescer.next_deadline(),
+            self.deployments.next_deadline(),
             Some(self.sweeps.next()),
         ]
         .into_iter()

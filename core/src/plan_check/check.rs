@@ -142,8 +142,12 @@ pub fn check_plan(state: &StateSnapshot, plan: &Plan) -> PlanOutcome {
         }
     }
 
-    // Evals ride along with whatever commits, and commit alone in a plan of only evals.
-    let commits = !accepted.is_empty() || (!any_node_part && !plan.evals.is_empty());
+    // Evals and deployment changes ride along with whatever commits, and commit alone in a
+    // plan of only those (a deployment whose placements all failed still starts its
+    // progress deadline; a newer version still cancels the older deployment).
+    let ride_alone =
+        !plan.evals.is_empty() || plan.deployment.is_some() || !plan.deployment_updates.is_empty();
+    let commits = !accepted.is_empty() || (!any_node_part && ride_alone);
     if !commits {
         return PlanOutcome {
             result,
@@ -187,6 +191,8 @@ pub fn check_plan(state: &StateSnapshot, plan: &Plan) -> PlanOutcome {
         node_update: result.node_update.clone(),
         node_preemptions: result.node_preemptions.clone(),
         evals,
+        deployment: plan.deployment.clone(),
+        deployment_updates: plan.deployment_updates.clone(),
     };
     PlanOutcome {
         result,
@@ -712,6 +718,8 @@ mod fsm_agreement {
 
                     let mut after = s.clone();
                     let apply = PlanApply {
+                        deployment: None,
+                        deployment_updates: Vec::new(),
                         eval_id: plan.eval_id,
                         job: None,
                         node_allocation: Arc::new(plan.node_allocation.clone()),

@@ -341,6 +341,7 @@ fn run(nodes: &[NodeSpec], existing: &[(u64, u64, u64, u64, u8)], steps: &[Step]
                         ClientStatus::Failed
                     };
                     let update = AllocClientUpdate {
+                        deployment_health: None,
                         alloc_id: x.id,
                         client_status: status,
                         client_description: Default::default(),

@@ -98,7 +98,11 @@ impl GenericScheduler {
             in_place,
             evals,
             desired,
+            deployment,
+            deployment_updates,
         } = rec;
+        plan.deployment = deployment;
+        plan.deployment_updates = deployment_updates;
         for (node, t) in updates {
             plan.append_update(node, t);
         }

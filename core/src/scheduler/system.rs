@@ -310,6 +310,7 @@ impl SystemScheduler {
                     .unwrap_or_else(|| Allocation::name_for(job.id.as_str(), &group.name, 0)),
                 previous,
                 kind,
+                deployment: None,
             };
             let opts = SelectOptions {
                 penalty_nodes: BTreeSet::new(),

@@ -52,6 +52,7 @@ pub fn new_alloc(
             reschedule_tracker,
             previous_allocation: p.previous.as_ref().map(|a| a.id),
             preempted_allocations: ranked.preempted.iter().map(|a| a.id).collect(),
+            deployment: p.deployment.clone(),
             ..Default::default()
         }),
         resources: group.resources(),

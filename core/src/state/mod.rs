@@ -19,6 +19,7 @@
 //! - `latest_index` is the maximum of the table indexes.
 
 mod acl;
+mod deployments;
 mod read;
 mod rebuild;
 mod services;
@@ -29,6 +30,7 @@ mod write;
 mod tests;
 
 pub use acl::AclParts;
+pub use deployments::DEPLOYMENTS_KEPT;
 pub use rebuild::StoreParts;
 pub use services::{ServiceChanges, ServiceSummary, alloc_listed};
 pub use summary::{GroupSummary, JobSummary, derive_job_status};
@@ -53,10 +55,11 @@ pub enum Table {
     Evals,
     SchedulerConfig,
     Services,
+    Deployments,
 }
 
 impl Table {
-    pub const ALL: [Table; 8] = [
+    pub const ALL: [Table; 9] = [
         Table::Jobs,
         Table::JobVersions,
         Table::JobSummaries,
@@ -65,6 +68,7 @@ impl Table {
         Table::Evals,
         Table::SchedulerConfig,
         Table::Services,
+        Table::Deployments,
     ];
 }
 
@@ -80,6 +84,7 @@ pub struct TableIndexes {
     pub scheduler_config: Index,
     /// The service catalog: registrations written or removed, or listed or hidden.
     pub services: Index,
+    pub deployments: Index,
 }
 
 impl TableIndexes {
@@ -93,6 +98,7 @@ impl TableIndexes {
             Table::Evals => self.evals,
             Table::SchedulerConfig => self.scheduler_config,
             Table::Services => self.services,
+            Table::Deployments => self.deployments,
         }
     }
 
@@ -106,6 +112,7 @@ impl TableIndexes {
             Table::Evals => &mut self.evals,
             Table::SchedulerConfig => &mut self.scheduler_config,
             Table::Services => &mut self.services,
+            Table::Deployments => &mut self.deployments,
         }
     }
 
@@ -248,6 +255,8 @@ pub struct StateStore {
     services: OrdMap<String, Arc<ServiceRegistration>>,
     services_by_name: OrdSet<services::ByName>,
     services_by_alloc: OrdSet<(AllocId, String)>,
+    deployments: OrdMap<DeploymentId, Arc<Deployment>>,
+    deployments_by_job: OrdSet<(JobKey, DeploymentId)>,
     indexes: TableIndexes,
     acl: acl::AclTables,
 }

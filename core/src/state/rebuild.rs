@@ -18,6 +18,7 @@ pub struct StoreParts {
     pub evals: Vec<Evaluation>,
     pub scheduler_config: SchedulerConfig,
     pub services: Vec<ServiceRegistration>,
+    pub deployments: Vec<Deployment>,
 }
 
 /// The primary tables borrowed from a live store: serializes to exactly the bytes of the
@@ -34,6 +35,7 @@ pub struct StorePartsRef<'a> {
     evals: Records<'a, EvalId, Evaluation>,
     scheduler_config: &'a SchedulerConfig,
     services: Records<'a, String, ServiceRegistration>,
+    deployments: Records<'a, DeploymentId, Deployment>,
 }
 
 impl std::fmt::Debug for StorePartsRef<'_> {
@@ -70,6 +72,7 @@ impl StateStore {
             evals: Records(&self.evals),
             scheduler_config: &self.scheduler_config,
             services: Records(&self.services),
+            deployments: Records(&self.deployments),
         }
     }
 
@@ -84,6 +87,7 @@ impl StateStore {
             evals: self.evals.values().map(|e| (**e).clone()).collect(),
             scheduler_config: (*self.scheduler_config).clone(),
             services: self.services.values().map(|r| (**r).clone()).collect(),
+            deployments: self.deployments.values().map(|d| (**d).clone()).collect(),
         }
     }
 
@@ -124,6 +128,10 @@ impl StateStore {
         s.scheduler_config = Arc::new(parts.scheduler_config);
         for r in parts.services {
             s.restore_service(r);
+        }
+        for d in parts.deployments {
+            s.deployments_by_job.insert((d.job_key(), d.id));
+            s.deployments.insert(d.id, Arc::new(d));
         }
         s.indexes = parts.indexes;
         s
@@ -171,6 +179,9 @@ impl StateStore {
         }
         if self.nodes_by_name != rebuilt.nodes_by_name {
             return Err("nodes_by_name disagrees with the node table".into());
+        }
+        if self.deployments_by_job != rebuilt.deployments_by_job {
+            return Err("deployments_by_job disagrees with the deployments table".into());
         }
         if self.evals_by_job != rebuilt.evals_by_job {
             return Err("evals_by_job disagrees with the evals table".into());
@@ -228,6 +239,7 @@ impl StateStore {
             self.nodes.values().map(|n| n.modify_index).max(),
             self.allocs.values().map(|a| a.modify_index).max(),
             self.evals.values().map(|e| e.modify_index).max(),
+            self.deployments.values().map(|d| d.modify_index).max(),
         ];
         if let Some(m) = newest.into_iter().flatten().max()
             && m > self.latest_index()

@@ -32,6 +32,33 @@ impl StateStore {
         job
     }
 
+    /// Marks a job version stable (its deployment succeeded), in the versions table and,
+    /// when it is the job's current version, in the jobs table.
+    pub(crate) fn mark_job_version_stable(&mut self, index: Index, key: &JobKey, version: u64) {
+        if let Some(v) = self.job_versions.get(&(key.clone(), version))
+            && !v.stable
+        {
+            let mut v = (**v).clone();
+            v.stable = true;
+            v.modify_index = index;
+            self.job_versions
+                .insert((key.clone(), version), Arc::new(v));
+            self.touch(Table::JobVersions, index);
+        }
+        if let Some(j) = self.jobs.get(key)
+            && j.version == version
+            && !j.stable
+        {
+            let mut j = (**j).clone();
+            j.stable = true;
+            j.modify_index = index;
+            let j = Arc::new(j);
+            self.jobs.insert(key.clone(), j.clone());
+            self.job_versions.insert((key.clone(), version), j);
+            self.touch(Table::Jobs, index);
+        }
+    }
+
     /// Removes a job and its versions. Its summary stays while allocs or evals refer to it.
     pub(crate) fn remove_job(&mut self, index: Index, key: &JobKey) -> Option<Arc<Job>> {
         let job = self.jobs.remove(key)?;

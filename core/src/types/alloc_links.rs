@@ -1,6 +1,6 @@
 //! The links of an allocation to others, kept out of line: most allocations have none.
 
-use super::{AllocId, EvalId, RescheduleTracker};
+use super::{AllocDeployment, AllocId, EvalId, RescheduleTracker};
 use serde::{Deserialize, Serialize};
 
 /// How an allocation is linked to others and to evals due later.
@@ -18,6 +18,8 @@ pub struct AllocLinks {
     /// A node drain asked for it to move (Nomad's `DesiredTransition.Migrate`): the
     /// scheduler stops it and places a replacement elsewhere.
     pub migrate: bool,
+    /// The deployment that placed it, whether as a canary, and its health for it.
+    pub deployment: Option<AllocDeployment>,
 }
 
 const NO_LINKS: AllocLinks = AllocLinks {
@@ -28,6 +30,7 @@ const NO_LINKS: AllocLinks = AllocLinks {
     preempted_by: None,
     preempted_allocations: Vec::new(),
     migrate: false,
+    deployment: None,
 };
 static NONE_LINKED: AllocLinks = NO_LINKS;
 
@@ -131,6 +134,7 @@ mod tests {
         preempted_by: Option<AllocId>,
         preempted_allocations: Vec<AllocId>,
         migrate: bool,
+        deployment: Option<AllocDeployment>,
         resources: Resources,
         ports: Vec<AllocatedPort>,
         metrics: PlacementMetric,
@@ -165,6 +169,7 @@ mod tests {
             preempted_by: l.preempted_by,
             preempted_allocations: l.preempted_allocations,
             migrate: l.migrate,
+            deployment: l.deployment,
             resources: a.resources,
             ports: a.ports.to_vec(),
             metrics: a.metrics,

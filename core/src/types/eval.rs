@@ -108,6 +108,7 @@ string_enum!(
         Preemption => "preemption",
         Scaling => "job-scaling",
         Scheduled => "scheduled",
+        DeploymentWatcher => "deployment-watcher",
     }
 );
 

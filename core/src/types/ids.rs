@@ -95,6 +95,10 @@ uuid_id!(
     EvalId
 );
 uuid_id!(
+    /// A deployment's id.
+    DeploymentId
+);
+uuid_id!(
     /// The public id of an ACL token: safe to list and log, it names the token without
     /// granting anything (the token's secret is what a client presents).
     AccessorId

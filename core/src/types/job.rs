@@ -78,6 +78,10 @@ pub struct UpdateStrategy {
     pub max_parallel: u32,
     /// Pause between rounds.
     pub stagger: Duration,
+    /// Set when the job file writes an `update` block: a new version then rolls out as a
+    /// deployment, gated on the health of what it places. `None` (a job without the block,
+    /// or with `max_parallel = 0`) keeps the plain rolling update.
+    pub deployment: Option<super::DeploymentStrategy>,
 }
 
 impl Default for UpdateStrategy {
@@ -85,7 +89,15 @@ impl Default for UpdateStrategy {
         Self {
             max_parallel: 1,
             stagger: Duration::from_secs(30),
+            deployment: None,
         }
+    }
+}
+
+impl UpdateStrategy {
+    /// The deployment settings, when this strategy rolls out as a deployment.
+    pub fn rollout(&self) -> Option<&super::DeploymentStrategy> {
+        self.deployment.as_ref().filter(|_| self.max_parallel > 0)
     }
 }
 
@@ -138,6 +150,8 @@ pub struct Job {
     pub meta: BTreeMap<String, String>,
     /// Starts at 0; bumped by the FSM on every register that changes the spec.
     pub version: u64,
+    /// Set when a deployment of this version succeeded: what `auto_revert` goes back to.
+    pub stable: bool,
     pub status: JobStatus,
     /// Set by `job stop`: the job stays for history but all its allocations stop.
     pub stop: bool,
@@ -171,6 +185,7 @@ impl Job {
             payload: Vec::new(),
             meta: BTreeMap::new(),
             version: 0,
+            stable: false,
             status: JobStatus::Pending,
             stop: false,
             submit_time: Timestamp::ZERO,
@@ -202,6 +217,7 @@ impl Job {
         let strip = |j: &Job| {
             let mut j = j.clone();
             j.version = 0;
+            j.stable = false;
             j.status = JobStatus::Pending;
             j.submit_time = Timestamp::ZERO;
             j.create_index = 0;

@@ -3,6 +3,7 @@
 mod alloc;
 mod alloc_links;
 mod constraint;
+mod deployment;
 mod eval;
 mod group;
 mod id_prefix;
@@ -21,6 +22,7 @@ mod task_states;
 pub use alloc::*;
 pub use alloc_links::{AllocLinks, Links};
 pub use constraint::*;
+pub use deployment::*;
 pub use eval::*;
 pub use group::*;
 pub use id_prefix::{IdPrefix, IdPrefixError};

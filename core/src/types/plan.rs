@@ -66,6 +66,8 @@ pub struct DesiredUpdates {
     pub disconnect: u32,
     pub reschedule_now: u32,
     pub reschedule_later: u32,
+    /// Canaries placed for a deployment.
+    pub canary: u32,
 }
 
 #[derive(Clone, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
@@ -104,6 +106,10 @@ pub struct Plan {
     /// The state index the plan was computed at.
     pub snapshot_index: Index,
     pub annotations: Option<PlanAnnotations>,
+    /// The deployment this plan creates or changes (see `PlanApply::deployment`).
+    pub deployment: Option<super::Deployment>,
+    /// Older deployments of the job this plan cancels.
+    pub deployment_updates: Vec<super::DeploymentStatusUpdate>,
     /// Which nodes' entries changed, and how often. Change the three per-node maps only
     /// through the plan's methods: the placement stack trusts this record to know which
     /// nodes' view of the plan it must recompute.
@@ -207,6 +213,8 @@ impl Plan {
             closing: Vec::new(),
             snapshot_index,
             annotations: None,
+            deployment: None,
+            deployment_updates: Vec::new(),
             changes: NodeChanges::tracked(),
         }
     }
@@ -287,12 +295,15 @@ impl Plan {
         ids.into_iter()
     }
 
-    /// A plan with nothing to commit (evals alone still count as something).
+    /// A plan with nothing to commit (evals or deployment changes alone still count as
+    /// something).
     pub fn is_no_op(&self) -> bool {
         self.node_allocation.values().all(Vec::is_empty)
             && self.node_update.values().all(Vec::is_empty)
             && self.node_preemptions.values().all(Vec::is_empty)
             && self.evals.is_empty()
+            && self.deployment.is_none()
+            && self.deployment_updates.is_empty()
     }
 }
 

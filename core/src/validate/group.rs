@@ -97,7 +97,7 @@ fn check_group(r: &mut Report<'_>, job: &Job, p: &str, g: &TaskGroup) {
                 ),
             );
         }
-        r.duration(p, "update.stagger", update.stagger);
+        super::update::check_update(r, job, p, update);
     }
     check_migrate(r, p, &g.migrate);
     if let Some(network) = &g.network {

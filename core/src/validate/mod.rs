@@ -30,6 +30,7 @@ mod node;
 mod service;
 mod task_blocks;
 mod task_files;
+mod update;
 mod version;
 
 pub use network::is_env_name;
@@ -433,7 +434,7 @@ fn check_job(r: &mut Report<'_>, job: &Job) {
     }
     group::check_groups(r, job);
 
-    r.duration("update", "stagger", job.update.stagger);
+    update::check_update(r, job, "", &job.update);
     check_periodic(r, job);
     check_parameterized(r, job);
     if job.payload.len() > limits.max_payload_bytes {

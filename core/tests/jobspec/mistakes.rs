@@ -182,6 +182,31 @@ fn common_mistakes_are_reported_where_they_are() {
             job("    migrate {\n      max_parallel = 0\n    }\n", ""),
             Expect::Err("t.hcl:4:22: groups[g].migrate.max_parallel: max_parallel must be at least 1: a drain moves at least one allocation at a time"),
         ),
+        // Deployments (`update`): each bad setting named at its attribute.
+        (
+            job("    update {\n      health_check = \"checks\"\n    }\n", ""),
+            Expect::Err(r#"t.hcl:4:22: groups[g].update.health_check: health_check "checks" needs service checks, which drover does not have yet (issue 33: services); use "task_states""#),
+        ),
+        (
+            job("    update {\n      health_check = \"task_states\"\n      min_healthy_time = \"5m\"\n      healthy_deadline = \"1m\"\n    }\n", ""),
+            Expect::Err("t.hcl:5:26: groups[g].update.min_healthy_time: min_healthy_time 5m must be shorter than healthy_deadline 1m"),
+        ),
+        (
+            job("    update {\n      healthy_deadline = \"10m\"\n      progress_deadline = \"5m\"\n    }\n", ""),
+            Expect::Err("t.hcl:4:26: groups[g].update.healthy_deadline: healthy_deadline 10m must be shorter than progress_deadline 5m"),
+        ),
+        (
+            job("    update {\n      auto_promote = true\n    }\n", ""),
+            Expect::Err("t.hcl:4:22: groups[g].update.auto_promote: auto_promote needs canaries to promote: set canary above 0"),
+        ),
+        (
+            job("    update {\n      max_parallel = 0\n      canary = 2\n    }\n", ""),
+            Expect::Err("t.hcl:4:22: groups[g].update.max_parallel: max_parallel 0 rolls out without a deployment, so its 2 canaries would never be placed: set max_parallel above 0"),
+        ),
+        (
+            job("    update {\n      min_healthy_time = \"-5s\"\n    }\n", ""),
+            Expect::Err(r#"t.hcl:4:26: min_healthy_time: invalid duration "-5s": it must not be negative"#),
+        ),
         (
             job("", "      resources = { cpu = 100 }\n"),
             Expect::Err(r#"t.hcl:6:7: "resources" in task "t" is a block: write `resources { … }`, not `resources = …`"#),

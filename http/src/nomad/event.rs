@@ -37,6 +37,7 @@ pub fn topic_name(t: i32) -> &'static str {
         pb::Topic::Allocation => "Allocation",
         pb::Topic::Operator => "Operator",
         pb::Topic::Service => "Service",
+        pb::Topic::Deployment => "Deployment",
         pb::Topic::Unspecified => "",
     }
 }
@@ -50,6 +51,7 @@ pub fn topic_of(name: &str) -> Option<pb::Topic> {
         "Allocation" => pb::Topic::Allocation,
         "Operator" => pb::Topic::Operator,
         "Service" => pb::Topic::Service,
+        "Deployment" => pb::Topic::Deployment,
         "*" => pb::Topic::Unspecified,
         _ => return None,
     })
@@ -77,6 +79,9 @@ fn type_name(t: i32) -> &'static str {
         T::SchedulerConfigUpdated => "SchedulerConfigUpdated",
         T::ServiceRegistered => "ServiceRegistration",
         T::ServiceDeregistered => "ServiceDeregistration",
+        T::DeploymentStatusUpdate => "DeploymentStatusUpdate",
+        T::DeploymentPromotion => "DeploymentPromotion",
+        T::DeploymentAllocHealth => "DeploymentAllocHealth",
         T::Unspecified => "",
     }
 }
@@ -115,6 +120,21 @@ impl From<&pb::Event> for Event {
             Some(P::ServiceRegistration(r)) => (
                 r.namespace.clone(),
                 json!({ "Service": super::service::NomadServiceRegistration::from(r) }),
+            ),
+            Some(P::Deployment(d)) => (
+                d.namespace.clone(),
+                json!({ "Deployment": {
+                    "ID": d.id,
+                    "Namespace": d.namespace,
+                    "JobID": d.job_id,
+                    "JobVersion": d.job_version,
+                    "Status": pb::DeploymentStatus::try_from(d.status)
+                        .map(|s| s.as_str_name().trim_start_matches("DEPLOYMENT_STATUS_").to_ascii_lowercase())
+                        .unwrap_or_default(),
+                    "StatusDescription": d.description,
+                    "CreateIndex": d.create_index,
+                    "ModifyIndex": d.modify_index,
+                } }),
             ),
             None => (String::new(), Value::Null),
         };

@@ -57,6 +57,22 @@ pub struct NomadConstraint {
 pub struct NomadUpdate {
     pub max_parallel: u32,
     pub stagger: u64,
+    /// Written only for a rollout that is a deployment: core's reader takes any of these
+    /// keys as the sign of one.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub deployment: Option<NomadDeploymentStrategy>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct NomadDeploymentStrategy {
+    pub health_check: &'static str,
+    pub min_healthy_time: u64,
+    pub healthy_deadline: u64,
+    pub progress_deadline: u64,
+    pub canary: u32,
+    pub auto_promote: bool,
+    pub auto_revert: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -259,6 +275,15 @@ fn update(u: &UpdateStrategy) -> NomadUpdate {
     NomadUpdate {
         max_parallel: u.max_parallel,
         stagger: ns(u.stagger),
+        deployment: u.deployment.as_ref().map(|d| NomadDeploymentStrategy {
+            health_check: d.health_check.as_str(),
+            min_healthy_time: ns(d.min_healthy_time),
+            healthy_deadline: ns(d.healthy_deadline),
+            progress_deadline: ns(d.progress_deadline),
+            canary: d.canary,
+            auto_promote: d.auto_promote,
+            auto_revert: d.auto_revert,
+        }),
     }
 }
 

@@ -141,6 +141,21 @@ impl From<&Allocation> for pb::Allocation {
             create_time_unix_ms: a.create_time.as_millis(),
             migrate: a.links.get().migrate,
             modify_time_unix_ms: a.modify_time.as_millis(),
+            deployment_id: a
+                .links
+                .get()
+                .deployment
+                .as_ref()
+                .map(|d| d.id.to_string())
+                .unwrap_or_default(),
+            canary: a.links.get().deployment.as_ref().is_some_and(|d| d.canary),
+            deployment_health: a
+                .links
+                .get()
+                .deployment
+                .as_ref()
+                .and_then(|d| d.health.as_ref())
+                .map(super::deployments::health_wire),
         }
     }
 }
@@ -172,6 +187,7 @@ impl From<&DesiredUpdates> for pb::DesiredUpdates {
             disconnect: d.disconnect,
             reschedule_now: d.reschedule_now,
             reschedule_later: d.reschedule_later,
+            canary: d.canary,
         }
     }
 }
@@ -320,6 +336,11 @@ pub(crate) fn allocation(p: pb::Allocation) -> Result<Allocation> {
         state_history: each("state_history", p.state_history, state_entry)?.into(),
         task_states: task_states(p.task_states)?,
         links: Links::new(AllocLinks {
+            deployment: super::deployments::alloc_deployment(
+                &p.deployment_id,
+                p.canary,
+                p.deployment_health,
+            )?,
             reschedule_tracker: p
                 .reschedule_tracker
                 .map(reschedule_tracker)
@@ -366,6 +387,7 @@ super::rooted_try_from!(pb::AllocTransition => AllocTransition, "transition", al
 
 fn desired_updates(p: pb::DesiredUpdates) -> DesiredUpdates {
     DesiredUpdates {
+        canary: p.canary,
         place: p.place,
         stop: p.stop,
         migrate: p.migrate,

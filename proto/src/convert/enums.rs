@@ -186,6 +186,7 @@ wire_enum!(TriggeredBy => pb::TriggeredBy {
     Preemption => Preemption,
     Scaling => Scaling,
     Scheduled => Scheduled,
+    DeploymentWatcher => DeploymentWatcher,
 });
 
 wire_enum!(EvalStatus => pb::EvalStatus {
@@ -208,6 +209,15 @@ wire_enum!(Topic => pb::Topic {
     Allocation => Allocation,
     Operator => Operator,
     Service => Service,
+    Deployment => Deployment,
+});
+
+wire_enum!(DeploymentStatus => pb::DeploymentStatus {
+    Running => Running,
+    Paused => Paused,
+    Successful => Successful,
+    Failed => Failed,
+    Cancelled => Cancelled,
 });
 
 wire_enum!(EventType => pb::EventType {
@@ -230,6 +240,9 @@ wire_enum!(EventType => pb::EventType {
     SchedulerConfigUpdated => SchedulerConfigUpdated,
     ServiceRegistered => ServiceRegistered,
     ServiceDeregistered => ServiceDeregistered,
+    DeploymentStatusUpdate => DeploymentStatusUpdate,
+    DeploymentPromotion => DeploymentPromotion,
+    DeploymentAllocHealth => DeploymentAllocHealth,
 });
 
 wire_enum!(Readiness => pb::Readiness {

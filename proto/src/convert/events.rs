@@ -26,6 +26,7 @@ impl From<&EventPayload> for pb::event::Payload {
             EventPayload::AllocId(id) => P::AllocId(id.to_string()),
             EventPayload::SchedulerConfig(c) => P::SchedulerConfig(c.as_ref().into()),
             EventPayload::Service(r) => P::ServiceRegistration(r.as_ref().into()),
+            EventPayload::Deployment(d) => P::Deployment(d.as_ref().into()),
         }
     }
 }
@@ -58,6 +59,9 @@ fn payload(p: pb::event::Payload) -> Result<EventPayload> {
         }
         P::ServiceRegistration(r) => EventPayload::Service(Arc::new(
             super::service::service_registration(r).within("service_registration")?,
+        )),
+        P::Deployment(d) => EventPayload::Deployment(Arc::new(
+            super::deployments::deployment(d).within("deployment")?,
         )),
     })
 }

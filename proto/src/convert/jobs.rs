@@ -19,6 +19,7 @@ impl From<&UpdateStrategy> for pb::UpdateStrategy {
         pb::UpdateStrategy {
             max_parallel: u.max_parallel,
             stagger_ms: to_ms(u.stagger),
+            deployment: u.deployment.as_ref().map(Into::into),
         }
     }
 }
@@ -195,6 +196,7 @@ impl From<&Job> for pb::Job {
             create_index: j.create_index,
             modify_index: j.modify_index,
             job_modify_index: j.job_modify_index,
+            stable: j.stable,
         }
     }
 }
@@ -295,6 +297,11 @@ pub(crate) fn update_strategy(p: pb::UpdateStrategy) -> Result<UpdateStrategy> {
     Ok(UpdateStrategy {
         max_parallel: p.max_parallel,
         stagger: from_ms(p.stagger_ms),
+        deployment: p
+            .deployment
+            .map(super::deployments::deployment_strategy)
+            .transpose()
+            .within("deployment")?,
     })
 }
 
@@ -448,6 +455,7 @@ fn job_with(p: pb::Job, origin: Origin) -> Result<Job> {
     };
     let job_type = JobType::from_wire("job_type", p.job_type)?;
     let mut job = Job {
+        stable: p.stable,
         id: JobId::new(&p.id),
         namespace: p.namespace,
         name: p.name,
@@ -486,6 +494,7 @@ fn job_with(p: pb::Job, origin: Origin) -> Result<Job> {
         job.create_index = 0;
         job.modify_index = 0;
         job.job_modify_index = 0;
+        job.stable = false;
     }
     Ok(job)
 }

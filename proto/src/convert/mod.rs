@@ -12,6 +12,7 @@
 
 mod acl;
 mod allocs;
+mod deployments;
 mod enums;
 mod error;
 mod evals;

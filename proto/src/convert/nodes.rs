@@ -303,6 +303,7 @@ pub use drover_core::client_report::ClientAllocUpdate;
 fn client_update(p: pb::AllocClientUpdate) -> Result<ClientAllocUpdate> {
     Ok(ClientAllocUpdate {
         update: AllocClientUpdate {
+            deployment_health: p.deployment_health,
             alloc_id: parse_id("alloc_id", &p.alloc_id)?,
             client_status: ClientStatus::from_wire("client_status", p.client_status)?,
             client_description: p.client_description.into(),
@@ -339,6 +340,7 @@ impl From<&ClientAllocUpdate> for pb::AllocClientUpdate {
             services: u.services.as_ref().map(|regs| pb::ServiceSet {
                 registrations: regs.iter().map(Into::into).collect(),
             }),
+            deployment_health: u.update.deployment_health,
         }
     }
 }

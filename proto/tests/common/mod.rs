@@ -23,7 +23,17 @@ pub fn full_job() -> Job {
     job.update = UpdateStrategy {
         max_parallel: 4,
         stagger: Duration::from_millis(12_345),
+        deployment: Some(DeploymentStrategy {
+            health_check: HealthCheck::TaskStates,
+            min_healthy_time: Duration::from_millis(1_500),
+            healthy_deadline: Duration::from_secs(60),
+            progress_deadline: Duration::from_secs(120),
+            canary: 2,
+            auto_promote: true,
+            auto_revert: true,
+        }),
     };
+    job.stable = true;
     job.periodic = Some(PeriodicConfig {
         cron: "*/5 * * * *".into(),
         prohibit_overlap: true,
@@ -73,6 +83,7 @@ pub fn full_job() -> Job {
     });
     group.stop_after_client_disconnect = Some(45 * SEC);
     group.update = Some(UpdateStrategy {
+        deployment: None,
         max_parallel: 2,
         stagger: 5 * SEC,
     });

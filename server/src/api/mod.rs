@@ -14,6 +14,7 @@ mod alloc_watch;
 mod allocs;
 mod cluster;
 mod decode_status;
+mod deployments;
 mod evals;
 mod events;
 mod health;
@@ -34,6 +35,7 @@ mod workers;
 pub use acl::AclApi;
 pub use allocs::AllocApi;
 pub use cluster::ClusterApi;
+pub use deployments::DeploymentApi;
 pub use evals::EvalApi;
 pub use events::EventApi;
 pub use jobs::JobApi;
@@ -303,6 +305,10 @@ pub async fn router(
         .add_service(svc!(
             pb::alloc_service_server::AllocServiceServer<AllocApi>,
             AllocApi::new(api.clone())
+        ))
+        .add_service(svc!(
+            pb::deployment_service_server::DeploymentServiceServer<DeploymentApi>,
+            DeploymentApi(api.clone())
         ))
         .add_service(svc!(
             pb::cluster_service_server::ClusterServiceServer<ClusterApi>,

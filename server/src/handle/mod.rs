@@ -4,6 +4,7 @@
 
 mod acl;
 mod allocs;
+mod deployments;
 mod jobs;
 mod nodes;
 mod operator;
@@ -11,6 +12,7 @@ mod workers;
 
 pub use acl::{CreatedToken, TokenRequest};
 pub use allocs::AllocStopped;
+pub use deployments::{DeploymentActed, DeploymentAction};
 pub use jobs::{JobDeregistered, JobDispatched, JobRegistered};
 pub use nodes::{HeartbeatAck, NodeRegistered};
 

@@ -291,6 +291,7 @@ fn topic_label(value: i32) -> &'static str {
         Ok(pb::Topic::Allocation) => "allocation",
         Ok(pb::Topic::Operator) => "operator",
         Ok(pb::Topic::Service) => "service",
+        Ok(pb::Topic::Deployment) => "deployment",
         Ok(pb::Topic::Unspecified) | Err(_) => "?",
     }
 }
@@ -317,6 +318,9 @@ fn event_type_label(value: i32) -> &'static str {
         Ok(E::SchedulerConfigUpdated) => "scheduler-config",
         Ok(E::ServiceRegistered) => "service-registered",
         Ok(E::ServiceDeregistered) => "service-deregistered",
+        Ok(E::DeploymentStatusUpdate) => "deployment-status",
+        Ok(E::DeploymentPromotion) => "deployment-promotion",
+        Ok(E::DeploymentAllocHealth) => "deployment-health",
         Ok(E::Unspecified) | Err(_) => "?",
     }
 }
@@ -406,6 +410,19 @@ pub fn decode_event(e: pb::Event, received: Timestamp) -> Result<(Change, EventR
                 r.service_name, r.address, r.port, r.alloc_id
             ),
         ),
+        Some(Payload::Deployment(d)) => {
+            let status = pb::DeploymentStatus::try_from(d.status)
+                .map(|s| {
+                    s.as_str_name()
+                        .trim_start_matches("DEPLOYMENT_STATUS_")
+                        .to_ascii_lowercase()
+                })
+                .unwrap_or_default();
+            (
+                Change::LogOnly,
+                format!("{} v{} {status}", d.job_id, d.job_version),
+            )
+        }
         None => return Err(missing("any")),
     };
     let row = EventRow {

@@ -4,8 +4,8 @@ use super::keys::*;
 use super::{Reader, kind};
 use crate::jobspec::group::GroupDefaults;
 use crate::types::{
-    Constraint, Job, JobId, JobType, Operator, ParameterizedConfig, PayloadRequirement,
-    PeriodicConfig, UpdateStrategy,
+    Constraint, DeploymentStrategy, HealthCheck, Job, JobId, JobType, Operator,
+    ParameterizedConfig, PayloadRequirement, PeriodicConfig, UpdateStrategy,
 };
 use serde_json::Value;
 
@@ -111,13 +111,46 @@ impl Reader<'_> {
         v: &Value,
         mut u: UpdateStrategy,
     ) -> UpdateStrategy {
+        if v.is_null() {
+            return u;
+        }
+        // Any of the health keys makes the rollout a deployment (Nomad always writes them);
+        // `MaxParallel` and `Stagger` alone are the plain rolling update.
+        let mut rollout = u.deployment.take();
         for (name, v) in self.fields(path, v, UPDATE_KEYS) {
             let fp = format!("{path}.{name}");
+            if !matches!(name, "MaxParallel" | "Stagger") && rollout.is_none() {
+                rollout = Some(DeploymentStrategy::default());
+            }
+            let Some(rollout) = rollout
+                .as_mut()
+                .filter(|_| !matches!(name, "MaxParallel" | "Stagger"))
+            else {
+                match name {
+                    "MaxParallel" => u.max_parallel = self.whole(&fp, v),
+                    _ => u.stagger = self.duration(&fp, v),
+                }
+                continue;
+            };
             match name {
-                "MaxParallel" => u.max_parallel = self.whole(&fp, v),
-                _ => u.stagger = self.duration(&fp, v),
+                "MinHealthyTime" => rollout.min_healthy_time = self.duration(&fp, v),
+                "HealthyDeadline" => rollout.healthy_deadline = self.duration(&fp, v),
+                "ProgressDeadline" => rollout.progress_deadline = self.duration(&fp, v),
+                "Canary" => rollout.canary = self.whole(&fp, v),
+                "AutoRevert" => rollout.auto_revert = self.bool(&fp, v),
+                "AutoPromote" => rollout.auto_promote = self.bool(&fp, v),
+                _ => {
+                    // Nomad writes `""` for the default.
+                    if v.as_str().is_some_and(|s| !s.is_empty()) {
+                        let names = ["checks", "task_states"];
+                        rollout.health_check = self
+                            .choice(&fp, v, &names, HealthCheck::parse)
+                            .unwrap_or(rollout.health_check);
+                    }
+                }
             }
         }
+        u.deployment = rollout;
         u
     }
 

@@ -149,13 +149,13 @@ pub(super) const CONSTRAINT_KEYS: &[(&str, Key)] =
 pub(super) const UPDATE_KEYS: &[(&str, Key)] = &[
     ("MaxParallel", Read),
     ("Stagger", Read),
-    ("HealthCheck", Refused),
-    ("MinHealthyTime", Refused),
-    ("HealthyDeadline", Refused),
-    ("ProgressDeadline", Refused),
-    ("Canary", Refused),
-    ("AutoRevert", Refused),
-    ("AutoPromote", Refused),
+    ("HealthCheck", Read),
+    ("MinHealthyTime", Read),
+    ("HealthyDeadline", Read),
+    ("ProgressDeadline", Read),
+    ("Canary", Read),
+    ("AutoRevert", Read),
+    ("AutoPromote", Read),
 ];
 pub(super) const PERIODIC_KEYS: &[(&str, Key)] = &[
     ("Enabled", Read),

@@ -72,6 +72,8 @@ impl Sim {
         .into();
         self.write(Command::ApplyPlan {
             plan: crate::fsm::PlanApply {
+                deployment: None,
+                deployment_updates: Vec::new(),
                 eval_id: mock::eval_id(0),
                 job: None,
                 node_allocation: node_allocation.into(),
@@ -90,6 +92,7 @@ impl Sim {
         self.write(Command::AllocClientUpdate {
             node_id,
             updates: vec![crate::fsm::AllocClientUpdate {
+                deployment_health: None,
                 alloc_id: alloc,
                 client_status: status,
                 client_description: Default::default(),

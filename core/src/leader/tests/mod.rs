@@ -3,6 +3,7 @@
 //! the engine's writes applied in turn, and time moved by the test.
 
 mod coalesce;
+mod deployments;
 mod drain;
 
 use super::*;
@@ -543,6 +544,7 @@ fn an_eval_is_collected_only_with_its_allocations() {
     sim.write(Command::AllocClientUpdate {
         node_id: mock::node_id(1),
         updates: vec![crate::fsm::AllocClientUpdate {
+            deployment_health: None,
             alloc_id: mock::alloc_id(1),
             client_status: ClientStatus::Complete,
             client_description: "All tasks have completed".into(),

@@ -11,6 +11,7 @@
 //! (or stops it), so it is never decided twice.
 
 mod classify;
+mod deployment;
 mod follow_ups;
 mod nodes;
 pub mod reschedule;
@@ -26,6 +27,7 @@ pub(crate) use follow_ups::disconnect_follow_ups;
 use crate::state::{JobAlloc, StateSnapshot};
 use crate::types::*;
 use classify::{Class, Context};
+use deployment::{GroupRollout, JobRollout};
 use follow_ups::FollowUps;
 use nodes::NodeView;
 use std::collections::BTreeMap;
@@ -40,6 +42,9 @@ pub enum PlacementKind {
     Replacement(Replace),
     /// The new version of `previous`, replaced as part of a rolling update.
     Destructive,
+    /// A new-version allocation placed beside the old ones until its deployment is
+    /// promoted; it replaces nothing.
+    Canary,
 }
 
 /// One allocation to place.
@@ -49,6 +54,8 @@ pub struct Placement {
     pub name: compact_str::CompactString,
     pub previous: Option<Arc<Allocation>>,
     pub kind: PlacementKind,
+    /// The deployment the new allocation joins.
+    pub deployment: Option<AllocDeployment>,
 }
 
 impl Placement {
@@ -75,6 +82,10 @@ pub struct Reconciled {
     /// Follow-up evals (delayed reschedules, disconnect windows, rolling update rounds).
     pub evals: Vec<Evaluation>,
     pub desired: BTreeMap<String, DesiredUpdates>,
+    /// The deployment this pass creates for the job's new version.
+    pub deployment: Option<Deployment>,
+    /// Older deployments this pass cancels.
+    pub deployment_updates: Vec<DeploymentStatusUpdate>,
 }
 
 impl Reconciled {
@@ -83,6 +94,8 @@ impl Reconciled {
             && self.updates.is_empty()
             && self.in_place.is_empty()
             && self.evals.is_empty()
+            && self.deployment.is_none()
+            && self.deployment_updates.is_empty()
     }
 }
 
@@ -96,6 +109,7 @@ pub(crate) mod describe {
     pub const UNKNOWN: &str = "alloc is unknown since its node is disconnected";
     pub const RECONNECTED: &str = "alloc reconnected";
     pub const RECONNECT_LOSER: &str = "alloc not needed due to reconnect";
+    pub const PROMOTED: &str = "alloc not needed as its canary was promoted";
 }
 
 /// Reconciles the job `key` as of `snapshot` for `eval`. Ids for follow-up evals come from
@@ -157,9 +171,16 @@ pub fn reconcile(
         }
     }
     let mut later = FollowUps::default();
+    let rollout = JobRollout::prepare(snapshot, job, rng, &mut out.deployment_updates);
+    let sort_canaries = rollout.is_some() || snapshot.has_deployments(key);
+    let mut groups = BTreeMap::new();
+    let mut touched = false;
     for group in &job.groups {
         let existing = by_group.remove(group.name.as_str()).unwrap_or_default();
-        GroupReconciler {
+        let group_rollout = rollout
+            .as_ref()
+            .and_then(|r| GroupRollout::new(job, group, r));
+        let done = GroupReconciler {
             snapshot,
             job,
             group,
@@ -167,8 +188,17 @@ pub fn reconcile(
             now,
             out: &mut out,
             later: &mut later,
+            rollout: group_rollout,
+            touched: false,
         }
-        .run(existing);
+        .run(existing, sort_canaries);
+        if let Some((state, changed)) = done {
+            touched |= changed;
+            groups.insert(group.name.clone(), state);
+        }
+    }
+    if let Some(r) = rollout.filter(|r| r.existing.is_none() && touched) {
+        out.deployment = Some(deployment::new_deployment(job, r.id, groups, now));
     }
     later.write(job, eval, now, rng, &mut out);
     out
@@ -209,10 +239,30 @@ struct GroupReconciler<'a, 'o> {
     now: Timestamp,
     out: &'o mut Reconciled,
     later: &'o mut FollowUps,
+    rollout: Option<GroupRollout>,
+    /// Something of the job's current version is placed or updated in this pass.
+    touched: bool,
 }
 
 impl<'a> GroupReconciler<'a, '_> {
-    fn run(mut self, existing: Vec<&'a JobAlloc>) {
+    /// Returns the group's deployment state (with the canaries it wants) and whether the
+    /// pass placed or updated anything of the current version, when it rolls out as a
+    /// deployment.
+    fn run(
+        mut self,
+        existing: Vec<&'a JobAlloc>,
+        sort_canaries: bool,
+    ) -> Option<(DeploymentGroup, bool)> {
+        let (existing, canaries) = if sort_canaries {
+            let sorted = deployment::sort(self.snapshot, self.rollout.as_ref(), self.job, existing);
+            for (a, why) in sorted.stop {
+                self.out.stop(&a.alloc, why, None);
+                self.desired().stop += 1;
+            }
+            (sorted.rest, sorted.canaries)
+        } else {
+            (existing, Vec::new())
+        };
         let mut slots = slots::Slots::new(self.group.count, self.job.id.as_str(), &self.group.name);
         let mut reconnecting = Vec::new();
         let mut unknown_replaceable = Vec::new();
@@ -225,6 +275,23 @@ impl<'a> GroupReconciler<'a, '_> {
                 now: self.now,
                 eval: self.eval.id,
             };
+            if let Some(r) = &self.rollout
+                && r.holds_failed(a)
+            {
+                // Unhealthy for its deployment, never replaced while it runs; a failed
+                // canary holds no slot.
+                let canary = a
+                    .alloc
+                    .links
+                    .get()
+                    .deployment
+                    .as_ref()
+                    .is_some_and(|d| d.canary);
+                if !canary {
+                    slots.hold(a);
+                }
+                continue;
+            }
             match classify::classify(a, &cx) {
                 Class::Ignore => {}
                 Class::Keep => slots.hold(a),
@@ -298,15 +365,28 @@ impl<'a> GroupReconciler<'a, '_> {
             .filter(|a| a.task_group == self.group.name);
         for name in decided.free {
             let previous = stopped.filter(|a| a.name == name).cloned();
+            let deployment = self.link(false);
             self.out.place.push(Placement {
                 group: self.group.name.clone(),
                 name,
                 previous,
                 kind: PlacementKind::New,
+                deployment,
             });
             self.desired().place += 1;
         }
-        self.update_versions(decided.held);
+        let mut live_of_version: Vec<&'a JobAlloc> = decided.held.clone();
+        live_of_version.extend(canaries.iter().copied());
+        self.update_versions(decided.held, &canaries, &live_of_version);
+        let touched = self.touched;
+        self.rollout.map(|r| (r.state, touched))
+    }
+
+    /// The deployment link of a placement made now, and notes that the pass placed
+    /// something of the current version.
+    fn link(&mut self, canary: bool) -> Option<AllocDeployment> {
+        self.touched = true;
+        self.rollout.as_ref().and_then(|r| r.link(canary))
     }
 
     fn desired(&mut self) -> &mut DesiredUpdates {
@@ -334,11 +414,13 @@ impl<'a> GroupReconciler<'a, '_> {
         }
         if place {
             let name = a.name.clone();
+            let deployment = self.link(false);
             self.out.place.push(Placement {
                 group: self.group.name.clone(),
                 name,
                 previous: Some(a.clone()),
                 kind: PlacementKind::Replacement(why),
+                deployment,
             });
             if !matches!(why, Replace::Migrate | Replace::Reschedule { .. }) {
                 self.desired().place += 1;
@@ -391,8 +473,14 @@ impl<'a> GroupReconciler<'a, '_> {
     }
 
     /// Moves held allocations of an older job version to this one: in place when only
-    /// non-destructive fields changed, else replaced `max_parallel` at a time.
-    fn update_versions(&mut self, held: Vec<&'a JobAlloc>) {
+    /// non-destructive fields changed, else replaced `max_parallel` at a time (under a
+    /// deployment: canaries first, then as the deployment's allocations turn healthy).
+    fn update_versions(
+        &mut self,
+        held: Vec<&'a JobAlloc>,
+        canaries: &[&'a JobAlloc],
+        live: &[&'a JobAlloc],
+    ) {
         let stale: Vec<&Arc<Allocation>> = held
             .iter()
             .filter(|a| {
@@ -418,46 +506,108 @@ impl<'a> GroupReconciler<'a, '_> {
                 let mut updated = (**a).clone();
                 updated.job_version = self.job.version;
                 updated.resources = self.group.resources();
+                if let Some(link) = self.link(false) {
+                    updated.links.update(|l| l.deployment = Some(link));
+                }
                 self.out.in_place.push(updated);
                 self.desired().in_place_update += 1;
             } else {
                 destructive.push(a);
             }
         }
-        let width = update::max_parallel(self.job, self.group) as usize;
-        let starting = held
-            .iter()
-            .filter(|a| {
-                a.job_version == self.job.version && a.client_status == ClientStatus::Pending
-            })
-            .count();
-        let budget = if width == 0 {
-            destructive.len()
-        } else {
-            width.saturating_sub(starting)
-        };
         destructive.sort_by_key(|a| (a.name_index().unwrap_or(u32::MAX), a.id));
+        let budget = match &self.rollout {
+            Some(_) => {
+                if destructive.is_empty() {
+                    return;
+                }
+                self.touched = true;
+                if let Some(r) = self.rollout.as_mut().filter(|r| r.creating) {
+                    r.state.desired_canaries = r.strategy.canary;
+                }
+                let Some(r) = &self.rollout else { return };
+                if r.halted {
+                    0
+                } else if r.canarying() {
+                    self.place_canaries(&destructive, canaries);
+                    0
+                } else {
+                    r.budget(live)
+                }
+            }
+            None => {
+                let width = update::max_parallel(self.job, self.group) as usize;
+                let starting = held
+                    .iter()
+                    .filter(|a| {
+                        a.job_version == self.job.version
+                            && a.client_status == ClientStatus::Pending
+                    })
+                    .count();
+                if width == 0 {
+                    destructive.len()
+                } else {
+                    width.saturating_sub(starting)
+                }
+            }
+        };
         let rest = destructive.split_off(budget.min(destructive.len()));
         for a in destructive {
             self.out.stop(a, describe::UPDATING, None);
             let name = a.name.clone();
+            let deployment = self.link(false);
             self.out.place.push(Placement {
                 group: self.group.name.clone(),
                 name,
                 previous: Some(a.clone()),
                 kind: PlacementKind::Destructive,
+                deployment,
             });
             self.desired().destructive_update += 1;
         }
         if !rest.is_empty() {
             self.desired().ignore += rest.len() as u32;
-            let stagger = self
-                .group
-                .update
-                .as_ref()
-                .unwrap_or(&self.job.update)
-                .stagger;
-            self.later.rolling = Some(self.later.rolling.map_or(stagger, |s| s.min(stagger)));
+            if self.rollout.is_none() {
+                let stagger = self
+                    .group
+                    .update
+                    .as_ref()
+                    .unwrap_or(&self.job.update)
+                    .stagger;
+                self.later.rolling = Some(self.later.rolling.map_or(stagger, |s| s.min(stagger)));
+            }
+        }
+    }
+
+    /// Places the canaries still missing beside the old allocations, named after the old
+    /// allocations they will stand for (in slot order, skipping names a canary has).
+    fn place_canaries(&mut self, destructive: &[&Arc<Allocation>], canaries: &[&'a JobAlloc]) {
+        let Some(r) = &self.rollout else { return };
+        let placed = r.state.placed_canaries.len().max(canaries.len());
+        let missing = (r.state.desired_canaries as usize).saturating_sub(placed);
+        let taken: std::collections::BTreeSet<&str> =
+            canaries.iter().map(|c| c.alloc.name.as_str()).collect();
+        // Beyond the old allocations' names (more canaries than count, which Nomad
+        // allows), the slots past the count: a promotion stops those as surplus.
+        let beyond = (self.group.count..)
+            .map(|i| Allocation::name_for(self.job.id.as_str(), &self.group.name, i));
+        let names: Vec<compact_str::CompactString> = destructive
+            .iter()
+            .map(|a| a.name.clone())
+            .chain(beyond)
+            .filter(|n| !taken.contains(n.as_str()))
+            .take(missing)
+            .collect();
+        for name in names {
+            let deployment = self.link(true);
+            self.out.place.push(Placement {
+                group: self.group.name.clone(),
+                name,
+                previous: None,
+                kind: PlacementKind::Canary,
+                deployment,
+            });
+            self.desired().canary += 1;
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Scheduler scenarios: build nodes, a job and existing allocations, run the scheduler
 //! through the harness (real plan checks, real FSM), and compare the plan.
 
+mod deployments;
 mod disconnect;
 mod generic;
 mod ports;
@@ -183,6 +184,7 @@ impl World {
                 .entry(a.node_id)
                 .or_default()
                 .push(AllocClientUpdate {
+                    deployment_health: None,
                     alloc_id: a.id,
                     client_status: status,
                     client_description: Default::default(),
