@@ -149,13 +149,14 @@ impl HealthFilter {
 }
 
 /// The topics `t` cycles through; `None` shows all.
-pub const TOPICS: [Option<&str>; 6] = [
+pub const TOPICS: [Option<&str>; 7] = [
     None,
     Some("node"),
     Some("allocation"),
     Some("evaluation"),
     Some("job"),
     Some("operator"),
+    Some("service"),
 ];
 
 /// The identity of a row, stable across refreshes.

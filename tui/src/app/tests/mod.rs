@@ -468,7 +468,19 @@ fn colon_services_shows_every_registration_and_events_keep_it() {
         .count();
     assert_eq!(app.list().order.len(), apis);
 
+    // Sorting by the health column puts the worst first.
+    press(&mut app, "<esc>8");
+    app.prepare_frame();
+    let health = |key: &RowKey| match key {
+        RowKey::Service(id) => app.cluster.services.get(id).map(|r| r.health),
+        _ => None,
+    };
+    let order: Vec<_> = app.list().order.iter().filter_map(health).collect();
+    assert_eq!(order.len(), expected - 1);
+    assert!(order.windows(2).all(|w| w[0] >= w[1]), "{order:?}");
+    assert_eq!(order.first(), Some(&drover_core::ServiceHealth::Critical));
+
     // The aliases reach it too.
-    press(&mut app, "<esc>:nodes<enter>:svc<enter>");
+    press(&mut app, ":nodes<enter>:svc<enter>");
     assert_eq!(app.view, ViewKind::Services);
 }
