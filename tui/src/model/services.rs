@@ -80,3 +80,57 @@ impl ServiceTable {
             .filter_map(|id| self.by_id.get(id))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Registration `n` of allocation `alloc` at `modify_index`.
+    fn registration(n: u8, alloc: u8, modify_index: u64) -> ServiceRegistration {
+        let mut r = crate::fixtures::services(40, 60).swap_remove(0);
+        r.id = format!("reg-{n}");
+        r.alloc_id = crate::fixtures::alloc_id(alloc.into());
+        r.modify_index = modify_index;
+        r
+    }
+
+    proptest! {
+        /// Whatever the order of upserts and removals, each allocation lists exactly the
+        /// registrations held for it, and a registration is the newest version applied.
+        #[test]
+        fn by_alloc_equals_a_recount(
+            steps in prop::collection::vec((any::<bool>(), 0u8..6, 0u8..3, 0u64..5), 0..40)
+        ) {
+            let mut table = ServiceTable::default();
+            let mut newest: HashMap<String, ServiceRegistration> = HashMap::new();
+            for (remove, n, alloc, index) in steps {
+                let r = registration(n, alloc, index);
+                if remove {
+                    table.remove(&r.id);
+                    newest.remove(&r.id);
+                } else {
+                    if newest.get(&r.id).is_none_or(|old| old.modify_index <= index) {
+                        newest.insert(r.id.clone(), r.clone());
+                    }
+                    table.upsert(r);
+                }
+            }
+            prop_assert_eq!(table.len(), newest.len());
+            for alloc in 0u8..3 {
+                let alloc = crate::fixtures::alloc_id(alloc.into());
+                let held: Vec<&str> = table.of_alloc(alloc).map(|r| r.id.as_str()).collect();
+                let mut expected: Vec<&str> = newest
+                    .values()
+                    .filter(|r| r.alloc_id == alloc)
+                    .map(|r| r.id.as_str())
+                    .collect();
+                expected.sort_unstable();
+                prop_assert_eq!(held, expected);
+            }
+            for r in newest.values() {
+                prop_assert_eq!(table.get(&r.id), Some(r));
+            }
+        }
+    }
+}
