@@ -204,9 +204,53 @@ pub fn snapshot(nodes: u64, allocs: u64) -> Snapshot {
         allocs: alloc_rows,
         jobs: jobs.iter().chain(&children).map(job_row).collect(),
         evals,
+        services: services(nodes, allocs),
         index: 1_000,
         health_periods: Some(server_health_periods()),
     }
+}
+
+/// The service registrations of [`snapshot`]: the running allocations among the first 60
+/// of `web-0` (a group service `web` and a task service `admin`), `web-3` (`api`) and
+/// `batch-1` (`metrics`), on their node's address at port `20000 + a`, passing but for
+/// every fifth (warning) and every seventh (critical).
+pub fn services(nodes: u64, allocs: u64) -> Vec<drover_core::ServiceRegistration> {
+    let mut registrations = Vec::new();
+    for a in (0..allocs.min(60)).filter(|a| a % 50 >= 3) {
+        let (job, names): (&str, &[(&str, Option<&str>)]) = match a % 9 {
+            0 => ("web-0", &[("web", None), ("admin", Some("server"))]),
+            1 => ("batch-1", &[("metrics", Some("server"))]),
+            3 => ("web-3", &[("api", None)]),
+            _ => continue,
+        };
+        for (i, (name, task)) in names.iter().enumerate() {
+            let alloc = alloc_id(a);
+            let node = a % nodes.max(1);
+            registrations.push(drover_core::ServiceRegistration {
+                id: drover_core::ServiceRegistration::make_id(alloc, *task, i),
+                service_name: (*name).to_owned(),
+                namespace: drover_core::DEFAULT_NAMESPACE.to_owned(),
+                job_id: job.to_owned(),
+                alloc_id: alloc,
+                node_id: node_id(node),
+                task: task.map(str::to_owned),
+                address: Some(mock::node_address(node)),
+                port: 20_000 + a as u16 + i as u16 * 1_000,
+                tags: match *name {
+                    "web" => vec!["http".to_owned(), "v2".to_owned()],
+                    _ => Vec::new(),
+                },
+                health: match a {
+                    _ if a % 7 == 0 => drover_core::ServiceHealth::Critical,
+                    _ if a % 5 == 0 => drover_core::ServiceHealth::Warning,
+                    _ => drover_core::ServiceHealth::Passing,
+                },
+                create_index: 500 + a,
+                modify_index: 500 + a,
+            });
+        }
+    }
+    registrations
 }
 
 /// Allocation `a` of [`snapshot`] as `AllocGet` returns it when its detail opens: running

@@ -19,11 +19,13 @@ pub enum ViewKind {
     Allocs,
     Events,
     Servers,
+    /// Service registrations: where each allocation offers its services, and their health.
+    Services,
 }
 
 impl ViewKind {
     /// How many views there are: the length of the per-view tables the app keeps.
-    pub const COUNT: usize = 8;
+    pub const COUNT: usize = 9;
 
     /// The views `tab` cycles through, in the order of the header's tabs: every view.
     pub const TABS: [ViewKind; Self::COUNT] = [
@@ -34,6 +36,7 @@ impl ViewKind {
         ViewKind::Jobs,
         ViewKind::Allocs,
         ViewKind::Servers,
+        ViewKind::Services,
         ViewKind::Events,
     ];
 
@@ -48,12 +51,21 @@ impl ViewKind {
             ViewKind::Allocs => "allocs",
             ViewKind::Events => "events",
             ViewKind::Servers => "servers",
+            ViewKind::Services => "services",
+        }
+    }
+
+    /// The header's label when the names do not fit (also a name `:` takes).
+    pub fn short_name(self) -> &'static str {
+        match self {
+            ViewKind::Services => "svc",
+            other => other.name(),
         }
     }
 
     pub fn parse(name: &str) -> Option<Self> {
         let name = name.trim();
-        let aliases: [(&str, ViewKind); 9] = [
+        let aliases: [(&str, ViewKind); 11] = [
             ("node", ViewKind::Nodes),
             ("eval", ViewKind::Evals),
             ("evaluations", ViewKind::Evals),
@@ -63,6 +75,8 @@ impl ViewKind {
             ("allocations", ViewKind::Allocs),
             ("server", ViewKind::Servers),
             ("members", ViewKind::Servers),
+            ("service", ViewKind::Services),
+            ("svc", ViewKind::Services),
         ];
         Self::TABS
             .into_iter()
@@ -135,13 +149,14 @@ impl HealthFilter {
 }
 
 /// The topics `t` cycles through; `None` shows all.
-pub const TOPICS: [Option<&str>; 6] = [
+pub const TOPICS: [Option<&str>; 7] = [
     None,
     Some("node"),
     Some("allocation"),
     Some("evaluation"),
     Some("job"),
     Some("operator"),
+    Some("service"),
 ];
 
 /// The identity of a row, stable across refreshes.
@@ -159,6 +174,8 @@ pub enum RowKey {
     Server(String),
     /// The event log's sequence number.
     Event(u64),
+    /// A service registration by its id (`<alloc id>-group-<n>`, `<alloc id>-task-…`).
+    Service(String),
 }
 
 impl RowKey {
@@ -173,6 +190,7 @@ impl RowKey {
             RowKey::Worker(_, id) => id.clone(),
             RowKey::Server(id) => id.clone(),
             RowKey::Event(seq) => seq.to_string(),
+            RowKey::Service(id) => id.clone(),
         }
     }
 }

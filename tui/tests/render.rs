@@ -16,7 +16,7 @@ use support::screen::{keys, screen};
 const SIZES: [(u16, u16); 3] = [(80, 24), (120, 40), (60, 20)];
 
 /// (snapshot name, keys pressed from the nodes view)
-const SCREENS: [(&str, &str); 14] = [
+const SCREENS: [(&str, &str); 16] = [
     ("nodes", ""),
     ("nodes_detail", "jji"),
     ("node_allocs", "jj\n"),
@@ -30,6 +30,8 @@ const SCREENS: [(&str, &str); 14] = [
     ("jobs", ":jobs\n"),
     ("allocs", ":jobs\n\n"),
     ("events", ":events\n"),
+    ("services", ":services\n"),
+    ("services_detail", ":services\njjji"),
     ("help_nodes", "?"),
 ];
 

@@ -288,6 +288,7 @@ impl App {
                     ViewKind::Evals,
                     ViewKind::Jobs,
                     ViewKind::Allocs,
+                    ViewKind::Services,
                 ] {
                     self.invalidate(view);
                 }

@@ -54,19 +54,19 @@ pub fn touched_by(
     match change {
         Change::Node(node) => {
             rows.push((ViewKind::Nodes, RowKey::Node(node.id)));
-            // Allocation rows show their node's name.
+            // Allocation and service rows show their node's name.
             if cluster
                 .nodes
                 .get(&node.id)
                 .is_none_or(|old| old.name != node.name)
             {
-                all.push(ViewKind::Allocs);
+                all.extend([ViewKind::Allocs, ViewKind::Services]);
             }
         }
         Change::NodeRemoved(id) => {
             rows.push((ViewKind::Nodes, RowKey::Node(*id)));
             if cluster.nodes.contains_key(id) {
-                all.push(ViewKind::Allocs);
+                all.extend([ViewKind::Allocs, ViewKind::Services]);
             }
         }
         Change::Alloc(row) => {
@@ -88,6 +88,8 @@ pub fn touched_by(
         }
         Change::Job(job) => rows.push((ViewKind::Jobs, RowKey::Job(job.key.clone()))),
         Change::JobRemoved(key) => rows.push((ViewKind::Jobs, RowKey::Job(key.clone()))),
+        Change::Service(r) => rows.push((ViewKind::Services, RowKey::Service(r.id.clone()))),
+        Change::ServiceRemoved(id) => rows.push((ViewKind::Services, RowKey::Service(id.clone()))),
         Change::SchedulerConfig { .. } | Change::LogOnly => {}
     }
 }

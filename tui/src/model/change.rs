@@ -8,7 +8,7 @@ use super::allocs::AllocTable;
 use super::rows::{AllocRow, BlockedKindLabel, BlockedRow, EventRow, JobRow, WorkerRow};
 use super::rows::{SchedulingStats, WorkerStatusLabel, workload_label};
 use drover_core::{AllocId, Allocation, EvalId, Evaluation, Job, JobKey, Node, NodeId, Timestamp};
-use drover_core::{JobStatus, JobType};
+use drover_core::{JobStatus, JobType, ServiceRegistration};
 use drover_proto::WireEnum;
 use drover_proto::v1 as pb;
 use std::collections::BTreeMap;
@@ -38,6 +38,9 @@ pub enum Change {
     EvalRemoved(EvalId),
     Job(JobRow),
     JobRemoved(JobKey),
+    Service(Box<ServiceRegistration>),
+    /// A registration deregistered, by id.
+    ServiceRemoved(String),
     /// The scheduler configuration changed: whether the eval broker is paused, which the
     /// header shows at once rather than at the next poll of the broker.
     SchedulerConfig {
@@ -57,6 +60,9 @@ pub struct Snapshot {
     pub allocs: AllocTable,
     pub jobs: Vec<JobRow>,
     pub evals: Vec<Evaluation>,
+    /// Every service registration (empty from a server without a catalog, or when the
+    /// token may not read it).
+    pub services: Vec<ServiceRegistration>,
     /// The lowest index the reads answered at: events from here on may already be in the
     /// snapshot, which is harmless because applying them is idempotent.
     pub index: u64,
@@ -402,14 +408,23 @@ pub fn decode_event(e: pb::Event, received: Timestamp) -> Result<(Change, EventR
                 c.pause_eval_broker, c.reject_job_registration
             ),
         ),
-        // The services view is the console's next step; until then the log shows them.
-        Some(Payload::ServiceRegistration(r)) => (
-            Change::LogOnly,
-            format!(
-                "{} {}:{} alloc {}",
-                r.service_name, r.address, r.port, r.alloc_id
-            ),
-        ),
+        Some(Payload::ServiceRegistration(r)) => {
+            let r = drover_proto::convert::service_registration(r)?;
+            let address = r.address.map_or_else(|| "-".to_owned(), |a| a.to_string());
+            let summary = format!(
+                "{} {address}:{} {} alloc {}",
+                r.service_name,
+                r.port,
+                r.health.as_str(),
+                r.alloc_id
+            );
+            let change = if e.event_type == pb::EventType::ServiceDeregistered as i32 {
+                Change::ServiceRemoved(r.id)
+            } else {
+                Change::Service(Box::new(r))
+            };
+            (change, summary)
+        }
         Some(Payload::Deployment(d)) => {
             let status = pb::DeploymentStatus::try_from(d.status)
                 .map(|s| {

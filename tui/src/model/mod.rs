@@ -10,6 +10,7 @@ mod intern;
 mod job_evals;
 mod node_wire;
 mod rows;
+mod services;
 
 pub use alloc_name::AllocName;
 pub use alloc_wire::{
@@ -27,6 +28,7 @@ pub use rows::{
     AllocRow, BlockedKindLabel, BlockedRow, EventRow, JobCounts, JobRow, SchedulingStats, Usage,
     WorkerRow, WorkerStatusLabel, job_status_text, workload_label,
 };
+pub use services::ServiceTable;
 
 use drover_core::{EvalId, Evaluation, JobKey, Node, NodeId};
 use std::collections::{HashMap, VecDeque};
@@ -42,6 +44,8 @@ pub struct Cluster {
     pub allocs: AllocTable,
     pub jobs: HashMap<JobKey, JobRow>,
     pub evals: HashMap<EvalId, Evaluation>,
+    /// Every service registration, with each allocation's.
+    pub services: ServiceTable,
     pub blocked: Vec<BlockedRow>,
     pub workers: Vec<WorkerRow>,
     pub stats: SchedulingStats,
@@ -80,6 +84,7 @@ impl Cluster {
         self.job_evals = job_evals::JobEvalIndex::rebuild(self.evals.values());
         // Built (sums included) by the task that loaded it, not on the console's thread.
         self.allocs = snapshot.allocs;
+        self.services = ServiceTable::of(snapshot.services);
         self.index = self.index.max(snapshot.index);
         self.health_periods = snapshot.health_periods;
     }
@@ -147,6 +152,8 @@ impl Cluster {
             Change::JobRemoved(key) => {
                 self.jobs.remove(&key);
             }
+            Change::Service(r) => self.services.upsert(*r),
+            Change::ServiceRemoved(id) => self.services.remove(&id),
             Change::SchedulerConfig { pause_eval_broker } => {
                 self.stats.broker_paused = pause_eval_broker;
             }

@@ -242,3 +242,53 @@ fn health_counts_cover_every_set() {
         }
     );
 }
+
+/// A `Service` topic event as the server sends it.
+fn service_event(
+    event_type: drover_proto::v1::EventType,
+    r: &drover_core::ServiceRegistration,
+) -> Change {
+    use drover_proto::v1 as pb;
+    let event = pb::Event {
+        topic: pb::Topic::Service as i32,
+        event_type: event_type as i32,
+        key: r.service_name.clone(),
+        index: r.modify_index,
+        payload: Some(pb::event::Payload::ServiceRegistration(r.into())),
+    };
+    decode_event(event, drover_core::Timestamp::ZERO)
+        .expect("a well-formed service event")
+        .0
+}
+
+#[test]
+fn service_events_add_update_and_remove_registrations() {
+    use drover_proto::v1::EventType;
+    let mut c = Cluster::default();
+    let mut api = crate::fixtures::services(4, 40)
+        .into_iter()
+        .find(|r| r.service_name == "api")
+        .expect("the fixture has an api instance");
+    let alloc = api.alloc_id;
+    let ids =
+        |c: &Cluster| -> Vec<String> { c.services.of_alloc(alloc).map(|r| r.id.clone()).collect() };
+
+    c.apply(service_event(EventType::ServiceRegistered, &api));
+    assert_eq!(c.services.get(&api.id), Some(&api));
+    assert_eq!(ids(&c), [api.id.clone()]);
+
+    // Its check fails: the same registration, critical.
+    let older = api.clone();
+    api.health = drover_core::ServiceHealth::Critical;
+    api.modify_index += 1;
+    c.apply(service_event(EventType::ServiceRegistered, &api));
+    assert_eq!(c.services.get(&api.id), Some(&api));
+    // A replayed older event changes nothing.
+    c.apply(service_event(EventType::ServiceRegistered, &older));
+    assert_eq!(c.services.get(&api.id), Some(&api));
+    assert_eq!(c.services.len(), 1);
+
+    c.apply(service_event(EventType::ServiceDeregistered, &api));
+    assert!(c.services.is_empty());
+    assert!(ids(&c).is_empty());
+}

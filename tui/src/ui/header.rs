@@ -1,7 +1,7 @@
 //! The header: who leads, how far the log has come, whether scheduling is paused, nodes
 //! per health, the placement rate; and the tabs below it.
 
-use super::layout::{tab_padding, tab_width};
+use super::layout::{tab_label, tab_width};
 use super::theme::Theme;
 use crate::app::{App, Connection};
 use crate::model::WorkerStatusLabel;
@@ -202,13 +202,12 @@ fn paused(app: &App) -> Option<(String, String, Tone)> {
 }
 
 pub fn draw_tabs(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
-    let padding = tab_padding(area.width);
     let mut spans = vec![Span::raw(" ")];
     for view in ViewKind::TABS {
         let label = format!(
             "{:^width$}",
-            view.name(),
-            width = usize::from(tab_width(view, padding))
+            tab_label(view, area.width),
+            width = usize::from(tab_width(view, area.width))
         );
         spans.push(if view == app.view {
             Span::styled(label, theme.selected())

@@ -83,28 +83,41 @@ pub fn table_rows(app: &App) -> usize {
 /// The padding of each tab's label on a line `width` wide: a space each side when every
 /// tab fits so, none when only that fits (the labels stay whole either way).
 pub fn tab_padding(width: u16) -> u16 {
-    let labels: u16 = ViewKind::TABS
-        .iter()
-        .map(|v| v.name().len() as u16 + 1)
-        .sum();
-    if 1 + labels + 2 * ViewKind::TABS.len() as u16 <= width {
+    if tabs_fit(width, 2, ViewKind::name) {
         2
     } else {
         0
     }
 }
 
-/// The width of a tab's label, with `padding`.
-pub fn tab_width(view: ViewKind, padding: u16) -> u16 {
-    view.name().len() as u16 + padding
+fn tabs_fit(width: u16, padding: u16, label: fn(ViewKind) -> &'static str) -> bool {
+    let labels: u16 = ViewKind::TABS
+        .iter()
+        .map(|v| label(*v).len() as u16 + 1)
+        .sum();
+    1 + labels + padding * ViewKind::TABS.len() as u16 <= width
+}
+
+/// A tab's label on a line `width` wide: its name, or its short name when the names do
+/// not fit even unpadded, so that no label is cut.
+pub fn tab_label(view: ViewKind, width: u16) -> &'static str {
+    if tabs_fit(width, 0, ViewKind::name) {
+        view.name()
+    } else {
+        view.short_name()
+    }
+}
+
+/// The width of a tab's label, padded, on a line `width` wide.
+pub fn tab_width(view: ViewKind, width: u16) -> u16 {
+    tab_label(view, width).len() as u16 + tab_padding(width)
 }
 
 /// Which tab is at column `x`.
 pub fn tab_at(tabs: Rect, x: u16) -> Option<ViewKind> {
-    let padding = tab_padding(tabs.width);
     let mut left = tabs.x + 1;
     for view in ViewKind::TABS {
-        let right = left + tab_width(view, padding);
+        let right = left + tab_width(view, tabs.width);
         if (left..right).contains(&x) {
             return Some(view);
         }

@@ -209,6 +209,15 @@ impl TableView for AllocsView {
                 }
             }
         }
+        // Where it offers its services, from the console's catalog (kept by events;
+        // after the task states, which a small terminal must show first).
+        for r in ctx.cluster.services.of_alloc(a.id) {
+            lines.push(DetailLine::toned(
+                format!("service {}", r.service_name),
+                format!("{} {}", super::services::address_text(r), r.health.as_str()),
+                super::services::health_tone(r.health),
+            ));
+        }
         lines
     }
 

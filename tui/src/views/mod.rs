@@ -11,6 +11,7 @@ mod format;
 mod jobs;
 mod nodes;
 mod servers;
+mod services;
 mod workers;
 
 pub use format::{age, clock, duration_short, percent, sentence};
@@ -33,6 +34,7 @@ impl ViewKind {
             ViewKind::Allocs => &allocs::AllocsView,
             ViewKind::Events => &events::EventsView,
             ViewKind::Servers => &servers::ServersView,
+            ViewKind::Services => &services::ServicesView,
         }
     }
 }
@@ -207,7 +209,7 @@ pub const GLOBAL_KEYS: &[KeyHelp] = &[
     key("tab / shift-tab", "next / previous view"),
     key(
         ":nodes :allocs …",
-        "go to a view (:evals :blocked :workers :jobs :servers :events too)",
+        "go to a view (:evals :blocked :workers :jobs :services :servers :events too)",
     ),
     key(
         ":node offline ID",

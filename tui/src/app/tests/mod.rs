@@ -301,7 +301,7 @@ fn the_allocations_tab_lists_every_allocation() {
     press(&mut app, "<enter>");
     let drilled = app.list().order.len();
     // Back to the tab the allocations view has: every allocation again.
-    press(&mut app, "<tab><tab><tab><tab><tab><tab><tab><tab>");
+    press(&mut app, &"<tab>".repeat(ViewKind::COUNT));
     assert_eq!(app.view, ViewKind::Allocs);
     assert_eq!(app.alloc_scope, AllocScope::All);
     assert!(app.list().order.len() > drilled);
@@ -379,8 +379,7 @@ fn mouse_selects_rows_sorts_columns_scrolls_and_switches_tabs() {
     );
     assert_eq!(app.list().sort.map(|s| s.column), Some(0));
     let tabs = crate::ui::layout::areas(&app).tabs;
-    let padding = crate::ui::layout::tab_padding(tabs.width);
-    let evals_x = tabs.x + 1 + crate::ui::layout::tab_width(ViewKind::Nodes, padding) + 2;
+    let evals_x = tabs.x + 1 + crate::ui::layout::tab_width(ViewKind::Nodes, tabs.width) + 2;
     click(
         &mut app,
         MouseEventKind::Down(MouseButton::Left),
@@ -438,3 +437,50 @@ fn connection_changes_reach_the_state() {
 mod actions;
 mod logs;
 mod typing;
+
+#[test]
+fn colon_services_shows_every_registration_and_events_keep_it() {
+    let mut app = app();
+    press(&mut app, ":services<enter>");
+    assert_eq!(app.view, ViewKind::Services);
+    app.prepare_frame();
+    let expected = fixtures::services(40, 200).len();
+    assert!(expected > 0);
+    assert_eq!(app.list().order.len(), expected);
+    let Some(RowKey::Service(first)) = app.list().order.get(0).cloned() else {
+        panic!("the services view lists registrations");
+    };
+    // Deregistered: its row goes.
+    app.handle(Input::Update(Update::Events(vec![(
+        Change::ServiceRemoved(first.clone()),
+        event_row(),
+    )])));
+    app.prepare_frame();
+    assert_eq!(app.list().order.len(), expected - 1);
+    assert!(!app.list().order.contains(&RowKey::Service(first)));
+
+    // `/` filters by any cell, as in the other views.
+    press(&mut app, "/api<enter>");
+    app.prepare_frame();
+    let apis = fixtures::services(40, 200)
+        .iter()
+        .filter(|r| r.service_name == "api")
+        .count();
+    assert_eq!(app.list().order.len(), apis);
+
+    // Sorting by the health column puts the worst first.
+    press(&mut app, "<esc>8");
+    app.prepare_frame();
+    let health = |key: &RowKey| match key {
+        RowKey::Service(id) => app.cluster.services.get(id).map(|r| r.health),
+        _ => None,
+    };
+    let order: Vec<_> = app.list().order.iter().filter_map(health).collect();
+    assert_eq!(order.len(), expected - 1);
+    assert!(order.windows(2).all(|w| w[0] >= w[1]), "{order:?}");
+    assert_eq!(order.first(), Some(&drover_core::ServiceHealth::Critical));
+
+    // The aliases reach it too.
+    press(&mut app, ":nodes<enter>:svc<enter>");
+    assert_eq!(app.view, ViewKind::Services);
+}

@@ -12,6 +12,7 @@
 mod jobs;
 mod lean;
 mod measure;
+mod services;
 
 pub use measure::{InitialLoad, measure_initial_load};
 
@@ -68,15 +69,29 @@ async fn read(channel: &Channel, clock: &DecodeClock) -> Result<Snapshot, tonic:
     // On tasks of their own, so their decoding runs beside the allocation table's building.
     let nodes = Task(tokio::spawn(read_nodes(channel.clone(), clock.clone())));
     let evals = Task(tokio::spawn(read_evals(channel.clone(), clock.clone())));
-    let (nodes, jobs, evals) =
-        tokio::try_join!(nodes.join(), jobs::read_jobs(channel, clock), evals.join())?;
+    let services = Task(tokio::spawn(services::read_services(
+        channel.clone(),
+        clock.clone(),
+    )));
+    let (nodes, jobs, evals, services) = tokio::try_join!(
+        nodes.join(),
+        jobs::read_jobs(channel, clock),
+        evals.join(),
+        services.join()
+    )?;
+    let index = nodes.index.min(jobs.index).min(evals.1);
     Ok(Snapshot {
         health_periods: nodes.health_periods,
         nodes: nodes.nodes,
         allocs: jobs.allocs,
         jobs: jobs.jobs,
         evals: evals.0,
-        index: nodes.index.min(jobs.index).min(evals.1),
+        services: services.registrations,
+        // A catalog that never changed (index 0) has nothing the stream could replay.
+        index: match services.index {
+            0 => index,
+            services => index.min(services),
+        },
     })
 }
 
