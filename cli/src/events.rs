@@ -162,10 +162,11 @@ mod tests {
                 },
             ]
         );
-        let deployments = parse_topics(&["Deployment".into()]).expect("valid");
-        assert_eq!(deployments[0].topic, Topic::Deployment.to_wire());
-        let err = parse_topics(&["Service".into()]).expect_err("unknown topic");
-        assert!(err.to_string().contains("\"Service\""), "{err}");
+        let newer = parse_topics(&["Deployment".into(), "service".into()]).expect("valid");
+        assert_eq!(newer[0].topic, Topic::Deployment.to_wire());
+        assert_eq!(newer[1].topic, Topic::Service.to_wire());
+        let err = parse_topics(&["Volume".into()]).expect_err("unknown topic");
+        assert!(err.to_string().contains("\"Volume\""), "{err}");
     }
 
     #[test]
