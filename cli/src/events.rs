@@ -163,8 +163,11 @@ mod tests {
             ]
         );
         let newer = parse_topics(&["Deployment".into(), "service".into()]).expect("valid");
-        assert_eq!(newer[0].topic, Topic::Deployment.to_wire());
-        assert_eq!(newer[1].topic, Topic::Service.to_wire());
+        let mut topics: Vec<i32> = newer.iter().map(|f| f.topic).collect();
+        topics.sort_unstable();
+        let mut wanted = vec![Topic::Deployment.to_wire(), Topic::Service.to_wire()];
+        wanted.sort_unstable();
+        assert_eq!(topics, wanted);
         let err = parse_topics(&["Volume".into()]).expect_err("unknown topic");
         assert!(err.to_string().contains("\"Volume\""), "{err}");
     }

@@ -339,7 +339,7 @@ mod tests {
         // Named groups: large enough on the wire that only their number is refused.
         let mut job = job_of_groups(10_001);
         for g in &mut job.groups {
-            g.name = "a-group-name-of-some-considerable-length".into();
+            g.name = "a-group-name-of-some-considerable-length-for-a-group-of-a-job".into();
         }
         let req = pb::RegisterJobRequest {
             job: Some(job),
