@@ -137,7 +137,21 @@ async fn placements_under_load_keep_the_leader() {
         state["term"].as_u64()
     };
     let leader_url = cluster.url[cluster.leader_at()].clone();
-    let term_before = eventually("the leader's term", DEADLINE, || term(leader_url.clone())).await;
+    // The run starts once the cluster has settled: every server follows the leader in one
+    // term (three processes started together may still hold a second election at start).
+    let term_before = eventually("every server on the leader's term", DEADLINE, || async {
+        let mut terms = Vec::new();
+        for address in &cluster.url {
+            if cli_support::leader_seen_by(address).await.as_deref()
+                != Some(cluster.leader.as_str())
+            {
+                return None;
+            }
+            terms.push(term(address.clone()).await?);
+        }
+        terms.windows(2).all(|w| w[0] == w[1]).then(|| terms[0])
+    })
+    .await;
 
     let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_drover"))
         .env_remove("DROVER_ADDR")
