@@ -13,8 +13,17 @@ use std::time::Duration;
 
 /// How long one blocking read waits for a change before asking again.
 const BLOCK_FOR: Duration = Duration::from_secs(60);
-/// The pause after a failed read.
-const RETRY: Duration = Duration::from_secs(1);
+/// The pauses after failed reads in a row: from 1 s doubling to 30 s, jittered, so a
+/// node whose servers are down does not ask once a second per watched service.
+fn retry_delays() -> impl Iterator<Item = Duration> {
+    use backon::BackoffBuilder;
+    backon::ExponentialBuilder::default()
+        .with_min_delay(Duration::from_secs(1))
+        .with_max_delay(Duration::from_secs(30))
+        .without_max_times()
+        .with_jitter()
+        .build()
+}
 
 type Key = (String, String);
 
@@ -58,6 +67,7 @@ impl ServiceCatalog {
 
 async fn watch(catalog: Arc<ServiceCatalog>, (namespace, name): Key) {
     let mut index = 0;
+    let mut delays = retry_delays();
     loop {
         let read = catalog
             .servers
@@ -74,6 +84,7 @@ async fn watch(catalog: Arc<ServiceCatalog>, (namespace, name): Key) {
             Ok(answer) => {
                 let answer = answer.into_inner();
                 index = answer.index;
+                delays = retry_delays();
                 let list = answer.instances.iter().map(record).collect();
                 catalog
                     .lock()
@@ -82,7 +93,8 @@ async fn watch(catalog: Arc<ServiceCatalog>, (namespace, name): Key) {
             Err(status) => {
                 tracing::debug!(%namespace, service = %name, error = %status.message(), "service watch failed; retrying");
                 catalog.servers.on_error(&status);
-                tokio::time::sleep(RETRY).await;
+                let delay = delays.next().unwrap_or(Duration::from_secs(30));
+                tokio::time::sleep(delay).await;
             }
         }
     }

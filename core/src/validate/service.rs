@@ -6,8 +6,8 @@
 
 use super::{MapKind, Report, fmt_duration, show};
 use crate::types::{
-    CheckKind, GroupNetwork, Job, MIN_CHECK_INTERVAL, Service, ServiceCheck, TaskGroup,
-    is_dns_label,
+    AddressMode, CheckKind, GroupNetwork, Job, MIN_CHECK_INTERVAL, OnUpdate, Service, ServiceCheck,
+    TaskGroup, is_dns_label,
 };
 
 /// The services of group `g` (at `p`) and of its task `task` (at `task_path`) when given.
@@ -59,6 +59,15 @@ fn check_service(
             ),
         );
     }
+    // Groups share the host's network (bridge mode is refused), so an allocation has no
+    // address of its own to advertise.
+    if s.address_mode == AddressMode::Alloc {
+        r.err(
+            at,
+            "address_mode",
+            "address_mode \"alloc\" needs an allocation address of its own, which only bridge networking gives and drover does not support: use \"auto\" or \"host\"",
+        );
+    }
     r.entries(at, "tags", s.tags.len());
     for tag in s.tags.iter().take(r.limits.max_entries) {
         r.text(at, "tags", "tag", tag, r.limits.max_string_len);
@@ -79,6 +88,18 @@ fn check_check(
     c: &ServiceCheck,
 ) {
     r.text(at, "name", "check name", &c.name, r.limits.max_name_len);
+    // A check's health does not gate deployments yet (`health_check = "checks"`), so only
+    // the default, which every check then meets, is honest.
+    if c.on_update != OnUpdate::RequireHealthy {
+        r.err(
+            at,
+            "on_update",
+            format!(
+                "on_update {} changes how a check gates deployments, which drover's checks do not gate yet: leave it out",
+                show(c.on_update.as_str())
+            ),
+        );
+    }
     if c.interval < MIN_CHECK_INTERVAL {
         r.err(
             at,

@@ -24,7 +24,7 @@ fn services_and_checks_parse_and_their_mistakes_are_named_where_they_are() {
     let cases: Vec<(String, Expect)> = vec![
         (
             group_service(
-                "    service {\n      name = \"${NOMAD_JOB_NAME}-web\"\n      port = \"http\"\n      provider = \"nomad\"\n      tags = [\"a\", \"b\"]\n      meta { version = \"1\" }\n      address_mode = \"host\"\n      check {\n        type = \"http\"\n        path = \"/health\"\n        method = \"POST\"\n        header { X-Probe = [\"1\"] }\n        expected_status = 204\n        interval = \"5s\"\n        timeout = \"1s\"\n        on_update = \"ignore_warnings\"\n        check_restart {\n          limit = 3\n          grace = \"10s\"\n          ignore_warnings = true\n        }\n      }\n    }\n",
+                "    service {\n      name = \"${NOMAD_JOB_NAME}-web\"\n      port = \"http\"\n      provider = \"nomad\"\n      tags = [\"a\", \"b\"]\n      meta { version = \"1\" }\n      address_mode = \"host\"\n      check {\n        type = \"http\"\n        path = \"/health\"\n        method = \"POST\"\n        header { X-Probe = [\"1\"] }\n        expected_status = 204\n        interval = \"5s\"\n        timeout = \"1s\"\n        on_update = \"require_healthy\"\n        check_restart {\n          limit = 3\n          grace = \"10s\"\n          ignore_warnings = true\n        }\n      }\n    }\n",
             ),
             Expect::Job(|j| {
                 let s = first(j);
@@ -48,7 +48,7 @@ fn services_and_checks_parse_and_their_mistakes_are_named_where_they_are() {
                     (c.interval, c.timeout),
                     (Duration::from_secs(5), Duration::from_secs(1))
                 );
-                assert_eq!(c.on_update, OnUpdate::IgnoreWarnings);
+                assert_eq!(c.on_update, OnUpdate::RequireHealthy);
                 assert_eq!(
                     c.check_restart,
                     Some(CheckRestart {
@@ -79,6 +79,24 @@ fn services_and_checks_parse_and_their_mistakes_are_named_where_they_are() {
                 );
                 assert_eq!(c.check_restart.map(|r| r.limit), Some(2));
             }),
+        ),
+        (
+            // Accepted and ignored would be worse than refused: no check gates a
+            // deployment yet, and groups have no address of their own.
+            group_service(
+                "    service {\n      port = \"http\"\n      check {\n        type = \"tcp\"\n        on_update = \"ignore\"\n      }\n    }\n",
+            ),
+            Expect::Err(
+                "t.hcl:10:21: groups[g].services[0].checks[0].on_update: on_update \"ignore\" changes how a check gates deployments, which drover's checks do not gate yet: leave it out",
+            ),
+        ),
+        (
+            group_service(
+                "    service {\n      port = \"http\"\n      address_mode = \"alloc\"\n    }\n",
+            ),
+            Expect::Err(
+                "t.hcl:8:22: groups[g].services[0].address_mode: address_mode \"alloc\" needs an allocation address of its own, which only bridge networking gives and drover does not support: use \"auto\" or \"host\"",
+            ),
         ),
         (
             group_service("    service {\n      port = \"web\"\n    }\n"),
