@@ -476,6 +476,8 @@ async fn run_alloc(
         apply_change(&mut record, change, &commands);
     }
     drop(running_checks);
+    // A task that failed as the loop ended still decides the allocation's health.
+    watch_health(&mut record, &publisher, &checks, health_sleep.as_mut());
     publisher.publish(&mut record, &checks);
     tracing::info!(%alloc_id, status = record.client_status.as_str(), "allocation finished");
 }

@@ -664,7 +664,12 @@ impl Apply<'_> {
             if !u.task_states.is_empty() {
                 a.task_states = u.task_states.clone();
             }
-            if let Some(healthy) = u.deployment_health {
+            // A failure the agent reported before its verdict still fails the allocation's
+            // deployment (an allocation that failed never turns healthy).
+            let verdict = u
+                .deployment_health
+                .or((u.client_status == ClientStatus::Failed).then_some(false));
+            if let Some(healthy) = verdict {
                 a = self.record_health(a, healthy, now);
             }
             a.modify_index = self.index;

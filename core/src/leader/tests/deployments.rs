@@ -68,6 +68,11 @@ fn deploy(sim: &mut Sim, job: &Job, allocs: u64, canaries: u32) -> (DeploymentId
 }
 
 fn report(sim: &mut Sim, allocs: &[AllocId], healthy: bool) {
+    report_verdict(sim, allocs, healthy, Some(healthy));
+}
+
+/// Reports the allocations running (or failed) with the agent's verdict, if it sent one.
+fn report_verdict(sim: &mut Sim, allocs: &[AllocId], healthy: bool, verdict: Option<bool>) {
     for id in allocs {
         sim.write(Command::AllocClientUpdate {
             node_id: mock::node_id(1),
@@ -80,7 +85,7 @@ fn report(sim: &mut Sim, allocs: &[AllocId], healthy: bool) {
                 },
                 client_description: Default::default(),
                 task_states: Default::default(),
-                deployment_health: Some(healthy),
+                deployment_health: verdict,
             }],
             evals: vec![],
             now: sim.now,
@@ -170,6 +175,26 @@ fn an_unhealthy_allocation_fails_the_deployment_and_auto_revert_registers_the_st
             assert_eq!(job.version, 1);
         }
     }
+}
+
+/// An agent may report the allocation failed before it sent a verdict (the task died as it
+/// started): failed counts as unhealthy, or the deployment would wait for its deadline.
+#[test]
+fn a_failed_allocation_without_a_verdict_counts_as_unhealthy() {
+    let v0 = job(2, 0, false, false);
+    let mut sim = leading_with(&v0);
+    let (id, allocs) = deploy(&mut sim, &v0, 2, 0);
+    report_verdict(&mut sim, &allocs[..1], false, None);
+    assert_eq!(
+        status(&sim, id),
+        (
+            DeploymentStatus::Failed,
+            deployment_describe::UNHEALTHY.into()
+        )
+    );
+    let a = sim.store.alloc(&allocs[0]).unwrap();
+    let health = a.links.get().deployment.as_ref().unwrap().health;
+    assert_eq!(health.map(|h| h.healthy), Some(false));
 }
 
 #[test]
