@@ -91,8 +91,15 @@ pub struct DeploymentWatch {
     pub min_healthy_time: std::time::Duration,
     pub healthy_deadline: std::time::Duration,
     pub since: drover_core::types::Timestamp,
+    /// Whether the allocation's service checks count (records of older agents: they did not).
+    #[serde(default = "task_states")]
+    pub health_check: drover_core::types::HealthCheck,
     /// Decided once and then reported with every update.
     pub healthy: Option<bool>,
+}
+
+fn task_states() -> drover_core::types::HealthCheck {
+    drover_core::types::HealthCheck::TaskStates
 }
 
 impl DeploymentWatch {
@@ -116,6 +123,7 @@ impl DeploymentWatch {
             min_healthy_time: strategy.min_healthy_time,
             healthy_deadline: strategy.healthy_deadline,
             since: now,
+            health_check: strategy.health_check,
             healthy: link.health.map(|h| h.healthy),
         })
     }

@@ -244,3 +244,54 @@ async fn the_progress_deadline_fails_a_deployment_that_makes_no_progress() {
     .await;
     server.stop().await;
 }
+
+/// `job(..)` gated on service checks: the task registers a service whose script check
+/// exits with `code`, weighed as `on_update` says.
+fn checked_job(code: u8, on_update: &str) -> String {
+    let service = format!(
+        "      service {{\n        name     = \"web\"\n        provider = \"nomad\"\n        check {{\n          type      = \"script\"\n          command   = \"/bin/sh\"\n          args      = [\"-c\", \"exit {code}\"]\n          interval  = \"1s\"\n          timeout   = \"1s\"\n          on_update = \"{on_update}\"\n        }}\n      }}\n"
+    );
+    job(1, "    max_parallel = 1\n", "/bin/sleep", "\"600\"")
+        .replace("\"task_states\"", "\"checks\"")
+        .replace("healthy_deadline  = \"20s\"", "healthy_deadline  = \"4s\"")
+        .replace(
+            "      driver = \"raw_exec\"\n",
+            &format!("      driver = \"raw_exec\"\n{service}"),
+        )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_health_check_checks_an_allocation_is_healthy_only_once_its_checks_pass() {
+    let server = TestServer::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let _agent = agent(&server, &dir.path().join("agent")).await;
+    let passing = write(
+        dir.path(),
+        "v1.nomad.hcl",
+        &checked_job(0, "require_healthy"),
+    );
+    let run = drover(&server, &["job", "run", &passing]).await;
+    assert_code(&run, 0);
+    assert!(stdout(&run).contains("successful"), "{}", stdout(&run));
+
+    // The task runs on, but its check fails: unhealthy once the healthy deadline passes.
+    let failing = write(
+        dir.path(),
+        "v2.nomad.hcl",
+        &checked_job(2, "require_healthy"),
+    );
+    let run = drover(&server, &["job", "run", &failing]).await;
+    assert_code(&run, 1);
+    let text = stdout(&run);
+    assert!(
+        text.contains("Failed due to unhealthy allocations"),
+        "{text}"
+    );
+
+    // The same failing check, told not to gate updates, lets the rollout succeed.
+    let ignored = write(dir.path(), "v3.nomad.hcl", &checked_job(2, "ignore"));
+    let run = drover(&server, &["job", "run", &ignored]).await;
+    assert_code(&run, 0);
+    assert!(stdout(&run).contains("successful"), "{}", stdout(&run));
+    server.stop().await;
+}

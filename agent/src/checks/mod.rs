@@ -13,7 +13,7 @@ pub mod probe;
 
 use crate::state::AllocInfo;
 use drover_core::types::{
-    CheckRestart, NodeId, Service, ServiceHealth, ServiceRegistration, TaskGroup,
+    CheckRestart, NodeId, OnUpdate, Service, ServiceHealth, ServiceRegistration, TaskGroup,
 };
 use probe::{Outcome, Target};
 use rand::Rng;
@@ -45,6 +45,8 @@ struct PlannedCheck {
     target: Target,
     interval: Duration,
     restart: Option<CheckRestart>,
+    /// How its result weighs on the allocation's deployment health.
+    on_update: OnUpdate,
     /// The tasks `check_restart` restarts: the service's task, or a group service's tasks.
     tasks: Vec<String>,
     health: ServiceHealth,
@@ -113,6 +115,7 @@ impl AllocChecks {
                             },
                             interval: c.interval,
                             restart: c.check_restart.filter(|r| r.limit > 0),
+                            on_update: c.on_update,
                             tasks: match task {
                                 Some(t) => vec![t.to_owned()],
                                 None => all_tasks.clone(),
@@ -234,6 +237,20 @@ impl AllocChecks {
     /// The allocation's check health: the worst of its services' (passing without any).
     pub fn health(&self) -> ServiceHealth {
         ServiceHealth::worst(self.services.iter().map(|p| p.registration.health))
+    }
+
+    /// Whether every check that gates updates lets the allocation be healthy now, as each
+    /// check's `on_update` says: `require_healthy` needs passing, `ignore_warnings`
+    /// anything but critical, `ignore` nothing.
+    pub fn pass_for_updates(&self) -> bool {
+        self.services
+            .iter()
+            .flat_map(|p| &p.checks)
+            .all(|c| match c.on_update {
+                OnUpdate::RequireHealthy => c.health == ServiceHealth::Passing,
+                OnUpdate::IgnoreWarnings => c.health != ServiceHealth::Critical,
+                OnUpdate::Ignore => true,
+            })
     }
 }
 

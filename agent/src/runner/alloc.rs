@@ -12,9 +12,11 @@ use crate::checks::{AllocChecks, CheckResult, TaskContext};
 use crate::driver::LogPaths;
 use crate::driver::logs::rotate_if_needed;
 use crate::state::{AllocRecord, DeploymentWatch};
-use drover_core::client_report::health::{self, HealthGate, Verdict};
+use drover_core::client_report::health::{self, ChecksGate, HealthGate, Verdict};
 use drover_core::fsm::AllocClientUpdate;
-use drover_core::types::{AllocId, ClientStatus, TaskEvent, TaskGroup, TaskRunState, TaskStates};
+use drover_core::types::{
+    AllocId, ClientStatus, HealthCheck, TaskEvent, TaskGroup, TaskRunState, TaskStates,
+};
 use drover_proto::convert::ClientAllocUpdate;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -369,14 +371,22 @@ async fn run_alloc(
         drover_core::types::NodeId::from_bytes([0; 16])
     });
     let mut checks = AllocChecks::plan(&record.alloc, &record.group, node_id, &contexts);
-    let (results_tx, mut results) = mpsc::unbounded_channel::<CheckResult>();
+    let (mut results_tx, mut results) = mpsc::unbounded_channel::<CheckResult>();
     // Checks start once the allocation runs, and stop with this supervisor.
     let mut running_checks: Option<JoinSet<()>> = None;
     let mut started: BTreeMap<String, tokio::time::Instant> = BTreeMap::new();
     publisher.publish(&mut record, &checks);
     let health_sleep = tokio::time::sleep(Duration::ZERO);
     tokio::pin!(health_sleep);
-    let mut health_armed = watch_health(&mut record, &publisher, &checks, health_sleep.as_mut());
+    // Since when the checks that gate updates have all passed (none: they do not now).
+    let mut checks_since = checks.pass_for_updates().then(super::task::now);
+    let mut health_armed = watch_health(
+        &mut record,
+        &publisher,
+        &checks,
+        checks_since,
+        health_sleep.as_mut(),
+    );
 
     let mut rotate = tokio::time::interval(ROTATE_EVERY);
     let mut desired_open = true;
@@ -406,10 +416,10 @@ async fn run_alloc(
                     running_checks = Some(checks.spawn(results_tx.clone(), ctx.checks_http.clone()));
                 }
                 publisher.publish(&mut record, &checks);
-                health_armed = watch_health(&mut record, &publisher, &checks, health_sleep.as_mut());
+                health_armed = watch_health(&mut record, &publisher, &checks, checks_since, health_sleep.as_mut());
             }
             () = &mut health_sleep, if health_armed => {
-                health_armed = watch_health(&mut record, &publisher, &checks, health_sleep.as_mut());
+                health_armed = watch_health(&mut record, &publisher, &checks, checks_since, health_sleep.as_mut());
             }
             Some(result) = results.recv() => {
                 let (changed, restart) =
@@ -423,6 +433,11 @@ async fn run_alloc(
                 if changed {
                     tracing::info!(%alloc_id, health = checks.health().as_str(), output = %result.outcome.output, "service health changed");
                     publisher.publish(&mut record, &checks);
+                }
+                let pass = checks.pass_for_updates();
+                if pass != checks_since.is_some() {
+                    checks_since = pass.then(super::task::now);
+                    health_armed = watch_health(&mut record, &publisher, &checks, checks_since, health_sleep.as_mut());
                 }
             }
             res = desired.changed(), if desired_open => {
@@ -447,12 +462,28 @@ async fn run_alloc(
                 if let Some((version, group, deployment)) = update {
                     tracing::info!(%alloc_id, job_version = version, "allocation updated in place");
                     record.alloc.job_version = version;
+                    let services_changed = services_of(&record.group) != services_of(&group);
                     record.group = group;
                     if deployment.is_some() {
                         record.deployment = deployment;
                     }
+                    if services_changed {
+                        // Services change in place (Nomad does the same): the new version's
+                        // registrations and checks replace the old, whose pending results
+                        // are dropped with their channel.
+                        tracing::info!(%alloc_id, "services changed; checks planned again");
+                        drop(running_checks.take());
+                        checks = AllocChecks::plan(&record.alloc, &record.group, node_id, &contexts);
+                        (results_tx, results) = mpsc::unbounded_channel::<CheckResult>();
+                        if !checks.is_empty()
+                            && alloc_status(&states_of(&record)).0 == ClientStatus::Running
+                        {
+                            running_checks = Some(checks.spawn(results_tx.clone(), ctx.checks_http.clone()));
+                        }
+                        checks_since = checks.pass_for_updates().then(super::task::now);
+                    }
                     publisher.publish(&mut record, &checks);
-                    health_armed = watch_health(&mut record, &publisher, &checks, health_sleep.as_mut());
+                    health_armed = watch_health(&mut record, &publisher, &checks, checks_since, health_sleep.as_mut());
                 }
             }
             _ = rotate.tick() => {
@@ -477,9 +508,24 @@ async fn run_alloc(
     }
     drop(running_checks);
     // A task that failed as the loop ended still decides the allocation's health.
-    watch_health(&mut record, &publisher, &checks, health_sleep.as_mut());
+    watch_health(
+        &mut record,
+        &publisher,
+        &checks,
+        checks_since,
+        health_sleep.as_mut(),
+    );
     publisher.publish(&mut record, &checks);
     tracing::info!(%alloc_id, status = record.client_status.as_str(), "allocation finished");
+}
+
+/// The group's services and its tasks' (what an in-place update may change).
+fn services_of(group: &TaskGroup) -> Vec<&drover_core::types::Service> {
+    group
+        .services
+        .iter()
+        .chain(group.tasks.iter().flat_map(|t| &t.services))
+        .collect()
 }
 
 /// The tasks' states as the allocation's status reads them.
@@ -497,6 +543,7 @@ fn watch_health(
     record: &mut AllocRecord,
     publisher: &Publisher,
     checks: &AllocChecks,
+    checks_since: Option<drover_core::types::Timestamp>,
     sleep: std::pin::Pin<&mut tokio::time::Sleep>,
 ) -> bool {
     let Some(watch) = record.deployment.as_ref().filter(|d| d.healthy.is_none()) else {
@@ -506,6 +553,11 @@ fn watch_health(
         min_healthy_time: watch.min_healthy_time,
         healthy_deadline: watch.healthy_deadline,
         since: watch.since,
+        checks: match (watch.health_check, checks_since) {
+            (HealthCheck::TaskStates, _) => ChecksGate::Ignored,
+            (HealthCheck::Checks, Some(at)) => ChecksGate::PassingSince(at),
+            (HealthCheck::Checks, None) => ChecksGate::NotPassing,
+        },
     };
     let now = super::task::now();
     let verdict = health::assess(record.tasks.values().map(|t| &t.state), gate, now);

@@ -3,7 +3,8 @@
 //! supplies the states and the time, and re-asks at the time this answers.
 //!
 //! Healthy: every task that has not finished successfully runs, at least one does, and
-//! the newest start is `min_healthy_time` old. Unhealthy: a task failed (its restarts
+//! the newest start is `min_healthy_time` old; with `health_check = "checks"`, the checks
+//! must also have passed for `min_healthy_time` without a break. Unhealthy: a task failed (its restarts
 //! used up) or `healthy_deadline` passed since the allocation was tracked without the
 //! allocation turning healthy.
 
@@ -27,6 +28,19 @@ pub struct HealthGate {
     pub healthy_deadline: Duration,
     /// When the allocation started to be watched for this deployment.
     pub since: Timestamp,
+    pub checks: ChecksGate,
+}
+
+/// The allocation's service checks, as `health_check = "checks"` weighs them.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ChecksGate {
+    /// `health_check = "task_states"`: checks do not count.
+    Ignored,
+    /// Every check that gates deployments has passed since then (an allocation without
+    /// such checks: since it was planned).
+    PassingSince(Timestamp),
+    /// At least one gating check does not pass now.
+    NotPassing,
 }
 
 pub fn assess<'a>(
@@ -52,9 +66,15 @@ pub fn assess<'a>(
             _ => all_running = false,
         }
     }
+    // Healthy time counts from when the tasks run and (when they gate) the checks pass.
+    let ready_from = match gate.checks {
+        ChecksGate::Ignored => newest_start,
+        ChecksGate::PassingSince(at) => newest_start.map(|s| s.max(at)),
+        ChecksGate::NotPassing => None,
+    };
     if all_running
         && any_running
-        && let Some(start) = newest_start
+        && let Some(start) = ready_from
     {
         let healthy_at = start.saturating_add(gate.min_healthy_time);
         if now >= healthy_at && healthy_at <= deadline {
@@ -98,6 +118,7 @@ mod tests {
             min_healthy_time: Duration::from_secs(10),
             healthy_deadline: Duration::from_secs(60),
             since: T0,
+            checks: ChecksGate::Ignored,
         };
         let at = |s: u64| T0.saturating_add(Duration::from_secs(s));
         let cases: Vec<(&str, Vec<TaskState>, u64, Verdict)> = vec![
@@ -158,6 +179,60 @@ mod tests {
         ];
         for (name, tasks, now, want) in cases {
             assert_eq!(assess(&tasks, gate, at(now)), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn with_checks_gating_health_waits_for_them_to_pass_long_enough() {
+        use Verdict::*;
+        let at = |s: u64| T0.saturating_add(Duration::from_secs(s));
+        let gate = |checks| HealthGate {
+            min_healthy_time: Duration::from_secs(10),
+            healthy_deadline: Duration::from_secs(60),
+            since: T0,
+            checks,
+        };
+        let running = [task(TaskRunState::Running, Some(0), false)];
+        let cases = [
+            (
+                "checks fail",
+                ChecksGate::NotPassing,
+                30,
+                Undecided { recheck_at: at(60) },
+            ),
+            (
+                "checks never passed in time",
+                ChecksGate::NotPassing,
+                60,
+                Unhealthy,
+            ),
+            (
+                "passing since 5 s",
+                ChecksGate::PassingSince(at(5)),
+                12,
+                Undecided { recheck_at: at(15) },
+            ),
+            (
+                "passing for 10 s",
+                ChecksGate::PassingSince(at(5)),
+                15,
+                Healthy,
+            ),
+            (
+                "passing before the task ran: the start counts",
+                ChecksGate::PassingSince(T0),
+                10,
+                Healthy,
+            ),
+            (
+                "passing too late for the deadline",
+                ChecksGate::PassingSince(at(55)),
+                60,
+                Unhealthy,
+            ),
+        ];
+        for (name, checks, now, want) in cases {
+            assert_eq!(assess(&running, gate(checks), at(now)), want, "{name}");
         }
     }
 }

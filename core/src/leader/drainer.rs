@@ -5,9 +5,10 @@
 //! `migrate.max_parallel` allocations are moving at a time: the drainer marks one (its
 //! desired transition, `Command::AllocsMigrate`, with an eval of its job) only while the
 //! group keeps at least `count - max_parallel` healthy allocations, healthy meaning running
-//! for `migrate.min_healthy_time` (task states; service checks and deployments refine it
-//! once they exist). The scheduler then stops each marked allocation and places its
-//! replacement elsewhere, and as replacements turn healthy the next ones are marked.
+//! for `migrate.min_healthy_time` and, with `migrate.health_check = "checks"` (the
+//! default), every service registration of the allocation passing in the catalog. The
+//! scheduler then stops each marked allocation and places its replacement elsewhere, and
+//! as replacements turn healthy the next ones are marked.
 //!
 //! - Batch allocations are left to finish until the deadline (Nomad does the same).
 //! - System and sysbatch allocations move last, once nothing else on the node is left,
@@ -116,7 +117,9 @@ impl Drainer {
     }
 }
 
-/// When `alloc` last became running, if it runs now.
+/// When `alloc` last became running, if it runs now: client reports write no history, so
+/// for them it is the last report's time, which a change of its checks' health also moves
+/// (so with checks the healthy time counts from when they last changed, as it should).
 fn running_since(alloc: &Allocation) -> Option<Timestamp> {
     if alloc.client_status != ClientStatus::Running || alloc.is_terminal() {
         return None;
@@ -226,6 +229,15 @@ pub fn plan(
             let Some(since) = running_since(a) else {
                 continue;
             };
+            // A failing check holds the drain until it passes; the catalog changes wake
+            // the drainer through the allocation's report.
+            if group.migrate.health_check == HealthCheck::Checks
+                && snap
+                    .alloc_services(a.id)
+                    .any(|r| r.health != ServiceHealth::Passing)
+            {
+                continue;
+            }
             let ready_at = since.saturating_add(min_healthy);
             if ready_at <= now {
                 healthy += 1;

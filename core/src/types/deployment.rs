@@ -89,10 +89,10 @@ pub struct DeploymentStrategy {
 }
 
 impl Default for DeploymentStrategy {
-    /// Nomad's defaults, except the health check: `task_states` until checks exist.
+    /// Nomad's defaults.
     fn default() -> Self {
         Self {
-            health_check: HealthCheck::TaskStates,
+            health_check: HealthCheck::Checks,
             min_healthy_time: Duration::from_secs(10),
             healthy_deadline: Duration::from_secs(300),
             progress_deadline: Duration::from_secs(600),

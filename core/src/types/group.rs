@@ -31,11 +31,11 @@ pub struct TaskGroup {
     pub services: Vec<Service>,
 }
 
-/// What makes an allocation healthy for a drain (and, once they exist, a deployment).
+/// What makes an allocation healthy for a drain or a deployment.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
 pub enum HealthCheck {
-    /// Every task running for `min_healthy_time`, and every service check passing. Until
-    /// services exist it means what `TaskStates` does.
+    /// Every task running, and every service check that gates updates passing, for
+    /// `min_healthy_time`.
     #[default]
     Checks,
     /// Every task running for `min_healthy_time`.

@@ -6,7 +6,7 @@
 
 use super::{MapKind, Report, fmt_duration, show};
 use crate::types::{
-    AddressMode, CheckKind, GroupNetwork, Job, MIN_CHECK_INTERVAL, OnUpdate, Service, ServiceCheck,
+    AddressMode, CheckKind, GroupNetwork, Job, MIN_CHECK_INTERVAL, Service, ServiceCheck,
     TaskGroup, is_dns_label,
 };
 
@@ -88,18 +88,6 @@ fn check_check(
     c: &ServiceCheck,
 ) {
     r.text(at, "name", "check name", &c.name, r.limits.max_name_len);
-    // A check's health does not gate deployments yet (`health_check = "checks"`), so only
-    // the default, which every check then meets, is honest.
-    if c.on_update != OnUpdate::RequireHealthy {
-        r.err(
-            at,
-            "on_update",
-            format!(
-                "on_update {} changes how a check gates deployments, which drover's checks do not gate yet: leave it out",
-                show(c.on_update.as_str())
-            ),
-        );
-    }
     if c.interval < MIN_CHECK_INTERVAL {
         r.err(
             at,

@@ -2,7 +2,7 @@
 //! deployment, its health settings.
 
 use super::{Report, fmt_duration};
-use crate::types::{HealthCheck, Job, JobType, UpdateStrategy};
+use crate::types::{Job, JobType, UpdateStrategy};
 
 /// `p` is the path of the block's owner (`""` for the job, `groups[web]` for a group).
 pub(super) fn check_update(r: &mut Report<'_>, job: &Job, p: &str, u: &UpdateStrategy) {
@@ -10,13 +10,6 @@ pub(super) fn check_update(r: &mut Report<'_>, job: &Job, p: &str, u: &UpdateStr
     let Some(d) = &u.deployment else {
         return;
     };
-    if d.health_check == HealthCheck::Checks {
-        r.err(
-            p,
-            "update.health_check",
-            "health_check \"checks\" needs service checks, which drover does not have yet (issue 33: services); use \"task_states\"",
-        );
-    }
     r.duration(p, "update.min_healthy_time", d.min_healthy_time);
     r.duration(p, "update.healthy_deadline", d.healthy_deadline);
     r.duration(p, "update.progress_deadline", d.progress_deadline);

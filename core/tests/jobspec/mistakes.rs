@@ -184,10 +184,6 @@ fn common_mistakes_are_reported_where_they_are() {
         ),
         // Deployments (`update`): each bad setting named at its attribute.
         (
-            job("    update {\n      health_check = \"checks\"\n    }\n", ""),
-            Expect::Err(r#"t.hcl:4:22: groups[g].update.health_check: health_check "checks" needs service checks, which drover does not have yet (issue 33: services); use "task_states""#),
-        ),
-        (
             job("    update {\n      health_check = \"task_states\"\n      min_healthy_time = \"5m\"\n      healthy_deadline = \"1m\"\n    }\n", ""),
             Expect::Err("t.hcl:5:26: groups[g].update.min_healthy_time: min_healthy_time 5m must be shorter than healthy_deadline 1m"),
         ),

@@ -4,7 +4,7 @@
 //! an http path without `/`, a name that is no DNS label once interpolated, Consul).
 
 use super::{Expect, check_all, job};
-use drover_core::types::{AddressMode, CheckKind, CheckRestart, OnUpdate, Service};
+use drover_core::types::{AddressMode, CheckKind, CheckRestart, HealthCheck, OnUpdate, Service};
 use std::time::Duration;
 
 /// A group with an `http` port, with `service` spliced into the group.
@@ -81,16 +81,23 @@ fn services_and_checks_parse_and_their_mistakes_are_named_where_they_are() {
             }),
         ),
         (
-            // Accepted and ignored would be worse than refused: no check gates a
-            // deployment yet, and groups have no address of their own.
+            // Checks gate deployments (`health_check = "checks"`, the default), each as
+            // its `on_update` says.
             group_service(
-                "    service {\n      port = \"http\"\n      check {\n        type = \"tcp\"\n        on_update = \"ignore\"\n      }\n    }\n",
+                "    update {\n      health_check = \"checks\"\n    }\n    service {\n      port = \"http\"\n      check {\n        type = \"tcp\"\n        on_update = \"ignore\"\n      }\n      check {\n        type = \"tcp\"\n        on_update = \"ignore_warnings\"\n      }\n    }\n",
             ),
-            Expect::Err(
-                "t.hcl:10:21: groups[g].services[0].checks[0].on_update: on_update \"ignore\" changes how a check gates deployments, which drover's checks do not gate yet: leave it out",
-            ),
+            Expect::Job(|j| {
+                let update = j.groups[0].update.as_ref().expect("group update");
+                let rollout = update.deployment.as_ref().expect("a deployment");
+                assert_eq!(rollout.health_check, HealthCheck::Checks);
+                let on_update: Vec<OnUpdate> =
+                    first(j).checks.iter().map(|c| c.on_update).collect();
+                assert_eq!(on_update, [OnUpdate::Ignore, OnUpdate::IgnoreWarnings]);
+            }),
         ),
         (
+            // Accepted and ignored would be worse than refused: groups have no address of
+            // their own.
             group_service(
                 "    service {\n      port = \"http\"\n      address_mode = \"alloc\"\n    }\n",
             ),

@@ -306,3 +306,85 @@ fn a_new_leader_resumes_a_drain_and_a_mark_being_written_is_not_made_twice() {
     sim.pass_time(Duration::from_millis(1));
     assert_eq!(sim.marked(), first, "the new leader picks the drain up");
 }
+
+impl Sim {
+    /// The client of `alloc`'s node reports it running with one service registration whose
+    /// checks are `health`.
+    fn report_service(&mut self, alloc: AllocId, health: ServiceHealth) {
+        let node_id = self.store.snapshot().alloc(&alloc).unwrap().node_id;
+        let registration = ServiceRegistration {
+            id: ServiceRegistration::make_id(alloc, None, 0),
+            service_name: "web".into(),
+            namespace: String::new(),
+            job_id: String::new(),
+            alloc_id: alloc,
+            node_id,
+            task: None,
+            address: None,
+            port: 0,
+            tags: Vec::new(),
+            health,
+            create_index: 0,
+            modify_index: 0,
+        };
+        self.write(Command::AllocClientUpdates {
+            nodes: vec![crate::fsm::NodeAllocUpdates {
+                node_id,
+                updates: vec![crate::fsm::AllocClientUpdate {
+                    deployment_health: None,
+                    alloc_id: alloc,
+                    client_status: ClientStatus::Running,
+                    client_description: Default::default(),
+                    task_states: Default::default(),
+                }],
+                evals: vec![],
+                services: vec![crate::fsm::AllocServices {
+                    alloc_id: alloc,
+                    registrations: vec![registration],
+                }],
+            }],
+            now: self.now,
+        });
+    }
+}
+
+#[test]
+fn with_migrate_health_check_checks_a_replacement_must_pass_its_checks_first() {
+    for health_check in [HealthCheck::Checks, HealthCheck::TaskStates] {
+        let mut sim = cluster();
+        let mut web = mock::service_job("web", 2);
+        web.groups[0].migrate.health_check = health_check;
+        sim.register_job(&web, 1);
+        sim.place_on(&web, 1, 1, 0);
+        sim.place_on(&web, 2, 1, 1);
+        sim.pass_time(SEC * 11);
+        sim.drain(1, None, false, false);
+        assert_eq!(sim.marked(), vec![mock::alloc_id(1)]);
+        let mut next = 10;
+        let replacement = sim.move_marked(3, &mut next)[0];
+        sim.report_service(replacement, ServiceHealth::Critical);
+        sim.pass_time(SEC * 11);
+        if health_check == HealthCheck::TaskStates {
+            assert_eq!(
+                sim.marked(),
+                vec![mock::alloc_id(2)],
+                "task states: running long enough is healthy"
+            );
+            continue;
+        }
+        assert!(
+            sim.marked().is_empty(),
+            "running 11 s, but its check fails: the drain waits"
+        );
+        // Healthy time counts from the report that made the checks pass.
+        sim.report_service(replacement, ServiceHealth::Passing);
+        sim.pass_time(SEC * 9);
+        assert!(sim.marked().is_empty(), "passing for 9 s of 10");
+        sim.pass_time(SEC * 2);
+        assert_eq!(
+            sim.marked(),
+            vec![mock::alloc_id(2)],
+            "the next one, once the replacement's checks passed for min_healthy_time"
+        );
+    }
+}
