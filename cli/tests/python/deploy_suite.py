@@ -4,6 +4,7 @@ the job and of one allocation read."""
 
 import copy
 import os
+import queue
 
 import requests
 
@@ -75,6 +76,11 @@ def get(path):
     return requests.get(f"{ADDR}{path}", timeout=15)
 
 
+# The Deployment topic of the event stream, followed from before the first rollout.
+stream, stop_stream, events = n.event.stream.get_stream(topic="Deployment", event_queue=queue.Queue())
+stream.daemon = True
+stream.start()
+
 # Version 0: no older version to canary against; it rolls out and succeeds.
 n.jobs.register_job({"Job": version(0)})
 first = deployment_of(0, lambda d: d["Status"] == "successful")
@@ -93,6 +99,29 @@ check(
 )
 check("its description says so", first["StatusDescription"] == "Deployment completed successfully", first)
 check("it names its job", first["JobID"] == "py-deploy" and first["Namespace"] == "default", first)
+
+
+
+def success_event():
+    """The event of the first deployment's success, once it is on the stream."""
+    try:
+        frame = events.get(timeout=0.5)
+    except queue.Empty:
+        return None
+    for e in frame.get("Events", []):
+        d = e["Payload"].get("Deployment") or {}
+        if e["Topic"] == "Deployment" and d.get("ID") == first["ID"] and d.get("Status") == "successful":
+            return e
+    return None
+
+
+event = eventually("the first deployment's success on the event stream", success_event)
+check(
+    "the event carries the whole deployment",
+    event["Type"] == "DeploymentStatusUpdate" and event["Payload"]["Deployment"]["TaskGroups"]["web"]["HealthyAllocs"] == 2,
+    event,
+)
+stop_stream.set()
 
 listed = n.deployments.get_deployments()
 check("deployments are listed", [d["ID"] for d in listed] == [first["ID"]], listed)
