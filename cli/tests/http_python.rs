@@ -114,8 +114,8 @@ fn address_after(line: &str, marker: &str) -> String {
         .unwrap_or_else(|| panic!("no address after {marker:?} in {line:?}"))
 }
 
-#[test]
-fn python_nomad_drives_drover_dev() {
+/// Runs suite `name` against `drover dev` (two simulated nodes beside its real agent).
+fn suite_on_dev(name: &str) {
     let data_dir = tempfile::tempdir().expect("temp dir");
     let dir = data_dir.path().to_str().expect("utf-8 temp dir");
     let dev = spawn(
@@ -138,7 +138,17 @@ fn python_nomad_drives_drover_dev() {
     let line = wait_for_line(&dev, "the HTTP API in the banner", |l| {
         l.contains("HTTP API:")
     });
-    suite("dev_suite.py", &address_after(&line, "http://"));
+    suite(name, &address_after(&line, "http://"));
+}
+
+#[test]
+fn python_nomad_drives_drover_dev() {
+    suite_on_dev("dev_suite.py");
+}
+
+#[test]
+fn python_nomad_follows_deployments_and_services_on_drover_dev() {
+    suite_on_dev("deploy_suite.py");
 }
 
 #[test]

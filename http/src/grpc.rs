@@ -132,4 +132,5 @@ clients! {
     acl => pb::acl_service_client::AclServiceClient<GrpcService>,
     allocs => pb::alloc_service_client::AllocServiceClient<GrpcService>,
     services => pb::service_service_client::ServiceServiceClient<GrpcService>,
+    deployments => pb::deployment_service_client::DeploymentServiceClient<GrpcService>,
 }

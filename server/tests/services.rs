@@ -70,6 +70,8 @@ fn info(name: &str, wait_index: u64) -> pb::ServiceInfoRequest {
         name: name.into(),
         wait_index,
         max_wait_ms: 10_000,
+        job_id: String::new(),
+        alloc_id: String::new(),
     }
 }
 
@@ -170,6 +172,49 @@ async fn the_catalog_lists_what_agents_register_and_blocking_reads_wake_on_chang
         healths.contains(&(pb::ServiceHealth::Critical as i32)),
         "{got:?}"
     );
+
+    // Narrowed to one job, or to one allocation (any service name).
+    let scoped = |job_id: &str, alloc_id: &str| pb::ServiceInfoRequest {
+        job_id: job_id.into(),
+        alloc_id: alloc_id.into(),
+        ..info("", 0)
+    };
+    let of_job = client
+        .info(scoped("shop", ""))
+        .await
+        .expect("job's services")
+        .into_inner();
+    assert_eq!(of_job.instances.len(), 2, "{of_job:?}");
+    let of_alloc = client
+        .info(scoped("", &first.id.to_string()))
+        .await
+        .expect("allocation's services")
+        .into_inner();
+    let ids: Vec<&str> = of_alloc
+        .instances
+        .iter()
+        .map(|r| r.alloc_id.as_str())
+        .collect();
+    assert_eq!(ids, vec![first.id.to_string()], "{of_alloc:?}");
+    let named_other = client
+        .info(pb::ServiceInfoRequest {
+            name: "web".into(),
+            ..scoped("shop", "")
+        })
+        .await
+        .expect("job's services named web")
+        .into_inner();
+    assert!(named_other.instances.is_empty(), "{named_other:?}");
+    let refused = [
+        (scoped("nope", ""), Code::NotFound),
+        (scoped("", &AllocId::random().to_string()), Code::NotFound),
+        (scoped("", "not-an-id"), Code::InvalidArgument),
+        (scoped("shop", &first.id.to_string()), Code::InvalidArgument),
+    ];
+    for (req, code) in refused {
+        let err = client.info(req.clone()).await.expect_err("refused");
+        assert_eq!(err.code(), code, "{req:?}: {err:?}");
+    }
 
     // The allocation ends: its registration goes.
     send(

@@ -78,6 +78,8 @@ async fn watch(catalog: Arc<ServiceCatalog>, (namespace, name): Key) {
                 name: name.clone(),
                 wait_index: index,
                 max_wait_ms: u64::try_from(BLOCK_FOR.as_millis()).unwrap_or(u64::MAX),
+                job_id: String::new(),
+                alloc_id: String::new(),
             })
             .await;
         match read {

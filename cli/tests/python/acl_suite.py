@@ -48,6 +48,19 @@ check("a read-only token lists jobs", [j["ID"] for j in ro.jobs.get_jobs()] == [
 check("a read-only token reads the job", ro.job.get_job("acl-batch")["Type"] == "batch")
 check("a read-only token lists nodes", ro.nodes.get_nodes() == [])
 raises("a read-only token may not stop the job", exc.URLNotAuthorizedNomadException, lambda: ro.job.deregister_job("acl-batch"))
+raises("a call without a token may not list deployments", exc.URLNotAuthorizedNomadException, lambda: anon.deployments.get_deployments())
+check("a read-only token lists deployments (a batch job has none)", ro.deployments.get_deployments() == [])
+check("a read-only token reads the job's latest deployment", ro.job.get_deployment("acl-batch") is None)
+raises(
+    "a read-only token may not fail a deployment",
+    exc.URLNotAuthorizedNomadException,
+    lambda: ro.deployment.fail_deployment("0123abcd-0000-4000-8000-000000000000"),
+)
+raises(
+    "management fails no deployment that does not exist",
+    exc.URLNotFoundNomadException,
+    lambda: mgmt.deployment.fail_deployment("0123abcd-0000-4000-8000-000000000000"),
+)
 mgmt.job.deregister_job("acl-batch", purge=True)
 raises("the purged job is gone", exc.URLNotFoundNomadException, lambda: mgmt.job.get_job("acl-batch"))
 check("the token is deleted", mgmt.acl.delete_token(token["AccessorID"]))

@@ -37,6 +37,10 @@ pub struct Allocation {
     pub reschedule_tracker: Option<RescheduleTracker>,
     pub preempted_allocations: Vec<String>,
     pub preempted_by_allocation: String,
+    #[serde(rename = "DeploymentID")]
+    pub deployment_id: String,
+    /// Absent (null) for an allocation no deployment placed.
+    pub deployment_status: Option<AllocDeploymentStatus>,
     pub metrics: AllocationMetric,
     pub create_index: u64,
     pub modify_index: u64,
@@ -45,6 +49,33 @@ pub struct Allocation {
     pub modify_time: u64,
     /// drover: every client-status change, oldest first (what reconnects are judged by).
     pub client_status_history: Vec<StateEntry>,
+}
+
+/// Nomad's `AllocDeploymentStatus`: what the allocation's deployment knows of it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct AllocDeploymentStatus {
+    /// Null until the agent decided.
+    pub healthy: Option<bool>,
+    /// When the agent decided; Go's zero time until then.
+    pub timestamp: String,
+    pub canary: bool,
+    /// drover keeps no index of its own for the status: 0.
+    pub modify_index: u64,
+}
+
+/// The deployment status of an allocation a deployment placed.
+fn deployment_status(a: &pb::Allocation) -> Option<AllocDeploymentStatus> {
+    if a.deployment_id.is_empty() && !a.canary && a.deployment_health.is_none() {
+        return None;
+    }
+    let health = a.deployment_health.as_ref();
+    Some(AllocDeploymentStatus {
+        healthy: health.map(|h| h.healthy),
+        timestamp: rfc3339(health.map_or(0, |h| h.time_unix_ms)),
+        canary: a.canary,
+        modify_index: 0,
+    })
 }
 
 #[derive(Debug, Serialize)]
@@ -219,6 +250,8 @@ pub fn allocation(a: &pb::Allocation, job_type: &'static str, node_name: &str) -
         }),
         preempted_allocations: a.preempted_allocations.clone(),
         preempted_by_allocation: a.preempted_by.clone(),
+        deployment_id: a.deployment_id.clone(),
+        deployment_status: deployment_status(a),
         metrics: AllocationMetric {
             nodes_evaluated: metric.nodes_evaluated,
             nodes_filtered: metric.nodes_filtered,
@@ -238,5 +271,50 @@ pub fn allocation(a: &pb::Allocation, job_type: &'static str, node_name: &str) -
                 time: time_ns(s.time_unix_ms),
             })
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_allocation_carries_its_deployment_status() {
+        let placed = |deployment_id: &str, canary, health| pb::Allocation {
+            deployment_id: deployment_id.into(),
+            canary,
+            deployment_health: health,
+            ..Default::default()
+        };
+        let decided = Some(pb::AllocDeploymentHealth {
+            healthy: true,
+            time_unix_ms: 1_700_000_000_123,
+        });
+        let table = [
+            (placed("", false, None), serde_json::json!(null)),
+            (
+                placed("d1", true, None),
+                serde_json::json!({
+                    "Healthy": null,
+                    "Timestamp": "0001-01-01T00:00:00Z",
+                    "Canary": true,
+                    "ModifyIndex": 0,
+                }),
+            ),
+            (
+                placed("d1", false, decided),
+                serde_json::json!({
+                    "Healthy": true,
+                    "Timestamp": "2023-11-14T22:13:20.123Z",
+                    "Canary": false,
+                    "ModifyIndex": 0,
+                }),
+            ),
+        ];
+        for (alloc, want) in table {
+            let json = serde_json::to_value(allocation(&alloc, "", "")).expect("json");
+            assert_eq!(json["DeploymentStatus"], want, "{alloc:?}");
+            assert_eq!(json["DeploymentID"], alloc.deployment_id.as_str());
+        }
     }
 }

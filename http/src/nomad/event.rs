@@ -123,18 +123,7 @@ impl From<&pb::Event> for Event {
             ),
             Some(P::Deployment(d)) => (
                 d.namespace.clone(),
-                json!({ "Deployment": {
-                    "ID": d.id,
-                    "Namespace": d.namespace,
-                    "JobID": d.job_id,
-                    "JobVersion": d.job_version,
-                    "Status": pb::DeploymentStatus::try_from(d.status)
-                        .map(|s| s.as_str_name().trim_start_matches("DEPLOYMENT_STATUS_").to_ascii_lowercase())
-                        .unwrap_or_default(),
-                    "StatusDescription": d.description,
-                    "CreateIndex": d.create_index,
-                    "ModifyIndex": d.modify_index,
-                } }),
+                json!({ "Deployment": super::deployment::Deployment::from(d) }),
             ),
             None => (String::new(), Value::Null),
         };

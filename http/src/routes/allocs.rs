@@ -1,7 +1,8 @@
-//! `/v1/allocations` and `/v1/allocation/:id` (read, stop).
+//! `/v1/allocations` and `/v1/allocation/:id` (read, stop, services).
 
 use super::{Ctx, blocking, pages};
 use crate::nomad::alloc::allocation;
+use crate::nomad::service::NomadServiceRegistration;
 use crate::query::Call;
 use crate::reply::{self, ApiError};
 use axum::Router;
@@ -15,6 +16,7 @@ pub fn routes() -> Router<Ctx> {
         .route("/v1/allocations", get(list))
         .route("/v1/allocation/{id}", get(read))
         .route("/v1/allocation/{id}/stop", post(stop).put(stop))
+        .route("/v1/allocation/{id}/services", get(services))
 }
 
 async fn list(State(ctx): State<Ctx>, call: Call) -> Result<Response, ApiError> {
@@ -70,4 +72,43 @@ async fn stop(
     let r = ctx.grpc.allocs().stop(req).await?.into_inner();
     let body = serde_json::json!({ "EvalID": r.eval_id, "Index": r.index });
     Ok(reply::written(ctx.meta(r.index), &body))
+}
+
+/// The instances of the services the allocation (by id or a unique prefix) offers.
+async fn services(
+    State(ctx): State<Ctx>,
+    call: Call,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let (wait_index, max_wait_ms) = super::services::wait(&call)?;
+    let req = call.creds.request(pb::AllocGetRequest {
+        query: None,
+        alloc_id: id.clone(),
+    });
+    let alloc = ctx
+        .grpc
+        .operator()
+        .alloc_get(req)
+        .await?
+        .into_inner()
+        .allocation
+        .ok_or_else(|| ApiError::NotFound(format!("allocation {id:?} not found")))?;
+    let answer = ctx
+        .grpc
+        .services()
+        .info(call.creds.request(pb::ServiceInfoRequest {
+            namespace: alloc.namespace,
+            alloc_id: alloc.id,
+            wait_index,
+            max_wait_ms,
+            ..Default::default()
+        }))
+        .await?
+        .into_inner();
+    let body: Vec<NomadServiceRegistration> = answer
+        .instances
+        .iter()
+        .map(NomadServiceRegistration::from)
+        .collect();
+    Ok(reply::json(ctx.meta(answer.index), "", &body))
 }

@@ -5,9 +5,11 @@ use super::job_writes as w;
 use super::unsupported::refuse;
 use super::{Ctx, blocking, pages};
 use crate::nomad::alloc::allocation;
+use crate::nomad::deployment::Deployment;
 use crate::nomad::eval::Evaluation;
 use crate::nomad::job::NomadJob;
 use crate::nomad::misc::{JobListStub, JobSummary};
+use crate::nomad::service::NomadServiceRegistration;
 use crate::query::Call;
 use crate::reply::{self, ApiError};
 use axum::Router;
@@ -33,6 +35,9 @@ pub fn routes() -> Router<Ctx> {
         .route("/v1/job/{id}/allocations", get(allocations))
         .route("/v1/job/{id}/evaluations", get(evaluations))
         .route("/v1/job/{id}/summary", get(summary))
+        .route("/v1/job/{id}/deployments", get(deployments))
+        .route("/v1/job/{id}/deployment", get(latest_deployment))
+        .route("/v1/job/{id}/services", get(services))
         .route("/v1/job/{id}/plan", post(w::plan).put(w::plan))
         .route("/v1/job/{id}/evaluate", post(w::evaluate).put(w::evaluate))
         .route("/v1/job/{id}/revert", post(w::revert).put(w::revert))
@@ -195,4 +200,73 @@ async fn summary(
         .map(JobSummary::from)
         .ok_or_else(|| ApiError::NotFound(format!("job {id:?} has no summary")))?;
     Ok(reply::json(ctx.meta(r.index), "", &summary))
+}
+
+/// The job's deployments, newest first. Nomad's `?all` (deployments of an earlier job of
+/// the same id) changes nothing: drover keeps them under the id until collected.
+async fn job_deployments(
+    ctx: &Ctx,
+    call: &Call,
+    id: &str,
+) -> Result<(Vec<pb::Deployment>, u64), ApiError> {
+    let r = blocking(call, |query| {
+        let req = call.creds.request(pb::ListDeploymentsRequest {
+            query,
+            namespace: call.namespace().to_string(),
+            job_id: id.to_string(),
+        });
+        let mut deployments = ctx.grpc.deployments();
+        async move { deployments.list(req).await }
+    })
+    .await?;
+    Ok((r.deployments, r.index))
+}
+
+async fn deployments(
+    State(ctx): State<Ctx>,
+    call: Call,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let (list, index) = job_deployments(&ctx, &call, &id).await?;
+    let body: Vec<Deployment> = list.iter().map(Deployment::from).collect();
+    Ok(reply::json(ctx.meta(index), "", &body))
+}
+
+/// The job's newest deployment; JSON `null` when it has none, as Nomad answers.
+async fn latest_deployment(
+    State(ctx): State<Ctx>,
+    call: Call,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let (list, index) = job_deployments(&ctx, &call, &id).await?;
+    let body: Option<Deployment> = list.first().map(Deployment::from);
+    Ok(reply::json(ctx.meta(index), "", &body))
+}
+
+/// The instances of every service the job's running allocations offer; 404 for a job the
+/// namespace does not have, as Nomad answers.
+async fn services(
+    State(ctx): State<Ctx>,
+    call: Call,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let (wait_index, max_wait_ms) = super::services::wait(&call)?;
+    let answer = ctx
+        .grpc
+        .services()
+        .info(call.creds.request(pb::ServiceInfoRequest {
+            namespace: call.namespace().to_owned(),
+            job_id: id,
+            wait_index,
+            max_wait_ms,
+            ..Default::default()
+        }))
+        .await?
+        .into_inner();
+    let body: Vec<NomadServiceRegistration> = answer
+        .instances
+        .iter()
+        .map(NomadServiceRegistration::from)
+        .collect();
+    Ok(reply::json(ctx.meta(answer.index), "", &body))
 }

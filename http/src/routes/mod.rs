@@ -8,6 +8,7 @@
 mod acl;
 mod allocs;
 mod client;
+mod deployments;
 mod evals;
 mod events;
 mod job_writes;
@@ -58,6 +59,7 @@ pub fn router(ctx: Ctx) -> Router {
         .merge(nodes::routes())
         .merge(allocs::routes())
         .merge(evals::routes())
+        .merge(deployments::routes())
         .merge(acl::routes())
         .merge(status::routes())
         .merge(operator::routes())

@@ -20,7 +20,7 @@ pub fn routes() -> Router<Ctx> {
 }
 
 /// `?index` and `?wait` as the catalog read's `wait_index` and `max_wait_ms`.
-fn wait(call: &Call) -> Result<(u64, u64), ApiError> {
+pub fn wait(call: &Call) -> Result<(u64, u64), ApiError> {
     let index = call.number("index")?.unwrap_or(0);
     let wait = match call.get("wait") {
         Some(w) if !w.is_empty() => parse_go_duration(w).ok_or_else(|| {
@@ -99,6 +99,8 @@ async fn read(
             name,
             wait_index,
             max_wait_ms,
+            job_id: String::new(),
+            alloc_id: String::new(),
         }))
         .await?
         .into_inner();

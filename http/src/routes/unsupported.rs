@@ -1,6 +1,7 @@
 //! What Nomad serves and drover does not: 501 with a JSON error naming the endpoint, never
-//! a silent empty answer. Deployments get their own entries: they come with their own
-//! issue, and these answers go when they land.
+//! a silent empty answer. A path of an area drover serves that it cannot answer (manual
+//! allocation health, a job's scaling events) is refused the same way beside that area's
+//! routes.
 
 use super::Ctx;
 use crate::reply::ApiError;
@@ -10,19 +11,11 @@ use axum::routing::any;
 
 /// (path pattern, why drover does not serve it).
 const UNSUPPORTED: &[(&str, &str)] = &[
-    ("/v1/deployments", "drover has no deployments yet"),
-    ("/v1/deployment/{*rest}", "drover has no deployments yet"),
-    ("/v1/job/{id}/deployments", "drover has no deployments yet"),
-    ("/v1/job/{id}/deployment", "drover has no deployments yet"),
     (
         "/v1/job/{id}/stable",
-        "drover keeps no stable flag on job versions",
+        "drover marks a version stable when its deployment succeeds, never by hand",
     ),
     ("/v1/job/{id}/submission", "drover keeps no job sources"),
-    (
-        "/v1/job/{id}/services",
-        "drover has no service registrations yet",
-    ),
     ("/v1/jobs/statuses", "not served"),
     (
         "/v1/node/{id}/purge",
@@ -34,10 +27,6 @@ const UNSUPPORTED: &[(&str, &str)] = &[
     ),
     ("/v1/node/pools", "drover has no node pools"),
     ("/v1/node/pool/{*rest}", "drover has no node pools"),
-    (
-        "/v1/allocation/{id}/services",
-        "drover has no service registrations yet",
-    ),
     ("/v1/allocation/{id}/checks", "drover has no checks yet"),
     ("/v1/client/fs/{*rest}", "only client/fs/logs is served"),
     ("/v1/client/stats", "drover's agents report no host stats"),

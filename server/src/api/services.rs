@@ -9,10 +9,11 @@ use super::Api;
 use crate::auth::{authorize, caller, namespace_or_default as ns_of};
 use drover_core::acl::{NamespaceCapability as Cap, Need};
 use drover_core::state::{StateSnapshot, Table};
-use drover_core::types::NodeId;
+use drover_core::types::{AllocId, JobId, JobKey, NodeId, ServiceRegistration};
 use drover_proto::WireEnum;
 use drover_proto::v1 as pb;
 use drover_proto::v1::service_service_server::ServiceService;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 use tonic::{Request, Response, Status};
@@ -85,6 +86,70 @@ fn node_reads(node: Option<NodeId>, namespace: &str, snap: &StateSnapshot) -> Re
     }
 }
 
+/// Whose instances an Info read answers: one service's, or (narrowed by name when it
+/// names one) one job's or one allocation's.
+enum Scope {
+    Service,
+    Job(JobId),
+    Alloc(AllocId),
+}
+
+impl Scope {
+    fn of(req: &pb::ServiceInfoRequest) -> Result<Self, Status> {
+        match (req.job_id.is_empty(), req.alloc_id.is_empty()) {
+            (false, false) => Err(Status::invalid_argument(
+                "job_id and alloc_id: name one of them, not both",
+            )),
+            (false, true) => Ok(Scope::Job(JobId::new(&req.job_id))),
+            (true, false) => req.alloc_id.parse().map(Scope::Alloc).map_err(|_| {
+                Status::invalid_argument(format!(
+                    "alloc_id: {:?} is not an allocation id",
+                    req.alloc_id
+                ))
+            }),
+            (true, true) if req.name.is_empty() => Err(Status::invalid_argument("name: missing")),
+            (true, true) => Ok(Scope::Service),
+        }
+    }
+
+    /// The listed instances in scope, of `name` when it is not empty, in id order.
+    fn instances(
+        &self,
+        snap: &StateSnapshot,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Vec<Arc<ServiceRegistration>>, Status> {
+        let named = |r: &&Arc<ServiceRegistration>| name.is_empty() || r.service_name == name;
+        let of_allocs = |allocs: Vec<AllocId>| {
+            let mut found: Vec<_> = allocs
+                .iter()
+                .flat_map(|a| snap.alloc_services(*a))
+                .filter(|r| snap.service_listed(r))
+                .filter(|r| named(r))
+                .cloned()
+                .collect();
+            found.sort_by(|a, b| a.id.cmp(&b.id));
+            found
+        };
+        match self {
+            Scope::Service => Ok(snap.service_instances(namespace, name).cloned().collect()),
+            Scope::Job(id) => {
+                let key = JobKey::new(namespace, id.as_str());
+                if snap.job(&key).is_none() {
+                    return Err(Status::not_found(format!("job {key} not found")));
+                }
+                Ok(of_allocs(snap.allocs_by_job(&key).map(|a| a.id).collect()))
+            }
+            Scope::Alloc(id) => match snap.alloc(id) {
+                Some(a) if *a.namespace == *namespace => Ok(of_allocs(vec![*id])),
+                _ => Err(Status::not_found(format!(
+                    "allocation {id} not found in namespace {namespace:?}"
+                ))),
+            },
+        }
+    }
+}
+
 #[tonic::async_trait]
 impl ServiceService for ServiceApi {
     async fn list(
@@ -135,16 +200,15 @@ impl ServiceService for ServiceApi {
     ) -> Result<Response<pb::ServiceInfoResponse>, Status> {
         let node = service_reader(&req, &req.get_ref().namespace)?;
         let req = req.into_inner();
-        if req.name.is_empty() {
-            return Err(Status::invalid_argument("name: missing"));
-        }
+        let scope = Scope::of(&req)?;
         let namespace = ns_of(&req.namespace).to_owned();
         let snap = self
             .blocking_read(req.query.as_ref(), req.wait_index, req.max_wait_ms)
             .await?;
         node_reads(node, &namespace, &snap)?;
-        let instances = snap
-            .service_instances(&namespace, &req.name)
+        let instances = scope
+            .instances(&snap, &namespace, &req.name)?
+            .into_iter()
             .map(|r| r.as_ref().into())
             .collect();
         Ok(Response::new(pb::ServiceInfoResponse {
