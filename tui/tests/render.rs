@@ -16,7 +16,7 @@ use support::screen::{keys, screen};
 const SIZES: [(u16, u16); 3] = [(80, 24), (120, 40), (60, 20)];
 
 /// (snapshot name, keys pressed from the nodes view)
-const SCREENS: [(&str, &str); 19] = [
+const SCREENS: [(&str, &str); 20] = [
     ("nodes", ""),
     ("nodes_detail", "jji"),
     ("node_allocs", "jj\n"),
@@ -36,6 +36,7 @@ const SCREENS: [(&str, &str); 19] = [
     ("deployments_detail", ":deployments\nji"),
     ("jobs_detail_deployment", ":jobs\n/web-3\ni"),
     ("help_nodes", "?"),
+    ("help_deployments", ":deployments\n?"),
 ];
 
 #[test]

@@ -69,18 +69,12 @@ const COLUMNS: &[Column] = &[
 const KEYS: &[KeyHelp] = &[
     key(
         "enter / i",
-        "the deployment's detail: each group's progress, its allocations",
+        "each group's progress and the allocations it placed",
     ),
-    action(
-        "p",
-        "promote the deployment's canaries (once they are healthy)",
-    ),
-    action("P", "pause the deployment: nothing more of it is placed"),
+    action("p", "promote the canaries (once they are healthy)"),
+    action("P", "pause: nothing more of it is placed until resumed"),
     action("R", "resume a paused deployment"),
-    action(
-        "f",
-        "fail the deployment (with auto_revert, the job goes back)",
-    ),
+    action("f", "fail it (with auto_revert, its job goes back)"),
 ];
 
 impl TableView for DeploymentsView {
