@@ -101,8 +101,7 @@ pub fn touched_by(
                 rows.extend(
                     cluster
                         .deployments
-                        .iter()
-                        .filter(|o| o.namespace == d.namespace && o.job_id == d.job_id)
+                        .of_job(&d.job_key())
                         .map(|o| (ViewKind::Deployments, RowKey::Deployment(o.id))),
                 );
             }

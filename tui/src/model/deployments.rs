@@ -1,16 +1,19 @@
-//! The deployments as the console keeps them: every deployment by id, and which
-//! allocations each one placed, so its detail never walks the allocation table.
+//! The deployments as the console keeps them: every deployment by id, each job's in the
+//! order they were created, and which allocations each one placed, so neither an event nor
+//! a detail walks every deployment or the allocation table.
 
 use super::rows::AllocRow;
 use drover_core::{AllocId, Deployment, DeploymentId, JobKey};
 use std::collections::{BTreeSet, HashMap};
 
-/// Invariant: `allocs` lists exactly the allocations whose row names the deployment, each
-/// under it, whether or not the deployment itself is held (an allocation's event may come
-/// before its deployment's).
+/// Invariants: `by_job` lists exactly the deployments of `by_id`, each under its job with
+/// its create index (which never changes); `allocs` lists exactly the allocations whose
+/// row names the deployment, whether or not the deployment itself is held (an
+/// allocation's event may come before its deployment's).
 #[derive(Debug, Default)]
 pub struct DeploymentTable {
     by_id: HashMap<DeploymentId, Deployment>,
+    by_job: HashMap<JobKey, BTreeSet<(u64, DeploymentId)>>,
     allocs: HashMap<DeploymentId, BTreeSet<AllocId>>,
 }
 
@@ -51,43 +54,50 @@ impl DeploymentTable {
     /// [`drover_core::state::DEPLOYMENTS_KEPT`] are kept, active ones always; the servers
     /// drop the older ones without an event.
     pub fn upsert(&mut self, d: Deployment) {
-        if self
-            .by_id
-            .get(&d.id)
-            .is_some_and(|old| old.modify_index > d.modify_index)
-        {
+        let known = self.by_id.get(&d.id);
+        if known.is_some_and(|old| old.modify_index > d.modify_index) {
             return;
         }
         let key = d.job_key();
-        let id = d.id;
+        let (id, created) = (d.id, d.create_index);
+        let of_job = self.by_job.entry(key).or_default();
+        if let Some(old) = known {
+            of_job.remove(&(old.create_index, old.id));
+        }
+        of_job.insert((created, id));
         self.by_id.insert(id, d);
-        let mut of_job: Vec<&Deployment> = self
-            .by_id
-            .values()
-            .filter(|o| o.namespace == *key.namespace && o.job_id == key.id)
-            .collect();
         let excess = of_job
             .len()
             .saturating_sub(drover_core::state::DEPLOYMENTS_KEPT);
         if excess == 0 {
             return;
         }
-        of_job.sort_by_key(|o| (o.create_index, o.id));
-        let dropped: Vec<DeploymentId> = of_job
+        let dropped: Vec<(u64, DeploymentId)> = of_job
             .iter()
-            .filter(|o| !o.is_active() && o.id != id)
+            .filter(|(_, old)| *old != id && self.by_id.get(old).is_some_and(|o| !o.is_active()))
             .take(excess)
-            .map(|o| o.id)
+            .copied()
             .collect();
-        for old in dropped {
-            self.by_id.remove(&old);
+        for entry in dropped {
+            of_job.remove(&entry);
+            self.by_id.remove(&entry.1);
         }
     }
 
     /// Forgets the deployments of a purged job, as the servers do.
     pub fn remove_job(&mut self, key: &JobKey) {
-        self.by_id
-            .retain(|_, d| !(d.namespace == *key.namespace && d.job_id == key.id));
+        for (_, id) in self.by_job.remove(key).unwrap_or_default() {
+            self.by_id.remove(&id);
+        }
+    }
+
+    /// The deployments of a job, oldest first.
+    pub fn of_job(&self, key: &JobKey) -> impl Iterator<Item = &Deployment> {
+        self.by_job
+            .get(key)
+            .into_iter()
+            .flatten()
+            .filter_map(|(_, id)| self.by_id.get(id))
     }
 
     /// Follows allocation `alloc` from the deployment it was placed for to the one it is
@@ -121,9 +131,6 @@ impl DeploymentTable {
 
     /// The newest deployment of a job (by creation), if the console holds one.
     pub fn latest_of(&self, key: &JobKey) -> Option<&Deployment> {
-        self.by_id
-            .values()
-            .filter(|d| d.namespace == *key.namespace && d.job_id == key.id)
-            .max_by_key(|d| (d.create_index, d.id))
+        self.of_job(key).last()
     }
 }

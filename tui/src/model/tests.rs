@@ -454,3 +454,73 @@ fn a_load_indexes_the_allocations_of_each_deployment() {
     assert_eq!(canaries, expected);
     assert_eq!(c.deployments.len(), crate::fixtures::deployments().len());
 }
+
+fn any_deployment_table_change() -> impl Strategy<Value = Change> {
+    use drover_core::DeploymentStatus;
+    let template = crate::fixtures::deployments().swap_remove(0);
+    prop_oneof![
+        6 => (0u64..2, 0u64..12, 0u64..40, any::<bool>()).prop_map(
+            move |(job, n, index, active)| {
+                Change::Deployment(Box::new(drover_core::Deployment {
+                    id: crate::fixtures::deployment_id(job * 100 + n),
+                    job_id: format!("job-{job}").as_str().into(),
+                    job_version: n,
+                    status: if active {
+                        DeploymentStatus::Running
+                    } else {
+                        DeploymentStatus::Successful
+                    },
+                    create_index: n,
+                    modify_index: index,
+                    ..template.clone()
+                }))
+            }
+        ),
+        1 => (0u64..2).prop_map(|job| {
+            Change::JobRemoved(JobKey::default_ns(format!("job-{job}").as_str()))
+        }),
+    ]
+}
+
+proptest! {
+    /// Whatever the order of deployment events and purges, each job's deployments are
+    /// those held for it, its latest is the newest created, and beyond the number the
+    /// servers keep only active ones are held.
+    #[test]
+    fn each_jobs_deployments_equal_a_recount(
+        changes in proptest::collection::vec(any_deployment_table_change(), 0..80)
+    ) {
+        let mut c = Cluster::default();
+        for change in changes {
+            c.apply(change);
+        }
+        let mut counted = 0;
+        for job in 0..2u64 {
+            let key = JobKey::default_ns(format!("job-{job}").as_str());
+            let mut held: Vec<_> = c
+                .deployments
+                .iter()
+                .filter(|d| d.job_key() == key)
+                .map(|d| (d.create_index, d.id))
+                .collect();
+            held.sort_unstable();
+            let listed: Vec<_> = c
+                .deployments
+                .of_job(&key)
+                .map(|d| (d.create_index, d.id))
+                .collect();
+            prop_assert_eq!(&listed, &held);
+            prop_assert_eq!(
+                c.deployments.latest_of(&key).map(|d| d.id),
+                held.last().map(|(_, id)| *id)
+            );
+            let finished = c.deployments.of_job(&key).filter(|d| !d.is_active()).count();
+            prop_assert!(
+                held.len() <= drover_core::state::DEPLOYMENTS_KEPT || finished <= 1,
+                "{} held, {} finished", held.len(), finished
+            );
+            counted += held.len();
+        }
+        prop_assert_eq!(counted, c.deployments.len());
+    }
+}
