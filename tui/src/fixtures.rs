@@ -4,14 +4,15 @@
 
 use crate::app::{App, Connection, Input, Update};
 use crate::model::{
-    AllocName, AllocRow, AllocTable, BlockedKindLabel, BlockedRow, Change, ClusterInfo, EventRow,
-    HealthPeriods, SchedulingStats, Snapshot, WorkerRow, WorkerStatusLabel, alloc_row, job_row,
-    workload_label,
+    AllocName, AllocRow, AllocTable, BlockedKindLabel, BlockedRow, Change, ClusterInfo,
+    DeploymentPart, EventRow, HealthPeriods, SchedulingStats, Snapshot, WorkerRow,
+    WorkerStatusLabel, alloc_row, job_row, workload_label,
 };
 use drover_core::{
-    AllocMetric, AllocatedPort, Allocation, ClientStatus, Dimension, DrainStrategy, Eligibility,
-    EvalStatus, HostAddress, JobKey, JobStatus, NodeHealth, NodeStatus, PortRanges, PortShortage,
-    SuspendReason, TaskEvent, TaskRunState, TaskState, Timestamp, TriggeredBy, mock,
+    AllocMetric, AllocatedPort, Allocation, ClientStatus, Deployment, DeploymentGroup,
+    DeploymentStatus, Dimension, DrainStrategy, Eligibility, EvalStatus, HostAddress, JobKey,
+    JobStatus, NodeHealth, NodeStatus, PortRanges, PortShortage, SuspendReason, TaskEvent,
+    TaskRunState, TaskState, Timestamp, TriggeredBy, mock,
 };
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -139,6 +140,7 @@ pub fn snapshot(nodes: u64, allocs: u64) -> Snapshot {
             2 => ClientStatus::Complete,
             _ => ClientStatus::Running,
         };
+        row.deployment = deployment_part(a);
         alloc_rows.upsert(row);
     }
 
@@ -205,6 +207,7 @@ pub fn snapshot(nodes: u64, allocs: u64) -> Snapshot {
         jobs: jobs.iter().chain(&children).map(job_row).collect(),
         evals,
         services: services(nodes, allocs),
+        deployments: deployments(),
         index: 1_000,
         health_periods: Some(server_health_periods()),
     }
@@ -251,6 +254,117 @@ pub fn services(nodes: u64, allocs: u64) -> Vec<drover_core::ServiceRegistration
         }
     }
     registrations
+}
+
+/// The id of deployment `n` of [`deployments`].
+pub fn deployment_id(n: u64) -> drover_core::DeploymentId {
+    drover_core::DeploymentId::from_bytes(scattered(4, n))
+}
+
+/// One of every status: `web-0`'s finished rollout (0), `web-3`'s canaries waiting for
+/// promotion, one healthy (1), `web-6`'s paused rollout with an unhealthy allocation (2),
+/// and two of job `api` in namespace `staging`: version 1 failed (3), version 0 cancelled
+/// by it (4).
+pub fn deployments() -> Vec<Deployment> {
+    use drover_core::deployment_describe as describe;
+    let group = |desired: u32, placed: u32, healthy: u32, unhealthy: u32| DeploymentGroup {
+        desired_total: desired,
+        placed,
+        healthy,
+        unhealthy,
+        progress_deadline: Duration::from_secs(600),
+        ..Default::default()
+    };
+    let deployment =
+        |n: u64, job: &str, version: u64, status, description: &str, groups| Deployment {
+            id: deployment_id(n),
+            namespace: drover_core::DEFAULT_NAMESPACE.to_owned(),
+            job_id: job.into(),
+            job_version: version,
+            job_create_index: 10,
+            status,
+            description: description.to_owned(),
+            groups: BTreeMap::from([groups]),
+            create_time: ago(300 + n * 600),
+            create_index: 400 - n * 50,
+            modify_index: 900 - n * 50,
+        };
+    let canaries = DeploymentGroup {
+        desired_canaries: 2,
+        placed_canaries: vec![alloc_id(3), alloc_id(12)],
+        require_progress_by: Some(now().saturating_add(Duration::from_secs(420))),
+        ..group(10, 2, 1, 0)
+    };
+    let paused = DeploymentGroup {
+        auto_revert: true,
+        require_progress_by: Some(now().saturating_add(Duration::from_secs(60))),
+        ..group(10, 4, 3, 1)
+    };
+    let mut failed = deployment(
+        3,
+        "api",
+        1,
+        DeploymentStatus::Failed,
+        describe::UNHEALTHY_REVERTED,
+        ("api".to_owned(), group(3, 3, 1, 2)),
+    );
+    failed.namespace = "staging".to_owned();
+    let mut cancelled = deployment(
+        4,
+        "api",
+        0,
+        DeploymentStatus::Cancelled,
+        describe::NEWER_JOB,
+        ("api".to_owned(), group(3, 1, 1, 0)),
+    );
+    cancelled.namespace = "staging".to_owned();
+    vec![
+        deployment(
+            0,
+            "web-0",
+            0,
+            DeploymentStatus::Successful,
+            describe::SUCCESSFUL,
+            ("web".to_owned(), group(10, 10, 10, 0)),
+        ),
+        deployment(
+            1,
+            "web-3",
+            0,
+            DeploymentStatus::Running,
+            describe::RUNNING_NEEDS_PROMOTION,
+            ("web".to_owned(), canaries),
+        ),
+        deployment(
+            2,
+            "web-6",
+            0,
+            DeploymentStatus::Paused,
+            describe::PAUSED,
+            ("web".to_owned(), paused),
+        ),
+        failed,
+        cancelled,
+    ]
+}
+
+/// Allocation `a`'s part in the [`deployments`]: the first ten of `web-0`, healthy; the
+/// two canaries of `web-3` (3 healthy, 12 not decided); the first four of `web-6` (33
+/// unhealthy).
+fn deployment_part(a: u64) -> Option<DeploymentPart> {
+    let (n, canary, healthy) = match a {
+        _ if a % 9 == 0 && a < 90 => (0, false, Some(true)),
+        3 => (1, true, Some(true)),
+        12 => (1, true, None),
+        6 | 15 | 24 => (2, false, Some(true)),
+        33 => (2, false, Some(false)),
+        _ => return None,
+    };
+    Some(DeploymentPart {
+        id: deployment_id(n),
+        canary,
+        healthy,
+    })
 }
 
 /// Allocation `a` of [`snapshot`] as `AllocGet` returns it when its detail opens: running

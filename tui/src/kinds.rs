@@ -3,7 +3,7 @@
 //! module: the app (state and keys) and the views (what each table shows) both use it,
 //! and neither imports the other for it.
 
-use drover_core::{AllocId, EvalId, JobKey, NodeHealth, NodeId, SuspendReason};
+use drover_core::{AllocId, DeploymentId, EvalId, JobKey, NodeHealth, NodeId, SuspendReason};
 use std::cmp::Ordering;
 
 /// Which view is on screen.
@@ -21,11 +21,13 @@ pub enum ViewKind {
     Servers,
     /// Service registrations: where each allocation offers its services, and their health.
     Services,
+    /// Deployments: each job version's rollout, its groups' progress, and the actions on it.
+    Deployments,
 }
 
 impl ViewKind {
     /// How many views there are: the length of the per-view tables the app keeps.
-    pub const COUNT: usize = 9;
+    pub const COUNT: usize = 10;
 
     /// The views `tab` cycles through, in the order of the header's tabs: every view.
     pub const TABS: [ViewKind; Self::COUNT] = [
@@ -34,6 +36,7 @@ impl ViewKind {
         ViewKind::Blocked,
         ViewKind::Workers,
         ViewKind::Jobs,
+        ViewKind::Deployments,
         ViewKind::Allocs,
         ViewKind::Servers,
         ViewKind::Services,
@@ -52,6 +55,7 @@ impl ViewKind {
             ViewKind::Events => "events",
             ViewKind::Servers => "servers",
             ViewKind::Services => "services",
+            ViewKind::Deployments => "deployments",
         }
     }
 
@@ -59,13 +63,15 @@ impl ViewKind {
     pub fn short_name(self) -> &'static str {
         match self {
             ViewKind::Services => "svc",
+            ViewKind::Deployments => "dp",
+            ViewKind::Servers => "srv",
             other => other.name(),
         }
     }
 
     pub fn parse(name: &str) -> Option<Self> {
         let name = name.trim();
-        let aliases: [(&str, ViewKind); 11] = [
+        let aliases: [(&str, ViewKind); 15] = [
             ("node", ViewKind::Nodes),
             ("eval", ViewKind::Evals),
             ("evaluations", ViewKind::Evals),
@@ -77,6 +83,10 @@ impl ViewKind {
             ("members", ViewKind::Servers),
             ("service", ViewKind::Services),
             ("svc", ViewKind::Services),
+            ("srv", ViewKind::Servers),
+            ("deployment", ViewKind::Deployments),
+            ("deploy", ViewKind::Deployments),
+            ("dp", ViewKind::Deployments),
         ];
         Self::TABS
             .into_iter()
@@ -149,7 +159,7 @@ impl HealthFilter {
 }
 
 /// The topics `t` cycles through; `None` shows all.
-pub const TOPICS: [Option<&str>; 7] = [
+pub const TOPICS: [Option<&str>; 8] = [
     None,
     Some("node"),
     Some("allocation"),
@@ -157,6 +167,7 @@ pub const TOPICS: [Option<&str>; 7] = [
     Some("job"),
     Some("operator"),
     Some("service"),
+    Some("deployment"),
 ];
 
 /// The identity of a row, stable across refreshes.
@@ -176,6 +187,7 @@ pub enum RowKey {
     Event(u64),
     /// A service registration by its id (`<alloc id>-group-<n>`, `<alloc id>-task-…`).
     Service(String),
+    Deployment(DeploymentId),
 }
 
 impl RowKey {
@@ -191,6 +203,7 @@ impl RowKey {
             RowKey::Server(id) => id.clone(),
             RowKey::Event(seq) => seq.to_string(),
             RowKey::Service(id) => id.clone(),
+            RowKey::Deployment(id) => id.to_string(),
         }
     }
 }

@@ -16,7 +16,7 @@ use support::screen::{keys, screen};
 const SIZES: [(u16, u16); 3] = [(80, 24), (120, 40), (60, 20)];
 
 /// (snapshot name, keys pressed from the nodes view)
-const SCREENS: [(&str, &str); 16] = [
+const SCREENS: [(&str, &str); 20] = [
     ("nodes", ""),
     ("nodes_detail", "jji"),
     ("node_allocs", "jj\n"),
@@ -32,7 +32,11 @@ const SCREENS: [(&str, &str); 16] = [
     ("events", ":events\n"),
     ("services", ":services\n"),
     ("services_detail", ":services\njjji"),
+    ("deployments", ":deployments\n"),
+    ("deployments_detail", ":deployments\nji"),
+    ("jobs_detail_deployment", ":jobs\n/web-3\ni"),
     ("help_nodes", "?"),
+    ("help_deployments", ":deployments\n?"),
 ];
 
 #[test]
@@ -49,11 +53,12 @@ fn every_view_at_every_size() {
 
 #[test]
 fn dialogs_and_connection_states() {
-    let cases: [(&str, &str, bool); 4] = [
+    let cases: [(&str, &str, bool); 5] = [
         ("confirm_offline", "o", false),
         ("drain_prompt", "d", false),
         ("help_read_only", "?", true),
         ("workers_confirm_pause_all", ":workers\nP", false),
+        ("deployments_confirm_promote", ":deployments\njp", false),
     ];
     for (name, pressed, read_only) in cases {
         let mut app = fixtures::app(40, 200, 80, 24);
@@ -492,8 +497,8 @@ fn the_servers_view_shows_each_servers_own_view() {
     }
 }
 
-/// `:ns NAME` scopes the jobs, evals and blocked views to one namespace and says so in
-/// the title; `:ns *` shows every namespace again.
+/// `:ns NAME` scopes the jobs, evals, blocked and deployments views to one namespace and
+/// says so in the title; `:ns *` shows every namespace again.
 #[test]
 fn a_namespace_scopes_the_job_views() {
     let mut app = fixtures::app(40, 200, 160, 40);
@@ -520,4 +525,21 @@ fn a_namespace_scopes_the_job_views() {
             None => assert!(!t.contains("namespace"), "{command:?}: {t}"),
         }
     }
+}
+
+/// The deployments view follows `:ns` like the other job views: the fixture's `staging`
+/// deployments alone, then every namespace's again.
+#[test]
+fn a_namespace_scopes_the_deployments_view() {
+    let mut app = fixtures::app(40, 200, 160, 40);
+    keys(&mut app, ":deployments\n");
+    let all = app.list().order.len();
+    assert_eq!(all, fixtures::deployments().len());
+    keys(&mut app, ":ns staging\n");
+    let text = screen(&mut app, Theme { color: false });
+    assert_eq!(app.list().order.len(), 2, "{text}");
+    assert!(text.contains("api"), "{text}");
+    assert!(!text.contains("web-3"), "{text}");
+    keys(&mut app, ":ns *\n");
+    assert_eq!(app.list().order.len(), all);
 }

@@ -4,7 +4,7 @@
 use super::command_line::NodeVerb;
 use super::{Action, App, Area, Command, Confirm, Mode, Permissions, Prompt, PromptKind, RowKey};
 use crate::views::{Tone, ViewKind};
-use drover_core::{Eligibility, NodeHealth, NodeId};
+use drover_core::{DeploymentStatus, Eligibility, NodeHealth, NodeId};
 
 impl App {
     /// The keys that act on the cluster, named as the help lists them (`o`, `ctrl-k`). In
@@ -42,6 +42,7 @@ impl App {
                 self.alloc_action(key == "r");
                 Action::None
             }
+            (ViewKind::Deployments, _) => self.deployment_action(c),
             _ => Action::None,
         }
     }
@@ -75,6 +76,65 @@ impl App {
                 Command::StopAlloc(id),
             )
         });
+    }
+
+    /// Promote (`p`), pause (`P`), resume (`R`) or fail (`f`) the selected deployment.
+    /// All but resuming ask first; what the deployment's status already rules out is
+    /// refused here, the rest (canaries not healthy yet) by the server.
+    fn deployment_action(&mut self, c: char) -> Action {
+        let Some(RowKey::Deployment(id)) = self.list().selected.clone() else {
+            return Action::None;
+        };
+        let Some(d) = self.cluster.deployments.get(&id) else {
+            return Action::None;
+        };
+        if !self.permissions.may_stop_jobs_in(&d.namespace) {
+            let text = format!("your token lacks submit-job in namespace {:?}", d.namespace);
+            self.tell(text, Tone::Warn);
+            return Action::None;
+        }
+        let what = format!(
+            "deployment {} of {} v{}",
+            id.short(),
+            d.job_id,
+            d.job_version
+        );
+        if !d.is_active() {
+            let text = format!("{what} is {}: it no longer changes", d.status.as_str());
+            self.tell(text, Tone::Warn);
+            return Action::None;
+        }
+        let paused = d.status == DeploymentStatus::Paused;
+        let (question, command) = match c {
+            'p' if !d.requires_promotion() => {
+                self.tell(format!("{what} has no canaries to promote"), Tone::Warn);
+                return Action::None;
+            }
+            'p' => (
+                format!("promote the canaries of {what}? the rest of each group rolls out"),
+                Command::PromoteDeployment(id),
+            ),
+            'P' if paused => {
+                self.tell(format!("{what} is already paused"), Tone::Warn);
+                return Action::None;
+            }
+            'P' => (
+                format!("pause {what}? nothing more of it is placed until resumed"),
+                Command::PauseDeployment { id, pause: true },
+            ),
+            'R' if !paused => {
+                self.tell(format!("{what} is not paused"), Tone::Warn);
+                return Action::None;
+            }
+            'R' => return self.run(Command::PauseDeployment { id, pause: false }),
+            'f' => (
+                format!("fail {what}? with auto_revert its job goes back to its stable version"),
+                Command::FailDeployment(id),
+            ),
+            _ => return Action::None,
+        };
+        self.mode = Mode::Confirm(Confirm::new(question, command));
+        Action::None
     }
 
     fn node_action(&mut self, c: char) -> Action {

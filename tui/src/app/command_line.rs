@@ -42,7 +42,8 @@ pub enum CommandLine {
         worker: Option<String>,
     },
     StopJob(String),
-    /// Scope the jobs, evals and blocked views to one namespace; `None`: all (`*`).
+    /// Scope the jobs, evals, blocked and deployments views to one namespace; `None`: all
+    /// (`*`).
     Namespace(Option<String>),
 }
 
@@ -174,7 +175,12 @@ impl App {
                     None => "showing every namespace".to_owned(),
                 };
                 self.namespace = ns;
-                for view in [ViewKind::Jobs, ViewKind::Evals, ViewKind::Blocked] {
+                for view in [
+                    ViewKind::Jobs,
+                    ViewKind::Evals,
+                    ViewKind::Blocked,
+                    ViewKind::Deployments,
+                ] {
                     self.invalidate(view);
                 }
                 self.tell(told, Tone::Normal);

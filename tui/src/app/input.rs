@@ -5,7 +5,7 @@ use crate::model::WorkerRow;
 use crate::model::{
     BlockedRow, Change, ClusterInfo, EventRow, SchedulingStats, ServerView, Snapshot,
 };
-use drover_core::{AllocId, Allocation, JobKey, NodeId, SampledUsage, Timestamp};
+use drover_core::{AllocId, Allocation, DeploymentId, JobKey, NodeId, SampledUsage, Timestamp};
 use ratatui::crossterm::event::{KeyEvent, MouseEvent};
 use std::time::Duration;
 
@@ -98,6 +98,15 @@ pub enum Command {
     RestartAlloc(AllocId),
     /// Stops an allocation; its job's scheduler places a replacement.
     StopAlloc(AllocId),
+    /// Promotes every canary of a deployment (the server refuses while any is unhealthy).
+    PromoteDeployment(DeploymentId),
+    /// Pauses (`pause`) or resumes a deployment.
+    PauseDeployment {
+        id: DeploymentId,
+        pause: bool,
+    },
+    /// Marks a deployment failed; with auto_revert its job goes back to its stable version.
+    FailDeployment(DeploymentId),
     /// Not an action: fetches one allocation in full for its detail.
     FetchAlloc(AllocId),
     /// Not an action: fetches a node's allocations for the usage its detail shows.

@@ -82,8 +82,8 @@ pub struct App {
     pub health: HealthFilter,
     /// Index into [`TOPICS`].
     pub topic: usize,
-    /// The namespace the jobs, evals and blocked views show (`:ns NAME`, `:ns *`);
-    /// `None`: every namespace.
+    /// The namespace the jobs, evals, blocked and deployments views show (`:ns NAME`,
+    /// `:ns *`); `None`: every namespace.
     pub namespace: Option<String>,
     /// Which allocations the allocations view shows.
     pub alloc_scope: AllocScope,
@@ -289,6 +289,7 @@ impl App {
                     ViewKind::Jobs,
                     ViewKind::Allocs,
                     ViewKind::Services,
+                    ViewKind::Deployments,
                 ] {
                     self.invalidate(view);
                 }

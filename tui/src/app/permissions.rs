@@ -12,7 +12,7 @@ pub enum Area {
     Nodes,
     /// Pausing and resuming workers: `operator` write.
     Operator,
-    /// Stopping a job: `submit-job` in its namespace.
+    /// Stopping a job, acting on its deployments: `submit-job` in its namespace.
     Jobs,
     /// Restarting and stopping an allocation: `alloc-lifecycle` in its namespace.
     Allocs,
@@ -24,7 +24,7 @@ impl Area {
         match view {
             ViewKind::Nodes => Some(Area::Nodes),
             ViewKind::Workers => Some(Area::Operator),
-            ViewKind::Jobs => Some(Area::Jobs),
+            ViewKind::Jobs | ViewKind::Deployments => Some(Area::Jobs),
             ViewKind::Allocs => Some(Area::Allocs),
             _ => None,
         }

@@ -87,7 +87,25 @@ pub fn touched_by(
             }
         }
         Change::Job(job) => rows.push((ViewKind::Jobs, RowKey::Job(job.key.clone()))),
-        Change::JobRemoved(key) => rows.push((ViewKind::Jobs, RowKey::Job(key.clone()))),
+        Change::JobRemoved(key) => {
+            rows.push((ViewKind::Jobs, RowKey::Job(key.clone())));
+            // A purged job's deployments go with it.
+            all.push(ViewKind::Deployments);
+        }
+        Change::Deployment(d) => {
+            rows.push((ViewKind::Deployments, RowKey::Deployment(d.id)));
+            // A new deployment, or one that finished, may drop the job's oldest (as the
+            // servers keep only a few per job): every deployment of the job may go.
+            let held = cluster.deployments.get(&d.id);
+            if held.is_none_or(|old| old.status != d.status) {
+                rows.extend(
+                    cluster
+                        .deployments
+                        .of_job(&d.job_key())
+                        .map(|o| (ViewKind::Deployments, RowKey::Deployment(o.id))),
+                );
+            }
+        }
         Change::Service(r) => rows.push((ViewKind::Services, RowKey::Service(r.id.clone()))),
         Change::ServiceRemoved(id) => rows.push((ViewKind::Services, RowKey::Service(id.clone()))),
         Change::SchedulerConfig { .. } | Change::LogOnly => {}

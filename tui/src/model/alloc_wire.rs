@@ -4,7 +4,7 @@
 
 use super::alloc_name::AllocName;
 use super::change::DecodeError;
-use super::rows::AllocRow;
+use super::rows::{AllocRow, DeploymentPart};
 use drover_core::{ClientStatus, DesiredStatus, JobKey, Resources, Timestamp};
 use drover_proto::v1 as pb;
 use drover_proto::{ConvertError, Problem, WireEnum};
@@ -80,6 +80,12 @@ pub struct ListedAlloc {
     pub modify_index: u64,
     #[prost(uint64, tag = "26")]
     pub create_time_unix_ms: u64,
+    #[prost(bytes = "bytes", tag = "32")]
+    pub deployment_id: prost::bytes::Bytes,
+    #[prost(bool, tag = "33")]
+    pub canary: bool,
+    #[prost(message, optional, tag = "34")]
+    pub deployment_health: Option<pb::AllocDeploymentHealth>,
 }
 
 /// `drover.v1.JobAllocationsResponse`, its allocations read as [`ListedAlloc`]s.
@@ -106,6 +112,9 @@ struct Fields<'a> {
     resources: Option<pb::Resources>,
     create_time_unix_ms: u64,
     modify_index: u64,
+    deployment_id: &'a str,
+    canary: bool,
+    deployment_healthy: Option<bool>,
 }
 
 /// The row of an allocation as the servers send it, sharing `strings` with the rows decoded
@@ -127,6 +136,9 @@ pub fn decode_alloc_with(
         resources: p.resources,
         create_time_unix_ms: p.create_time_unix_ms,
         modify_index: p.modify_index,
+        deployment_id: &p.deployment_id,
+        canary: p.canary,
+        deployment_healthy: p.deployment_health.map(|h| h.healthy),
     };
     row(fields, strings)
 }
@@ -152,6 +164,9 @@ pub fn decode_listed_alloc(
         resources: a.resources,
         create_time_unix_ms: a.create_time_unix_ms,
         modify_index: a.modify_index,
+        deployment_id: text("deployment_id", &a.deployment_id)?,
+        canary: a.canary,
+        deployment_healthy: a.deployment_health.map(|h| h.healthy),
     };
     row(fields, strings)
 }
@@ -184,6 +199,16 @@ fn row(p: Fields, strings: &mut JobStrings) -> Result<AllocRow, DecodeError> {
         resources,
         create_time: Timestamp::from_millis(p.create_time_unix_ms),
         modify_index: p.modify_index,
+        deployment: if p.deployment_id.is_empty() {
+            None
+        } else {
+            Some(DeploymentPart {
+                id: drover_proto::convert::parse_id("deployment_id", p.deployment_id)
+                    .map_err(within)?,
+                canary: p.canary,
+                healthy: p.deployment_healthy,
+            })
+        },
     })
 }
 
@@ -229,6 +254,20 @@ mod tests {
             alloc.create_time = Timestamp::from_millis(7_000 + n);
             alloc.modify_index = 40 + n;
             alloc.client_description = "all tasks ran".into();
+            // One placed by a deployment, as its canary, and found healthy.
+            if n == 1 {
+                alloc.links = drover_core::Links::new(drover_core::AllocLinks {
+                    deployment: Some(drover_core::AllocDeployment {
+                        id: drover_core::DeploymentId::from_bytes([7; 16]),
+                        canary: true,
+                        health: Some(drover_core::DeploymentHealth {
+                            healthy: true,
+                            time: Timestamp::from_millis(9_000),
+                        }),
+                    }),
+                    ..Default::default()
+                });
+            }
             alloc.task_states.insert(
                 "server",
                 drover_core::TaskState {
@@ -254,6 +293,7 @@ mod tests {
             let row = decode_listed_alloc(&page.allocations[0], &mut strings)
                 .expect("a well-formed allocation");
             assert_eq!(row, alloc_row(&alloc));
+            assert_eq!(row.deployment.is_some(), n == 1);
         }
     }
 

@@ -8,7 +8,7 @@ use super::allocs::AllocTable;
 use super::rows::{AllocRow, BlockedKindLabel, BlockedRow, EventRow, JobRow, WorkerRow};
 use super::rows::{SchedulingStats, WorkerStatusLabel, workload_label};
 use drover_core::{AllocId, Allocation, EvalId, Evaluation, Job, JobKey, Node, NodeId, Timestamp};
-use drover_core::{JobStatus, JobType, ServiceRegistration};
+use drover_core::{Deployment, JobStatus, JobType, ServiceRegistration};
 use drover_proto::WireEnum;
 use drover_proto::v1 as pb;
 use std::collections::BTreeMap;
@@ -41,6 +41,8 @@ pub enum Change {
     Service(Box<ServiceRegistration>),
     /// A registration deregistered, by id.
     ServiceRemoved(String),
+    /// A deployment created, or its status or counts changed.
+    Deployment(Box<Deployment>),
     /// The scheduler configuration changed: whether the eval broker is paused, which the
     /// header shows at once rather than at the next poll of the broker.
     SchedulerConfig {
@@ -63,6 +65,9 @@ pub struct Snapshot {
     /// Every service registration (empty from a server without a catalog, or when the
     /// token may not read it).
     pub services: Vec<ServiceRegistration>,
+    /// Every deployment (empty from a server without deployments, or when the token may
+    /// not read them).
+    pub deployments: Vec<Deployment>,
     /// The lowest index the reads answered at: events from here on may already be in the
     /// snapshot, which is harmless because applying them is idempotent.
     pub index: u64,
@@ -174,6 +179,12 @@ pub fn alloc_row(a: &Allocation) -> AllocRow {
         resources: a.resources,
         create_time: a.create_time,
         modify_index: a.modify_index,
+        deployment: a
+            .links
+            .get()
+            .deployment
+            .as_ref()
+            .map(super::rows::DeploymentPart::of),
     }
 }
 
@@ -426,17 +437,15 @@ pub fn decode_event(e: pb::Event, received: Timestamp) -> Result<(Change, EventR
             (change, summary)
         }
         Some(Payload::Deployment(d)) => {
-            let status = pb::DeploymentStatus::try_from(d.status)
-                .map(|s| {
-                    s.as_str_name()
-                        .trim_start_matches("DEPLOYMENT_STATUS_")
-                        .to_ascii_lowercase()
-                })
-                .unwrap_or_default();
-            (
-                Change::LogOnly,
-                format!("{} v{} {status}", d.job_id, d.job_version),
-            )
+            let d = Deployment::try_from(d)?;
+            let summary = format!(
+                "{} v{} {}: {}",
+                d.job_id,
+                d.job_version,
+                d.status.as_str(),
+                d.description
+            );
+            (Change::Deployment(Box::new(d)), summary)
         }
         None => return Err(missing("any")),
     };

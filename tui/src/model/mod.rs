@@ -6,6 +6,7 @@ mod alloc_name;
 mod alloc_wire;
 mod allocs;
 mod change;
+mod deployments;
 mod intern;
 mod job_evals;
 mod node_wire;
@@ -22,11 +23,12 @@ pub use change::{
     Snapshot, alloc_row, decode_blocked, decode_event, decode_job_entry, decode_node,
     decode_worker, health_periods, job_row, role_label, scheduling_stats,
 };
+pub use deployments::DeploymentTable;
 pub use job_evals::JobEvals;
 pub use node_wire::{ListedNode, ListedNodeEntry, ListedNodePage};
 pub use rows::{
-    AllocRow, BlockedKindLabel, BlockedRow, EventRow, JobCounts, JobRow, SchedulingStats, Usage,
-    WorkerRow, WorkerStatusLabel, job_status_text, workload_label,
+    AllocRow, BlockedKindLabel, BlockedRow, DeploymentPart, EventRow, JobCounts, JobRow,
+    SchedulingStats, Usage, WorkerRow, WorkerStatusLabel, job_status_text, workload_label,
 };
 pub use services::ServiceTable;
 
@@ -46,6 +48,8 @@ pub struct Cluster {
     pub evals: HashMap<EvalId, Evaluation>,
     /// Every service registration, with each allocation's.
     pub services: ServiceTable,
+    /// Every deployment the servers keep, with the allocations each placed.
+    pub deployments: DeploymentTable,
     pub blocked: Vec<BlockedRow>,
     pub workers: Vec<WorkerRow>,
     pub stats: SchedulingStats,
@@ -85,6 +89,7 @@ impl Cluster {
         // Built (sums included) by the task that loaded it, not on the console's thread.
         self.allocs = snapshot.allocs;
         self.services = ServiceTable::of(snapshot.services);
+        self.deployments = DeploymentTable::of(snapshot.deployments, self.allocs.values());
         self.index = self.index.max(snapshot.index);
         self.health_periods = snapshot.health_periods;
     }
@@ -117,11 +122,17 @@ impl Cluster {
                     return false;
                 }
                 let placed = known.is_none() && row.is_live();
+                let was = known.and_then(|a| a.deployment).map(|p| p.id);
+                self.deployments
+                    .alloc_moved(row.id, was, row.deployment.map(|p| p.id));
                 self.allocs.upsert(row);
                 return placed;
             }
             Change::AllocRemoved(id) => {
-                self.allocs.remove(&id);
+                if let Some(old) = self.allocs.remove(&id) {
+                    self.deployments
+                        .alloc_moved(id, old.deployment.map(|p| p.id), None);
+                }
             }
             Change::Eval(eval) => {
                 if self
@@ -150,8 +161,10 @@ impl Cluster {
                 }
             }
             Change::JobRemoved(key) => {
+                self.deployments.remove_job(&key);
                 self.jobs.remove(&key);
             }
+            Change::Deployment(d) => self.deployments.upsert(*d),
             Change::Service(r) => self.services.upsert(*r),
             Change::ServiceRemoved(id) => self.services.remove(&id),
             Change::SchedulerConfig { pause_eval_broker } => {

@@ -3,7 +3,8 @@
 
 use super::alloc_name::AllocName;
 use drover_core::{
-    AllocId, ClientStatus, DesiredStatus, JobKey, JobStatus, JobType, Resources, Timestamp,
+    AllocId, ClientStatus, DeploymentId, DesiredStatus, JobKey, JobStatus, JobType, Resources,
+    Timestamp,
 };
 use drover_proto::v1 as pb;
 use std::borrow::Cow;
@@ -27,6 +28,27 @@ pub struct AllocRow {
     pub resources: Resources,
     pub create_time: Timestamp,
     pub modify_index: u64,
+    /// The deployment that placed it, which that deployment's detail lists.
+    pub deployment: Option<DeploymentPart>,
+}
+
+/// An allocation's part in the deployment that placed it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeploymentPart {
+    pub id: DeploymentId,
+    pub canary: bool,
+    /// The agent's verdict on its health; `None` until it decided.
+    pub healthy: Option<bool>,
+}
+
+impl DeploymentPart {
+    pub fn of(d: &drover_core::AllocDeployment) -> Self {
+        Self {
+            id: d.id,
+            canary: d.canary,
+            healthy: d.health.map(|h| h.healthy),
+        }
+    }
 }
 
 impl AllocRow {

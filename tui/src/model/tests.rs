@@ -292,3 +292,235 @@ fn service_events_add_update_and_remove_registrations() {
     assert!(c.services.is_empty());
     assert!(ids(&c).is_empty());
 }
+
+/// A `Deployment` topic event as the server sends it.
+fn deployment_event(
+    event_type: drover_proto::v1::EventType,
+    d: &drover_core::Deployment,
+) -> Change {
+    use drover_proto::v1 as pb;
+    let event = pb::Event {
+        topic: pb::Topic::Deployment as i32,
+        event_type: event_type as i32,
+        key: d.id.to_string(),
+        index: d.modify_index,
+        payload: Some(pb::event::Payload::Deployment(d.into())),
+    };
+    decode_event(event, drover_core::Timestamp::ZERO)
+        .expect("a well-formed deployment event")
+        .0
+}
+
+#[test]
+fn deployment_events_create_update_and_keep_the_newest() {
+    use drover_core::DeploymentStatus;
+    use drover_proto::v1::EventType;
+    let mut c = Cluster::default();
+    let mut d = crate::fixtures::deployments().swap_remove(1);
+    let key = d.job_key();
+    c.apply(deployment_event(EventType::DeploymentStatusUpdate, &d));
+    assert_eq!(c.deployments.get(&d.id), Some(&d));
+    assert_eq!(c.deployments.latest_of(&key), Some(&d));
+
+    // Its second canary turns healthy, then an operator promotes it.
+    let older = d.clone();
+    if let Some(web) = d.groups.get_mut("web") {
+        web.healthy = 2;
+    }
+    d.modify_index += 1;
+    c.apply(deployment_event(EventType::DeploymentAllocHealth, &d));
+    assert_eq!(c.deployments.get(&d.id), Some(&d));
+    if let Some(web) = d.groups.get_mut("web") {
+        web.promoted = true;
+    }
+    d.description = drover_core::deployment_describe::PROMOTED.into();
+    d.modify_index += 1;
+    c.apply(deployment_event(EventType::DeploymentPromotion, &d));
+    assert_eq!(c.deployments.get(&d.id), Some(&d));
+    // A replayed older event changes nothing.
+    c.apply(deployment_event(EventType::DeploymentAllocHealth, &older));
+    assert_eq!(c.deployments.get(&d.id), Some(&d));
+
+    // The job's next version: the newer deployment is the job's latest, the old one is
+    // cancelled and kept.
+    let mut next = d.clone();
+    next.id = crate::fixtures::deployment_id(9);
+    next.job_version += 1;
+    next.create_index = d.modify_index + 1;
+    next.modify_index = next.create_index;
+    d.status = DeploymentStatus::Cancelled;
+    d.modify_index = next.create_index;
+    c.apply(deployment_event(EventType::DeploymentStatusUpdate, &d));
+    c.apply(deployment_event(EventType::DeploymentStatusUpdate, &next));
+    assert_eq!(c.deployments.len(), 2);
+    assert_eq!(c.deployments.latest_of(&key), Some(&next));
+
+    // Purging the job takes its deployments with it, as on the servers.
+    c.apply(Change::JobRemoved(key.clone()));
+    assert!(c.deployments.is_empty());
+    assert_eq!(c.deployments.latest_of(&key), None);
+}
+
+/// The servers keep a job's newest few deployments and drop older finished ones without
+/// an event: the console does the same, and never drops an active one.
+#[test]
+fn only_a_jobs_newest_finished_deployments_are_kept() {
+    use drover_core::DeploymentStatus;
+    use drover_core::state::DEPLOYMENTS_KEPT;
+    let template = crate::fixtures::deployments().swap_remove(0);
+    let version = |n: u64, status| drover_core::Deployment {
+        id: crate::fixtures::deployment_id(100 + n),
+        job_version: n,
+        status,
+        create_index: 10 + n,
+        modify_index: 10 + n,
+        ..template.clone()
+    };
+    let mut c = Cluster::default();
+    // The oldest is still running (paused): it stays whatever comes after it.
+    c.apply(Change::Deployment(Box::new(version(
+        0,
+        DeploymentStatus::Paused,
+    ))));
+    let total = DEPLOYMENTS_KEPT as u64 + 3;
+    for n in 1..total {
+        c.apply(Change::Deployment(Box::new(version(
+            n,
+            DeploymentStatus::Successful,
+        ))));
+    }
+    assert_eq!(c.deployments.len(), DEPLOYMENTS_KEPT);
+    let mut kept: Vec<u64> = c.deployments.iter().map(|d| d.job_version).collect();
+    kept.sort_unstable();
+    let newest = (total - DEPLOYMENTS_KEPT as u64 + 1)..total;
+    assert_eq!(kept, std::iter::once(0).chain(newest).collect::<Vec<_>>());
+}
+
+fn with_deployment(mut r: AllocRow, deployment: Option<u64>) -> AllocRow {
+    r.deployment = deployment.map(|n| DeploymentPart {
+        id: crate::fixtures::deployment_id(n),
+        canary: n == 0,
+        healthy: None,
+    });
+    r
+}
+
+fn any_deployment_change() -> impl Strategy<Value = Change> {
+    prop_oneof![
+        4 => (0u64..8, 0u64..20, proptest::option::of(0u64..3)).prop_map(|(n, index, d)| {
+            Change::Alloc(with_deployment(row(n, n % 3, ClientStatus::Running, index), d))
+        }),
+        1 => (0u64..8).prop_map(|n| Change::AllocRemoved(mock::alloc_id(n))),
+    ]
+}
+
+proptest! {
+    /// Whatever the order of allocation changes, each deployment lists exactly the
+    /// allocations whose row names it.
+    #[test]
+    fn each_deployments_allocations_equal_a_recount(
+        changes in proptest::collection::vec(any_deployment_change(), 0..60)
+    ) {
+        let mut c = Cluster::default();
+        for change in changes {
+            c.apply(change);
+        }
+        for n in 0..3 {
+            let id = crate::fixtures::deployment_id(n);
+            let listed: Vec<_> = c.deployments.allocs_of(&id).copied().collect();
+            let mut expected: Vec<_> = c
+                .allocs
+                .values()
+                .filter(|a| a.deployment.is_some_and(|p| p.id == id))
+                .map(|a| a.id)
+                .collect();
+            expected.sort_unstable();
+            prop_assert_eq!(listed, expected);
+        }
+    }
+}
+
+#[test]
+fn a_load_indexes_the_allocations_of_each_deployment() {
+    let mut c = Cluster::default();
+    c.load(crate::fixtures::snapshot(40, 200));
+    let canaries: Vec<_> = c
+        .deployments
+        .allocs_of(&crate::fixtures::deployment_id(1))
+        .copied()
+        .collect();
+    let mut expected = vec![crate::fixtures::alloc_id(3), crate::fixtures::alloc_id(12)];
+    expected.sort_unstable();
+    assert_eq!(canaries, expected);
+    assert_eq!(c.deployments.len(), crate::fixtures::deployments().len());
+}
+
+fn any_deployment_table_change() -> impl Strategy<Value = Change> {
+    use drover_core::DeploymentStatus;
+    let template = crate::fixtures::deployments().swap_remove(0);
+    prop_oneof![
+        6 => (0u64..2, 0u64..12, 0u64..40, any::<bool>()).prop_map(
+            move |(job, n, index, active)| {
+                Change::Deployment(Box::new(drover_core::Deployment {
+                    id: crate::fixtures::deployment_id(job * 100 + n),
+                    job_id: format!("job-{job}").as_str().into(),
+                    job_version: n,
+                    status: if active {
+                        DeploymentStatus::Running
+                    } else {
+                        DeploymentStatus::Successful
+                    },
+                    create_index: n,
+                    modify_index: index,
+                    ..template.clone()
+                }))
+            }
+        ),
+        1 => (0u64..2).prop_map(|job| {
+            Change::JobRemoved(JobKey::default_ns(format!("job-{job}").as_str()))
+        }),
+    ]
+}
+
+proptest! {
+    /// Whatever the order of deployment events and purges, each job's deployments are
+    /// those held for it, its latest is the newest created, and beyond the number the
+    /// servers keep only active ones are held.
+    #[test]
+    fn each_jobs_deployments_equal_a_recount(
+        changes in proptest::collection::vec(any_deployment_table_change(), 0..80)
+    ) {
+        let mut c = Cluster::default();
+        for change in changes {
+            c.apply(change);
+        }
+        let mut counted = 0;
+        for job in 0..2u64 {
+            let key = JobKey::default_ns(format!("job-{job}").as_str());
+            let mut held: Vec<_> = c
+                .deployments
+                .iter()
+                .filter(|d| d.job_key() == key)
+                .map(|d| (d.create_index, d.id))
+                .collect();
+            held.sort_unstable();
+            let listed: Vec<_> = c
+                .deployments
+                .of_job(&key)
+                .map(|d| (d.create_index, d.id))
+                .collect();
+            prop_assert_eq!(&listed, &held);
+            prop_assert_eq!(
+                c.deployments.latest_of(&key).map(|d| d.id),
+                held.last().map(|(_, id)| *id)
+            );
+            let finished = c.deployments.of_job(&key).filter(|d| !d.is_active()).count();
+            prop_assert!(
+                held.len() <= drover_core::state::DEPLOYMENTS_KEPT || finished <= 1,
+                "{} held, {} finished", held.len(), finished
+            );
+            counted += held.len();
+        }
+        prop_assert_eq!(counted, c.deployments.len());
+    }
+}

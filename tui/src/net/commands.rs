@@ -13,6 +13,7 @@ use drover_core::{Allocation, NodeId, SampledUsage};
 use drover_proto::bearer::BearerChannel as Channel;
 use drover_proto::v1 as pb;
 use pb::alloc_service_client::AllocServiceClient;
+use pb::deployment_service_client::DeploymentServiceClient;
 use pb::job_service_client::JobServiceClient;
 use pb::operator_service_client::OperatorServiceClient;
 use pb::worker_service_client::WorkerServiceClient;
@@ -54,6 +55,10 @@ fn failed(what: impl std::fmt::Display, status: Status) -> String {
 
 fn operator(channel: Channel) -> OperatorServiceClient<Channel> {
     OperatorServiceClient::new(channel).max_decoding_message_size(super::MAX_ANSWER_BYTES)
+}
+
+fn deployments(channel: Channel) -> DeploymentServiceClient<Channel> {
+    DeploymentServiceClient::new(channel).max_decoding_message_size(super::MAX_ANSWER_BYTES)
 }
 
 fn workers(channel: Channel) -> WorkerServiceClient<Channel> {
@@ -342,6 +347,60 @@ async fn run(servers: &Servers, command: Command) -> Result<Outcome, String> {
                 .map_err(|s| failed(format_args!("stop allocation {}", id.short()), s))?;
             Ok(Outcome::Said(format!(
                 "stopping allocation {}, a replacement is being placed",
+                id.short()
+            )))
+        }
+        Command::PromoteDeployment(id) => {
+            let request = pb::PromoteDeploymentRequest {
+                id: id.to_string(),
+                groups: Vec::new(),
+            };
+            servers
+                .call(|channel| {
+                    let request = request.clone();
+                    async move { deployments(channel).promote(request).await }
+                })
+                .await
+                .map_err(|s| failed(format_args!("promote deployment {}", id.short()), s))?;
+            Ok(Outcome::Said(format!(
+                "promoted the canaries of deployment {}",
+                id.short()
+            )))
+        }
+        Command::PauseDeployment { id, pause } => {
+            let request = pb::DeploymentIdRequest { id: id.to_string() };
+            let verb = if pause { "pause" } else { "resume" };
+            servers
+                .call(|channel| {
+                    let request = request.clone();
+                    async move {
+                        let mut client = deployments(channel);
+                        if pause {
+                            client.pause(request).await
+                        } else {
+                            client.resume(request).await
+                        }
+                    }
+                })
+                .await
+                .map_err(|s| failed(format_args!("{verb} deployment {}", id.short()), s))?;
+            Ok(Outcome::Said(format!(
+                "{} deployment {}",
+                if pause { "paused" } else { "resumed" },
+                id.short()
+            )))
+        }
+        Command::FailDeployment(id) => {
+            let request = pb::DeploymentIdRequest { id: id.to_string() };
+            servers
+                .call(|channel| {
+                    let request = request.clone();
+                    async move { deployments(channel).fail(request).await }
+                })
+                .await
+                .map_err(|s| failed(format_args!("fail deployment {}", id.short()), s))?;
+            Ok(Outcome::Said(format!(
+                "marked deployment {} failed",
                 id.short()
             )))
         }

@@ -181,6 +181,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
                 crate::views::ViewKind::Jobs
                     | crate::views::ViewKind::Evals
                     | crate::views::ViewKind::Blocked
+                    | crate::views::ViewKind::Deployments
             )
         }) {
             t.push_str(&format!(" · namespace {ns}"));

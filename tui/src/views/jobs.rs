@@ -157,6 +157,19 @@ impl TableView for JobsView {
         if let Some(parent) = &j.parent_id {
             lines.push(DetailLine::field("parent", parent.clone()));
         }
+        if let Some(d) = ctx.cluster.deployments.latest_of(&j.key) {
+            lines.push(DetailLine::toned(
+                "deployment",
+                format!(
+                    "{} v{} {}: {}",
+                    d.id.short(),
+                    d.job_version,
+                    d.status.as_str(),
+                    super::format::sentence(&d.description)
+                ),
+                super::deployments::status_tone(d.status),
+            ));
+        }
         lines
     }
 

@@ -5,6 +5,7 @@
 
 mod allocs;
 mod blocked;
+mod deployments;
 mod evals;
 mod events;
 mod format;
@@ -35,6 +36,7 @@ impl ViewKind {
             ViewKind::Events => &events::EventsView,
             ViewKind::Servers => &servers::ServersView,
             ViewKind::Services => &services::ServicesView,
+            ViewKind::Deployments => &deployments::DeploymentsView,
         }
     }
 }
@@ -162,7 +164,8 @@ pub struct Ctx<'a> {
     pub health: HealthFilter,
     /// Only events of this topic; `None`: all.
     pub topic: Option<&'static str>,
-    /// Only jobs, evals and blocked evals of this namespace; `None`: every namespace.
+    /// Only jobs, evals, blocked evals and deployments of this namespace; `None`: every
+    /// namespace.
     pub namespace: Option<&'a str>,
     /// The allocation fetched in full for the allocation detail, when it has arrived.
     pub alloc_detail: Option<&'a drover_core::Allocation>,
@@ -209,7 +212,7 @@ pub const GLOBAL_KEYS: &[KeyHelp] = &[
     key("tab / shift-tab", "next / previous view"),
     key(
         ":nodes :allocs …",
-        "go to a view (:evals :blocked :workers :jobs :services :servers :events too)",
+        "go to a view (:evals :blocked :workers :jobs :deployments :services :servers :events too)",
     ),
     key(
         ":node offline ID",
@@ -221,7 +224,7 @@ pub const GLOBAL_KEYS: &[KeyHelp] = &[
     ),
     key(
         ":ns NAME",
-        "jobs, evals, blocked of one namespace (:ns * for all)",
+        "NAME's jobs, evals, blocked, deployments (:ns * for all)",
     ),
     key("/", "filter: text, !text inverts, ~regex (esc clears)"),
     key("1-9", "sort by that column (again: reverse)"),

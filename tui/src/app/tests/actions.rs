@@ -109,6 +109,34 @@ fn every_action_key_asks_or_runs_the_right_command() {
             "<c-k><right><enter>",
             Command::StopAlloc(alloc),
         ),
+        // The deployments, newest first: web-0's finished one, web-3's canaries, web-6's
+        // paused rollout.
+        (
+            ":deployments<enter>",
+            "jp<right><enter>",
+            Command::PromoteDeployment(fixtures::deployment_id(1)),
+        ),
+        (
+            ":deployments<enter>",
+            "jP<right><enter>",
+            Command::PauseDeployment {
+                id: fixtures::deployment_id(1),
+                pause: true,
+            },
+        ),
+        (
+            ":deployments<enter>",
+            "jjR",
+            Command::PauseDeployment {
+                id: fixtures::deployment_id(2),
+                pause: false,
+            },
+        ),
+        (
+            ":deployments<enter>",
+            "jjf<right><enter>",
+            Command::FailDeployment(fixtures::deployment_id(2)),
+        ),
     ];
     for (view, keys, want) in cases {
         let mut app = app();
@@ -148,6 +176,8 @@ fn read_only_refuses_every_action() {
         (":jobs<enter>", "x<right><enter>"),
         (":jobs<enter><enter>", "r<right><enter>"),
         (":allocs<enter>", "<c-k><right><enter>"),
+        (":deployments<enter>", "jp<right><enter>"),
+        (":deployments<enter>", "jjR"),
     ];
     for (view, keys) in keys {
         let mut app = fixtures::app(40, 200, 120, 40);
@@ -339,4 +369,87 @@ fn online_of_a_suspended_node_asks_first() {
             assert!(actions.is_empty(), "{health:?} {keys}: {actions:?}");
         }
     }
+}
+
+/// What a deployment's status already rules out is told at once, without a round trip;
+/// a confirmation left on cancel sends nothing.
+#[test]
+fn deployment_actions_the_status_rules_out_are_told() {
+    // (keys from the deployments view, what the status bar says)
+    let cases: [(&str, &str); 5] = [
+        ("p", "of web-0 v0 is successful: it no longer changes"),
+        ("jjjf", "of api v1 is failed: it no longer changes"),
+        ("jR", "of web-3 v0 is not paused"),
+        ("jjP", "of web-6 v0 is already paused"),
+        ("jjp", "of web-6 v0 has no canaries to promote"),
+    ];
+    for (keys, told) in cases {
+        let mut app = app();
+        press(&mut app, ":deployments<enter>");
+        let actions = press(&mut app, keys);
+        assert!(actions.is_empty(), "{keys}: {actions:?}");
+        assert_eq!(app.mode, Mode::Normal, "{keys}");
+        let notice = app.notice.as_ref().expect("the operator is told why");
+        assert!(notice.text.contains(told), "{keys}: {}", notice.text);
+        assert_eq!(notice.tone, Tone::Warn, "{keys}");
+    }
+    let mut app = app();
+    press(&mut app, ":deployments<enter>");
+    assert!(
+        press(&mut app, "jp<enter>").is_empty(),
+        "cancel is the default"
+    );
+    assert!(press(&mut app, "jf<esc>").is_empty());
+}
+
+/// A token without submit-job where the deployment lives is told so before a round trip;
+/// the server's refusals (a precondition such as unhealthy canaries) reach the status
+/// line as the other actions' do.
+#[test]
+fn deployment_actions_respect_the_token_and_tell_refusals() {
+    let mut app = app();
+    app.permissions = Permissions {
+        jobs: JobRights::Asked {
+            allowed: ["staging".to_owned()].into(),
+            denied: ["default".to_owned()].into(),
+        },
+        ..Permissions::everything()
+    };
+    press(&mut app, ":deployments<enter>");
+    assert!(press(&mut app, "jp<right><enter>").is_empty());
+    let notice = app.notice.as_ref().expect("told");
+    assert_eq!(
+        notice.text,
+        "your token lacks submit-job in namespace \"default\""
+    );
+
+    let mut app = self::app();
+    app.permissions = Permissions {
+        jobs: JobRights::Asked {
+            allowed: Default::default(),
+            denied: ["default".to_owned(), "staging".to_owned()].into(),
+        },
+        ..Permissions::everything()
+    };
+    press(&mut app, ":deployments<enter>");
+    assert!(press(&mut app, "jp").is_empty());
+    assert_eq!(app.mode, Mode::Normal);
+    assert_eq!(
+        app.notice.as_ref().map(|n| n.text.as_str()),
+        Some("your token lacks submit-job")
+    );
+
+    let mut app = self::app();
+    press(&mut app, ":deployments<enter>");
+    let sent = press(&mut app, "jp<right><enter>");
+    assert_eq!(
+        sent,
+        vec![Action::Run(Command::PromoteDeployment(
+            fixtures::deployment_id(1)
+        ))]
+    );
+    let refusal = "promote deployment 1a2b3c4d failed: canaries of group \"web\" are not healthy";
+    app.handle(Input::Update(Update::CommandDone(Err(refusal.to_owned()))));
+    let notice = app.notice.as_ref().expect("told");
+    assert_eq!((notice.text.as_str(), notice.tone), (refusal, Tone::Bad));
 }

@@ -484,3 +484,56 @@ fn colon_services_shows_every_registration_and_events_keep_it() {
     press(&mut app, ":nodes<enter>:svc<enter>");
     assert_eq!(app.view, ViewKind::Services);
 }
+
+#[test]
+fn colon_deployments_lists_them_newest_first_and_events_keep_it() {
+    let mut app = app();
+    press(&mut app, ":deployments<enter>");
+    assert_eq!(app.view, ViewKind::Deployments);
+    let ids = |app: &App| -> Vec<RowKey> { app.list().order.iter().cloned().collect() };
+    let newest_first: Vec<RowKey> = (0..5)
+        .map(|n| RowKey::Deployment(fixtures::deployment_id(n)))
+        .collect();
+    assert_eq!(ids(&app), newest_first);
+
+    // web-3's next version: its deployment arrives on the stream and leads the list, and
+    // the one it supersedes is cancelled in place.
+    let mut next = fixtures::deployments().swap_remove(1);
+    let mut superseded = next.clone();
+    next.id = fixtures::deployment_id(7);
+    next.job_version = 1;
+    next.create_index = 1_001;
+    next.modify_index = 1_001;
+    superseded.status = drover_core::DeploymentStatus::Cancelled;
+    superseded.modify_index = 1_001;
+    app.handle(Input::Update(Update::Events(vec![
+        (Change::Deployment(Box::new(superseded)), event_row()),
+        (Change::Deployment(Box::new(next)), event_row()),
+    ])));
+    app.prepare_frame();
+    assert_eq!(app.list().order.len(), 6);
+    assert_eq!(
+        app.list().order.get(0),
+        Some(&RowKey::Deployment(fixtures::deployment_id(7)))
+    );
+    let cancelled = app
+        .cluster
+        .deployments
+        .get(&fixtures::deployment_id(1))
+        .map(|d| d.status);
+    assert_eq!(cancelled, Some(drover_core::DeploymentStatus::Cancelled));
+
+    // Purging web-3 takes its deployments away.
+    app.handle(Input::Update(Update::Events(vec![(
+        Change::JobRemoved(drover_core::JobKey::default_ns("web-3")),
+        event_row(),
+    )])));
+    app.prepare_frame();
+    assert_eq!(app.list().order.len(), 4);
+
+    // The aliases reach it too.
+    for alias in ["deploy", "dp", "deployment"] {
+        press(&mut app, &format!("<esc>:nodes<enter>:{alias}<enter>"));
+        assert_eq!(app.view, ViewKind::Deployments, "{alias}");
+    }
+}

@@ -9,6 +9,7 @@
 //! console does not keep (`lean`); and every page is decoded into rows as it arrives and
 //! dropped, so the messages of the whole cluster are never held next to its rows.
 
+mod deployments;
 mod jobs;
 mod lean;
 mod measure;
@@ -73,11 +74,16 @@ async fn read(channel: &Channel, clock: &DecodeClock) -> Result<Snapshot, tonic:
         channel.clone(),
         clock.clone(),
     )));
-    let (nodes, jobs, evals, services) = tokio::try_join!(
+    let deployments = Task(tokio::spawn(deployments::read_deployments(
+        channel.clone(),
+        clock.clone(),
+    )));
+    let (nodes, jobs, evals, services, deployments) = tokio::try_join!(
         nodes.join(),
         jobs::read_jobs(channel, clock),
         evals.join(),
-        services.join()
+        services.join(),
+        deployments.join()
     )?;
     let index = nodes.index.min(jobs.index).min(evals.1);
     Ok(Snapshot {
@@ -87,11 +93,12 @@ async fn read(channel: &Channel, clock: &DecodeClock) -> Result<Snapshot, tonic:
         jobs: jobs.jobs,
         evals: evals.0,
         services: services.registrations,
-        // A catalog that never changed (index 0) has nothing the stream could replay.
-        index: match services.index {
-            0 => index,
-            services => index.min(services),
-        },
+        deployments: deployments.deployments,
+        // A table that never changed (index 0) has nothing the stream could replay.
+        index: [services.index, deployments.index]
+            .into_iter()
+            .filter(|i| *i != 0)
+            .fold(index, u64::min),
     })
 }
 
