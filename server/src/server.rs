@@ -89,16 +89,21 @@ impl Server {
         } else {
             raft_bind.clone()
         };
-        let transport = GrpcTransport::new(config.max_message_bytes, PEER_CONNECT_TIMEOUT)
-            .with_secret(secret.clone())
-            .with_tls(config.tls.clone());
+        let peer_transport = || {
+            GrpcTransport::new(config.max_message_bytes, PEER_CONNECT_TIMEOUT)
+                .with_secret(secret.clone())
+                .with_tls(config.tls.clone())
+        };
+        // Raft's replication has connections of its own: they are opened from the Raft
+        // runtime and driven by it, while forwarding's are driven by this one.
+        let transport = peer_transport();
         let raft_tls = config
             .tls
             .as_ref()
             .map(crate::tls::ServerTls::raft_listener)
             .transpose()
             .map_err(|e| config_error(format!("tls: {e}")))?;
-        let transport_for_forwarding = transport.clone();
+        let transport_for_forwarding = peer_transport();
         let raft_config = config
             .raft_config(&advertise)
             .with_events(Arc::new(sink))
@@ -145,6 +150,13 @@ impl Server {
         .map_err(|e| StartError::Config {
             reason: e.to_string(),
         })?;
+        // Served from the Raft runtime: a peer's AppendEntries is read, decoded and answered
+        // on Raft's threads, never queued behind this runtime's work.
+        let on_raft = raft.runtime().enter();
+        let raft_socket = raft_socket
+            .into_std()
+            .and_then(TcpListener::from_std)
+            .map_err(|e| config_error(format!("cannot serve raft on {raft_bind}: {e}")))?;
         let raft_listener = RaftListener::serve(
             raft_socket,
             RaftGrpcService::new(raft.rpc_handler(), self_info.clone())
@@ -160,6 +172,7 @@ impl Server {
             },
         )
         .map_err(|e| config_error(format!("cannot serve raft on {raft_bind}: {e}")))?;
+        drop(on_raft);
         let discovery = match &config.bootstrap {
             Bootstrap::Join(plan) if !plan.addrs.is_empty() => Some(tokio::spawn(
                 crate::discovery::run(raft.clone(), transport_for_forwarding.clone(), plan.clone()),

@@ -26,6 +26,7 @@ mod log_records;
 pub mod log_store;
 pub mod network;
 pub mod private;
+pub mod runtime;
 pub mod snapshot_cadence;
 pub mod snapshot_data;
 pub mod snapshot_store;
@@ -42,6 +43,7 @@ pub use network::{
     BadRequest, LoopbackTransport, Network, NoTransport, RaftRpc, RaftRpcHandler, RaftTransport,
     RpcFuture, TransportError,
 };
+pub use runtime::RaftRuntime;
 pub use snapshot_store::{SNAPSHOT_FILE, SnapshotError, SnapshotStore};
 pub use state_machine::{EventSink, StateHandle, StateMachine, WaitTimeout};
 pub use types::{ApplyResponse, Raft, RaftMetrics, ServerId, TypeConfig};
@@ -251,6 +253,8 @@ pub struct RaftNode {
     log_stats: Arc<log_store::LogStats>,
     /// Snapshots by the log's bytes; stops with this node.
     _cadence: snapshot_cadence::Cadence,
+    /// Where openraft's tasks run; declared last so it outlives the handles above.
+    runtime: RaftRuntime,
 }
 
 /// Holds new writes back while it lives (see [`RaftNode::hold_writes`]).
@@ -330,18 +334,27 @@ impl RaftNode {
             .transport
             .clone()
             .unwrap_or_else(|| Arc::new(NoTransport));
-        let raft = openraft::Raft::new(
-            node_id,
-            raft_config,
-            Network::new(transport, config.max_payload_bytes),
-            log_store,
-            sm,
-        )
-        .await
-        .map_err(|e| RaftError::Fatal {
-            node_id,
-            reason: e.to_string(),
+        let runtime = RaftRuntime::start(node_id).map_err(|e| RaftError::Task {
+            reason: format!("cannot start the raft runtime: {e}"),
         })?;
+        let network = Network::new(transport, config.max_payload_bytes);
+        // Built on the Raft runtime, so openraft spawns its core and workers there.
+        let raft = runtime
+            .run(openraft::Raft::new(
+                node_id,
+                raft_config,
+                network,
+                log_store,
+                sm,
+            ))
+            .await
+            .map_err(|e| RaftError::Task {
+                reason: e.to_string(),
+            })?
+            .map_err(|e| RaftError::Fatal {
+                node_id,
+                reason: e.to_string(),
+            })?;
         let fatal = |e: openraft::error::Fatal<ServerId>| RaftError::Fatal {
             node_id,
             reason: e.to_string(),
@@ -376,6 +389,7 @@ impl RaftNode {
             held: watch::channel(false).0,
             log_stats,
             _cadence: cadence,
+            runtime,
         };
         match members {
             Some(members) => {
@@ -441,6 +455,11 @@ impl RaftNode {
     /// The openraft handle, for what this wrapper does not cover (membership changes).
     pub fn raft(&self) -> &Raft {
         &self.raft
+    }
+
+    /// Where Raft's own tasks run (the Raft listener serves from it too).
+    pub fn runtime(&self) -> &RaftRuntime {
+        &self.runtime
     }
 
     /// The receiving side of the Raft RPCs, for the server's transport.

@@ -316,3 +316,37 @@ async fn three_nodes_over_grpc_on_loopback() {
         n.server.await.unwrap().unwrap();
     }
 }
+
+/// Raft runs on its own runtime: while every worker of the runtime that started the nodes
+/// is stuck (schedulers burning CPU, a blocking call), heartbeats still flow, so nobody
+/// calls an election and the leader keeps its term.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stuck_runtime_beside_raft_costs_the_leader_nothing() {
+    init_tracing();
+    let cluster = Cluster::start(3, |_| {}).await;
+    let leader = cluster.leader().await;
+    let term = cluster.node(leader).metrics().borrow().current_term;
+    // Each stall outlasts the election timeout; Raft on the stalled runtime would wake to
+    // followers whose timers ran out and call an election at one of them.
+    let stuck_for = Duration::from_millis(800);
+    for _ in 0..5 {
+        let stuck: Vec<_> = (0..2)
+            .map(|_| tokio::spawn(async move { std::thread::sleep(stuck_for) }))
+            .collect();
+        for s in stuck {
+            s.await.unwrap();
+        }
+    }
+    let index = write_ok(cluster.node(leader), register_node(1)).await;
+    for node in &cluster.nodes {
+        let m = node.metrics().borrow().clone();
+        assert_eq!(
+            (m.current_term, m.current_leader),
+            (term, Some(leader)),
+            "node {} after the other runtime stalled five times for {stuck_for:?}",
+            node.node_id()
+        );
+        node.state().wait_for_index(index, DEADLINE).await.unwrap();
+    }
+    cluster.shutdown().await;
+}
