@@ -215,6 +215,9 @@ impl Duties {
 
     async fn stop(self, shared: &Leadership) {
         self.cancel.send_replace(true);
+        // Leader-only answers (node heartbeats above all) stop now, not once the tasks
+        // have wound down: a leader whose lease lapsed must not acknowledge anything more.
+        shared.revoke().await;
         shared.wake.notify_one();
         shared.plans_ready.notify_one();
         for task in self.tasks {
@@ -227,6 +230,7 @@ impl Duties {
                 abort.abort();
             }
         }
+        // Whatever a task queued while winding down is answered with an error too.
         shared.revoke().await;
     }
 }
