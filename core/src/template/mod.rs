@@ -154,6 +154,23 @@ impl Function {
     }
 }
 
+/// Why a function Nomad's templates offer is not here, named so a job written for Nomad
+/// gets a reason rather than "not defined".
+fn unsupported_function(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "nomadVar" | "nomadVarList" | "nomadVarListSafe" | "nomadVarExists" => {
+            "reads Nomad Variables, which drover does not store: pass the value in the task's env or meta, or fetch it with an artifact"
+        }
+        "nomadServices" => {
+            "lists every service of the namespace, which drover's templates do not offer: name the service with nomadService"
+        }
+        "service" | "services" | "key" | "keyOrDefault" | "ls" | "tree" | "secret" | "secrets" => {
+            "reads Consul or Vault, which drover does not integrate with: use nomadService for services"
+        }
+        _ => return None,
+    })
+}
+
 /// A value in a pipeline.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {

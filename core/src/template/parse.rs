@@ -293,6 +293,13 @@ impl TreeParser {
                     Some(w.clone())
                 }
                 Tok::Ident(w) if matches!(w.as_str(), "with" | "define" | "template" | "block") => {
+                    // `{{ with nomadVar "path" }}` is how Nomad reads variables: the missing
+                    // function is the news, not the missing `with`.
+                    if let Some(Tok::Ident(f)) = tokens.get(1).map(|t| &t.tok)
+                        && let Some(why) = super::unsupported_function(f)
+                    {
+                        return Err(tokens[1].pos.error(format!("function {f:?} {why}")));
+                    }
                     return Err(tokens[0].pos.error(format!("{{{{{w}}}}} is not supported")));
                 }
                 _ => None,
@@ -441,6 +448,9 @@ fn pipeline(pos: Pos, tokens: &[Token], at: &mut usize) -> Result<Pipeline, Temp
                         return Err(t.pos.error(format!(
                             "{w} must be called in parentheses to be an argument"
                         )));
+                    }
+                    None if let Some(why) = super::unsupported_function(w) => {
+                        return Err(t.pos.error(format!("function {w:?} {why}")));
                     }
                     None => {
                         let known: Vec<_> = Function::ALL.iter().map(|(n, _)| *n).collect();

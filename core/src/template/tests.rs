@@ -64,6 +64,18 @@ fn templates_that_do_not_parse_name_line_and_column() {
     let cases = [
         ("line one\n  {{ env \"X\" ", "2:3: unclosed action: no }}"),
         ("{{ nope \"X\" }}", "1:4: function \"nope\" is not defined"),
+        (
+            "{{ with nomadVar \"nomad/jobs/web\" }}{{ .db_password }}{{ end }}",
+            "1:9: function \"nomadVar\" reads Nomad Variables, which drover does not store",
+        ),
+        (
+            "{{ range nomadVar \"nomad/jobs/web\" }}{{ .Value }}{{ end }}",
+            "1:10: function \"nomadVar\" reads Nomad Variables, which drover does not store",
+        ),
+        (
+            "{{ key \"db/addr\" }}",
+            "1:4: function \"key\" reads Consul or Vault",
+        ),
         ("ok\n{{ if true }}never closed", "2:1: if has no {{end}}"),
         ("{{ end }}", "1:1: unexpected {{end}}"),
         ("x {{ else }}", "1:3: unexpected {{else}}"),
