@@ -158,7 +158,9 @@ impl RaftListener {
             }
             secret.check(req)
         });
-        let mut builder = tonic::transport::Server::builder();
+        let mut builder = tonic::transport::Server::builder()
+            .initial_stream_window_size(Some(super::grpc::STREAM_WINDOW))
+            .initial_connection_window_size(Some(super::grpc::CONNECTION_WINDOW));
         if let Some(tls) = tls {
             builder = builder
                 .tls_config(tls)
