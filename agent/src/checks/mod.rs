@@ -13,7 +13,8 @@ pub mod probe;
 
 use crate::state::AllocInfo;
 use drover_core::types::{
-    CheckRestart, NodeId, OnUpdate, Service, ServiceHealth, ServiceRegistration, TaskGroup,
+    CheckRestart, MetaLayers, NodeId, OnUpdate, Service, ServiceHealth, ServiceRegistration,
+    TaskGroup,
 };
 use probe::{Outcome, Target};
 use rand::Rng;
@@ -266,6 +267,7 @@ fn registration(
         .ports
         .iter()
         .find(|p| !service.port_label.is_empty() && p.label == service.port_label.as_str());
+    let none = std::collections::BTreeMap::new();
     // Without checks a service is as healthy as its allocation is running.
     let health = if service.checks.is_empty() {
         ServiceHealth::Passing
@@ -274,7 +276,12 @@ fn registration(
     };
     ServiceRegistration {
         id: ServiceRegistration::make_id(alloc.id, task, index),
-        service_name: service.resolved_name(&alloc.job_name, &group.name, task),
+        service_name: service.resolved_name(&alloc.job_name, &group.name, task, {
+            let task_meta = task
+                .and_then(|t| group.tasks.iter().find(|x| x.name == t))
+                .map_or(&none, |t| &t.meta);
+            MetaLayers([&alloc.job_meta, &group.meta, task_meta])
+        }),
         namespace: alloc.namespace.clone(),
         job_id: alloc.job_id.clone(),
         alloc_id: alloc.id,
@@ -378,6 +385,17 @@ mod tests {
         );
         assert_eq!(r.health, ServiceHealth::Critical);
         assert_eq!(checks.health(), ServiceHealth::Critical);
+    }
+
+    #[test]
+    fn a_registration_name_reads_the_task_meta_over_the_job_meta() {
+        let mut info = alloc();
+        info.job_meta.insert("tier".into(), "gold".into());
+        let mut g = group(0, false);
+        g.tasks[0].meta.insert("tier".into(), "silver".into());
+        g.tasks[0].services[0].name = "${NOMAD_JOB_NAME}-${NOMAD_META_TIER}".into();
+        let checks = AllocChecks::plan(&info, &g, drover_core::mock::node_id(1), &BTreeMap::new());
+        assert_eq!(checks.registrations()[0].service_name, "shop-silver");
     }
 
     #[test]

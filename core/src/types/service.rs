@@ -152,13 +152,40 @@ pub struct CheckRestart {
     pub ignore_warnings: bool,
 }
 
+/// The `meta` of a service's job, group and task, the later overriding the earlier: what
+/// `${NOMAD_META_<key>}` in a service name reads, as a task's environment does.
+#[derive(Clone, Copy, Debug)]
+pub struct MetaLayers<'a>(pub [&'a BTreeMap<String, String>; 3]);
+
+impl MetaLayers<'_> {
+    /// `key` as written, or (as Nomad's upper-cased variables are) a key that upper-cases
+    /// to it; the innermost layer that has it wins.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0.iter().rev().find_map(|m| {
+            m.get(key)
+                .or_else(|| {
+                    m.iter()
+                        .find(|(k, _)| k.to_ascii_uppercase() == key)
+                        .map(|(_, v)| v)
+                })
+                .map(String::as_str)
+        })
+    }
+}
+
 impl Service {
     /// The name registered: the written name with `${NOMAD_JOB_NAME}`,
-    /// `${NOMAD_GROUP_NAME}`, `${NOMAD_TASK_NAME}` (and Nomad's older `${JOB}`,
-    /// `${TASKGROUP}`, `${TASK}`, `${BASE}`) replaced; an empty name is
-    /// `<job>-<group>[-<task>]`, as Nomad defaults it. Anything else in `${…}` is kept, so
-    /// validation refuses it as not a DNS label.
-    pub fn resolved_name(&self, job: &str, group: &str, task: Option<&str>) -> String {
+    /// `${NOMAD_GROUP_NAME}`, `${NOMAD_TASK_NAME}`, `${NOMAD_META_<key>}` (and Nomad's older
+    /// `${JOB}`, `${TASKGROUP}`, `${TASK}`, `${BASE}`) replaced; an empty name is
+    /// `<job>-<group>[-<task>]`, as Nomad defaults it. Anything else in `${…}` (a meta key
+    /// no layer has) is kept, so validation refuses it as not a DNS label.
+    pub fn resolved_name(
+        &self,
+        job: &str,
+        group: &str,
+        task: Option<&str>,
+        meta: MetaLayers<'_>,
+    ) -> String {
         let base = match task {
             Some(t) => format!("{job}-{group}-{t}"),
             None => format!("{job}-{group}"),
@@ -181,8 +208,31 @@ impl Service {
                 out = out.replace(var, value);
             }
         }
-        out
+        interpolate_meta(&out, meta)
     }
+}
+
+/// `name` with each `${NOMAD_META_<key>}` whose key `meta` has replaced by its value.
+fn interpolate_meta(name: &str, meta: MetaLayers<'_>) -> String {
+    const OPEN: &str = "${NOMAD_META_";
+    let mut out = String::with_capacity(name.len());
+    let mut rest = name;
+    while let Some(at) = rest.find(OPEN) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + OPEN.len()..];
+        match after.find('}') {
+            Some(end) if meta.get(&after[..end]).is_some() => {
+                out.push_str(meta.get(&after[..end]).unwrap_or_default());
+                rest = &after[end + 1..];
+            }
+            _ => {
+                out.push_str(OPEN);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Whether `name` is a DNS label: 1 to 63 ASCII letters, digits and `-`, neither first nor
@@ -298,8 +348,37 @@ mod tests {
             ("${BASE}", Some("app"), "shop-web-app"),
             ("x-${NOMAD_META_x}", None, "x-${NOMAD_META_x}"),
         ] {
+            let none = BTreeMap::new();
             assert_eq!(
-                named(written).resolved_name("shop", "web", task),
+                named(written).resolved_name("shop", "web", task, MetaLayers([&none; 3])),
+                want,
+                "{written}"
+            );
+        }
+    }
+
+    #[test]
+    fn meta_in_names_reads_the_innermost_layer_that_has_the_key() {
+        let map = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let job = map(&[("tier", "gold"), ("region", "eu")]);
+        let group = map(&[("tier", "silver")]);
+        let task = map(&[("Shard", "7")]);
+        let layers = MetaLayers([&job, &group, &task]);
+        for (written, want) in [
+            ("db-${NOMAD_META_tier}", "db-silver"),
+            ("db-${NOMAD_META_region}-${NOMAD_META_tier}", "db-eu-silver"),
+            ("db-${NOMAD_META_SHARD}", "db-7"),
+            ("db-${NOMAD_META_Shard}", "db-7"),
+            ("db-${NOMAD_META_nope}", "db-${NOMAD_META_nope}"),
+            ("db-${NOMAD_META_tier", "db-${NOMAD_META_tier"),
+        ] {
+            assert_eq!(
+                named(written).resolved_name("shop", "web", Some("app"), layers),
                 want,
                 "{written}"
             );

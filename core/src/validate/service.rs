@@ -36,8 +36,27 @@ fn check_service(
     s: &Service,
 ) {
     if r.text(at, "name", "service name", &s.name, r.limits.max_name_len) {
-        let name = s.resolved_name(&job.name, &g.name, task);
-        if !is_dns_label(&name) {
+        let none = Default::default();
+        let task_meta = task
+            .and_then(|t| g.tasks.iter().find(|x| x.name == t))
+            .map_or(&none, |t| &t.meta);
+        let meta = crate::types::MetaLayers([&job.meta, &g.meta, task_meta]);
+        let name = s.resolved_name(&job.name, &g.name, task, meta);
+        let unset = name
+            .split_once("${NOMAD_META_")
+            .and_then(|(_, rest)| rest.split_once('}'))
+            .map(|(key, _)| key);
+        if let Some(key) = unset {
+            r.err(
+                at,
+                "name",
+                format!(
+                    "service name {} reads meta key {} that neither the job, the group nor the task sets",
+                    show(&s.name),
+                    show(key)
+                ),
+            );
+        } else if !is_dns_label(&name) {
             r.err(
                 at,
                 "name",

@@ -29,7 +29,15 @@ fn services_and_checks_parse_and_their_mistakes_are_named_where_they_are() {
             Expect::Job(|j| {
                 let s = first(j);
                 assert_eq!(s.name, "${NOMAD_JOB_NAME}-web");
-                assert_eq!(s.resolved_name(&j.name, "g", None), "t-web");
+                assert_eq!(
+                    s.resolved_name(
+                        &j.name,
+                        "g",
+                        None,
+                        drover_core::types::MetaLayers([&Default::default(); 3])
+                    ),
+                    "t-web"
+                );
                 assert_eq!(s.port_label, "http");
                 assert_eq!(s.tags, ["a", "b"]);
                 assert_eq!(s.meta["version"], "1");
@@ -68,7 +76,15 @@ fn services_and_checks_parse_and_their_mistakes_are_named_where_they_are() {
             ),
             Expect::Job(|j| {
                 let s = &j.groups[0].tasks[0].services[0];
-                assert_eq!(s.resolved_name(&j.name, "g", Some("t")), "t-g-t");
+                assert_eq!(
+                    s.resolved_name(
+                        &j.name,
+                        "g",
+                        Some("t"),
+                        drover_core::types::MetaLayers([&Default::default(); 3])
+                    ),
+                    "t-g-t"
+                );
                 let c = &s.checks[0];
                 assert_eq!(
                     c.kind,
@@ -133,6 +149,27 @@ fn services_and_checks_parse_and_their_mistakes_are_named_where_they_are() {
             ),
             Expect::Err(
                 "t.hcl:10:16: groups[g].services[0].checks[0].path: path \"health\" must start with /",
+            ),
+        ),
+        (
+            // `${NOMAD_META_<key>}` reads the group's meta over the job's.
+            group_service(
+                "    meta {\n      tier = \"gold\"\n    }\n    service {\n      name = \"db-${NOMAD_META_tier}\"\n    }\n",
+            ),
+            Expect::Job(|j| {
+                let s = first(j);
+                let meta = drover_core::types::MetaLayers([
+                    &j.meta,
+                    &j.groups[0].meta,
+                    &Default::default(),
+                ]);
+                assert_eq!(s.resolved_name(&j.name, "g", None, meta), "db-gold");
+            }),
+        ),
+        (
+            group_service("    service {\n      name = \"db-${NOMAD_META_tier}\"\n    }\n"),
+            Expect::Err(
+                "t.hcl:7:14: groups[g].services[0].name: service name \"db-${NOMAD_META_tier}\" reads meta key \"tier\" that neither the job, the group nor the task sets",
             ),
         ),
         (
