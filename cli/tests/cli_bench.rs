@@ -250,6 +250,7 @@ fn the_rolling_scenario_replaces_every_allocation_through_deployments() {
     ] {
         assert_eq!(report[field], want, "{field} in {report:#}");
     }
+    positive(&report, "scheduler_workers");
     positive(&report, "node_registration_secs");
     let place = positive(&report, "place_v1_secs");
     let submit = positive(&report, "submit_v2_secs");

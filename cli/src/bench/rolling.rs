@@ -48,6 +48,8 @@ const POLL_INTERVAL: Duration = Duration::from_millis(250);
 pub struct RollingReport {
     pub scenario: &'static str,
     pub server_address: String,
+    /// Scheduler workers of the cluster, as the server lists them.
+    pub scheduler_workers: u64,
     pub nodes: u64,
     pub jobs: u64,
     pub count_per_job: u64,
@@ -102,6 +104,7 @@ impl RollingReport {
                 ),
             ),
             ("Server", self.server_address.clone()),
+            ("Scheduler workers", self.scheduler_workers.to_string()),
             (
                 "Update block",
                 format!(
@@ -245,6 +248,7 @@ async fn phases(
         "submitting version 1 of {} jobs of {} allocations ({in_flight} in flight)",
         workload.jobs, workload.count
     ));
+    let scheduler_workers = jobs::worker_count(client).await?;
     let before_v1 = Probe::take(target).await;
     let v1_started = Instant::now();
     let v1 = jobs::submit_each(client, workload, in_flight, deadline, timeout, &|n| {
@@ -282,6 +286,7 @@ async fn phases(
     Ok(RollingReport {
         scenario: "rolling",
         server_address: client.address().to_string(),
+        scheduler_workers,
         nodes: u64::from(workload.nodes),
         jobs: u64::from(workload.jobs),
         count_per_job: u64::from(workload.count),
@@ -537,6 +542,7 @@ mod tests {
         RollingReport {
             scenario: "rolling",
             server_address: "http://127.0.0.1:40123".into(),
+            scheduler_workers: 2,
             nodes: 10_000,
             jobs: 1_000,
             count_per_job: 100,
