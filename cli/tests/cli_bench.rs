@@ -219,6 +219,67 @@ fn the_http_read_scenario_compares_http_with_grpc() {
     positive(&report, "http_body_kib");
 }
 
+/// The rolling scenario places version 1 of every job, rolls every job out to version 2
+/// through a deployment, and counts every allocation replaced.
+#[test]
+fn the_rolling_scenario_replaces_every_allocation_through_deployments() {
+    let report = json(&bench(&[
+        "--scenario",
+        "rolling",
+        "--nodes",
+        "10",
+        "--jobs",
+        "5",
+        "--count",
+        "4",
+        "--json",
+    ]));
+    for (field, want) in [
+        ("scenario", serde_json::json!("rolling")),
+        ("nodes", 10.into()),
+        ("jobs", 5.into()),
+        ("count_per_job", 4.into()),
+        ("allocations", 20.into()),
+        ("replaced", 20.into()),
+        // Stopped and replaced, not updated in place.
+        ("old_finished", 20.into()),
+        ("deployments_successful", 5.into()),
+        ("deployments_failed", 0.into()),
+        ("max_parallel", 25.into()),
+        ("health_check", "task_states".into()),
+    ] {
+        assert_eq!(report[field], want, "{field} in {report:#}");
+    }
+    positive(&report, "scheduler_workers");
+    positive(&report, "node_registration_secs");
+    let place = positive(&report, "place_v1_secs");
+    let submit = positive(&report, "submit_v2_secs");
+    let rollout = positive(&report, "rollout_secs");
+    assert!(
+        rollout >= submit,
+        "the rollout ({rollout}s) includes submission ({submit}s); v1 took {place}s"
+    );
+    let rate = positive(&report, "replaced_per_sec");
+    assert!(
+        (rate * rollout - 20.0).abs() < 0.01,
+        "rate {rate}/s is the 20 replacements over {rollout}s"
+    );
+    // At least the 5 registrations and a plan stopping and placing allocations.
+    assert!(
+        report["raft_entries_applied"].as_u64() >= Some(6),
+        "{report:#}"
+    );
+    for phase in ["place_server", "rollout_server"] {
+        positive(&report[phase], "peak_rss_mib");
+        positive(&report[phase], "cpu_secs");
+        // Every job's version was evaluated within the phase.
+        assert!(
+            report[phase]["eval_ms"]["count"].as_u64() >= Some(5),
+            "{phase} in {report:#}"
+        );
+    }
+}
+
 #[test]
 fn until_running_waits_for_the_nodes_to_report_them_running() {
     let report = json(&bench(&[

@@ -40,4 +40,37 @@ pub enum BenchError {
     /// A job was refused for a reason retrying cannot fix.
     #[error("job {job} was not registered: {message}")]
     Register { job: String, message: String },
+    /// A deployment the run waited for failed or was cancelled; the counts are the run's
+    /// deployments of that version when it was seen.
+    #[error(
+        "the deployment of job {job} at job version {version} ended {status}: {description} \
+         ({successful} of {wanted} deployments successful, {failed} failed or cancelled, \
+         after {elapsed_secs:.1}s)"
+    )]
+    Deployment {
+        job: String,
+        version: u64,
+        status: &'static str,
+        description: String,
+        successful: u64,
+        failed: u64,
+        wanted: u64,
+        elapsed_secs: f64,
+    },
+    /// The run's deadline passed during a rollout; the counts are where it stood.
+    #[error(
+        "deadline of {} passed with {rolled_out} of {wanted} jobs rolled out after \
+         {elapsed_secs:.1}s ({successful} deployments successful, {running} still running, \
+         {allocations_running} allocations of the new version running on rolled-out jobs)",
+        humantime::format_duration(*timeout)
+    )]
+    Rollout {
+        rolled_out: u64,
+        wanted: u64,
+        successful: u64,
+        running: u64,
+        allocations_running: u64,
+        elapsed_secs: f64,
+        timeout: Duration,
+    },
 }

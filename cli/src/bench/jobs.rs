@@ -11,6 +11,7 @@ use super::workload::Workload;
 use crate::client::Client;
 use crate::error::rpc_failed;
 use backon::{ExponentialBuilder, Retryable};
+use drover_core::types::Job;
 use drover_proto::v1 as pb;
 use futures::{StreamExt, TryStreamExt};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -63,20 +64,44 @@ pub async fn submit(
     deadline: Instant,
     timeout: Duration,
 ) -> Result<(), BenchError> {
+    submit_each(client, workload, in_flight, deadline, timeout, &|n| {
+        workload.job(n)
+    })
+    .await
+    .map(drop)
+}
+
+/// Registers `job(n)` for every job number of the run, at most `in_flight` at once, with
+/// the retries of [`submit`]; returns each job's version after its registration, by job
+/// number.
+pub async fn submit_each(
+    client: &Client,
+    workload: &Workload,
+    in_flight: usize,
+    deadline: Instant,
+    timeout: Duration,
+    job: &(dyn Fn(u32) -> Job + Sync),
+) -> Result<Vec<u64>, BenchError> {
     let registered = AtomicU64::new(0);
     let all = futures::stream::iter(0..workload.jobs)
         .map(|n| {
             let registered = &registered;
             async move {
-                register(client, workload, n).await?;
+                let version = register(client, workload.job_id(n), &job(n)).await?;
                 registered.fetch_add(1, Ordering::Relaxed);
-                Ok::<(), BenchError>(())
+                Ok::<(u32, u64), BenchError>((n, version))
             }
         })
         .buffer_unordered(in_flight)
-        .try_collect::<()>();
+        .try_collect::<Vec<_>>();
     match tokio::time::timeout_at(deadline, all).await {
-        Ok(result) => result,
+        Ok(result) => {
+            let mut versions = vec![0; workload.jobs as usize];
+            for (n, version) in result? {
+                versions[n as usize] = version;
+            }
+            Ok(versions)
+        }
         Err(_) => Err(BenchError::Deadline {
             what: "jobs registered",
             done: registered.load(Ordering::Relaxed),
@@ -86,8 +111,9 @@ pub async fn submit(
     }
 }
 
-async fn register(client: &Client, workload: &Workload, n: u32) -> Result<(), BenchError> {
-    let job = pb::Job::from(&workload.job(n));
+/// Registers `job`; returns its version after the registration.
+async fn register(client: &Client, job_id: String, job: &Job) -> Result<u64, BenchError> {
+    let job = pb::Job::from(job);
     let call = || {
         let mut jobs = client.jobs();
         let request = pb::RegisterJobRequest {
@@ -104,9 +130,9 @@ async fn register(client: &Client, workload: &Workload, n: u32) -> Result<(), Be
     call.retry(backoff)
         .when(transient)
         .await
-        .map(drop)
+        .map(|answer| answer.into_inner().job_version)
         .map_err(|status| BenchError::Register {
-            job: workload.job_id(n),
+            job: job_id,
             message: status.message().to_string(),
         })
 }

@@ -21,6 +21,7 @@ pub mod procfs;
 pub mod progress;
 pub mod report;
 pub mod restart;
+pub mod rolling;
 pub mod scrape;
 pub mod server_figures;
 pub mod storm;
@@ -50,7 +51,7 @@ pub struct BenchArgs {
     /// Simulated nodes to register (in this process)
     #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u32).range(1..))]
     pub nodes: u32,
-    /// Service jobs to submit (default: 100; latency: 200, one at a time)
+    /// Service jobs to submit (default: 100; latency: 200, one at a time; rolling: 1,000)
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub jobs: Option<u32>,
     /// Allocations per job (default: 100; latency: 10)
@@ -109,6 +110,8 @@ pub enum Scenario {
     Restart,
     /// Listing 1,000 jobs through Nomad's HTTP API against the same list through gRPC
     HttpRead,
+    /// A rolling update of every job (1,000 x 100 by default) gated on deployments
+    Rolling,
 }
 
 impl Scenario {
@@ -122,6 +125,7 @@ impl Scenario {
             Scenario::Detect => (1, 10),
             Scenario::Restart => (100, 100),
             Scenario::HttpRead => (1_000, 1),
+            Scenario::Rolling => (1_000, 100),
         }
     }
 }
@@ -244,6 +248,7 @@ pub async fn run(args: BenchArgs, out: &mut dyn Write) -> Result<(), BenchError>
         (Measured::Detect(r), true) => return Ok(print_json(out, r)?),
         (Measured::Restart(r), true) => return Ok(print_json(out, r)?),
         (Measured::HttpRead(r), true) => return Ok(print_json(out, r)?),
+        (Measured::Rolling(r), true) => return Ok(print_json(out, r)?),
         (Measured::Storm(r), false) => r.render(),
         (Measured::C1m(r), false) => r.render(),
         (Measured::Latency(r), false) => r.render(),
@@ -251,6 +256,7 @@ pub async fn run(args: BenchArgs, out: &mut dyn Write) -> Result<(), BenchError>
         (Measured::Detect(r), false) => r.render(),
         (Measured::Restart(r), false) => r.render(),
         (Measured::HttpRead(r), false) => r.render(),
+        (Measured::Rolling(r), false) => r.render(),
     };
     write!(out, "{text}").map_err(crate::CliError::from)?;
     Ok(())
@@ -265,6 +271,7 @@ enum Measured {
     Detect(detect::DetectReport),
     Restart(restart::RestartReport),
     HttpRead(http_read::HttpReadReport),
+    Rolling(Box<rolling::RollingReport>),
 }
 
 /// Runs the scenario the flags name against the server; on a shared (remote) server the
@@ -324,6 +331,17 @@ async fn scenario(
         )
         .await
         .map(Measured::HttpRead),
+        Scenario::Rolling => rolling::measure(
+            target,
+            &client,
+            workload,
+            args.in_flight as usize,
+            deadline,
+            timeout,
+            progress,
+        )
+        .await
+        .map(|r| Measured::Rolling(Box::new(r))),
     };
     if !target.is_child() && args.scenario != Scenario::Heartbeat {
         jobs::purge(&client, workload, args.in_flight as usize).await;
