@@ -25,14 +25,6 @@ use tonic::{Code, Request, Response, Status};
 /// AppendEntries batch, with margin.
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
-/// HTTP/2 flow-control windows of Raft's connections, both ways. A stream's window holds a
-/// whole AppendEntries (at most `RaftConfig::max_payload_bytes` of entries, 1 MiB by
-/// default, plus framing) and the connection's several, so a batch of plans never waits
-/// for a window update from a busy peer, and a heartbeat or vote on the same connection
-/// never waits behind one (HTTP/2's default is 64 KiB, hyper's 1 MiB per connection).
-pub const STREAM_WINDOW: u32 = 4 << 20;
-pub const CONNECTION_WINDOW: u32 = 16 << 20;
-
 /// Calls peers' `RaftService`. Cheap to clone; channels are shared and reconnect on their own.
 #[derive(Clone)]
 pub struct GrpcTransport {
@@ -116,8 +108,6 @@ impl GrpcTransport {
         let channel = endpoint
             .connect_timeout(self.connect_timeout)
             .tcp_nodelay(true)
-            .initial_stream_window_size(STREAM_WINDOW)
-            .initial_connection_window_size(CONNECTION_WINDOW)
             .connect_lazy();
         let client = RaftServiceClient::new(channel)
             .max_decoding_message_size(self.max_message_bytes)

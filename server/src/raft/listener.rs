@@ -158,9 +158,7 @@ impl RaftListener {
             }
             secret.check(req)
         });
-        let mut builder = tonic::transport::Server::builder()
-            .initial_stream_window_size(Some(super::grpc::STREAM_WINDOW))
-            .initial_connection_window_size(Some(super::grpc::CONNECTION_WINDOW));
+        let mut builder = tonic::transport::Server::builder();
         if let Some(tls) = tls {
             builder = builder
                 .tls_config(tls)
