@@ -60,7 +60,12 @@ async fn wait_leader(node: &RaftNode) -> ServerId {
 /// Starts a single node on `dir` and waits until it leads.
 async fn start_single(dir: &Path) -> RaftNode {
     let node = RaftNode::start(test_config(1, dir)).await.unwrap();
-    wait_metrics(&node, "self-election", |m| m.current_leader == Some(1)).await;
+    // Raft runs on its own runtime: the leader's first entry is applied in the background,
+    // so tests that count indexes start once it is.
+    wait_metrics(&node, "self-election and its first entry applied", |m| {
+        m.current_leader == Some(1) && m.last_applied.map(|l| l.index) == m.last_log_index
+    })
+    .await;
     node
 }
 
