@@ -70,14 +70,39 @@ fn report_health(w: &mut World, allocs: &[Arc<Allocation>], healthy: bool) {
     }
 }
 
-/// Registers and places v1 (every allocation running and healthy), then registers `next`.
-fn rolled_to(w: &mut World, first: &Job, next: &Job) -> Evaluation {
-    w.run_job(first);
-    let all = of_version(w, first, 0);
-    report_health(w, &all, true);
-    let eval = w.register(next);
+/// Ten nodes running `job(count, max_parallel, canary)`'s version 0 (every allocation
+/// running and healthy), with version 1 (`v2`) registered and scheduled once.
+fn rolling(count: u32, max_parallel: u32, canary: u32) -> (World, Job, Job) {
+    let mut w = World::with_nodes(10);
+    let first = job(count, max_parallel, canary);
+    let mut next = first.clone();
+    v2(&mut next);
+    w.run_job(&first);
+    let all = of_version(&w, &first, 0);
+    report_health(&mut w, &all, true);
+    let eval = w.register(&next);
     w.run(&eval);
-    eval
+    (w, first, next)
+}
+
+/// A status change of deployment `id`, as the watcher or an operator writes it.
+fn set_status(
+    id: DeploymentId,
+    status: DeploymentStatus,
+    description: &str,
+    revert: Option<Job>,
+    now: Timestamp,
+) -> Command {
+    Command::DeploymentStatus {
+        updates: vec![DeploymentStatusUpdate {
+            deployment_id: id,
+            status,
+            description: description.into(),
+        }],
+        revert,
+        evals: vec![],
+        now,
+    }
 }
 
 fn follow_up(w: &mut World, job: &Job) {
@@ -119,11 +144,7 @@ fn max_parallel_counts_the_deployments_allocations_not_yet_healthy() {
     // Nomad: the limit is max_parallel less every allocation of the deployment that has
     // not reported healthy; each one turning healthy frees one place.
     for (max_parallel, healthy_then, placed_then) in [(2, 0, 0), (2, 1, 1), (2, 2, 2), (3, 1, 1)] {
-        let mut w = World::with_nodes(10);
-        let first = job(10, max_parallel, 0);
-        let mut next = first.clone();
-        v2(&mut next);
-        rolled_to(&mut w, &first, &next);
+        let (mut w, _, next) = rolling(10, max_parallel, 0);
         let mp = max_parallel as usize;
         assert_eq!(
             w.counts(),
@@ -146,11 +167,7 @@ fn max_parallel_counts_the_deployments_allocations_not_yet_healthy() {
 
 #[test]
 fn an_unhealthy_allocation_stops_the_rollout_and_is_not_replaced() {
-    let mut w = World::with_nodes(10);
-    let first = job(5, 2, 0);
-    let mut next = first.clone();
-    v2(&mut next);
-    rolled_to(&mut w, &first, &next);
+    let (mut w, first, next) = rolling(5, 2, 0);
     let new = of_version(&w, &next, 1);
     report_health(&mut w, &new[..1], true);
     report_health(&mut w, &new[1..2], false);
@@ -171,11 +188,7 @@ fn an_unhealthy_allocation_stops_the_rollout_and_is_not_replaced() {
 
 #[test]
 fn canaries_run_beside_the_old_version_until_promotion() {
-    let mut w = World::with_nodes(10);
-    let first = job(3, 1, 1);
-    let mut next = first.clone();
-    v2(&mut next);
-    rolled_to(&mut w, &first, &next);
+    let (mut w, first, next) = rolling(3, 1, 1);
     assert_eq!(
         w.counts(),
         counts(1, 0),
@@ -229,33 +242,22 @@ fn canaries_run_beside_the_old_version_until_promotion() {
 
 #[test]
 fn more_canaries_than_count_are_placed_and_nothing_stopped() {
-    let mut w = World::with_nodes(10);
-    let first = job(1, 1, 2);
-    let mut next = first.clone();
-    v2(&mut next);
-    rolled_to(&mut w, &first, &next);
+    let (w, _, next) = rolling(1, 1, 2);
     assert_eq!(w.counts(), counts(2, 0));
     assert_eq!(w.live_count(&next), 3);
 }
 
 #[test]
 fn a_paused_deployment_places_nothing_in_place_of_old_allocations() {
-    let mut w = World::with_nodes(10);
-    let first = job(4, 1, 0);
-    let mut next = first.clone();
-    v2(&mut next);
-    rolled_to(&mut w, &first, &next);
+    let (mut w, _, next) = rolling(4, 1, 0);
     let d = deployment(&w, &next);
-    w.h.apply(Command::DeploymentStatus {
-        updates: vec![DeploymentStatusUpdate {
-            deployment_id: d.id,
-            status: DeploymentStatus::Paused,
-            description: deployment_describe::PAUSED.into(),
-        }],
-        revert: None,
-        evals: vec![],
-        now: w.h.now,
-    });
+    w.h.apply(set_status(
+        d.id,
+        DeploymentStatus::Paused,
+        deployment_describe::PAUSED,
+        None,
+        w.h.now,
+    ));
     let new = of_version(&w, &next, 1);
     report_health(&mut w, &new, true);
     follow_up(&mut w, &next);
@@ -264,22 +266,15 @@ fn a_paused_deployment_places_nothing_in_place_of_old_allocations() {
 
 #[test]
 fn a_failed_deployment_stops_its_unpromoted_canaries_and_rolls_no_further() {
-    let mut w = World::with_nodes(10);
-    let first = job(3, 1, 1);
-    let mut next = first.clone();
-    v2(&mut next);
-    rolled_to(&mut w, &first, &next);
+    let (mut w, first, next) = rolling(3, 1, 1);
     let d = deployment(&w, &next);
-    w.h.apply(Command::DeploymentStatus {
-        updates: vec![DeploymentStatusUpdate {
-            deployment_id: d.id,
-            status: DeploymentStatus::Failed,
-            description: deployment_describe::FAILED_BY_USER.into(),
-        }],
-        revert: None,
-        evals: vec![],
-        now: w.h.now,
-    });
+    w.h.apply(set_status(
+        d.id,
+        DeploymentStatus::Failed,
+        deployment_describe::FAILED_BY_USER,
+        None,
+        w.h.now,
+    ));
     follow_up(&mut w, &next);
     assert_eq!(w.counts(), counts(0, 1), "the canary goes, v1 stays");
     assert_eq!(of_version(&w, &first, 0).len(), 3);
@@ -287,11 +282,7 @@ fn a_failed_deployment_stops_its_unpromoted_canaries_and_rolls_no_further() {
 
 #[test]
 fn a_newer_version_cancels_the_running_deployment() {
-    let mut w = World::with_nodes(10);
-    let first = job(3, 1, 0);
-    let mut next = first.clone();
-    v2(&mut next);
-    rolled_to(&mut w, &first, &next);
+    let (mut w, _, next) = rolling(3, 1, 0);
     let older = deployment(&w, &next);
     let mut third = next.clone();
     v2(&mut third);
@@ -338,11 +329,7 @@ fn promote(d: &Deployment, groups: &[&str], job: &Job) -> Command {
 #[test]
 fn promotion_is_refused_without_healthy_canaries_for_an_unknown_group_or_once_finished() {
     use crate::fsm::ApplyError as E;
-    let mut w = World::with_nodes(10);
-    let first = job(3, 1, 1);
-    let mut next = first.clone();
-    v2(&mut next);
-    rolled_to(&mut w, &first, &next);
+    let (w, _, next) = rolling(3, 1, 1);
     let d = deployment(&w, &next);
     assert!(matches!(
         refused(&w, promote(&d, &[], &next)),
@@ -374,30 +361,24 @@ fn promotion_is_refused_without_healthy_canaries_for_an_unknown_group_or_once_fi
         refused(&w, promote(&d, &[], &plain)),
         E::DeploymentWithoutCanaries(_)
     ));
-    w.h.apply(Command::DeploymentStatus {
-        updates: vec![DeploymentStatusUpdate {
-            deployment_id: d.id,
-            status: DeploymentStatus::Failed,
-            description: deployment_describe::FAILED_BY_USER.into(),
-        }],
-        revert: None,
-        evals: vec![],
-        now: NOW,
-    });
+    w.h.apply(set_status(
+        d.id,
+        DeploymentStatus::Failed,
+        deployment_describe::FAILED_BY_USER,
+        None,
+        NOW,
+    ));
     assert!(matches!(
         refused(&w, promote(&d, &[], &plain)),
         E::DeploymentNotActive { .. }
     ));
-    let resume = Command::DeploymentStatus {
-        updates: vec![DeploymentStatusUpdate {
-            deployment_id: d.id,
-            status: DeploymentStatus::Running,
-            description: deployment_describe::RUNNING.into(),
-        }],
-        revert: None,
-        evals: vec![],
-        now: NOW,
-    };
+    let resume = set_status(
+        d.id,
+        DeploymentStatus::Running,
+        deployment_describe::RUNNING,
+        None,
+        NOW,
+    );
     assert!(matches!(refused(&w, resume), E::DeploymentNotActive { .. }));
 }
 
@@ -407,16 +388,13 @@ fn success_marks_the_version_stable_and_a_revert_registers_it_again() {
     let first = job(2, 1, 0);
     w.run_job(&first);
     let d = deployment(&w, &first);
-    w.h.apply(Command::DeploymentStatus {
-        updates: vec![DeploymentStatusUpdate {
-            deployment_id: d.id,
-            status: DeploymentStatus::Successful,
-            description: deployment_describe::SUCCESSFUL.into(),
-        }],
-        revert: None,
-        evals: vec![],
-        now: NOW,
-    });
+    w.h.apply(set_status(
+        d.id,
+        DeploymentStatus::Successful,
+        deployment_describe::SUCCESSFUL,
+        None,
+        NOW,
+    ));
     let key = first.key();
     assert!(w.h.state.job(&key).unwrap().stable);
     assert!(w.h.state.job_version(&key, 0).unwrap().stable);
@@ -431,16 +409,13 @@ fn success_marks_the_version_stable_and_a_revert_registers_it_again() {
     );
     let d = deployment(&w, &next);
     let stable = (**w.h.state.job_version(&key, 0).unwrap()).clone();
-    w.h.apply(Command::DeploymentStatus {
-        updates: vec![DeploymentStatusUpdate {
-            deployment_id: d.id,
-            status: DeploymentStatus::Failed,
-            description: deployment_describe::UNHEALTHY_REVERTED.into(),
-        }],
-        revert: Some(stable),
-        evals: vec![],
-        now: NOW,
-    });
+    w.h.apply(set_status(
+        d.id,
+        DeploymentStatus::Failed,
+        deployment_describe::UNHEALTHY_REVERTED,
+        Some(stable),
+        NOW,
+    ));
     let job = w.h.state.job(&key).unwrap();
     assert_eq!((job.version, job.stable), (2, false));
     assert!(!first.spec_differs(job), "version 2 is version 0's spec");
