@@ -2,7 +2,6 @@
 
 use super::{Ctx, blocking, pages};
 use crate::nomad::alloc::allocation;
-use crate::nomad::service::NomadServiceRegistration;
 use crate::query::Call;
 use crate::reply::{self, ApiError};
 use axum::Router;
@@ -80,7 +79,6 @@ async fn services(
     call: Call,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let (wait_index, max_wait_ms) = super::services::wait(&call)?;
     let req = call.creds.request(pb::AllocGetRequest {
         query: None,
         alloc_id: id.clone(),
@@ -93,22 +91,10 @@ async fn services(
         .into_inner()
         .allocation
         .ok_or_else(|| ApiError::NotFound(format!("allocation {id:?} not found")))?;
-    let answer = ctx
-        .grpc
-        .services()
-        .info(call.creds.request(pb::ServiceInfoRequest {
-            namespace: alloc.namespace,
-            alloc_id: alloc.id,
-            wait_index,
-            max_wait_ms,
-            ..Default::default()
-        }))
-        .await?
-        .into_inner();
-    let body: Vec<NomadServiceRegistration> = answer
-        .instances
-        .iter()
-        .map(NomadServiceRegistration::from)
-        .collect();
-    Ok(reply::json(ctx.meta(answer.index), "", &body))
+    let filter = pb::ServiceInfoRequest {
+        namespace: alloc.namespace,
+        alloc_id: alloc.id,
+        ..Default::default()
+    };
+    super::services::instances(&ctx, &call, filter).await
 }

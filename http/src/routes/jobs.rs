@@ -9,7 +9,6 @@ use crate::nomad::deployment::Deployment;
 use crate::nomad::eval::Evaluation;
 use crate::nomad::job::NomadJob;
 use crate::nomad::misc::{JobListStub, JobSummary};
-use crate::nomad::service::NomadServiceRegistration;
 use crate::query::Call;
 use crate::reply::{self, ApiError};
 use axum::Router;
@@ -250,23 +249,10 @@ async fn services(
     call: Call,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let (wait_index, max_wait_ms) = super::services::wait(&call)?;
-    let answer = ctx
-        .grpc
-        .services()
-        .info(call.creds.request(pb::ServiceInfoRequest {
-            namespace: call.namespace().to_owned(),
-            job_id: id,
-            wait_index,
-            max_wait_ms,
-            ..Default::default()
-        }))
-        .await?
-        .into_inner();
-    let body: Vec<NomadServiceRegistration> = answer
-        .instances
-        .iter()
-        .map(NomadServiceRegistration::from)
-        .collect();
-    Ok(reply::json(ctx.meta(answer.index), "", &body))
+    let filter = pb::ServiceInfoRequest {
+        namespace: call.namespace().to_owned(),
+        job_id: id,
+        ..Default::default()
+    };
+    super::services::instances(&ctx, &call, filter).await
 }

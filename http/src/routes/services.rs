@@ -89,18 +89,31 @@ async fn read(
     Path(name): Path<String>,
     call: Call,
 ) -> Result<Response, ApiError> {
-    let (wait_index, max_wait_ms) = wait(&call)?;
+    let filter = pb::ServiceInfoRequest {
+        namespace: call.namespace().to_owned(),
+        name,
+        ..Default::default()
+    };
+    instances(&ctx, &call, filter).await
+}
+
+/// The instances `filter` picks (a service by name, a job's or an allocation's), as
+/// Nomad's `ServiceRegistration` list, waiting as the call's `?index`/`?wait` ask: the
+/// one answer of `/v1/service/:name`, `/v1/job/:id/services` and
+/// `/v1/allocation/:id/services`.
+pub async fn instances(
+    ctx: &Ctx,
+    call: &Call,
+    filter: pb::ServiceInfoRequest,
+) -> Result<Response, ApiError> {
+    let (wait_index, max_wait_ms) = wait(call)?;
     let answer = ctx
         .grpc
         .services()
         .info(call.creds.request(pb::ServiceInfoRequest {
-            query: None,
-            namespace: call.namespace().to_owned(),
-            name,
             wait_index,
             max_wait_ms,
-            job_id: String::new(),
-            alloc_id: String::new(),
+            ..filter
         }))
         .await?
         .into_inner();
