@@ -26,15 +26,7 @@ pub(super) async fn read_deployments(
     };
     let answer = match client.list(request).await {
         Ok(answer) => answer.into_inner(),
-        // A server from before deployments, or a token that may read no namespace's jobs:
-        // the console works without them.
-        Err(status)
-            if matches!(
-                status.code(),
-                tonic::Code::Unimplemented | tonic::Code::PermissionDenied
-            ) =>
-        {
-            tracing::debug!(code = ?status.code(), "deployments unavailable");
+        Err(status) if super::optional_absent(&status, "deployments") => {
             return Ok(DeploymentsRead {
                 deployments: Vec::new(),
                 index: 0,

@@ -29,6 +29,20 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+/// Whether a read of an optional part of the cluster (`what`: the service catalog,
+/// deployments) failed only because the server predates it or the token may read no
+/// namespace's jobs: the console then works without it rather than failing its load.
+fn optional_absent(status: &tonic::Status, what: &'static str) -> bool {
+    let absent = matches!(
+        status.code(),
+        tonic::Code::Unimplemented | tonic::Code::PermissionDenied
+    );
+    if absent {
+        tracing::debug!(code = ?status.code(), what, "left out of the console's load");
+    }
+    absent
+}
+
 /// Evaluations loaded at connect time (newest first); older ones are history an operator
 /// reaches through the CLI.
 const EVAL_LOAD_LIMIT: u32 = 2_000;

@@ -31,15 +31,7 @@ pub(super) async fn read_services(
     };
     let list = match client.clone().list(request).await {
         Ok(answer) => answer.into_inner(),
-        // A server from before the catalog, or a token that may read no namespace's jobs:
-        // the console works without services.
-        Err(status)
-            if matches!(
-                status.code(),
-                tonic::Code::Unimplemented | tonic::Code::PermissionDenied
-            ) =>
-        {
-            tracing::debug!(code = ?status.code(), "service catalog unavailable");
+        Err(status) if super::optional_absent(&status, "the service catalog") => {
             return Ok(ServicesRead {
                 registrations: Vec::new(),
                 index: 0,
