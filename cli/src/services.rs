@@ -166,6 +166,7 @@ mod tests {
             port: 5432,
             tags: vec!["primary".into()],
             health: ServiceHealth::Passing,
+            checks: Vec::new(),
             create_index: 7,
             modify_index: 9,
         };

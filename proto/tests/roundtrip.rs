@@ -344,6 +344,12 @@ fn every_enum_variant_maps_to_a_distinct_wire_value_and_back() {
     ]);
     use drover_core::node_health::Readiness;
     check(&[Readiness::Ready, Readiness::NotYet, Readiness::Never]);
+    check(&[
+        CheckStatus::Pending,
+        CheckStatus::Passing,
+        CheckStatus::Warning,
+        CheckStatus::Critical,
+    ]);
 }
 
 /// The node-facing request types survive a trip through the wire too, since agents build
@@ -362,17 +368,57 @@ fn client_alloc_updates_round_trip_through_the_request() {
         infra_failure: true,
         services: None,
     };
+    // A running allocation's registration with its checks' latest results.
+    let check = |name: &str, check_type, status, http_status| CheckState {
+        name: name.into(),
+        check_type,
+        status,
+        output: format!("{name}: said so"),
+        http_status,
+        time: Timestamp(1_700_000_000_123),
+    };
+    let checked = convert::ClientAllocUpdate {
+        update: drover_core::fsm::AllocClientUpdate {
+            alloc_id: alloc.id,
+            client_status: ClientStatus::Running,
+            client_description: String::new().into(),
+            task_states: Default::default(),
+            deployment_health: None,
+        },
+        infra_failure: false,
+        services: Some(vec![ServiceRegistration {
+            id: ServiceRegistration::make_id(alloc.id, Some("web"), 0),
+            service_name: "web".into(),
+            namespace: "default".into(),
+            job_id: "shop".into(),
+            alloc_id: alloc.id,
+            node_id: mock::node_id(4),
+            task: Some("web".into()),
+            address: Some("10.0.0.4".parse().expect("ip")),
+            port: 8080,
+            tags: vec!["v1".into()],
+            health: ServiceHealth::Critical,
+            checks: vec![
+                check("up", CheckType::Http, CheckStatus::Critical, Some(503)),
+                check("port", CheckType::Tcp, CheckStatus::Passing, None),
+                check("script", CheckType::Script, CheckStatus::Pending, None),
+                check("slow", CheckType::Http, CheckStatus::Warning, Some(429)),
+            ],
+            create_index: 0,
+            modify_index: 0,
+        }]),
+    };
     let request = pb::UpdateAllocationsRequest {
         auth: Some(pb::NodeAuth {
             node_id: mock::node_id(4).to_string(),
             secret_id: "secret-4".into(),
         }),
-        updates: vec![(&update).into()],
+        updates: vec![(&update).into(), (&checked).into()],
     };
     let decoded = convert::AllocUpdates::try_from(through_wire(&request)).unwrap();
     assert_eq!(decoded.auth.node_id, mock::node_id(4));
     assert_eq!(decoded.auth.secret_id, "secret-4");
-    assert_eq!(decoded.updates, vec![update]);
+    assert_eq!(decoded.updates, vec![update, checked]);
 }
 
 #[test]

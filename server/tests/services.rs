@@ -43,6 +43,14 @@ fn report(
                 port: 5432,
                 tags: vec!["primary".into()],
                 health,
+                checks: vec![CheckState {
+                    name: "alive".into(),
+                    check_type: CheckType::Tcp,
+                    status: health.into(),
+                    output: format!("db is {}", health.as_str()),
+                    http_status: None,
+                    time: Timestamp(1_700_000_000_000),
+                }],
                 create_index: 0,
                 modify_index: 0,
             }]
@@ -178,6 +186,30 @@ async fn the_catalog_lists_what_agents_register_and_blocking_reads_wake_on_chang
         healths.contains(&(pb::ServiceHealth::Critical as i32)),
         "{got:?}"
     );
+    // Each instance answers its checks' latest results as its agent reported them.
+    let checks: Vec<(&str, &str, i32, &str, u64)> = got
+        .instances
+        .iter()
+        .flat_map(|r| &r.checks)
+        .map(|c| {
+            (
+                c.name.as_str(),
+                c.check_type.as_str(),
+                c.status,
+                c.output.as_str(),
+                c.time_ms,
+            )
+        })
+        .collect();
+    for (status, output) in [
+        (pb::CheckStatus::Passing, "db is passing"),
+        (pb::CheckStatus::Critical, "db is critical"),
+    ] {
+        assert!(
+            checks.contains(&("alive", "tcp", status as i32, output, 1_700_000_000_000)),
+            "{checks:?}"
+        );
+    }
 
     // Narrowed to one job, or to one allocation (any service name).
     let scoped = |job_id: &str, alloc_id: &str| pb::ServiceInfoRequest {

@@ -216,7 +216,7 @@ pub fn snapshot(nodes: u64, allocs: u64) -> Snapshot {
 /// The service registrations of [`snapshot`]: the running allocations among the first 60
 /// of `web-0` (a group service `web` and a task service `admin`), `web-3` (`api`) and
 /// `batch-1` (`metrics`), on their node's address at port `20000 + a`, passing but for
-/// every fifth (warning) and every seventh (critical).
+/// every fifth (warning) and every seventh (critical), each with one http check saying so.
 pub fn services(nodes: u64, allocs: u64) -> Vec<drover_core::ServiceRegistration> {
     let mut registrations = Vec::new();
     for a in (0..allocs.min(60)).filter(|a| a % 50 >= 3) {
@@ -229,6 +229,11 @@ pub fn services(nodes: u64, allocs: u64) -> Vec<drover_core::ServiceRegistration
         for (i, (name, task)) in names.iter().enumerate() {
             let alloc = alloc_id(a);
             let node = a % nodes.max(1);
+            let health = match a {
+                _ if a % 7 == 0 => drover_core::ServiceHealth::Critical,
+                _ if a % 5 == 0 => drover_core::ServiceHealth::Warning,
+                _ => drover_core::ServiceHealth::Passing,
+            };
             registrations.push(drover_core::ServiceRegistration {
                 id: drover_core::ServiceRegistration::make_id(alloc, *task, i),
                 service_name: (*name).to_owned(),
@@ -243,17 +248,33 @@ pub fn services(nodes: u64, allocs: u64) -> Vec<drover_core::ServiceRegistration
                     "web" => vec!["http".to_owned(), "v2".to_owned()],
                     _ => Vec::new(),
                 },
-                health: match a {
-                    _ if a % 7 == 0 => drover_core::ServiceHealth::Critical,
-                    _ if a % 5 == 0 => drover_core::ServiceHealth::Warning,
-                    _ => drover_core::ServiceHealth::Passing,
-                },
+                health,
+                checks: vec![service_check(health, 500 + a)],
                 create_index: 500 + a,
                 modify_index: 500 + a,
             });
         }
     }
     registrations
+}
+
+/// The one http check of a [`services`] registration, its status the registration's
+/// health, found at second `at`.
+fn service_check(health: drover_core::ServiceHealth, at: u64) -> drover_core::CheckState {
+    use drover_core::ServiceHealth;
+    let (code, output) = match health {
+        ServiceHealth::Passing => (200, "GET /health: 200"),
+        ServiceHealth::Warning => (429, "GET /health: 429\ntoo many requests"),
+        ServiceHealth::Critical => (503, "GET /health: 503"),
+    };
+    drover_core::CheckState {
+        name: "alive".to_owned(),
+        check_type: drover_core::CheckType::Http,
+        status: health.into(),
+        output: output.to_owned(),
+        http_status: Some(code),
+        time: drover_core::Timestamp(at * 1_000),
+    }
 }
 
 /// The id of deployment `n` of [`deployments`].

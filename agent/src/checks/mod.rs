@@ -6,15 +6,17 @@
 //!
 //! Checks start once the allocation runs, each after a random part of its interval (so a
 //! node's checks do not fire together) and then every interval with a tenth of jitter. A
-//! check has not passed until it has: a registration starts critical.
+//! check has not passed until it has: a registration starts with its checks pending, which
+//! is critical. A check's result is kept (and so reported) only when its status changes: a
+//! check that keeps passing writes nothing to the servers, whatever its output says.
 
 pub mod catalog;
 pub mod probe;
 
 use crate::state::AllocInfo;
 use drover_core::types::{
-    CheckRestart, MetaLayers, NodeId, OnUpdate, Service, ServiceHealth, ServiceRegistration,
-    TaskGroup,
+    CheckRestart, CheckState, CheckStatus, MetaLayers, NodeId, OnUpdate, Service, ServiceHealth,
+    ServiceRegistration, TaskGroup, Timestamp,
 };
 use probe::{Outcome, Target};
 use rand::Rng;
@@ -50,11 +52,12 @@ struct PlannedCheck {
     on_update: OnUpdate,
     /// The tasks `check_restart` restarts: the service's task, or a group service's tasks.
     tasks: Vec<String>,
-    health: ServiceHealth,
     /// Unhealthy results in a row past the grace.
     failures: u32,
 }
 
+/// A registration and how to run its checks: `checks[i]` runs what
+/// `registration.checks[i]` holds the latest state of.
 struct Planned {
     registration: ServiceRegistration,
     checks: Vec<PlannedCheck>,
@@ -74,12 +77,14 @@ impl std::fmt::Debug for AllocChecks {
 }
 
 impl AllocChecks {
-    /// The registrations of `alloc`'s group and tasks, on the ports the allocation holds.
+    /// The registrations of `alloc`'s group and tasks, on the ports the allocation holds,
+    /// their checks pending since `now`.
     pub fn plan(
         alloc: &AllocInfo,
         group: &TaskGroup,
         node_id: NodeId,
         contexts: &BTreeMap<String, TaskContext>,
+        now: Timestamp,
     ) -> Self {
         let mut services = Vec::new();
         let all_tasks: Vec<String> = group.tasks.iter().map(|t| t.name.clone()).collect();
@@ -91,7 +96,7 @@ impl AllocChecks {
         );
         for (task, list) in owners {
             for (index, service) in list.iter().enumerate() {
-                let registration = registration(alloc, group, node_id, task, index, service);
+                let registration = registration(alloc, group, node_id, task, index, service, now);
                 let addr = registration
                     .address
                     .filter(|_| registration.port != 0)
@@ -121,7 +126,6 @@ impl AllocChecks {
                                 Some(t) => vec![t.to_owned()],
                                 None => all_tasks.clone(),
                             },
-                            health: ServiceHealth::Critical,
                             failures: 0,
                         }
                     })
@@ -172,22 +176,39 @@ impl AllocChecks {
         set
     }
 
-    /// Records a result; returns whether a registration's health changed and the tasks
-    /// `check_restart` now restarts. `started` says when each task last started: results
-    /// before its grace ran out do not count.
+    /// Records a result found at `at`; returns whether the check's status changed (its
+    /// registration is then worth reporting) and the tasks `check_restart` now restarts.
+    /// `started` says when each task last started: results before its grace ran out do
+    /// not count.
     pub fn record(
         &mut self,
         result: &CheckResult,
         started: &BTreeMap<String, Instant>,
         now: Instant,
+        at: Timestamp,
     ) -> (bool, Vec<String>) {
         let Some(planned) = self.services.get_mut(result.service) else {
             return (false, Vec::new());
         };
-        let Some(check) = planned.checks.get_mut(result.check) else {
+        let (Some(check), Some(state)) = (
+            planned.checks.get_mut(result.check),
+            planned.registration.checks.get_mut(result.check),
+        ) else {
             return (false, Vec::new());
         };
-        check.health = result.outcome.health;
+        let status = CheckStatus::from(result.outcome.health);
+        let changed = state.status != status;
+        if changed {
+            *state = CheckState {
+                name: std::mem::take(&mut state.name),
+                check_type: state.check_type,
+                status,
+                output: result.outcome.output.clone(),
+                http_status: result.outcome.http_status,
+                time: at,
+            }
+            .bound();
+        }
         let mut restart = Vec::new();
         if let Some(policy) = check.restart {
             let unhealthy = match result.outcome.health {
@@ -210,9 +231,7 @@ impl AllocChecks {
                 }
             }
         }
-        let health = ServiceHealth::worst(planned.checks.iter().map(|c| c.health));
-        let changed = planned.registration.health != health;
-        planned.registration.health = health;
+        planned.registration.health = CheckState::health_of(&planned.registration.checks);
         (changed, restart)
     }
 
@@ -242,16 +261,18 @@ impl AllocChecks {
 
     /// Whether every check that gates updates lets the allocation be healthy now, as each
     /// check's `on_update` says: `require_healthy` needs passing, `ignore_warnings`
-    /// anything but critical, `ignore` nothing.
+    /// anything but critical (or pending), `ignore` nothing.
     pub fn pass_for_updates(&self) -> bool {
-        self.services
-            .iter()
-            .flat_map(|p| &p.checks)
-            .all(|c| match c.on_update {
-                OnUpdate::RequireHealthy => c.health == ServiceHealth::Passing,
-                OnUpdate::IgnoreWarnings => c.health != ServiceHealth::Critical,
-                OnUpdate::Ignore => true,
-            })
+        self.services.iter().all(|p| {
+            p.checks
+                .iter()
+                .zip(&p.registration.checks)
+                .all(|(c, state)| match c.on_update {
+                    OnUpdate::RequireHealthy => state.status == CheckStatus::Passing,
+                    OnUpdate::IgnoreWarnings => state.status.health() != ServiceHealth::Critical,
+                    OnUpdate::Ignore => true,
+                })
+        })
     }
 }
 
@@ -262,26 +283,44 @@ fn registration(
     task: Option<&str>,
     index: usize,
     service: &Service,
+    now: Timestamp,
 ) -> ServiceRegistration {
     let port = alloc
         .ports
         .iter()
         .find(|p| !service.port_label.is_empty() && p.label == service.port_label.as_str());
     let none = std::collections::BTreeMap::new();
+    let service_name = service.resolved_name(&alloc.job_name, &group.name, task, {
+        let task_meta = task
+            .and_then(|t| group.tasks.iter().find(|x| x.name == t))
+            .map_or(&none, |t| &t.meta);
+        MetaLayers([&alloc.job_meta, &group.meta, task_meta])
+    });
+    let checks: Vec<CheckState> = service
+        .checks
+        .iter()
+        .map(|c| {
+            CheckState {
+                // Nomad's name for an unnamed check.
+                name: if c.name.is_empty() {
+                    format!("service: {service_name:?} check")
+                } else {
+                    c.name.clone()
+                },
+                check_type: c.kind.check_type(),
+                status: CheckStatus::Pending,
+                output: String::new(),
+                http_status: None,
+                time: now,
+            }
+            .bound()
+        })
+        .collect();
     // Without checks a service is as healthy as its allocation is running.
-    let health = if service.checks.is_empty() {
-        ServiceHealth::Passing
-    } else {
-        ServiceHealth::Critical
-    };
+    let health = CheckState::health_of(&checks);
     ServiceRegistration {
         id: ServiceRegistration::make_id(alloc.id, task, index),
-        service_name: service.resolved_name(&alloc.job_name, &group.name, task, {
-            let task_meta = task
-                .and_then(|t| group.tasks.iter().find(|x| x.name == t))
-                .map_or(&none, |t| &t.meta);
-            MetaLayers([&alloc.job_meta, &group.meta, task_meta])
-        }),
+        service_name,
         namespace: alloc.namespace.clone(),
         job_id: alloc.job_id.clone(),
         alloc_id: alloc.id,
@@ -291,6 +330,7 @@ fn registration(
         port: port.map_or(0, |p| p.value),
         tags: service.tags.clone(),
         health,
+        checks,
         create_index: 0,
         modify_index: 0,
     }
@@ -306,6 +346,8 @@ mod tests {
     use super::*;
     use drover_core::types::{AllocatedPort, CheckKind, OnUpdate, ServiceCheck, Task};
     use std::time::Duration;
+
+    const T0: Timestamp = Timestamp(1_700_000_000_000);
 
     fn alloc() -> AllocInfo {
         AllocInfo {
@@ -362,6 +404,7 @@ mod tests {
             outcome: Outcome {
                 health,
                 output: String::new(),
+                http_status: None,
             },
         }
     }
@@ -373,6 +416,7 @@ mod tests {
             &group(0, false),
             drover_core::mock::node_id(1),
             &BTreeMap::new(),
+            T0,
         );
         let regs = checks.registrations();
         assert_eq!(regs.len(), 1);
@@ -394,7 +438,13 @@ mod tests {
         let mut g = group(0, false);
         g.tasks[0].meta.insert("tier".into(), "silver".into());
         g.tasks[0].services[0].name = "${NOMAD_JOB_NAME}-${NOMAD_META_TIER}".into();
-        let checks = AllocChecks::plan(&info, &g, drover_core::mock::node_id(1), &BTreeMap::new());
+        let checks = AllocChecks::plan(
+            &info,
+            &g,
+            drover_core::mock::node_id(1),
+            &BTreeMap::new(),
+            T0,
+        );
         assert_eq!(checks.registrations()[0].service_name, "shop-silver");
     }
 
@@ -431,13 +481,14 @@ mod tests {
                 &group(limit, ignore),
                 drover_core::mock::node_id(1),
                 &BTreeMap::new(),
+                T0,
             );
             let start = Instant::now();
             let started = BTreeMap::from([("db".to_owned(), start)]);
             let mut restarted = Vec::new();
             for (i, (secs, health)) in steps.iter().enumerate() {
                 let now = start + Duration::from_secs(*secs);
-                let (_, restart) = checks.record(&result(*health), &started, now);
+                let (_, restart) = checks.record(&result(*health), &started, now, T0);
                 if !restart.is_empty() {
                     assert_eq!(restart, ["db"]);
                     restarted.push(i);
@@ -454,14 +505,103 @@ mod tests {
             &group(0, false),
             drover_core::mock::node_id(1),
             &BTreeMap::new(),
+            T0,
         );
         let started = BTreeMap::new();
-        let (changed, restart) =
-            checks.record(&result(ServiceHealth::Passing), &started, Instant::now());
+        let (changed, restart) = checks.record(
+            &result(ServiceHealth::Passing),
+            &started,
+            Instant::now(),
+            T0,
+        );
         assert!(changed && restart.is_empty());
         assert_eq!(checks.registrations()[0].health, ServiceHealth::Passing);
-        let (changed, _) = checks.record(&result(ServiceHealth::Passing), &started, Instant::now());
+        let (changed, _) = checks.record(
+            &result(ServiceHealth::Passing),
+            &started,
+            Instant::now(),
+            T0,
+        );
         assert!(!changed, "the same result again changes nothing");
         assert_eq!(checks.health(), ServiceHealth::Passing);
+    }
+
+    #[test]
+    fn a_check_is_reported_only_when_its_status_changes() {
+        let mut checks = AllocChecks::plan(
+            &alloc(),
+            &group(0, false),
+            drover_core::mock::node_id(1),
+            &BTreeMap::new(),
+            T0,
+        );
+        let pending = &checks.registrations()[0].checks;
+        assert_eq!(pending.len(), 1);
+        assert_eq!(
+            (
+                pending[0].name.as_str(),
+                pending[0].check_type,
+                pending[0].status,
+                pending[0].time
+            ),
+            (
+                "service: \"shop-db\" check",
+                drover_core::types::CheckType::Tcp,
+                CheckStatus::Pending,
+                T0
+            )
+        );
+        let started = BTreeMap::new();
+        let at = |s: u64| Timestamp(T0.0 + s * 1000);
+        let run = |health, output: &str| CheckResult {
+            service: 0,
+            check: 0,
+            outcome: Outcome {
+                health,
+                output: output.into(),
+                http_status: None,
+            },
+        };
+        // (result, its output, whether it is reported, the output and time then held).
+        let steps = [
+            (ServiceHealth::Passing, "up 1", true, "up 1", at(1)),
+            (ServiceHealth::Passing, "up 2", false, "up 1", at(1)),
+            (ServiceHealth::Critical, "refused", true, "refused", at(3)),
+            (
+                ServiceHealth::Critical,
+                "refused again",
+                false,
+                "refused",
+                at(3),
+            ),
+            (ServiceHealth::Warning, "slow", true, "slow", at(5)),
+            (ServiceHealth::Passing, "up 3", true, "up 3", at(6)),
+        ];
+        for (i, (health, output, reported, held, time)) in steps.into_iter().enumerate() {
+            let (changed, _) = checks.record(
+                &run(health, output),
+                &started,
+                Instant::now(),
+                at(i as u64 + 1),
+            );
+            assert_eq!(changed, reported, "step {i}");
+            let state = &checks.registrations()[0].checks[0];
+            assert_eq!(
+                (state.status, state.output.as_str(), state.time),
+                (CheckStatus::from(health), held, time),
+                "step {i}"
+            );
+            assert_eq!(checks.registrations()[0].health, health, "step {i}");
+        }
+        // What a check prints is cut before it travels.
+        let (changed, _) = checks.record(
+            &run(ServiceHealth::Critical, &"x".repeat(10_000)),
+            &started,
+            Instant::now(),
+            at(9),
+        );
+        assert!(changed);
+        let state = &checks.registrations()[0].checks[0];
+        assert_eq!(state.output.len(), drover_core::types::MAX_CHECK_OUTPUT);
     }
 }

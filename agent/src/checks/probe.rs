@@ -26,6 +26,8 @@ pub struct Target {
 pub struct Outcome {
     pub health: ServiceHealth,
     pub output: String,
+    /// The answer's status code, for an http check that got one.
+    pub http_status: Option<u16>,
 }
 
 impl Outcome {
@@ -33,6 +35,7 @@ impl Outcome {
         Self {
             health: ServiceHealth::Critical,
             output: output.into(),
+            http_status: None,
         }
     }
 }
@@ -65,6 +68,7 @@ async fn tcp(addr: Option<SocketAddr>) -> Outcome {
         Ok(_) => Outcome {
             health: ServiceHealth::Passing,
             output: format!("tcp connect {addr}: success"),
+            http_status: None,
         },
         Err(e) => Outcome::critical(format!("tcp connect {addr}: {e}")),
     }
@@ -104,6 +108,7 @@ async fn http_check(
             Outcome {
                 health,
                 output: format!("{method} {url}: {code}"),
+                http_status: Some(code),
             }
         }
         Err(e) => Outcome::critical(format!("{method} {url}: {e}")),
@@ -134,6 +139,7 @@ async fn script(target: &Target, command: &str, args: &[String]) -> Outcome {
             Outcome {
                 health,
                 output: format!("{command}: {status}"),
+                http_status: None,
             }
         }
         Err(e) => Outcome::critical(format!("{command}: {e}")),

@@ -370,7 +370,13 @@ async fn run_alloc(
         // The servers set the registration's node from the report's; this is a stand-in.
         drover_core::types::NodeId::from_bytes([0; 16])
     });
-    let mut checks = AllocChecks::plan(&record.alloc, &record.group, node_id, &contexts);
+    let mut checks = AllocChecks::plan(
+        &record.alloc,
+        &record.group,
+        node_id,
+        &contexts,
+        super::task::now(),
+    );
     let (mut results_tx, mut results) = mpsc::unbounded_channel::<CheckResult>();
     // Checks start once the allocation runs, and stop with this supervisor.
     let mut running_checks: Option<JoinSet<()>> = None;
@@ -423,7 +429,7 @@ async fn run_alloc(
             }
             Some(result) = results.recv() => {
                 let (changed, restart) =
-                    checks.record(&result, &started, tokio::time::Instant::now());
+                    checks.record(&result, &started, tokio::time::Instant::now(), super::task::now());
                 for task in restart {
                     tracing::info!(%alloc_id, %task, output = %result.outcome.output, "check_restart: restarting the task");
                     if let Some(tx) = check_restarts.get(&task) {
@@ -431,7 +437,7 @@ async fn run_alloc(
                     }
                 }
                 if changed {
-                    tracing::info!(%alloc_id, health = checks.health().as_str(), output = %result.outcome.output, "service health changed");
+                    tracing::info!(%alloc_id, check_status = result.outcome.health.as_str(), health = checks.health().as_str(), output = %result.outcome.output, "check status changed");
                     publisher.publish(&mut record, &checks);
                 }
                 let pass = checks.pass_for_updates();
@@ -473,7 +479,7 @@ async fn run_alloc(
                         // are dropped with their channel.
                         tracing::info!(%alloc_id, "services changed; checks planned again");
                         drop(running_checks.take());
-                        checks = AllocChecks::plan(&record.alloc, &record.group, node_id, &contexts);
+                        checks = AllocChecks::plan(&record.alloc, &record.group, node_id, &contexts, super::task::now());
                         (results_tx, results) = mpsc::unbounded_channel::<CheckResult>();
                         if !checks.is_empty()
                             && alloc_status(&states_of(&record)).0 == ClientStatus::Running

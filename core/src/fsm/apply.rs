@@ -700,7 +700,8 @@ impl Apply<'_> {
     /// Replaces an allocation's registrations with what its node reports. A node writes
     /// only its own live allocations' registrations, under their ids (which start with the
     /// allocation's): anything else in the report is ignored. Where a registration is, and
-    /// whose it is, is the allocation's, whatever the report says.
+    /// whose it is, is the allocation's, whatever the report says; its checks' results are
+    /// kept only within their bounds.
     fn alloc_services(&mut self, node_id: NodeId, s: &AllocServices) {
         let Some(a) = self.store.alloc(&s.alloc_id).cloned() else {
             return;
@@ -718,6 +719,7 @@ impl Apply<'_> {
                 job_id: a.job_id.to_string(),
                 alloc_id: a.id,
                 node_id,
+                checks: CheckState::bound_all(r.checks.clone()),
                 ..r.clone()
             })
             .collect();

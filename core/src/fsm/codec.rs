@@ -15,12 +15,13 @@ const SNAPSHOT_MAGIC: [u8; 2] = *b"ds";
 /// restart overrides, ephemeral disks, ports, artifacts, templates and node networks; 3
 /// added services and checks (jobs), the service catalog, and deployments (their commands,
 /// a plan's deployment, an allocation's deployment link and health, a job's `stable` and
-/// its update block's deployment settings).
-pub const COMMAND_FORMAT: u8 = 3;
+/// its update block's deployment settings); 4 added each registration's check results.
+pub const COMMAND_FORMAT: u8 = 4;
 /// The snapshot format this build writes and reads: the primary tables then the ACL tables.
 /// 3 holds format 2's tables with the types of command format 2; 4 the types of command
-/// format 3, the service catalog and the deployments table.
-pub const SNAPSHOT_FORMAT: u8 = 4;
+/// format 3, the service catalog and the deployments table; 5 the types of command
+/// format 4 (registrations with their check results).
+pub const SNAPSHOT_FORMAT: u8 = 5;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CodecError {

@@ -22,6 +22,7 @@ fn reg(alloc: AllocId, index: usize, name: &str, health: ServiceHealth) -> Servi
         port: 8080,
         tags: vec!["a".into()],
         health,
+        checks: Vec::new(),
         create_index: 0,
         modify_index: 0,
     }
@@ -285,7 +286,10 @@ fn a_snapshot_keeps_the_catalog() {
         &[],
         vec![services(
             a1,
-            vec![reg(a1, 0, "api", ServiceHealth::Warning)],
+            vec![checked(
+                a1,
+                vec![check("alive", CheckStatus::Warning, "slow", 1)],
+            )],
         )],
     ));
     let (s, _) = run(&cmds);
@@ -294,7 +298,97 @@ fn a_snapshot_keeps_the_catalog() {
     back.check_consistency().expect("consistent");
     assert_eq!(listed(&back, "api"), [a1]);
     assert_eq!(
+        back.service_instances("default", "api").next(),
+        s.service_instances("default", "api").next(),
+        "the checks' results come back"
+    );
+    assert_eq!(
         back.table_index(Table::Services),
         s.table_index(Table::Services)
     );
+}
+
+/// A tcp check `name` of a registration, found at `at` seconds past [`T0`].
+fn check(name: &str, status: CheckStatus, output: &str, at: u64) -> CheckState {
+    CheckState {
+        name: name.into(),
+        check_type: CheckType::Tcp,
+        status,
+        output: output.into(),
+        http_status: None,
+        time: Timestamp(T0.0 + at * 1000),
+    }
+}
+
+/// Registration `index` of `alloc` with `checks`, its health what they give.
+fn checked(alloc: AllocId, checks: Vec<CheckState>) -> ServiceRegistration {
+    let mut r = reg(alloc, 0, "api", CheckState::health_of(&checks));
+    r.checks = checks;
+    r
+}
+
+#[test]
+fn a_check_status_change_is_stored_with_its_output_and_time() {
+    let (_, mut cmds) = setup();
+    let a1 = mock::alloc_id(1);
+    let passing = check("alive", CheckStatus::Passing, "tcp connect: success", 1);
+    cmds.push(report(
+        mock::node_id(1),
+        &[],
+        vec![services(a1, vec![checked(a1, vec![passing])])],
+    ));
+    let failing = check("alive", CheckStatus::Critical, "connection refused", 9);
+    cmds.push(report(
+        mock::node_id(1),
+        &[],
+        vec![services(a1, vec![checked(a1, vec![failing.clone()])])],
+    ));
+    let (s, events) = run(&cmds);
+    assert_eq!(events, [(EventType::ServiceRegistered, "api".to_owned())]);
+    let r = s.service_instances("default", "api").next().expect("one");
+    assert_eq!(r.checks, [failing]);
+    assert_eq!(r.health, ServiceHealth::Critical);
+    assert_eq!(r.modify_index, cmds.len() as Index);
+}
+
+#[test]
+fn check_results_are_kept_within_their_bounds() {
+    let (_, mut cmds) = setup();
+    let a1 = mock::alloc_id(1);
+    let loud = check("alive", CheckStatus::Critical, &"x".repeat(64 * 1024), 1);
+    let mut many = vec![loud; MAX_REGISTRATION_CHECKS + 10];
+    many[0].name = "n".repeat(10 * 1024);
+    cmds.push(report(
+        mock::node_id(1),
+        &[],
+        vec![services(a1, vec![checked(a1, many)])],
+    ));
+    let (s, _) = run(&cmds);
+    let r = s.service_instances("default", "api").next().expect("one");
+    assert_eq!(r.checks.len(), MAX_REGISTRATION_CHECKS);
+    assert!(r.checks.iter().all(|c| c.output.len() == MAX_CHECK_OUTPUT));
+    assert_eq!(r.checks[0].name.len(), MAX_CHECK_NAME);
+}
+
+#[test]
+fn a_node_cannot_write_checks_of_another_nodes_allocation() {
+    let (_, mut cmds) = setup();
+    let a2 = mock::alloc_id(2);
+    let passing = check("alive", CheckStatus::Passing, "ok", 1);
+    cmds.push(report(
+        mock::node_id(2),
+        &[],
+        vec![services(a2, vec![checked(a2, vec![passing.clone()])])],
+    ));
+    let forged = check("alive", CheckStatus::Critical, "forged", 2);
+    cmds.push(report(
+        mock::node_id(1),
+        &[],
+        vec![services(a2, vec![checked(a2, vec![forged])])],
+    ));
+    let (s, events) = run(&cmds);
+    assert!(events.is_empty(), "{events:?}");
+    let r = s.service_instances("default", "api").next().expect("one");
+    assert_eq!(r.checks, [passing]);
+    assert_eq!(r.health, ServiceHealth::Passing);
 }

@@ -2,6 +2,7 @@
 
 mod alloc;
 mod alloc_links;
+mod check_state;
 mod constraint;
 mod deployment;
 mod eval;
@@ -21,6 +22,7 @@ mod task_states;
 
 pub use alloc::*;
 pub use alloc_links::{AllocLinks, Links};
+pub use check_state::*;
 pub use constraint::*;
 pub use deployment::*;
 pub use eval::*;

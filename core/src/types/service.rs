@@ -6,7 +6,7 @@
 //! address and port the allocation was given ([`ServiceRegistration`]), and the checks'
 //! results set the registration's [`ServiceHealth`].
 
-use super::{AllocId, Index, NodeId};
+use super::{AllocId, CheckState, CheckType, Index, NodeId};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -98,10 +98,14 @@ pub enum CheckKind {
 
 impl CheckKind {
     pub fn type_name(&self) -> &'static str {
+        self.check_type().as_str()
+    }
+
+    pub fn check_type(&self) -> CheckType {
         match self {
-            CheckKind::Http { .. } => "http",
-            CheckKind::Tcp => "tcp",
-            CheckKind::Script { .. } => "script",
+            CheckKind::Http { .. } => CheckType::Http,
+            CheckKind::Tcp => CheckType::Tcp,
+            CheckKind::Script { .. } => CheckType::Script,
         }
     }
 
@@ -304,7 +308,10 @@ pub struct ServiceRegistration {
     /// 0: the service names no port.
     pub port: u16,
     pub tags: Vec<String>,
+    /// What its checks say: [`CheckState::health_of`] its `checks` as the agent found them.
     pub health: ServiceHealth,
+    /// Each check's latest result, in the service's check order.
+    pub checks: Vec<CheckState>,
     pub create_index: Index,
     pub modify_index: Index,
 }

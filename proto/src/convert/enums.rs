@@ -287,6 +287,13 @@ pub(crate) fn parse_dimension(field: &str, key: &str) -> Result<Dimension> {
         .ok_or_else(|| ConvertError::new(field, Problem::UnknownKey(key.to_owned())))
 }
 
+wire_enum!(CheckStatus => pb::CheckStatus {
+    Pending => Pending,
+    Passing => Passing,
+    Warning => Warning,
+    Critical => Critical,
+});
+
 wire_enum!(ServiceHealth => pb::ServiceHealth {
     Passing => Passing,
     Warning => Warning,

@@ -81,6 +81,20 @@ impl From<&ServiceRegistration> for pb::ServiceRegistration {
             health: r.health.to_wire(),
             create_index: r.create_index,
             modify_index: r.modify_index,
+            checks: r.checks.iter().map(Into::into).collect(),
+        }
+    }
+}
+
+impl From<&CheckState> for pb::CheckState {
+    fn from(c: &CheckState) -> Self {
+        pb::CheckState {
+            name: c.name.clone(),
+            check_type: c.check_type.as_str().into(),
+            status: c.status.to_wire(),
+            output: c.output.clone(),
+            http_status: c.http_status.map(u32::from),
+            time_ms: c.time.as_millis(),
         }
     }
 }
@@ -186,7 +200,28 @@ pub fn service_registration(p: pb::ServiceRegistration) -> Result<ServiceRegistr
             .map_err(|_| ConvertError::new("port", Problem::Invalid("not a port (0-65535)")))?,
         tags: p.tags,
         health: ServiceHealth::from_wire("health", p.health)?,
+        checks: each("checks", p.checks, check_state)?,
         create_index: p.create_index,
         modify_index: p.modify_index,
+    })
+}
+
+fn check_state(p: pb::CheckState) -> Result<CheckState> {
+    Ok(CheckState {
+        check_type: CheckType::parse(&p.check_type).ok_or_else(|| {
+            ConvertError::new("check_type", Problem::Invalid("not http, tcp or script"))
+        })?,
+        status: CheckStatus::from_wire("status", p.status)?,
+        http_status: p
+            .http_status
+            .map(|s| {
+                u16::try_from(s).map_err(|_| {
+                    ConvertError::new("http_status", Problem::Invalid("not an http status"))
+                })
+            })
+            .transpose()?,
+        time: Timestamp::from_millis(p.time_ms),
+        name: p.name,
+        output: p.output,
     })
 }

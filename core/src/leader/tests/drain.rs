@@ -324,6 +324,7 @@ impl Sim {
             port: 0,
             tags: Vec::new(),
             health,
+            checks: Vec::new(),
             create_index: 0,
             modify_index: 0,
         };
