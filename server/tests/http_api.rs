@@ -252,6 +252,12 @@ operator { policy = "read" }"#;
             Need::Read,
         ),
         (
+            "GET",
+            format!("/v1/client/allocation/{alloc}/checks"),
+            "",
+            Need::Read,
+        ),
+        (
             "POST",
             format!("/v1/allocation/{alloc}/stop"),
             "",
@@ -501,6 +507,20 @@ async fn bad_requests_are_refused_as_nomad_refuses_them() {
         ),
         ("GET", "/v1/deployment/abc123", "", 404, "abc123"),
         (
+            "GET",
+            "/v1/allocation/x/checks",
+            "",
+            501,
+            "/v1/client/allocation/{id}/checks",
+        ),
+        (
+            "GET",
+            "/v1/client/allocation/6f3a1c2e-0000-4000-8000-000000000009/checks",
+            "",
+            404,
+            "not found",
+        ),
+        (
             "POST",
             "/v1/deployment/pause/x",
             "{}",
@@ -638,6 +658,77 @@ async fn the_service_catalog_answers_as_nomad_lists_it() {
     );
     let bad = http(&addr, "GET", "/v1/services?wait=soon", None, "", false).await;
     assert_eq!(bad.status, 400, "{bad:?}");
+}
+
+/// An allocation's check results over Nomad's client endpoint: keyed by check id, each
+/// with its service, check, Nomad's status and what the check said, as its agent reported.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_allocations_checks_answer_as_nomads_client_endpoint() {
+    use drover_core::types::*;
+    let (api, addr) = start(false).await;
+    let agents = common::join_many(&api.h, 1).await;
+    common::register(&api.h, common::big_service_job("shop", 1)).await;
+    let snap = common::wait_until(&api.h, "placed", |s| {
+        common::live_allocs(s, "shop").len() == 1
+    })
+    .await;
+    let alloc = common::live_allocs(&snap, "shop").remove(0);
+    let registration = ServiceRegistration {
+        id: ServiceRegistration::make_id(alloc.id, None, 0),
+        service_name: "db".into(),
+        namespace: String::new(),
+        job_id: String::new(),
+        alloc_id: alloc.id,
+        node_id: alloc.node_id,
+        task: None,
+        address: Some("127.0.0.1".parse().expect("ip")),
+        port: 5432,
+        tags: Vec::new(),
+        health: ServiceHealth::Critical,
+        checks: vec![CheckState {
+            name: "ready".into(),
+            check_type: CheckType::Http,
+            status: CheckStatus::Critical,
+            output: "GET http://127.0.0.1:5432/ready: 503".into(),
+            http_status: Some(503),
+            time: Timestamp(1_700_000_042_500),
+        }],
+        create_index: 0,
+        modify_index: 0,
+    };
+    api.h
+        .update_allocs(drover_proto::convert::AllocUpdates {
+            auth: agents[0].creds.clone(),
+            updates: vec![drover_proto::convert::ClientAllocUpdate {
+                update: drover_core::fsm::AllocClientUpdate {
+                    alloc_id: alloc.id,
+                    client_status: ClientStatus::Running,
+                    client_description: Default::default(),
+                    task_states: Default::default(),
+                    deployment_health: None,
+                },
+                infra_failure: false,
+                services: Some(vec![registration.clone()]),
+            }],
+        })
+        .await
+        .expect("the node reports its allocation");
+    let answer = http(
+        &addr,
+        "GET",
+        &format!("/v1/client/allocation/{}/checks", alloc.id),
+        None,
+        "",
+        false,
+    )
+    .await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+    let id = format!("{}-check-0", registration.id);
+    let want = format!(
+        r#"{{"{id}":{{"ID":"{id}","Check":"ready","Group":"{}","Service":"db","Mode":"healthiness","Status":"failure","StatusCode":503,"Output":"GET http://127.0.0.1:5432/ready: 503","Timestamp":1700000042}}}}"#,
+        alloc.name
+    );
+    assert_eq!(answer.body, want);
 }
 
 /// Nomad's API over TLS with the gRPC API's certificates: a client the cluster CA signed is

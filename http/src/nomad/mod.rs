@@ -8,6 +8,7 @@
 
 pub mod acl;
 pub mod alloc;
+pub mod check;
 pub mod deployment;
 pub mod eval;
 pub mod event;

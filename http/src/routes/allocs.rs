@@ -1,7 +1,10 @@
-//! `/v1/allocations` and `/v1/allocation/:id` (read, stop, services).
+//! `/v1/allocations` and `/v1/allocation/:id` (read, stop, services), and an allocation's
+//! check results (`/v1/client/allocation/:id/checks`, which drover answers from the
+//! service catalog rather than from the allocation's agent).
 
 use super::{Ctx, blocking, pages};
 use crate::nomad::alloc::allocation;
+use crate::nomad::check;
 use crate::query::Call;
 use crate::reply::{self, ApiError};
 use axum::Router;
@@ -16,6 +19,7 @@ pub fn routes() -> Router<Ctx> {
         .route("/v1/allocation/{id}", get(read))
         .route("/v1/allocation/{id}/stop", post(stop).put(stop))
         .route("/v1/allocation/{id}/services", get(services))
+        .route("/v1/client/allocation/{id}/checks", get(checks))
 }
 
 async fn list(State(ctx): State<Ctx>, call: Call) -> Result<Response, ApiError> {
@@ -73,28 +77,53 @@ async fn stop(
     Ok(reply::written(ctx.meta(r.index), &body))
 }
 
+/// The allocation (by id or a unique prefix), or NOT_FOUND.
+async fn alloc_of(ctx: &Ctx, call: &Call, id: &str) -> Result<pb::Allocation, ApiError> {
+    let req = call.creds.request(pb::AllocGetRequest {
+        query: None,
+        alloc_id: id.to_owned(),
+    });
+    ctx.grpc
+        .operator()
+        .alloc_get(req)
+        .await?
+        .into_inner()
+        .allocation
+        .ok_or_else(|| ApiError::NotFound(format!("allocation {id:?} not found")))
+}
+
 /// The instances of the services the allocation (by id or a unique prefix) offers.
 async fn services(
     State(ctx): State<Ctx>,
     call: Call,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let req = call.creds.request(pb::AllocGetRequest {
-        query: None,
-        alloc_id: id.clone(),
-    });
-    let alloc = ctx
-        .grpc
-        .operator()
-        .alloc_get(req)
-        .await?
-        .into_inner()
-        .allocation
-        .ok_or_else(|| ApiError::NotFound(format!("allocation {id:?} not found")))?;
+    let alloc = alloc_of(&ctx, &call, &id).await?;
     let filter = pb::ServiceInfoRequest {
         namespace: alloc.namespace,
         alloc_id: alloc.id,
         ..Default::default()
     };
     super::services::instances(&ctx, &call, filter).await
+}
+
+/// The latest result of every check of the allocation's services, keyed by check id.
+async fn checks(
+    State(ctx): State<Ctx>,
+    call: Call,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let alloc = alloc_of(&ctx, &call, &id).await?;
+    let answer = ctx
+        .grpc
+        .services()
+        .info(call.creds.request(pb::ServiceInfoRequest {
+            namespace: alloc.namespace,
+            alloc_id: alloc.id,
+            ..Default::default()
+        }))
+        .await?
+        .into_inner();
+    let body = check::alloc_checks(&alloc.name, &answer.instances);
+    Ok(reply::json(ctx.meta(answer.index), "", &body))
 }

@@ -27,7 +27,10 @@ const UNSUPPORTED: &[(&str, &str)] = &[
     ),
     ("/v1/node/pools", "drover has no node pools"),
     ("/v1/node/pool/{*rest}", "drover has no node pools"),
-    ("/v1/allocation/{id}/checks", "drover has no checks yet"),
+    (
+        "/v1/allocation/{id}/checks",
+        "Nomad serves an allocation's checks at /v1/client/allocation/{id}/checks, as drover does",
+    ),
     ("/v1/client/fs/{*rest}", "only client/fs/logs is served"),
     ("/v1/client/stats", "drover's agents report no host stats"),
     (
