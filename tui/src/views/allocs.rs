@@ -217,6 +217,17 @@ impl TableView for AllocsView {
                 format!("{} {}", super::services::address_text(r), r.health.as_str()),
                 super::services::health_tone(r.health),
             ));
+            // Each check's status and the first line of what it said.
+            for c in &r.checks {
+                let said = c.output.lines().next().unwrap_or_default();
+                lines.push(DetailLine::toned(
+                    format!("  check {}", c.name),
+                    format!("{} {said}", c.status.as_str())
+                        .trim_end()
+                        .to_owned(),
+                    super::services::health_tone(c.status.health()),
+                ));
+            }
         }
         lines
     }
