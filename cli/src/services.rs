@@ -120,6 +120,36 @@ fn list_table(entries: &[ServiceEntry]) -> String {
     table.render()
 }
 
+/// The checks of `instances` (service, task, check, status, the output's first line),
+/// with each one's allocation when `alloc_ids` (full ids when verbose); empty when they
+/// have none.
+pub fn checks_table(instances: &[ServiceRegistration], alloc_ids: Option<bool>) -> String {
+    if instances.iter().all(|r| r.checks.is_empty()) {
+        return String::new();
+    }
+    let head = ["Service", "Task", "Check", "Status", "Output"];
+    let mut table = match alloc_ids {
+        Some(_) => Table::new(["Alloc ID", head[0], head[1], head[2], head[3], head[4]]),
+        None => Table::new(head),
+    };
+    for r in instances {
+        for c in &r.checks {
+            let mut row = vec![
+                r.service_name.clone(),
+                r.task.clone().unwrap_or_else(|| "(group)".to_owned()),
+                c.name.clone(),
+                c.status.as_str().to_owned(),
+                c.output.lines().next().unwrap_or_default().to_owned(),
+            ];
+            if let Some(verbose) = alloc_ids {
+                row.insert(0, output::id(r.alloc_id, verbose));
+            }
+            table.row(row);
+        }
+    }
+    table.render()
+}
+
 fn info_table(instances: &[ServiceRegistration], verbose: bool) -> String {
     let mut table = Table::new([
         "Address", "Port", "Alloc ID", "Node ID", "Job ID", "Tags", "Health",
@@ -135,13 +165,19 @@ fn info_table(instances: &[ServiceRegistration], verbose: bool) -> String {
             r.health.as_str().to_owned(),
         ]);
     }
-    table.render()
+    let mut text = table.render();
+    let checks = checks_table(instances, Some(verbose));
+    if !checks.is_empty() {
+        text.push_str("\nChecks\n");
+        text.push_str(&checks);
+    }
+    text
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use drover_core::mock;
+    use drover_core::{CheckState, CheckStatus, CheckType, mock};
 
     #[test]
     fn tables_show_each_service_and_instance() {
@@ -170,6 +206,36 @@ mod tests {
             create_index: 7,
             modify_index: 9,
         };
-        insta::assert_snapshot!(info_table(&[reg], false));
+        insta::assert_snapshot!(info_table(std::slice::from_ref(&reg), false));
+
+        // With checks: each one's status and the first line of its output.
+        let check = |name: &str, status: CheckStatus, output: &str| CheckState {
+            name: name.into(),
+            check_type: CheckType::Tcp,
+            status,
+            output: output.into(),
+            http_status: None,
+            time: drover_core::Timestamp(0),
+        };
+        let mut checked = reg.clone();
+        checked.health = ServiceHealth::Critical;
+        checked.checks = vec![
+            check(
+                "alive",
+                CheckStatus::Critical,
+                "tcp connect 127.0.0.1:5432: refused\nretrying",
+            ),
+            check("ready", CheckStatus::Pending, ""),
+        ];
+        let mut task = reg;
+        task.id = ServiceRegistration::make_id(mock::alloc_id(1), Some("db"), 0);
+        task.port = 5433;
+        task.task = Some("db".into());
+        task.checks = vec![check(
+            "alive",
+            CheckStatus::Passing,
+            "tcp connect 127.0.0.1:5433: success",
+        )];
+        insta::assert_snapshot!(info_table(&[checked, task], false));
     }
 }

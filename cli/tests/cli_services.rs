@@ -4,7 +4,8 @@
 //! `service list` and `service info` show both with their health; killing db's server
 //! process (its task lives on) makes its check fail, the registration go critical,
 //! `check_restart` restart the task (counted as a restart) and web's template render
-//! again; stopping the job removes every registration.
+//! again, `service info` and `alloc status` showing the tcp check critical with what it
+//! said, then passing; stopping the job removes every registration.
 
 mod cli_support;
 
@@ -137,6 +138,23 @@ fn db_alloc(server: &TestServer) -> Option<(String, u32)> {
         })
 }
 
+/// The (status, output) of each check of shop-db's instances, as `service info -json`
+/// shows them.
+async fn db_checks(server: &TestServer) -> Vec<(String, String)> {
+    let info = json(&drover(server, &["service", "info", "shop-db", "-json"]).await);
+    info.as_array()
+        .expect("instances")
+        .iter()
+        .flat_map(|r| r["checks"].as_array().cloned().unwrap_or_default())
+        .map(|c| {
+            (
+                c["status"].as_str().unwrap_or_default().to_owned(),
+                c["output"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
 /// The health of shop-db's one listed instance.
 fn db_health(server: &TestServer) -> Option<ServiceHealth> {
     let snap = server.handle().snapshot();
@@ -213,8 +231,20 @@ async fn services_register_turn_critical_restart_their_task_and_go_with_their_jo
         .await;
     }
     let table = stdout(&drover(&server, &["service", "info", "web"]).await);
+    let (instances, checks) = table
+        .split_once("\nChecks\n")
+        .unwrap_or_else(|| panic!("no checks in {table}"));
     assert_eq!(
-        table.lines().filter(|l| l.contains("passing")).count(),
+        instances.lines().filter(|l| l.contains("passing")).count(),
+        2,
+        "{table}"
+    );
+    // One http check per instance, passing with the answer's status.
+    assert_eq!(
+        checks
+            .lines()
+            .filter(|l| l.contains("passing") && l.contains(": 200"))
+            .count(),
         2,
         "{table}"
     );
@@ -236,6 +266,22 @@ async fn services_register_turn_critical_restart_their_task_and_go_with_their_jo
         (db_health(&server) == Some(ServiceHealth::Critical)).then_some(())
     })
     .await;
+    // Its tcp check says so, with what the failed connect said.
+    eventually("db's check critical in service info", DEADLINE, || async {
+        let checks = db_checks(&server).await;
+        (checks.len() == 1
+            && checks[0].0 == "Critical"
+            && checks[0].1.starts_with(&format!("tcp connect {address}: ")))
+        .then_some(())
+    })
+    .await;
+    let table = stdout(&drover(&server, &["service", "info", "shop-db"]).await);
+    assert!(
+        table
+            .lines()
+            .any(|l| l.contains("shop-db") && l.contains("critical") && l.contains("tcp connect")),
+        "{table}"
+    );
     eventually(
         "web's template rendered again with db critical",
         DEADLINE,
@@ -251,6 +297,19 @@ async fn services_register_turn_critical_restart_their_task_and_go_with_their_jo
     })
     .await;
     eventually(
+        "db's check passing again in service info",
+        DEADLINE,
+        || async {
+            (db_checks(&server).await
+                == [(
+                    "Passing".to_owned(),
+                    format!("tcp connect {address}: success"),
+                )])
+            .then_some(())
+        },
+    )
+    .await;
+    eventually(
         "web's template rendered again with db passing",
         DEADLINE,
         || async { (rendered(&webs[0]) == format!("{address} passing\n")).then_some(()) },
@@ -258,6 +317,18 @@ async fn services_register_turn_critical_restart_their_task_and_go_with_their_jo
     .await;
     let status = stdout(&drover(&server, &["alloc", "status", &alloc]).await);
     assert!(status.contains("check_restart limit reached"), "{status}");
+    // Its checks, as Nomad's alloc status lists them.
+    let checks = status
+        .split_once("Nomad Service Checks\n")
+        .map(|(_, rest)| rest)
+        .unwrap_or_else(|| panic!("no checks in {status}"));
+    assert!(
+        checks
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.starts_with("shop-db") && l.contains("passing")),
+        "{status}"
+    );
 
     // Stopping the job removes every registration.
     assert_code(&drover(&server, &["job", "stop", "shop"]).await, 0);

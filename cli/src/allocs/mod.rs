@@ -91,8 +91,36 @@ async fn status(
             "{}",
             alloc_details(&alloc, output.verbose, output::now())
         )?;
+        write!(out, "{}", service_checks(client, &alloc).await)?;
     }
     Ok(Exit::OK)
+}
+
+/// The allocation's service checks as Nomad's `alloc status` prints them; nothing when
+/// it has none (or the catalog cannot be read: the allocation's own status still shows).
+async fn service_checks(client: &Client, alloc: &Allocation) -> String {
+    let answer = client
+        .services()
+        .info(pb::ServiceInfoRequest {
+            namespace: alloc.namespace.to_string(),
+            alloc_id: alloc.id.to_string(),
+            ..Default::default()
+        })
+        .await;
+    let Ok(answer) = answer else {
+        return String::new();
+    };
+    let instances: Vec<_> = answer
+        .into_inner()
+        .instances
+        .into_iter()
+        .filter_map(|r| drover_proto::convert::service_registration(r).ok())
+        .collect();
+    let table = crate::services::checks_table(&instances, None);
+    if table.is_empty() {
+        return table;
+    }
+    format!("\nNomad Service Checks\n{table}")
 }
 
 /// Allocations as job and node views list them, in the order given.
