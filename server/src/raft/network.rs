@@ -10,6 +10,7 @@
 //! connects nodes of one process (tests, simulations).
 
 use super::codec::{self, RecordError};
+use super::payload_budget::PayloadBudget;
 use super::types::{Entry, Raft, ServerId, TypeConfig};
 use futures::future::BoxFuture;
 use openraft::BasicNode;
@@ -95,7 +96,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             transport: self.transport.clone(),
             target,
             node: node.clone(),
-            max_payload_bytes: self.max_payload_bytes,
+            budget: PayloadBudget::new(self.max_payload_bytes),
         }
     }
 }
@@ -106,7 +107,8 @@ pub struct Connection {
     transport: Arc<dyn RaftTransport>,
     target: ServerId,
     node: BasicNode,
-    max_payload_bytes: usize,
+    /// What one AppendEntries to this peer may carry, following its answers.
+    budget: PayloadBudget,
 }
 
 type RpcResult<T, E> = Result<T, RPCError<ServerId, BasicNode, RaftError<ServerId, E>>>;
@@ -148,22 +150,39 @@ impl Connection {
 }
 
 impl RaftNetwork<TypeConfig> for Connection {
-    /// Sends the longest prefix of the entries within the byte budget (at least one) and
-    /// reports a partial success when it left some out: openraft sends the rest next.
+    /// Sends the longest prefix of the entries within the peer's byte budget (at least one)
+    /// and reports a partial success when it left some out: openraft sends the rest next.
     async fn append_entries(
         &mut self,
         mut rpc: AppendEntriesRequest<TypeConfig>,
-        _option: RPCOption,
+        option: RPCOption,
     ) -> RpcResult<AppendEntriesResponse<ServerId>, openraft::error::Infallible> {
-        let kept = entries_within(&rpc.entries, self.max_payload_bytes);
+        let kept = entries_within(&rpc.entries, self.budget.take());
         let trimmed_to = (kept < rpc.entries.len()).then(|| {
             rpc.entries.truncate(kept);
             rpc.entries.last().map(|e| e.log_id)
         });
+        let started = std::time::Instant::now();
         let response = self
             .call("append entries", &rpc, RaftRpc::AppendEntries)
-            .await?;
-        Ok(match (response, trimmed_to) {
+            .await;
+        let before = self.budget.current();
+        match &response {
+            Ok(_) => {
+                self.budget
+                    .answered(started.elapsed(), option.hard_ttl(), trimmed_to.is_some())
+            }
+            Err(_) => self.budget.failed(),
+        }
+        if self.budget.current() != before {
+            tracing::debug!(
+                target_node = self.target,
+                budget_bytes = self.budget.current(),
+                took_ms = started.elapsed().as_millis() as u64,
+                "append entries budget changed"
+            );
+        }
+        Ok(match (response?, trimmed_to) {
             (AppendEntriesResponse::Success, Some(last)) => {
                 AppendEntriesResponse::PartialSuccess(last)
             }
