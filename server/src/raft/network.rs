@@ -27,6 +27,7 @@ use serde::de::DeserializeOwned;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 /// The future a transport call returns: the response payload, or why there is none.
 pub type RpcFuture<'a> = BoxFuture<'a, Result<Vec<u8>, TransportError>>;
@@ -259,11 +260,28 @@ impl RaftRpcHandler {
         Self { raft }
     }
 
+    /// Answers an AppendEntries; one that took this follower longer than the leader waits
+    /// (a heartbeat interval) is logged with where the time went, since the leader drops
+    /// it and sends it again.
     pub async fn append_entries(&self, payload: &[u8]) -> Result<Vec<u8>, BadRequest> {
         let what = "append entries";
+        let started = std::time::Instant::now();
         let req: AppendEntriesRequest<TypeConfig> =
             codec::decode_rpc(what, payload).map_err(|source| BadRequest { rpc: what, source })?;
+        let entries = req.entries.len();
+        let decoded = started.elapsed();
         let res = self.raft.append_entries(req).await;
+        let took = started.elapsed();
+        let patience = Duration::from_millis(self.raft.config().heartbeat_interval);
+        if took > patience {
+            tracing::warn!(
+                entries,
+                bytes = payload.len(),
+                decode_ms = decoded.as_millis() as u64,
+                raft_ms = (took - decoded).as_millis() as u64,
+                "append entries answered later than the leader waits"
+            );
+        }
         encode_reply(what, &res)
     }
 
