@@ -107,6 +107,53 @@ fn a_small_run_places_every_allocation_and_reports_its_timings() {
     );
 }
 
+/// `--servers 3`: the same small load against one server, then against three server
+/// processes forming one Raft cluster; every allocation is placed both times, the leader
+/// keeps its office, and all three servers end at the same applied index.
+#[test]
+fn a_three_server_run_places_everything_beside_a_single_server() {
+    let report = json(&bench(&[
+        "--servers",
+        "3",
+        "--nodes",
+        "20",
+        "--jobs",
+        "4",
+        "--count",
+        "5",
+        "--json",
+    ]));
+    assert_eq!(report["servers"], 3, "{report:#}");
+    for run in ["single", "cluster"] {
+        assert_eq!(report[run]["placed"], 20, "{run}: {report:#}");
+        positive(&report[run], "placement_secs");
+        positive(&report[run], "end_to_end_vs_core");
+    }
+    let ratio = positive(&report, "cluster_vs_single");
+    let want = report["cluster"]["placement_secs"].as_f64().unwrap()
+        / report["single"]["placement_secs"].as_f64().unwrap();
+    assert!((ratio - want).abs() < 1e-9, "{report:#}");
+    assert_eq!(report["leader_changes"], 0, "{report:#}");
+    assert_eq!(report["applied_alike"], true, "{report:#}");
+    let members = report["members"].as_array().expect("members");
+    assert_eq!(members.len(), 3, "{report:#}");
+    assert_eq!(
+        members.iter().filter(|m| m["leader"] == true).count(),
+        1,
+        "one leader: {report:#}"
+    );
+    for m in members {
+        positive(m, "peak_rss_mib");
+        assert_eq!(
+            m["applied_index"], members[0]["applied_index"],
+            "{report:#}"
+        );
+    }
+    positive(&report, "follower_rss_vs_leader");
+    // The cluster's figures are the leader's own.
+    positive(&report["cluster"]["server"], "peak_rss_mib");
+}
+
 /// The latency scenario times each job from Register to its eval's COMPLETE event, and
 /// its phases add up to the whole.
 #[test]
@@ -312,6 +359,8 @@ fn flags_that_cannot_work_are_refused_naming_the_flag() {
             "--nodes",
         ),
         (&["--cpu", "5000"], "--cpu"),
+        (&["--servers", "0"], "--servers"),
+        (&["--servers", "3", "--scenario", "storm"], "--servers"),
     ];
     for (args, flag) in cases {
         let out = bench(args);

@@ -9,6 +9,7 @@
 //! - [`jobs`]: submitting the jobs and waiting until every allocation is placed or running.
 //! - [`report`]: the figures, for people or as JSON.
 
+pub mod cluster;
 pub mod core_run;
 pub mod detect;
 pub mod error;
@@ -86,6 +87,10 @@ pub struct BenchArgs {
     /// that cancels timed-out calls, as grpcio does)
     #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
     pub cancel_rate: f64,
+    /// c1m against this many `drover server` processes forming one Raft cluster, after the
+    /// same load against a single server in the same run
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=7), conflicts_with = "address")]
+    pub servers: u8,
     /// Settings for the server the run starts, as a `drover server` config file (HCL)
     #[arg(long, value_name = "FILE", conflicts_with = "address")]
     pub server_config: Option<std::path::PathBuf>,
@@ -197,24 +202,36 @@ pub async fn run(args: BenchArgs, out: &mut dyn Write) -> Result<(), BenchError>
         _ => None,
     };
     let mut progress = Progress::new(!args.json);
+    let settings = server_settings(&args, http.as_ref().map(|(line, _)| line.as_str()))?;
+    if args.servers > 1 {
+        if args.scenario != Scenario::C1m {
+            return Err(BenchError::Setting {
+                flag: "--servers",
+                reason: format!(
+                    "a cluster is benched with --scenario c1m only, not {:?}",
+                    args.scenario
+                ),
+            });
+        }
+        let mut report = cluster::run(&args, &workload, &settings, &mut progress).await?;
+        progress.phase("the same placements through core alone, in this process");
+        let core = core_run::run(&workload, crate::output::now());
+        for r in [&mut report.single, &mut report.cluster] {
+            r.end_to_end_vs_core = Some(r.placements_per_sec / core.placements_per_sec.max(1e-9));
+            r.core = Some(core.clone());
+        }
+        if args.json {
+            return Ok(print_json(out, &report)?);
+        }
+        write!(out, "{}", report.render()).map_err(crate::CliError::from)?;
+        return Ok(());
+    }
     let mut target = match &args.address {
         Some(url) => Target::Remote { url: url.clone() },
         None => {
             progress.phase(
                 "starting drover server as a child process (on-disk raft log, production settings)",
             );
-            let mut settings = match &args.server_config {
-                Some(path) => ServerSettings {
-                    config_hcl: std::fs::read_to_string(path).map_err(|e| BenchError::Setting {
-                        flag: "--server-config",
-                        reason: format!("cannot read {}: {e}", path.display()),
-                    })?,
-                },
-                None => ServerSettings::default(),
-            };
-            if let Some((line, _)) = &http {
-                settings.config_hcl.push_str(line);
-            }
             Target::start_child(&settings).await?
         }
     };
@@ -260,6 +277,27 @@ pub async fn run(args: BenchArgs, out: &mut dyn Write) -> Result<(), BenchError>
     };
     write!(out, "{text}").map_err(crate::CliError::from)?;
     Ok(())
+}
+
+/// The config of the servers the run starts: `--server-config`'s file, plus the HTTP
+/// listener's line when the scenario needs one.
+fn server_settings(
+    args: &BenchArgs,
+    http_line: Option<&str>,
+) -> Result<ServerSettings, BenchError> {
+    let mut settings = match &args.server_config {
+        Some(path) => ServerSettings {
+            config_hcl: std::fs::read_to_string(path).map_err(|e| BenchError::Setting {
+                flag: "--server-config",
+                reason: format!("cannot read {}: {e}", path.display()),
+            })?,
+        },
+        None => ServerSettings::default(),
+    };
+    if let Some(line) = http_line {
+        settings.config_hcl.push_str(line);
+    }
+    Ok(settings)
 }
 
 /// One scenario's figures.
