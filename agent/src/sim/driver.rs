@@ -5,13 +5,21 @@
 //! allocation, named after its group, that behaves as the simulator's [`Behaviour`] says.
 //! Its fate is decided when it starts and depends only on the seed and the allocation, so a
 //! rerun with the same seed fails the same allocations whatever order messages arrive in.
+//!
+//! With services on, an allocation also registers its group's and task's services, as the
+//! real agent does: the engine reads its job (once per job version, for every node), and
+//! until then the allocation is not reported, as the real agent cannot start it before.
+//! Its registrations go with its updates while it runs (every simulated check passes at
+//! once), and an empty set once it stopped, which takes them out of the catalog.
 
-use drover_core::types::AllocId;
+use crate::state::AllocInfo;
+use drover_core::types::{AllocId, AllocatedPort, Job, NodeId, ServiceHealth};
 use drover_proto::convert::known_allocation;
 use drover_proto::v1 as pb;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How the mock's tasks behave (from [`super::SimConfig`]).
@@ -22,6 +30,8 @@ pub(crate) struct Behaviour {
     /// How long tasks of batch and sysbatch jobs run when `task_duration` is `None`.
     pub batch_duration: Option<Duration>,
     pub failure_rate: f64,
+    /// Allocations register their jobs' services (see the module's doc).
+    pub register_services: bool,
 }
 
 impl Behaviour {
@@ -124,6 +134,35 @@ fn event(time_unix_ms: u64, kind: &str, message: &str) -> pb::TaskEvent {
     }
 }
 
+/// A job version allocations were placed with: what the engine reads once for them all.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub(crate) struct JobKey {
+    pub namespace: String,
+    pub job_id: String,
+    pub version: u64,
+}
+
+/// What an allocation needs to build its registrations once its job is known: only kept
+/// with services on, and only until the job is read (an allocation of a job without
+/// services then drops it).
+#[derive(Debug)]
+struct Origin {
+    job: JobKey,
+    name: String,
+    ports: Vec<AllocatedPort>,
+}
+
+/// What an allocation registers in the service catalog.
+#[derive(Debug)]
+enum Services {
+    /// Services are off, or its job's group has none: its updates carry no set.
+    Off,
+    /// Its job is being read: it is not reported until it is known.
+    Unresolved(Box<Origin>),
+    /// Its job's group offers services.
+    Registered(Box<Origin>, Arc<Job>),
+}
+
 /// One allocation the node runs (or ran and has not yet seen acknowledged as terminal).
 #[derive(Debug)]
 struct SimAlloc {
@@ -137,6 +176,7 @@ struct SimAlloc {
     /// A deployment placed it: its health is reported, healthy while it runs (simulated
     /// tasks need no `min_healthy_time`), unhealthy once failed.
     in_deployment: bool,
+    services: Services,
 }
 
 impl SimAlloc {
@@ -154,7 +194,48 @@ impl SimAlloc {
         }
     }
 
-    fn update(&self) -> pb::AllocClientUpdate {
+    /// Whether its update can be sent: not while its job is being read.
+    fn reportable(&self) -> bool {
+        !matches!(self.services, Services::Unresolved(_))
+    }
+
+    /// Its registrations as the real agent builds them, every check passing, while it runs;
+    /// none once it stopped. `None`: it offers no services.
+    fn registrations(&self, node: &NodeContext<'_>) -> Option<pb::ServiceSet> {
+        let Services::Registered(origin, job) = &self.services else {
+            return None;
+        };
+        if !self.live() {
+            return Some(pb::ServiceSet::default());
+        }
+        let group = job
+            .groups
+            .iter()
+            .find(|g| self.tasks.first().is_some_and(|t| *t.name == g.name))?;
+        let info = AllocInfo {
+            id: self.id,
+            name: origin.name.clone(),
+            namespace: origin.job.namespace.clone(),
+            job_id: origin.job.job_id.clone(),
+            job_name: job.name.clone(),
+            job_type: job.job_type,
+            job_version: origin.job.version,
+            datacenter: node.datacenter.to_owned(),
+            ports: origin.ports.clone(),
+            job_meta: job.meta.clone(),
+            payload: Vec::new(),
+        };
+        let registrations = crate::checks::registrations(&info, group, node.id)
+            .into_iter()
+            .map(|mut r| {
+                r.health = ServiceHealth::Passing;
+                pb::ServiceRegistration::from(&r)
+            })
+            .collect();
+        Some(pb::ServiceSet { registrations })
+    }
+
+    fn update(&self, node: &NodeContext<'_>) -> pb::AllocClientUpdate {
         let status = self.client_status();
         let infra = self
             .tasks
@@ -182,9 +263,16 @@ impl SimAlloc {
                 .map(|t| (t.name.to_string(), t.state()))
                 .collect(),
             infra_failure: infra,
-            services: None,
+            services: self.registrations(node),
         }
     }
+}
+
+/// Who reports: the node's id on the servers and its datacenter.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct NodeContext<'a> {
+    pub id: NodeId,
+    pub datacenter: &'a str,
 }
 
 /// A task that started and will exit by itself after `after`: the caller arms a timer and
@@ -202,6 +290,8 @@ pub(crate) struct NodeAllocs {
     allocs: Vec<SimAlloc>,
     /// Tasks still to fail as infrastructure failures when they start.
     infra_pending: u32,
+    /// Allocations started whose job the engine is yet to look up (services on).
+    awaiting_jobs: Vec<(AllocId, JobKey)>,
 }
 
 fn fnv1a(bytes: &[u8]) -> u64 {
@@ -235,6 +325,24 @@ fn follow_server(local: &mut SimAlloc, a: &pb::Allocation, now_ms: u64) -> bool 
     true
 }
 
+/// Where a new allocation came from, for its registrations. A port the servers sent
+/// malformed is left out (a registration on it then has no address).
+fn origin_of(a: &pb::Allocation) -> Origin {
+    Origin {
+        job: JobKey {
+            namespace: a.namespace.clone(),
+            job_id: a.job_id.clone(),
+            version: a.job_version,
+        },
+        name: a.name.clone(),
+        ports: a
+            .ports
+            .iter()
+            .filter_map(|p| drover_proto::convert::allocated_port(p.clone()).ok())
+            .collect(),
+    }
+}
+
 fn server_terminal(a: &pb::Allocation) -> bool {
     matches!(
         pb::ClientStatus::try_from(a.client_status),
@@ -266,8 +374,39 @@ impl NodeAllocs {
         self.allocs.iter().filter(|a| a.live()).count()
     }
 
+    /// Whether an update is waiting to be sent.
     pub(crate) fn has_dirty(&self) -> bool {
-        self.allocs.iter().any(|a| a.dirty)
+        self.allocs.iter().any(|a| a.dirty && a.reportable())
+    }
+
+    /// The allocations started since the last call whose job is to be read, with its key.
+    pub(crate) fn take_awaiting_jobs(&mut self) -> Vec<(AllocId, JobKey)> {
+        std::mem::take(&mut self.awaiting_jobs)
+    }
+
+    /// Allocation `alloc`'s job is known (`None`: it could not be read, or its group offers
+    /// no services): its update can go. Returns whether it is held here.
+    pub(crate) fn job_known(&mut self, alloc: AllocId, job: Option<&Arc<Job>>) -> bool {
+        let Some(a) = self.allocs.iter_mut().find(|a| a.id == alloc) else {
+            return false;
+        };
+        a.services = match std::mem::replace(&mut a.services, Services::Off) {
+            Services::Unresolved(origin) => {
+                let offers = job.is_some_and(|j| {
+                    j.groups.iter().any(|g| {
+                        a.tasks.first().is_some_and(|t| *t.name == g.name)
+                            && (!g.services.is_empty()
+                                || g.tasks.iter().any(|t| !t.services.is_empty()))
+                    })
+                });
+                match job {
+                    Some(job) if offers => Services::Registered(origin, job.clone()),
+                    _ => Services::Off,
+                }
+            }
+            other => other,
+        };
+        true
     }
 
     /// Brings the node in line with one watch message. A complete message is the servers'
@@ -334,7 +473,12 @@ impl NodeAllocs {
                 continue;
             }
             let run_time = behaviour.run_time(runs_to_completion(change, a));
-            let alloc = self.start(id, a, behaviour, run_time, now_ms, &mut timers);
+            let mut alloc = self.start(id, a, behaviour, run_time, now_ms, &mut timers);
+            if behaviour.register_services {
+                let origin = origin_of(a);
+                self.awaiting_jobs.push((id, origin.job.clone()));
+                alloc.services = Services::Unresolved(Box::new(origin));
+            }
             self.allocs.push(alloc);
         }
         timers
@@ -381,6 +525,7 @@ impl NodeAllocs {
             tasks: vec![task],
             dirty: true,
             in_deployment: !a.deployment_id.is_empty(),
+            services: Services::Off,
         }
     }
 
@@ -412,17 +557,25 @@ impl NodeAllocs {
     /// marks back if the servers refuse them.
     #[cfg(test)]
     pub(crate) fn take_updates(&mut self) -> Vec<pb::AllocClientUpdate> {
-        self.take_batch().1
+        let node = NodeContext {
+            id: NodeId::from_bytes([7; 16]),
+            datacenter: "dc1",
+        };
+        self.take_batch(&node).1
     }
 
     /// Like [`NodeAllocs::take_updates`], with the ids of the allocations in the batch.
-    pub(crate) fn take_batch(&mut self) -> (Vec<AllocId>, Vec<pb::AllocClientUpdate>) {
+    /// Allocations whose job is still being read wait, dirty, for the next batch.
+    pub(crate) fn take_batch(
+        &mut self,
+        node: &NodeContext<'_>,
+    ) -> (Vec<AllocId>, Vec<pb::AllocClientUpdate>) {
         self.allocs
             .iter_mut()
-            .filter(|a| a.dirty)
+            .filter(|a| a.dirty && a.reportable())
             .map(|a| {
                 a.dirty = false;
-                (a.id, a.update())
+                (a.id, a.update(node))
             })
             .unzip()
     }
