@@ -8,7 +8,8 @@ use super::{Call, Done, Engine, Phase};
 use crate::sim::ServiceWrite;
 use crate::sim::calls;
 use crate::sim::driver::NodeContext;
-use crate::supervisor::read_job_version;
+use crate::supervisor::{JobReadError, read_job_version};
+use backon::Retryable;
 use drover_proto::v1 as pb;
 use futures::future::BoxFuture;
 use std::sync::Arc;
@@ -97,13 +98,17 @@ impl Engine {
             Call::ReadJob(n, key) => {
                 let auth = self.nodes[n as usize].auth.clone();
                 Box::pin(async move {
-                    let read = read_job_version(
-                        || conns.jobs(n, &auth),
-                        &key.namespace,
-                        &key.job_id,
-                        key.version,
-                        0,
-                    )
+                    let read = (|| {
+                        read_job_version(
+                            || conns.jobs(n, &auth),
+                            &key.namespace,
+                            &key.job_id,
+                            key.version,
+                            0,
+                        )
+                    })
+                    .retry(calls::backoff())
+                    .when(|e| matches!(e, JobReadError::Rpc(status) if calls::transient(status)))
                     .await;
                     let job = match read {
                         Ok(job) => Some(Arc::new(job)),
