@@ -142,9 +142,8 @@ pub(crate) struct JobKey {
     pub version: u64,
 }
 
-/// What an allocation needs to build its registrations once its job is known: only kept
-/// with services on, and only until the job is read (an allocation of a job without
-/// services then drops it).
+/// What an allocation needs to build its registrations once its job is known; kept with
+/// services on.
 #[derive(Debug)]
 struct Origin {
     job: JobKey,
@@ -157,10 +156,10 @@ struct Origin {
 enum Services {
     /// Services are off, or its job's group has none: its updates carry no set.
     Off,
-    /// Its job is being read: it is not reported until it is known.
-    Unresolved(Box<Origin>),
+    /// Its job (version) is being read: it is not reported until it is known.
+    Unresolved,
     /// Its job's group offers services.
-    Registered(Box<Origin>, Arc<Job>),
+    Registered(Arc<Job>),
 }
 
 /// One allocation the node runs (or ran and has not yet seen acknowledged as terminal).
@@ -176,6 +175,8 @@ struct SimAlloc {
     /// A deployment placed it: its health is reported, healthy while it runs (simulated
     /// tasks need no `min_healthy_time`), unhealthy once failed.
     in_deployment: bool,
+    /// With services on: where it came from (`None` otherwise).
+    origin: Option<Box<Origin>>,
     services: Services,
 }
 
@@ -196,13 +197,13 @@ impl SimAlloc {
 
     /// Whether its update can be sent: not while its job is being read.
     fn reportable(&self) -> bool {
-        !matches!(self.services, Services::Unresolved(_))
+        !matches!(self.services, Services::Unresolved)
     }
 
     /// Its registrations as the real agent builds them, every check passing, while it runs;
     /// none once it stopped. `None`: it offers no services.
     fn registrations(&self, node: &NodeContext<'_>) -> Option<pb::ServiceSet> {
-        let Services::Registered(origin, job) = &self.services else {
+        let (Services::Registered(job), Some(origin)) = (&self.services, &self.origin) else {
             return None;
         };
         if !self.live() {
@@ -311,11 +312,28 @@ fn task_rng(seed: u64, alloc: AllocId, task: &str) -> ChaCha8Rng {
 
 /// Brings a held allocation in line with the servers' copy; `false` when the servers hold
 /// it as terminal and it is to be forgotten.
-fn follow_server(local: &mut SimAlloc, a: &pb::Allocation, now_ms: u64) -> bool {
+/// An allocation updated in place (a new job version, the same tasks) registers what the
+/// new version's group offers: its job version is read again, as the real agent does.
+fn follow_server(
+    local: &mut SimAlloc,
+    a: &pb::Allocation,
+    now_ms: u64,
+    awaiting_jobs: &mut Vec<(AllocId, JobKey)>,
+) -> bool {
     if server_terminal(a) {
         return false;
     }
     local.server_index = a.alloc_modify_index;
+    if let Some(origin) = local
+        .origin
+        .as_mut()
+        .filter(|o| o.job.version != a.job_version)
+    {
+        **origin = origin_of(a);
+        local.services = Services::Unresolved;
+        local.dirty = true;
+        awaiting_jobs.push((local.id, origin.job.clone()));
+    }
     if !desired_run(a) && local.live() {
         for t in local.tasks.iter_mut().filter(|t| t.end.is_none()) {
             t.end = Some((End::Killed, now_ms));
@@ -391,7 +409,7 @@ impl NodeAllocs {
             return false;
         };
         a.services = match std::mem::replace(&mut a.services, Services::Off) {
-            Services::Unresolved(origin) => {
+            Services::Unresolved => {
                 let offers = job.is_some_and(|j| {
                     j.groups.iter().any(|g| {
                         a.tasks.first().is_some_and(|t| *t.name == g.name)
@@ -400,7 +418,7 @@ impl NodeAllocs {
                     })
                 });
                 match job {
-                    Some(job) if offers => Services::Registered(origin, job.clone()),
+                    Some(job) if offers => Services::Registered(job.clone()),
                     _ => Services::Off,
                 }
             }
@@ -443,7 +461,7 @@ impl NodeAllocs {
             self.allocs
                 .retain_mut(|local| match seen.remove(&local.id) {
                     None => false,
-                    Some(a) => follow_server(local, a, now_ms),
+                    Some(a) => follow_server(local, a, now_ms, &mut self.awaiting_jobs),
                 });
         } else {
             // A later message names a few of a node's hundred allocations: find those
@@ -454,11 +472,12 @@ impl NodeAllocs {
                     .retain(|local| !removed.contains(&local.id) || seen.contains_key(&local.id));
             }
             let allocs = &mut self.allocs;
+            let awaiting_jobs = &mut self.awaiting_jobs;
             seen.retain(|id, a| {
                 let Some(at) = allocs.iter().position(|local| local.id == *id) else {
                     return true;
                 };
-                if !follow_server(&mut allocs[at], a, now_ms) {
+                if !follow_server(&mut allocs[at], a, now_ms, awaiting_jobs) {
                     allocs.remove(at);
                 }
                 false
@@ -477,7 +496,8 @@ impl NodeAllocs {
             if behaviour.register_services {
                 let origin = origin_of(a);
                 self.awaiting_jobs.push((id, origin.job.clone()));
-                alloc.services = Services::Unresolved(Box::new(origin));
+                alloc.origin = Some(Box::new(origin));
+                alloc.services = Services::Unresolved;
             }
             self.allocs.push(alloc);
         }
@@ -525,6 +545,7 @@ impl NodeAllocs {
             tasks: vec![task],
             dirty: true,
             in_deployment: !a.deployment_id.is_empty(),
+            origin: None,
             services: Services::Off,
         }
     }

@@ -505,3 +505,44 @@ fn an_allocation_without_services_or_whose_job_cannot_be_read_reports_no_set() {
     assert!(node.take_awaiting_jobs().is_empty());
     assert_eq!(node.take_updates()[0].services, None);
 }
+
+#[test]
+fn an_allocation_updated_in_place_registers_what_its_new_version_offers() {
+    let b = Behaviour {
+        register_services: true,
+        ..behaviour(None, 0.0)
+    };
+    let mut node = NodeAllocs::default();
+    let v3 = service_alloc(1);
+    node.apply_server_change(&complete(std::slice::from_ref(&v3)), &b, NOW);
+    let first = node.take_awaiting_jobs();
+    assert!(node.job_known(mock::alloc_id(1), Some(&job_with_a_service(false))));
+    assert_eq!(
+        node.take_updates()[0].services,
+        None,
+        "version 3 offers none"
+    );
+    // Version 4 adds the service, in place: the same allocation at a new version.
+    let v4 = pb::Allocation {
+        job_version: 4,
+        alloc_modify_index: 9,
+        ..v3.clone()
+    };
+    node.apply_server_change(&delta(&[v3], &[v4]), &b, NOW + 1);
+    let again = node.take_awaiting_jobs();
+    assert_eq!(again.len(), 1);
+    assert_eq!(
+        again[0].1,
+        JobKey {
+            version: 4,
+            ..first[0].1.clone()
+        }
+    );
+    assert!(
+        node.take_updates().is_empty(),
+        "held until version 4 is read"
+    );
+    assert!(node.job_known(mock::alloc_id(1), Some(&job_with_a_service(true))));
+    let set = node.take_updates().remove(0).services.expect("a set");
+    assert_eq!(set.registrations.len(), 1);
+}
