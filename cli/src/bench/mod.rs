@@ -25,6 +25,7 @@ pub mod restart;
 pub mod rolling;
 pub mod scrape;
 pub mod server_figures;
+pub mod services;
 pub mod storm;
 pub mod target;
 pub mod workload;
@@ -52,7 +53,8 @@ pub struct BenchArgs {
     /// Simulated nodes to register (in this process)
     #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u32).range(1..))]
     pub nodes: u32,
-    /// Service jobs to submit (default: 100; latency: 200, one at a time; rolling: 1,000)
+    /// Service jobs to submit (default: 100; latency: 200, one at a time; rolling and
+    /// services: 1,000)
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub jobs: Option<u32>,
     /// Allocations per job (default: 100; latency: 10)
@@ -117,6 +119,9 @@ pub enum Scenario {
     HttpRead,
     /// A rolling update of every job (1,000 x 100 by default) gated on deployments
     Rolling,
+    /// Placement and a rollout of 1,000 allocations without and with a service and check
+    /// per allocation (on two fresh servers), and how soon a blocking service read wakes
+    Services,
 }
 
 impl Scenario {
@@ -131,6 +136,7 @@ impl Scenario {
             Scenario::Restart => (100, 100),
             Scenario::HttpRead => (1_000, 1),
             Scenario::Rolling => (1_000, 100),
+            Scenario::Services => (1_000, 100),
         }
     }
 }
@@ -197,6 +203,9 @@ pub async fn run(args: BenchArgs, out: &mut dyn Write) -> Result<(), BenchError>
     if args.scenario == Scenario::HttpRead && args.address.is_some() {
         return Err(http_read::needs_own_server());
     }
+    if args.scenario == Scenario::Services && args.address.is_some() {
+        return Err(services::needs_own_server());
+    }
     let http = match args.scenario {
         Scenario::HttpRead => Some(http_read::http_config()?),
         _ => None,
@@ -236,7 +245,15 @@ pub async fn run(args: BenchArgs, out: &mut dyn Write) -> Result<(), BenchError>
         }
     };
     let http_addr = http.map(|(_, addr)| addr).unwrap_or_default();
-    let measured = scenario(&mut target, &workload, &args, &http_addr, &mut progress).await;
+    let measured = scenario(
+        &mut target,
+        &settings,
+        &workload,
+        &args,
+        &http_addr,
+        &mut progress,
+    )
+    .await;
     let stopped = target.stop().await;
     let report = match (measured, stopped) {
         (Ok(report), stopped) => {
@@ -266,6 +283,7 @@ pub async fn run(args: BenchArgs, out: &mut dyn Write) -> Result<(), BenchError>
         (Measured::Restart(r), true) => return Ok(print_json(out, r)?),
         (Measured::HttpRead(r), true) => return Ok(print_json(out, r)?),
         (Measured::Rolling(r), true) => return Ok(print_json(out, r)?),
+        (Measured::Services(r), true) => return Ok(print_json(out, r)?),
         (Measured::Storm(r), false) => r.render(),
         (Measured::C1m(r), false) => r.render(),
         (Measured::Latency(r), false) => r.render(),
@@ -274,6 +292,7 @@ pub async fn run(args: BenchArgs, out: &mut dyn Write) -> Result<(), BenchError>
         (Measured::Restart(r), false) => r.render(),
         (Measured::HttpRead(r), false) => r.render(),
         (Measured::Rolling(r), false) => r.render(),
+        (Measured::Services(r), false) => r.render(),
     };
     write!(out, "{text}").map_err(crate::CliError::from)?;
     Ok(())
@@ -310,12 +329,14 @@ enum Measured {
     Restart(restart::RestartReport),
     HttpRead(http_read::HttpReadReport),
     Rolling(Box<rolling::RollingReport>),
+    Services(Box<services::ServicesReport>),
 }
 
 /// Runs the scenario the flags name against the server; on a shared (remote) server the
 /// run's jobs are purged afterwards, whatever the outcome.
 async fn scenario(
     target: &mut Target,
+    settings: &ServerSettings,
     workload: &Workload,
     args: &BenchArgs,
     http_addr: &str,
@@ -380,6 +401,17 @@ async fn scenario(
         )
         .await
         .map(|r| Measured::Rolling(Box::new(r))),
+        Scenario::Services => services::measure(
+            target,
+            settings,
+            workload,
+            args.in_flight as usize,
+            deadline,
+            timeout,
+            progress,
+        )
+        .await
+        .map(|r| Measured::Services(Box::new(r))),
     };
     if !target.is_child() && args.scenario != Scenario::Heartbeat {
         jobs::purge(&client, workload, args.in_flight as usize).await;
