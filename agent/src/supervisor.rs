@@ -11,8 +11,10 @@ use crate::rpc::{Servers, request};
 use crate::runner::{AllocRunner, Desired, RunnerContext};
 use crate::state::{AllocInfo, AllocRecord, DeploymentWatch, NodeIdentity, TaskRecord};
 use drover_core::types::{AllocId, Allocation, ClientStatus, DesiredStatus, Job};
+use drover_proto::bearer::BearerChannel;
 use drover_proto::convert::known_allocation;
 use drover_proto::v1 as pb;
+use drover_proto::v1::job_service_client::JobServiceClient;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -254,40 +256,71 @@ async fn fetch_job(
     version: u64,
     index: u64,
 ) -> Result<Job, String> {
+    read_job_version(|| servers.jobs(), namespace, job_id, version, index)
+        .await
+        .map_err(|e| {
+            if let JobReadError::Rpc(status) = &e {
+                servers.on_error(status);
+            }
+            e.to_string()
+        })
+}
+
+/// Why an allocation's job could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum JobReadError {
+    #[error("{}", .0.message())]
+    Rpc(tonic::Status),
+    #[error("job {job_id} has no version {version}")]
+    NoVersion { job_id: String, version: u64 },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// The version of a job an allocation was placed with, read as the node (`jobs` makes a
+/// client presenting its identity): the current version, or from the job's history when it
+/// moved on. `index` is the state the caller has seen, which the read must reflect. The
+/// agent's supervisor and the simulator read jobs through this.
+pub async fn read_job_version(
+    jobs: impl Fn() -> JobServiceClient<BearerChannel>,
+    namespace: &str,
+    job_id: &str,
+    version: u64,
+    index: u64,
+) -> Result<Job, JobReadError> {
     let query = Some(pb::QueryOptions {
         min_index: index,
         max_wait_ms: 0,
     });
-    let current = servers
-        .jobs()
+    let current = jobs()
         .get(request(pb::GetJobRequest {
             query,
             namespace: namespace.to_string(),
             job_id: job_id.to_string(),
         }))
         .await
-        .inspect_err(|s| servers.on_error(s))
-        .map_err(|s| s.message().to_string())?
+        .map_err(JobReadError::Rpc)?
         .into_inner();
     let wire = match current.job {
         Some(job) if job.version == version => job,
-        _ => servers
-            .jobs()
+        _ => jobs()
             .versions(request(pb::JobVersionsRequest {
                 query,
                 namespace: namespace.to_string(),
                 job_id: job_id.to_string(),
             }))
             .await
-            .inspect_err(|s| servers.on_error(s))
-            .map_err(|s| s.message().to_string())?
+            .map_err(JobReadError::Rpc)?
             .into_inner()
             .versions
             .into_iter()
             .find(|j| j.version == version)
-            .ok_or_else(|| format!("job {job_id} has no version {version}"))?,
+            .ok_or_else(|| JobReadError::NoVersion {
+                job_id: job_id.to_string(),
+                version,
+            })?,
     };
-    Job::try_from(wire).map_err(|e| e.to_string())
+    Job::try_from(wire).map_err(|e| JobReadError::Invalid(e.to_string()))
 }
 
 /// Follows the servers' allocation list for this node until the task is aborted,

@@ -7,7 +7,7 @@ mod cli_support;
 #[path = "../../server/tests/common/raw.rs"]
 mod raw;
 
-use cli_support::{assert_code, drover_at, free_ports, spawn, stdout};
+use cli_support::{assert_code, drover_at, listening_address, running, spawn, stdout};
 use drover_tests::{DEADLINE, eventually};
 
 /// The server's peak resident memory so far, in bytes (`VmHWM`).
@@ -64,16 +64,14 @@ async fn register_raw(address: &str, token: Option<&str>, body: Vec<u8>) -> toni
 #[tokio::test(flavor = "multi_thread")]
 async fn a_large_request_of_empty_groups_costs_the_server_little() {
     let dir = tempfile::tempdir().unwrap();
-    let port = free_ports(1)[0];
-    let address = format!("127.0.0.1:{port}");
     let data = dir.path().join("data");
     let server = spawn(
-        &address,
+        "127.0.0.1:0",
         &[
             "server",
             "--acl",
             "--bind",
-            &address,
+            "127.0.0.1:0",
             "--raft-addr",
             "127.0.0.1:0",
             "--data-dir",
@@ -81,6 +79,7 @@ async fn a_large_request_of_empty_groups_costs_the_server_little() {
             "--no-metrics",
         ],
     );
+    let address = listening_address(&server);
     let boot = eventually("acl bootstrap", DEADLINE, || async {
         let out = drover_at(&address, &["acl", "bootstrap"]).await;
         out.status.success().then(|| stdout(&out))
@@ -131,16 +130,6 @@ async fn a_large_request_of_empty_groups_costs_the_server_little() {
     );
 }
 
-/// A `drover server` started under `ulimit -n 1024` (hard and soft), killed on drop.
-struct Limited(std::process::Child);
-
-impl Drop for Limited {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// CPU seconds the process has used so far (user + system).
 fn cpu_seconds(pid: u32) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("proc stat");
@@ -178,23 +167,22 @@ async fn idle_connections_do_not_lock_out_a_new_client() {
     // This process holds the attacker's connections: it needs more than 1,024 descriptors.
     drover_server::serving::raise_fd_limit();
     let dir = tempfile::tempdir().unwrap();
-    let port = free_ports(1)[0];
-    let address = format!("127.0.0.1:{port}");
     let data = dir.path().join("data");
     let script = format!(
-        "ulimit -n 1024 && exec {} server --bind {address} --raft-addr 127.0.0.1:0 --data-dir {} --no-metrics",
+        "ulimit -n 1024 && exec {} server --bind 127.0.0.1:0 --raft-addr 127.0.0.1:0 --data-dir {} --no-metrics",
         env!("CARGO_BIN_EXE_drover"),
         data.display()
     );
-    let server = Limited(
+    let server = running(
         std::process::Command::new("sh")
             .args(["-c", &script])
-            .stdout(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
             .spawn()
             .expect("sh runs"),
     );
-    let pid = server.0.id();
+    let address = listening_address(&server);
+    let pid = server.child.id();
     eventually("the server answering", DEADLINE, || async {
         leader_answers(&address, std::time::Duration::from_secs(2))
             .await

@@ -107,6 +107,53 @@ fn a_small_run_places_every_allocation_and_reports_its_timings() {
     );
 }
 
+/// `--servers 3`: the same small load against one server, then against three server
+/// processes forming one Raft cluster; every allocation is placed both times, the leader
+/// keeps its office, and all three servers end at the same applied index.
+#[test]
+fn a_three_server_run_places_everything_beside_a_single_server() {
+    let report = json(&bench(&[
+        "--servers",
+        "3",
+        "--nodes",
+        "20",
+        "--jobs",
+        "4",
+        "--count",
+        "5",
+        "--json",
+    ]));
+    assert_eq!(report["servers"], 3, "{report:#}");
+    for run in ["single", "cluster"] {
+        assert_eq!(report[run]["placed"], 20, "{run}: {report:#}");
+        positive(&report[run], "placement_secs");
+        positive(&report[run], "end_to_end_vs_core");
+    }
+    let ratio = positive(&report, "cluster_vs_single");
+    let want = report["cluster"]["placement_secs"].as_f64().unwrap()
+        / report["single"]["placement_secs"].as_f64().unwrap();
+    assert!((ratio - want).abs() < 1e-9, "{report:#}");
+    assert_eq!(report["leader_changes"], 0, "{report:#}");
+    assert_eq!(report["applied_alike"], true, "{report:#}");
+    let members = report["members"].as_array().expect("members");
+    assert_eq!(members.len(), 3, "{report:#}");
+    assert_eq!(
+        members.iter().filter(|m| m["leader"] == true).count(),
+        1,
+        "one leader: {report:#}"
+    );
+    for m in members {
+        positive(m, "peak_rss_mib");
+        assert_eq!(
+            m["applied_index"], members[0]["applied_index"],
+            "{report:#}"
+        );
+    }
+    positive(&report, "follower_rss_vs_leader");
+    // The cluster's figures are the leader's own.
+    positive(&report["cluster"]["server"], "peak_rss_mib");
+}
+
 /// The latency scenario times each job from Register to its eval's COMPLETE event, and
 /// its phases add up to the whole.
 #[test]
@@ -280,6 +327,98 @@ fn the_rolling_scenario_replaces_every_allocation_through_deployments() {
     }
 }
 
+/// The services scenario runs the same shape twice, on two fresh servers: without
+/// services, then with one per allocation that the simulated nodes register; a rollout of
+/// every job (its size is under the 1,000 allocations the scenario replaces) takes each
+/// registration out and puts its replacement's in, and a blocking read of one service
+/// wakes on those changes.
+#[test]
+fn the_services_scenario_compares_placement_without_and_with_registrations() {
+    let report = json(&bench(&[
+        "--scenario",
+        "services",
+        "--nodes",
+        "10",
+        "--jobs",
+        "3",
+        "--count",
+        "4",
+        "--json",
+    ]));
+    for (field, want) in [
+        ("scenario", serde_json::json!("services")),
+        ("nodes", 10.into()),
+        ("jobs", 3.into()),
+        ("count_per_job", 4.into()),
+        ("allocations", 12.into()),
+        ("churn_jobs", 3.into()),
+        ("churn_allocations", 12.into()),
+        ("probe_allocations", 12.into()),
+    ] {
+        assert_eq!(report[field], want, "{field} in {report:#}");
+    }
+    for (side, per_allocation, registrations) in
+        [("without_services", 0, 0), ("with_services", 1, 12)]
+    {
+        let side_report = &report[side];
+        assert_eq!(
+            side_report["services_per_allocation"], per_allocation,
+            "{side} in {report:#}"
+        );
+        // Every registration in the catalog once all ran, and again after the rollout.
+        assert_eq!(side_report["registrations"], registrations, "{side}");
+        assert_eq!(
+            side_report["registrations_after_rollout"], registrations,
+            "{side}"
+        );
+        assert_eq!(side_report["replaced"], 12, "{side} in {report:#}");
+        let place = positive(side_report, "place_secs");
+        let running = positive(side_report, "running_secs");
+        assert!(running >= place, "{side}: running after placed");
+        for field in [
+            "node_registration_secs",
+            "probe_quiet_secs",
+            "probe_during_rollout_secs",
+            "rollout_secs",
+        ] {
+            positive(side_report, field);
+        }
+    }
+    assert_ne!(
+        report["without_services"]["server_address"], report["with_services"]["server_address"],
+        "each side has a fresh server"
+    );
+    assert!(report["with_services"]["registered_secs"].as_f64() > Some(0.0));
+    assert!(report["placement_slowdown_pct"].is_f64(), "{report:#}");
+    assert!(
+        report["churn_placement_slowdown_pct"].is_f64(),
+        "{report:#}"
+    );
+    let wakes = &report["wakes"];
+    assert_eq!(wakes["services"], 3, "one read per updated job: {report:#}");
+    assert!(wakes["samples"].as_u64() > Some(0), "{report:#}");
+    let (p50, p99, max) = (
+        wakes["from_sent"]["p50_ms"].as_f64().unwrap_or(-1.0),
+        wakes["from_sent"]["p99_ms"].as_f64().unwrap_or(-1.0),
+        wakes["from_sent"]["max_ms"].as_f64().unwrap_or(-1.0),
+    );
+    assert!(
+        0.0 < p50 && p50 <= p99 && p99 <= max,
+        "wake delays from the write's send in {report:#}"
+    );
+    assert!(
+        wakes["from_ack"]["max_ms"].as_f64() <= Some(max),
+        "the acknowledgement comes after the send: {report:#}"
+    );
+}
+
+#[test]
+fn the_services_scenario_refuses_a_server_it_did_not_start() {
+    let out = bench(&["--scenario", "services", "--address", "http://127.0.0.1:1"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(stderr(&out).contains("--address"), "{}", stderr(&out));
+}
+
 #[test]
 fn until_running_waits_for_the_nodes_to_report_them_running() {
     let report = json(&bench(&[
@@ -312,6 +451,8 @@ fn flags_that_cannot_work_are_refused_naming_the_flag() {
             "--nodes",
         ),
         (&["--cpu", "5000"], "--cpu"),
+        (&["--servers", "0"], "--servers"),
+        (&["--servers", "3", "--scenario", "storm"], "--servers"),
     ];
     for (args, flag) in cases {
         let out = bench(args);

@@ -112,16 +112,14 @@ async fn leader_of(handles: &[ServerHandle], except: Option<usize>) -> usize {
     }
 }
 
-async fn partition_the_leader(cut: Cut) {
-    let (configs, _dirs) = cluster_configs(3, SECRET);
-    let faults = Arc::new(Faults::default());
+/// Starts a server per config, each calling the others through the faults.
+async fn start_faulty(configs: &[ServerConfig], faults: &Arc<Faults>) -> Vec<Server> {
     let mut servers = Vec::new();
-    for config in &configs {
+    for config in configs {
         let faults = faults.clone();
         let from = config.server_id;
-        let config: ServerConfig = config.clone();
         servers.push(
-            Server::start_with_raft_transport(config, move |grpc| {
+            Server::start_with_raft_transport(config.clone(), move |grpc| {
                 Arc::new(FaultyTransport {
                     from,
                     inner: Arc::new(grpc),
@@ -132,6 +130,13 @@ async fn partition_the_leader(cut: Cut) {
             .expect("server starts"),
         );
     }
+    servers
+}
+
+async fn partition_the_leader(cut: Cut) {
+    let (configs, _dirs) = cluster_configs(3, SECRET);
+    let faults = Arc::new(Faults::default());
+    let servers = start_faulty(&configs, &faults).await;
     let handles: Handles = Arc::new(servers.iter().map(Server::handle).collect());
     let mut creds = Vec::new();
     for n in 1..=NODES {
@@ -235,4 +240,78 @@ async fn a_leader_cut_off_both_ways_stops_leading_and_loses_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_leader_whose_calls_are_lost_stops_leading_and_loses_nothing() {
     partition_the_leader(Cut::ItsCallsLost).await;
+}
+
+/// The leader's answers are lost for three leases (the followers still hear it, so none
+/// stands for election): its lease lapses and it refuses node heartbeats, but it keeps its
+/// duties, and once answers return it acknowledges nodes again in the same term without
+/// rebuilding them from state (a loaded cluster's slow followers cost no re-establish).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_lapsed_lease_suspends_the_duties_and_a_quorum_resumes_them_in_the_same_term() {
+    let (configs, _dirs) = cluster_configs(3, SECRET);
+    let faults = Arc::new(Faults::default());
+    let servers = start_faulty(&configs, &faults).await;
+    let handles: Vec<ServerHandle> = servers.iter().map(Server::handle).collect();
+    // Past the start-up elections: the leader that takes the node's registration.
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    let (at, reg) = loop {
+        let at = leader_of(&handles, None).await;
+        if let Ok(reg) = handles[at].register_node(registration(1, "")).await {
+            break (at, reg);
+        }
+        assert!(tokio::time::Instant::now() < deadline, "node registers");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let leader = &handles[at];
+    let auth = NodeCredentials {
+        node_id: reg.node_id,
+        secret_id: reg.secret_id,
+    };
+    let beat = || Heartbeat {
+        auth: auth.clone(),
+        readiness: Readiness::Ready,
+        last_snapshot: None,
+    };
+    leader.heartbeat(beat()).await.expect("acknowledged");
+    let term = leader.raft_metrics().current_term;
+    let (established_before, lapses_before) = leader.metrics().leadership_counts();
+
+    let lease = drover_server::leader::lease(&configs[at].raft);
+    faults.deaf.lock().unwrap().insert(configs[at].server_id);
+    let deaf_at = Instant::now();
+    let refused = loop {
+        let answer = leader.heartbeat(beat()).await;
+        if answer.is_err() {
+            break deaf_at.elapsed();
+        }
+        assert!(
+            deaf_at.elapsed() < lease * 3,
+            "heartbeats still acknowledged"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(
+        refused >= lease,
+        "refused after {refused:?}, inside the lease"
+    );
+    tokio::time::sleep((lease * 3).saturating_sub(deaf_at.elapsed())).await;
+    assert!(leader.heartbeat(beat()).await.is_err(), "still suspended");
+    faults.deaf.lock().unwrap().clear();
+
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while leader.heartbeat(beat()).await.is_err() {
+        assert!(tokio::time::Instant::now() < deadline, "never resumed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(leader.is_leader());
+    assert_eq!(leader.raft_metrics().current_term, term, "no election");
+    let (established, lapses) = leader.metrics().leadership_counts();
+    assert_eq!(
+        established, established_before,
+        "resumed without rebuilding from state"
+    );
+    assert!(lapses > lapses_before);
+    for s in servers {
+        s.shutdown().await.expect("server stops");
+    }
 }

@@ -88,13 +88,7 @@ impl AllocChecks {
     ) -> Self {
         let mut services = Vec::new();
         let all_tasks: Vec<String> = group.tasks.iter().map(|t| t.name.clone()).collect();
-        let owners = std::iter::once((None, &group.services)).chain(
-            group
-                .tasks
-                .iter()
-                .map(|t| (Some(t.name.as_str()), &t.services)),
-        );
-        for (task, list) in owners {
+        for (task, list) in owners(group) {
             for (index, service) in list.iter().enumerate() {
                 let registration = registration(alloc, group, node_id, task, index, service, now);
                 let addr = registration
@@ -276,6 +270,33 @@ impl AllocChecks {
     }
 }
 
+/// The services of a group and of each of its tasks, with the task that offers them
+/// (`None`: the group).
+fn owners(group: &TaskGroup) -> impl Iterator<Item = (Option<&str>, &Vec<Service>)> {
+    std::iter::once((None, &group.services)).chain(
+        group
+            .tasks
+            .iter()
+            .map(|t| (Some(t.name.as_str()), &t.services)),
+    )
+}
+
+/// The registrations `alloc` of `group` writes to the catalog, before any check ran: what
+/// [`AllocChecks::plan`] starts from, for callers that run no checks (the simulator).
+pub fn registrations(
+    alloc: &AllocInfo,
+    group: &TaskGroup,
+    node_id: NodeId,
+) -> Vec<ServiceRegistration> {
+    owners(group)
+        .flat_map(|(task, list)| {
+            list.iter().enumerate().map(move |(index, service)| {
+                registration(alloc, group, node_id, task, index, service)
+            })
+        })
+        .collect()
+}
+
 fn registration(
     alloc: &AllocInfo,
     group: &TaskGroup,
@@ -429,6 +450,25 @@ mod tests {
         );
         assert_eq!(r.health, ServiceHealth::Critical);
         assert_eq!(checks.health(), ServiceHealth::Critical);
+    }
+
+    #[test]
+    fn registrations_without_checks_are_those_the_plan_starts_from() {
+        let mut g = group(0, false);
+        g.services.push(Service {
+            name: "${NOMAD_GROUP_NAME}-edge".into(),
+            ..g.tasks[0].services[0].clone()
+        });
+        let node = drover_core::mock::node_id(1);
+        let planned = AllocChecks::plan(&alloc(), &g, node, &BTreeMap::new());
+        let plain = registrations(&alloc(), &g, node);
+        assert_eq!(plain, planned.registrations());
+        let names: Vec<_> = plain.iter().map(|r| r.service_name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["db-edge", "shop-db"],
+            "the group's services come first"
+        );
     }
 
     #[test]

@@ -23,7 +23,8 @@ pub(crate) fn transient(status: &tonic::Status) -> bool {
     )
 }
 
-fn backoff() -> ExponentialBuilder {
+/// Retries of a call the engine does not time itself: registration, job reads.
+pub(crate) fn backoff() -> ExponentialBuilder {
     ExponentialBuilder::new()
         .with_min_delay(Duration::from_millis(100))
         .with_max_delay(Duration::from_secs(2))

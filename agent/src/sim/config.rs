@@ -162,6 +162,10 @@ pub struct SimConfig {
     /// agent. A bench or a test that wants raw_exec jobs on them names it here
     /// (`--simulate-drivers raw_exec`): they then pretend to run it.
     pub drivers: Vec<String>,
+    /// Allocations register their jobs' `service` blocks in the servers' catalog with
+    /// their updates, as the real agent does (each node reads the jobs of its allocations
+    /// for it); every simulated check passes. Off: no job is read and nothing registered.
+    pub register_services: bool,
 }
 
 /// What simulated nodes advertise unless told to pretend more.
@@ -194,6 +198,7 @@ impl Default for SimConfig {
             token: None,
             tls: drover_proto::tls::TlsFiles::default(),
             drivers: DEFAULT_SIM_DRIVERS.iter().map(|d| d.to_string()).collect(),
+            register_services: false,
         }
     }
 }

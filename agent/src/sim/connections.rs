@@ -9,6 +9,7 @@
 use super::{SimConfig, SimError};
 use backon::{ExponentialBuilder, Retryable};
 use drover_proto::bearer::BearerChannel;
+use drover_proto::v1::job_service_client::JobServiceClient;
 use drover_proto::v1::node_service_client::NodeServiceClient;
 use std::time::Duration;
 use tonic::transport::{Channel, Endpoint};
@@ -19,6 +20,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 #[derive(Debug)]
 pub(crate) struct Connections {
     rpc: Vec<BearerChannel>,
+    /// The same connections without the join token: job reads present a node's identity.
+    rpc_plain: Vec<Channel>,
     watch: Vec<BearerChannel>,
     streams_per_connection: usize,
 }
@@ -47,10 +50,17 @@ fn endpoints(config: &SimConfig) -> Result<Vec<Endpoint>, SimError> {
 /// token (heartbeats, watches, reports) are authenticated by the node's secret in the
 /// request, so one channel serves them all.
 fn channel(endpoints: &[Endpoint], token: Option<&str>) -> Result<BearerChannel, SimError> {
-    let channel = match endpoints {
+    with_token(raw_channel(endpoints), token)
+}
+
+fn raw_channel(endpoints: &[Endpoint]) -> Channel {
+    match endpoints {
         [one] => one.connect_lazy(),
         many => Channel::balance_list(many.iter().cloned()),
-    };
+    }
+}
+
+fn with_token(channel: Channel, token: Option<&str>) -> Result<BearerChannel, SimError> {
     BearerChannel::new(channel, token).map_err(|e| SimError::Config {
         field: "token",
         reason: e.to_string(),
@@ -92,10 +102,15 @@ impl Connections {
             })?;
         let watch_count = config.nodes.div_ceil(config.streams_per_connection);
         let token = config.token.as_deref();
+        let rpc_plain: Vec<Channel> = (0..config.rpc_connections)
+            .map(|_| raw_channel(&endpoints))
+            .collect();
         Ok(Connections {
-            rpc: (0..config.rpc_connections)
-                .map(|_| channel(&endpoints, token))
+            rpc: rpc_plain
+                .iter()
+                .map(|c| with_token(c.clone(), token))
                 .collect::<Result<_, _>>()?,
+            rpc_plain,
             watch: (0..watch_count)
                 .map(|_| channel(&endpoints, token))
                 .collect::<Result<_, _>>()?,
@@ -106,6 +121,19 @@ impl Connections {
     /// The client for node `node`'s unary calls.
     pub(crate) fn unary(&self, node: u32) -> NodeServiceClient<BearerChannel> {
         NodeServiceClient::new(self.rpc[node as usize % self.rpc.len()].clone())
+    }
+
+    /// Job reads as node `node`, presenting its id and secret (as the real agent reads the
+    /// jobs of its allocations).
+    pub(crate) fn jobs(
+        &self,
+        node: u32,
+        auth: &drover_proto::v1::NodeAuth,
+    ) -> JobServiceClient<BearerChannel> {
+        let channel = self.rpc_plain[node as usize % self.rpc_plain.len()].clone();
+        let channel = BearerChannel::for_node(channel.clone(), &auth.node_id, &auth.secret_id)
+            .unwrap_or_else(|_| BearerChannel::plain(channel));
+        JobServiceClient::new(channel).max_decoding_message_size(64 << 20)
     }
 
     /// The client for node `node`'s watch stream.

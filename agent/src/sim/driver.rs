@@ -5,13 +5,21 @@
 //! allocation, named after its group, that behaves as the simulator's [`Behaviour`] says.
 //! Its fate is decided when it starts and depends only on the seed and the allocation, so a
 //! rerun with the same seed fails the same allocations whatever order messages arrive in.
+//!
+//! With services on, an allocation also registers its group's and task's services, as the
+//! real agent does: the engine reads its job (once per job version, for every node), and
+//! until then the allocation is not reported, as the real agent cannot start it before.
+//! Its registrations go with its updates while it runs (every simulated check passes at
+//! once), and an empty set once it stopped, which takes them out of the catalog.
 
-use drover_core::types::AllocId;
+use crate::state::AllocInfo;
+use drover_core::types::{AllocId, AllocatedPort, Job, NodeId, ServiceHealth};
 use drover_proto::convert::known_allocation;
 use drover_proto::v1 as pb;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How the mock's tasks behave (from [`super::SimConfig`]).
@@ -22,6 +30,8 @@ pub(crate) struct Behaviour {
     /// How long tasks of batch and sysbatch jobs run when `task_duration` is `None`.
     pub batch_duration: Option<Duration>,
     pub failure_rate: f64,
+    /// Allocations register their jobs' services (see the module's doc).
+    pub register_services: bool,
 }
 
 impl Behaviour {
@@ -124,6 +134,34 @@ fn event(time_unix_ms: u64, kind: &str, message: &str) -> pb::TaskEvent {
     }
 }
 
+/// A job version allocations were placed with: what the engine reads once for them all.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub(crate) struct JobKey {
+    pub namespace: String,
+    pub job_id: String,
+    pub version: u64,
+}
+
+/// What an allocation needs to build its registrations once its job is known; kept with
+/// services on.
+#[derive(Debug)]
+struct Origin {
+    job: JobKey,
+    name: String,
+    ports: Vec<AllocatedPort>,
+}
+
+/// What an allocation registers in the service catalog.
+#[derive(Debug)]
+enum Services {
+    /// Services are off, or its job's group has none: its updates carry no set.
+    Off,
+    /// Its job (version) is being read: it is not reported until it is known.
+    Unresolved,
+    /// Its job's group offers services.
+    Registered(Arc<Job>),
+}
+
 /// One allocation the node runs (or ran and has not yet seen acknowledged as terminal).
 #[derive(Debug)]
 struct SimAlloc {
@@ -137,6 +175,9 @@ struct SimAlloc {
     /// A deployment placed it: its health is reported, healthy while it runs (simulated
     /// tasks need no `min_healthy_time`), unhealthy once failed.
     in_deployment: bool,
+    /// With services on: where it came from (`None` otherwise).
+    origin: Option<Box<Origin>>,
+    services: Services,
 }
 
 impl SimAlloc {
@@ -154,7 +195,48 @@ impl SimAlloc {
         }
     }
 
-    fn update(&self) -> pb::AllocClientUpdate {
+    /// Whether its update can be sent: not while its job is being read.
+    fn reportable(&self) -> bool {
+        !matches!(self.services, Services::Unresolved)
+    }
+
+    /// Its registrations as the real agent builds them, every check passing, while it runs;
+    /// none once it stopped. `None`: it offers no services.
+    fn registrations(&self, node: &NodeContext<'_>) -> Option<pb::ServiceSet> {
+        let (Services::Registered(job), Some(origin)) = (&self.services, &self.origin) else {
+            return None;
+        };
+        if !self.live() {
+            return Some(pb::ServiceSet::default());
+        }
+        let group = job
+            .groups
+            .iter()
+            .find(|g| self.tasks.first().is_some_and(|t| *t.name == g.name))?;
+        let info = AllocInfo {
+            id: self.id,
+            name: origin.name.clone(),
+            namespace: origin.job.namespace.clone(),
+            job_id: origin.job.job_id.clone(),
+            job_name: job.name.clone(),
+            job_type: job.job_type,
+            job_version: origin.job.version,
+            datacenter: node.datacenter.to_owned(),
+            ports: origin.ports.clone(),
+            job_meta: job.meta.clone(),
+            payload: Vec::new(),
+        };
+        let registrations = crate::checks::registrations(&info, group, node.id)
+            .into_iter()
+            .map(|mut r| {
+                r.health = ServiceHealth::Passing;
+                pb::ServiceRegistration::from(&r)
+            })
+            .collect();
+        Some(pb::ServiceSet { registrations })
+    }
+
+    fn update(&self, node: &NodeContext<'_>) -> pb::AllocClientUpdate {
         let status = self.client_status();
         let infra = self
             .tasks
@@ -182,9 +264,16 @@ impl SimAlloc {
                 .map(|t| (t.name.to_string(), t.state()))
                 .collect(),
             infra_failure: infra,
-            services: None,
+            services: self.registrations(node),
         }
     }
+}
+
+/// Who reports: the node's id on the servers and its datacenter.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct NodeContext<'a> {
+    pub id: NodeId,
+    pub datacenter: &'a str,
 }
 
 /// A task that started and will exit by itself after `after`: the caller arms a timer and
@@ -202,6 +291,8 @@ pub(crate) struct NodeAllocs {
     allocs: Vec<SimAlloc>,
     /// Tasks still to fail as infrastructure failures when they start.
     infra_pending: u32,
+    /// Allocations started whose job the engine is yet to look up (services on).
+    awaiting_jobs: Vec<(AllocId, JobKey)>,
 }
 
 fn fnv1a(bytes: &[u8]) -> u64 {
@@ -221,11 +312,28 @@ fn task_rng(seed: u64, alloc: AllocId, task: &str) -> ChaCha8Rng {
 
 /// Brings a held allocation in line with the servers' copy; `false` when the servers hold
 /// it as terminal and it is to be forgotten.
-fn follow_server(local: &mut SimAlloc, a: &pb::Allocation, now_ms: u64) -> bool {
+/// An allocation updated in place (a new job version, the same tasks) registers what the
+/// new version's group offers: its job version is read again, as the real agent does.
+fn follow_server(
+    local: &mut SimAlloc,
+    a: &pb::Allocation,
+    now_ms: u64,
+    awaiting_jobs: &mut Vec<(AllocId, JobKey)>,
+) -> bool {
     if server_terminal(a) {
         return false;
     }
     local.server_index = a.alloc_modify_index;
+    if let Some(origin) = local
+        .origin
+        .as_mut()
+        .filter(|o| o.job.version != a.job_version)
+    {
+        **origin = origin_of(a);
+        local.services = Services::Unresolved;
+        local.dirty = true;
+        awaiting_jobs.push((local.id, origin.job.clone()));
+    }
     if !desired_run(a) && local.live() {
         for t in local.tasks.iter_mut().filter(|t| t.end.is_none()) {
             t.end = Some((End::Killed, now_ms));
@@ -233,6 +341,24 @@ fn follow_server(local: &mut SimAlloc, a: &pb::Allocation, now_ms: u64) -> bool 
         local.dirty = true;
     }
     true
+}
+
+/// Where a new allocation came from, for its registrations. A port the servers sent
+/// malformed is left out (a registration on it then has no address).
+fn origin_of(a: &pb::Allocation) -> Origin {
+    Origin {
+        job: JobKey {
+            namespace: a.namespace.clone(),
+            job_id: a.job_id.clone(),
+            version: a.job_version,
+        },
+        name: a.name.clone(),
+        ports: a
+            .ports
+            .iter()
+            .filter_map(|p| drover_proto::convert::allocated_port(p.clone()).ok())
+            .collect(),
+    }
 }
 
 fn server_terminal(a: &pb::Allocation) -> bool {
@@ -266,8 +392,39 @@ impl NodeAllocs {
         self.allocs.iter().filter(|a| a.live()).count()
     }
 
+    /// Whether an update is waiting to be sent.
     pub(crate) fn has_dirty(&self) -> bool {
-        self.allocs.iter().any(|a| a.dirty)
+        self.allocs.iter().any(|a| a.dirty && a.reportable())
+    }
+
+    /// The allocations started since the last call whose job is to be read, with its key.
+    pub(crate) fn take_awaiting_jobs(&mut self) -> Vec<(AllocId, JobKey)> {
+        std::mem::take(&mut self.awaiting_jobs)
+    }
+
+    /// Allocation `alloc`'s job is known (`None`: it could not be read, or its group offers
+    /// no services): its update can go. Returns whether it is held here.
+    pub(crate) fn job_known(&mut self, alloc: AllocId, job: Option<&Arc<Job>>) -> bool {
+        let Some(a) = self.allocs.iter_mut().find(|a| a.id == alloc) else {
+            return false;
+        };
+        a.services = match std::mem::replace(&mut a.services, Services::Off) {
+            Services::Unresolved => {
+                let offers = job.is_some_and(|j| {
+                    j.groups.iter().any(|g| {
+                        a.tasks.first().is_some_and(|t| *t.name == g.name)
+                            && (!g.services.is_empty()
+                                || g.tasks.iter().any(|t| !t.services.is_empty()))
+                    })
+                });
+                match job {
+                    Some(job) if offers => Services::Registered(job.clone()),
+                    _ => Services::Off,
+                }
+            }
+            other => other,
+        };
+        true
     }
 
     /// Brings the node in line with one watch message. A complete message is the servers'
@@ -304,7 +461,7 @@ impl NodeAllocs {
             self.allocs
                 .retain_mut(|local| match seen.remove(&local.id) {
                     None => false,
-                    Some(a) => follow_server(local, a, now_ms),
+                    Some(a) => follow_server(local, a, now_ms, &mut self.awaiting_jobs),
                 });
         } else {
             // A later message names a few of a node's hundred allocations: find those
@@ -315,11 +472,12 @@ impl NodeAllocs {
                     .retain(|local| !removed.contains(&local.id) || seen.contains_key(&local.id));
             }
             let allocs = &mut self.allocs;
+            let awaiting_jobs = &mut self.awaiting_jobs;
             seen.retain(|id, a| {
                 let Some(at) = allocs.iter().position(|local| local.id == *id) else {
                     return true;
                 };
-                if !follow_server(&mut allocs[at], a, now_ms) {
+                if !follow_server(&mut allocs[at], a, now_ms, awaiting_jobs) {
                     allocs.remove(at);
                 }
                 false
@@ -334,7 +492,13 @@ impl NodeAllocs {
                 continue;
             }
             let run_time = behaviour.run_time(runs_to_completion(change, a));
-            let alloc = self.start(id, a, behaviour, run_time, now_ms, &mut timers);
+            let mut alloc = self.start(id, a, behaviour, run_time, now_ms, &mut timers);
+            if behaviour.register_services {
+                let origin = origin_of(a);
+                self.awaiting_jobs.push((id, origin.job.clone()));
+                alloc.origin = Some(Box::new(origin));
+                alloc.services = Services::Unresolved;
+            }
             self.allocs.push(alloc);
         }
         timers
@@ -381,6 +545,8 @@ impl NodeAllocs {
             tasks: vec![task],
             dirty: true,
             in_deployment: !a.deployment_id.is_empty(),
+            origin: None,
+            services: Services::Off,
         }
     }
 
@@ -412,17 +578,25 @@ impl NodeAllocs {
     /// marks back if the servers refuse them.
     #[cfg(test)]
     pub(crate) fn take_updates(&mut self) -> Vec<pb::AllocClientUpdate> {
-        self.take_batch().1
+        let node = NodeContext {
+            id: NodeId::from_bytes([7; 16]),
+            datacenter: "dc1",
+        };
+        self.take_batch(&node).1
     }
 
     /// Like [`NodeAllocs::take_updates`], with the ids of the allocations in the batch.
-    pub(crate) fn take_batch(&mut self) -> (Vec<AllocId>, Vec<pb::AllocClientUpdate>) {
+    /// Allocations whose job is still being read wait, dirty, for the next batch.
+    pub(crate) fn take_batch(
+        &mut self,
+        node: &NodeContext<'_>,
+    ) -> (Vec<AllocId>, Vec<pb::AllocClientUpdate>) {
         self.allocs
             .iter_mut()
-            .filter(|a| a.dirty)
+            .filter(|a| a.dirty && a.reportable())
             .map(|a| {
                 a.dirty = false;
-                (a.id, a.update())
+                (a.id, a.update(node))
             })
             .unzip()
     }

@@ -86,6 +86,11 @@ impl Layout {
         format!("{}-{node:05}", config.name_prefix)
     }
 
+    /// The datacenter node `node` registers in.
+    pub(crate) fn datacenter(&self, node: u32) -> &str {
+        &self.datacenters[usize::from(self.dc_of[node as usize])]
+    }
+
     /// What node `node` registers as. A first registration carries no id; `previous` is the
     /// id and secret of an earlier one (after the servers forgot the node).
     pub(crate) fn registration(
@@ -119,7 +124,7 @@ impl Layout {
             node_id,
             secret_id,
             name,
-            datacenter: self.datacenters[usize::from(self.dc_of[i])].clone(),
+            datacenter: self.datacenter(node).to_owned(),
             node_class: self.classes[usize::from(self.class_of[i])].clone(),
             attributes,
             meta,

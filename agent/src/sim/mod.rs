@@ -55,6 +55,16 @@ pub struct SimStats {
     pub watch_allocations: u64,
 }
 
+/// One accepted report that carried service registrations: the Raft index it committed
+/// at (the catalog's index after it, when it changed the catalog) and when it was sent and
+/// its acknowledgement arrived, so a reader of the catalog can time how soon it saw it.
+#[derive(Clone, Copy, Debug)]
+pub struct ServiceWrite {
+    pub index: u64,
+    pub sent: tokio::time::Instant,
+    pub acknowledged: tokio::time::Instant,
+}
+
 /// A running simulation. Dropping it stops the engine too (its control channel closes);
 /// [`Simulator::shutdown`] also waits for it.
 #[derive(Debug)]
@@ -135,6 +145,16 @@ impl Simulator {
         self.control
             .send(Control::FailInfra(n, count))
             .map_err(|_| SimError::Stopped)
+    }
+
+    /// From now on, every accepted report carrying registrations (with services on) is
+    /// told on the returned channel, until it is dropped.
+    pub fn watch_service_writes(&self) -> Result<mpsc::UnboundedReceiver<ServiceWrite>, SimError> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.control
+            .send(Control::WatchServiceWrites(tx))
+            .map_err(|_| SimError::Stopped)?;
+        Ok(rx)
     }
 
     /// The simulation's counters now.

@@ -9,6 +9,7 @@
 //! - [`jobs`]: submitting the jobs and waiting until every allocation is placed or running.
 //! - [`report`]: the figures, for people or as JSON.
 
+pub mod cluster;
 pub mod core_run;
 pub mod detect;
 pub mod error;
@@ -24,6 +25,7 @@ pub mod restart;
 pub mod rolling;
 pub mod scrape;
 pub mod server_figures;
+pub mod services;
 pub mod storm;
 pub mod target;
 pub mod workload;
@@ -51,7 +53,8 @@ pub struct BenchArgs {
     /// Simulated nodes to register (in this process)
     #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u32).range(1..))]
     pub nodes: u32,
-    /// Service jobs to submit (default: 100; latency: 200, one at a time; rolling: 1,000)
+    /// Service jobs to submit (default: 100; latency: 200, one at a time; rolling and
+    /// services: 1,000)
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub jobs: Option<u32>,
     /// Allocations per job (default: 100; latency: 10)
@@ -86,6 +89,10 @@ pub struct BenchArgs {
     /// that cancels timed-out calls, as grpcio does)
     #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
     pub cancel_rate: f64,
+    /// c1m against this many `drover server` processes forming one Raft cluster, after the
+    /// same load against a single server in the same run
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=7), conflicts_with = "address")]
+    pub servers: u8,
     /// Settings for the server the run starts, as a `drover server` config file (HCL)
     #[arg(long, value_name = "FILE", conflicts_with = "address")]
     pub server_config: Option<std::path::PathBuf>,
@@ -112,6 +119,9 @@ pub enum Scenario {
     HttpRead,
     /// A rolling update of every job (1,000 x 100 by default) gated on deployments
     Rolling,
+    /// Placement and a rollout of 1,000 allocations without and with a service and check
+    /// per allocation (on two fresh servers), and how soon a blocking service read wakes
+    Services,
 }
 
 impl Scenario {
@@ -126,6 +136,7 @@ impl Scenario {
             Scenario::Restart => (100, 100),
             Scenario::HttpRead => (1_000, 1),
             Scenario::Rolling => (1_000, 100),
+            Scenario::Services => (1_000, 100),
         }
     }
 }
@@ -192,34 +203,57 @@ pub async fn run(args: BenchArgs, out: &mut dyn Write) -> Result<(), BenchError>
     if args.scenario == Scenario::HttpRead && args.address.is_some() {
         return Err(http_read::needs_own_server());
     }
+    if args.scenario == Scenario::Services && args.address.is_some() {
+        return Err(services::needs_own_server());
+    }
     let http = match args.scenario {
         Scenario::HttpRead => Some(http_read::http_config()?),
         _ => None,
     };
     let mut progress = Progress::new(!args.json);
+    let settings = server_settings(&args, http.as_ref().map(|(line, _)| line.as_str()))?;
+    if args.servers > 1 {
+        if args.scenario != Scenario::C1m {
+            return Err(BenchError::Setting {
+                flag: "--servers",
+                reason: format!(
+                    "a cluster is benched with --scenario c1m only, not {:?}",
+                    args.scenario
+                ),
+            });
+        }
+        let mut report = cluster::run(&args, &workload, &settings, &mut progress).await?;
+        progress.phase("the same placements through core alone, in this process");
+        let core = core_run::run(&workload, crate::output::now());
+        for r in [&mut report.single, &mut report.cluster] {
+            r.end_to_end_vs_core = Some(r.placements_per_sec / core.placements_per_sec.max(1e-9));
+            r.core = Some(core.clone());
+        }
+        if args.json {
+            return Ok(print_json(out, &report)?);
+        }
+        write!(out, "{}", report.render()).map_err(crate::CliError::from)?;
+        return Ok(());
+    }
     let mut target = match &args.address {
         Some(url) => Target::Remote { url: url.clone() },
         None => {
             progress.phase(
                 "starting drover server as a child process (on-disk raft log, production settings)",
             );
-            let mut settings = match &args.server_config {
-                Some(path) => ServerSettings {
-                    config_hcl: std::fs::read_to_string(path).map_err(|e| BenchError::Setting {
-                        flag: "--server-config",
-                        reason: format!("cannot read {}: {e}", path.display()),
-                    })?,
-                },
-                None => ServerSettings::default(),
-            };
-            if let Some((line, _)) = &http {
-                settings.config_hcl.push_str(line);
-            }
             Target::start_child(&settings).await?
         }
     };
     let http_addr = http.map(|(_, addr)| addr).unwrap_or_default();
-    let measured = scenario(&mut target, &workload, &args, &http_addr, &mut progress).await;
+    let measured = scenario(
+        &mut target,
+        &settings,
+        &workload,
+        &args,
+        &http_addr,
+        &mut progress,
+    )
+    .await;
     let stopped = target.stop().await;
     let report = match (measured, stopped) {
         (Ok(report), stopped) => {
@@ -249,6 +283,7 @@ pub async fn run(args: BenchArgs, out: &mut dyn Write) -> Result<(), BenchError>
         (Measured::Restart(r), true) => return Ok(print_json(out, r)?),
         (Measured::HttpRead(r), true) => return Ok(print_json(out, r)?),
         (Measured::Rolling(r), true) => return Ok(print_json(out, r)?),
+        (Measured::Services(r), true) => return Ok(print_json(out, r)?),
         (Measured::Storm(r), false) => r.render(),
         (Measured::C1m(r), false) => r.render(),
         (Measured::Latency(r), false) => r.render(),
@@ -257,9 +292,31 @@ pub async fn run(args: BenchArgs, out: &mut dyn Write) -> Result<(), BenchError>
         (Measured::Restart(r), false) => r.render(),
         (Measured::HttpRead(r), false) => r.render(),
         (Measured::Rolling(r), false) => r.render(),
+        (Measured::Services(r), false) => r.render(),
     };
     write!(out, "{text}").map_err(crate::CliError::from)?;
     Ok(())
+}
+
+/// The config of the servers the run starts: `--server-config`'s file, plus the HTTP
+/// listener's line when the scenario needs one.
+fn server_settings(
+    args: &BenchArgs,
+    http_line: Option<&str>,
+) -> Result<ServerSettings, BenchError> {
+    let mut settings = match &args.server_config {
+        Some(path) => ServerSettings {
+            config_hcl: std::fs::read_to_string(path).map_err(|e| BenchError::Setting {
+                flag: "--server-config",
+                reason: format!("cannot read {}: {e}", path.display()),
+            })?,
+        },
+        None => ServerSettings::default(),
+    };
+    if let Some(line) = http_line {
+        settings.config_hcl.push_str(line);
+    }
+    Ok(settings)
 }
 
 /// One scenario's figures.
@@ -272,12 +329,14 @@ enum Measured {
     Restart(restart::RestartReport),
     HttpRead(http_read::HttpReadReport),
     Rolling(Box<rolling::RollingReport>),
+    Services(Box<services::ServicesReport>),
 }
 
 /// Runs the scenario the flags name against the server; on a shared (remote) server the
 /// run's jobs are purged afterwards, whatever the outcome.
 async fn scenario(
     target: &mut Target,
+    settings: &ServerSettings,
     workload: &Workload,
     args: &BenchArgs,
     http_addr: &str,
@@ -342,6 +401,17 @@ async fn scenario(
         )
         .await
         .map(|r| Measured::Rolling(Box::new(r))),
+        Scenario::Services => services::measure(
+            target,
+            settings,
+            workload,
+            args.in_flight as usize,
+            deadline,
+            timeout,
+            progress,
+        )
+        .await
+        .map(|r| Measured::Services(Box::new(r))),
     };
     if !target.is_child() && args.scenario != Scenario::Heartbeat {
         jobs::purge(&client, workload, args.in_flight as usize).await;

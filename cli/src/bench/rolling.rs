@@ -316,13 +316,13 @@ async fn phases(
 
 /// What a wait for one version found at its end.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct RolledOut {
-    successful: u64,
-    failed: u64,
+pub(super) struct RolledOut {
+    pub successful: u64,
+    pub failed: u64,
     /// Allocations of the version running.
-    running: u64,
+    pub running: u64,
     /// Allocations of older versions finished.
-    replaced_finished: u64,
+    pub replaced_finished: u64,
 }
 
 /// The run's deployments of the versions waited for, as one list showed them.
@@ -401,19 +401,19 @@ fn by_version(allocations: &[pb::Allocation], version: u64) -> ByVersion {
 }
 
 /// The reads a wait makes and its limits.
-struct Wait<'a> {
-    client: &'a Client,
-    workload: &'a Workload,
-    in_flight: usize,
-    deadline: Instant,
-    timeout: Duration,
+pub(super) struct Wait<'a> {
+    pub client: &'a Client,
+    pub workload: &'a Workload,
+    pub in_flight: usize,
+    pub deadline: Instant,
+    pub timeout: Duration,
 }
 
 impl Wait<'_> {
     /// Waits until every job has rolled out to `versions[n]`: its deployment of that
     /// version successful and exactly `count` allocations running, all of that version.
     /// A job's allocations are read once its deployment has succeeded, until they hold.
-    async fn rolled_out(
+    pub(super) async fn rolled_out(
         &self,
         versions: &[u64],
         started: Instant,

@@ -19,7 +19,7 @@ pub struct Probe {
 
 impl Probe {
     pub async fn take(target: &Target) -> Probe {
-        let Some(child) = target.child() else {
+        let Some(child) = target.leader().await else {
             return Probe::default();
         };
         let page = match scrape::fetch(child.metrics_addr()).await {

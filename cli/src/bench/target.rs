@@ -21,7 +21,16 @@ const LEADERSHIP_DEADLINE: Duration = Duration::from_secs(60);
 #[derive(Debug)]
 pub enum Target {
     Child(Box<ChildServer>),
-    Remote { url: String },
+    /// `--servers N`: that many `drover server` processes forming one Raft cluster over
+    /// loopback (static peers and a cluster secret, as an operator starts them); the run
+    /// talks to all of them through `url`, a comma-separated list.
+    Cluster {
+        servers: Vec<ChildServer>,
+        url: String,
+    },
+    Remote {
+        url: String,
+    },
 }
 
 /// A `drover server` started for the run, and the data dir deleted when the run ends.
@@ -31,6 +40,8 @@ pub struct ChildServer {
     url: String,
     metrics_addr: String,
     args: Vec<String>,
+    /// The cluster secret of a `--servers N` cluster, passed in the environment.
+    secret: Option<String>,
     log: PathBuf,
     data_dir: tempfile::TempDir,
 }
@@ -45,14 +56,150 @@ impl Target {
     /// Starts `drover server` (this binary) on free loopback ports and waits until it
     /// leads and answers.
     pub async fn start_child(settings: &ServerSettings) -> Result<Target, BenchError> {
+        let mut server = ChildServer::start(settings, None)?;
+        if let Err(e) = server.wait_until_serving(LEADERSHIP_DEADLINE).await {
+            server.kill();
+            return Err(e);
+        }
+        Ok(Target::Child(Box::new(server)))
+    }
+
+    /// Starts `n` servers as one cluster and waits until every one of them knows the
+    /// leader.
+    pub async fn start_cluster(settings: &ServerSettings, n: usize) -> Result<Target, BenchError> {
+        let ports = (0..n)
+            .map(|_| free_ports())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(io("finding free ports"))?;
+        let peers: Vec<String> = ports
+            .iter()
+            .enumerate()
+            .map(|(i, [_, raft, _])| format!("{}=127.0.0.1:{raft}", i + 1))
+            .collect();
+        let mut secret = [0u8; 24];
+        rand::RngCore::fill_bytes(&mut rand::rng(), &mut secret);
+        let secret: String = secret.iter().map(|b| format!("{b:02x}")).collect();
+        let mut servers = Vec::new();
+        for (i, p) in ports.into_iter().enumerate() {
+            let member = Member {
+                id: i as u64 + 1,
+                ports: p,
+                peers: &peers,
+                secret: &secret,
+            };
+            servers.push(ChildServer::start(settings, Some(member))?);
+        }
+        for server in &mut servers {
+            server.wait_until_serving(LEADERSHIP_DEADLINE).await?;
+        }
+        let url = servers
+            .iter()
+            .map(|s| s.url.as_str())
+            .collect::<Vec<_>>()
+            .join(",");
+        Ok(Target::Cluster { servers, url })
+    }
+
+    pub fn url(&self) -> &str {
+        match self {
+            Target::Child(child) => &child.url,
+            Target::Cluster { url, .. } | Target::Remote { url } => url,
+        }
+    }
+
+    /// The one server started for the run; `None` for a cluster or a remote server.
+    pub fn child(&self) -> Option<&ChildServer> {
+        match self {
+            Target::Child(child) => Some(child),
+            Target::Cluster { .. } | Target::Remote { .. } => None,
+        }
+    }
+
+    pub fn child_mut(&mut self) -> Option<&mut ChildServer> {
+        match self {
+            Target::Child(child) => Some(child),
+            Target::Cluster { .. } | Target::Remote { .. } => None,
+        }
+    }
+
+    /// The servers started for the run: one, the cluster's, or none for a remote one.
+    pub fn children(&self) -> Vec<&ChildServer> {
+        match self {
+            Target::Child(child) => vec![child],
+            Target::Cluster { servers, .. } => servers.iter().collect(),
+            Target::Remote { .. } => Vec::new(),
+        }
+    }
+
+    /// The server started for the run that leads now (its metrics say so); a single
+    /// child server always does.
+    pub async fn leader(&self) -> Option<&ChildServer> {
+        match self {
+            Target::Child(child) => Some(child),
+            Target::Cluster { servers, .. } => {
+                for server in servers {
+                    if let Ok(page) = super::scrape::fetch(server.metrics_addr()).await
+                        && super::scrape::counter(&page, "drover_leader") == 1.0
+                    {
+                        return Some(server);
+                    }
+                }
+                None
+            }
+            Target::Remote { .. } => None,
+        }
+    }
+
+    /// Whether the run started the servers (and so may stop them and skip clean-up).
+    pub fn is_child(&self) -> bool {
+        !matches!(self, Target::Remote { .. })
+    }
+
+    /// Stops a server started for the run (SIGINT, as Ctrl-C, then waits) and removes its
+    /// data; a remote server is left as it is.
+    pub async fn stop(self) -> Result<(), BenchError> {
+        let servers = match self {
+            Target::Child(server) => vec![*server],
+            Target::Cluster { servers, .. } => servers,
+            Target::Remote { .. } => return Ok(()),
+        };
+        let mut first_error = None;
+        for server in servers {
+            if let Err(e) = server.stop().await
+                && first_error.is_none()
+            {
+                first_error = Some(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+/// A server's place in a `--servers N` cluster.
+struct Member<'a> {
+    id: u64,
+    /// API, Raft and metrics ports.
+    ports: [u16; 3],
+    /// Every member as `ID=host:raft-port`, this one included.
+    peers: &'a [String],
+    secret: &'a str,
+}
+
+impl ChildServer {
+    /// Starts `drover server` (this binary) on free loopback ports, alone or as `member`
+    /// of a cluster; serving is the caller's to wait for.
+    fn start(settings: &ServerSettings, member: Option<Member<'_>>) -> Result<Self, BenchError> {
         let data_dir = tempfile::Builder::new()
             .prefix("drover-bench-")
             .tempdir()
             .map_err(BenchError::DataDir)?;
-        let [api, raft, metrics] = free_ports().map_err(io("finding free ports"))?;
+        let [api, raft, metrics] = match &member {
+            Some(m) => m.ports,
+            None => free_ports().map_err(io("finding free ports"))?,
+        };
         let config = data_dir.path().join("server.hcl");
         std::fs::write(&config, &settings.config_hcl).map_err(BenchError::DataDir)?;
-        let args = vec![
+        let mut args = vec![
             "server".to_string(),
             "--config".into(),
             config.display().to_string(),
@@ -67,59 +214,33 @@ impl Target {
             "--log-level".into(),
             "warn".into(),
         ];
+        if let Some(m) = &member {
+            args.extend(["--server-id".into(), m.id.to_string()]);
+            args.extend(["--name".into(), format!("bench-{}", m.id)]);
+            for peer in m.peers {
+                args.extend(["--peer".into(), peer.clone()]);
+            }
+        }
+        let secret = member.map(|m| m.secret.to_string());
         let log = data_dir.path().join("server.log");
-        let child = spawn(&args, &log)?;
-        let mut server = ChildServer {
+        let child = spawn(&args, secret.as_deref(), &log)?;
+        Ok(ChildServer {
             child,
             url: format!("http://127.0.0.1:{api}"),
             metrics_addr: format!("127.0.0.1:{metrics}"),
             args,
+            secret,
             log,
             data_dir,
-        };
-        if let Err(e) = server.wait_until_serving(LEADERSHIP_DEADLINE).await {
-            server.kill();
-            return Err(e);
-        }
-        Ok(Target::Child(Box::new(server)))
+        })
     }
 
-    pub fn url(&self) -> &str {
-        match self {
-            Target::Child(child) => &child.url,
-            Target::Remote { url } => url,
-        }
-    }
-
-    /// The server started for the run; `None` for a remote one.
-    pub fn child(&self) -> Option<&ChildServer> {
-        match self {
-            Target::Child(child) => Some(child),
-            Target::Remote { .. } => None,
-        }
-    }
-
-    pub fn child_mut(&mut self) -> Option<&mut ChildServer> {
-        match self {
-            Target::Child(child) => Some(child),
-            Target::Remote { .. } => None,
-        }
-    }
-
-    pub fn is_child(&self) -> bool {
-        matches!(self, Target::Child(_))
-    }
-
-    /// Stops a server started for the run (SIGINT, as Ctrl-C, then waits) and removes its
-    /// data; a remote server is left as it is.
-    pub async fn stop(self) -> Result<(), BenchError> {
-        let Target::Child(mut server) = self else {
-            return Ok(());
-        };
-        server.interrupt();
+    /// SIGINT (as Ctrl-C), then waits for it to exit and removes its data.
+    async fn stop(mut self) -> Result<(), BenchError> {
+        self.interrupt();
         let status = tokio::task::spawn_blocking(move || {
-            let status = server.child.wait();
-            (status, server)
+            let status = self.child.wait();
+            (status, self)
         })
         .await;
         match status {
@@ -134,9 +255,7 @@ impl Target {
             ))),
         }
     }
-}
 
-impl ChildServer {
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
@@ -182,7 +301,7 @@ impl ChildServer {
     /// (Self::kill). Returns once it is a process again; serving is the caller's to wait
     /// for.
     pub fn restart(&mut self) -> Result<(), BenchError> {
-        self.child = spawn(&self.args, &self.log)?;
+        self.child = spawn(&self.args, self.secret.as_deref(), &self.log)?;
         Ok(())
     }
 
@@ -233,7 +352,7 @@ fn io(what: &'static str) -> impl FnOnce(std::io::Error) -> BenchError {
     move |source| BenchError::Io { what, source }
 }
 
-fn spawn(args: &[String], log: &Path) -> Result<Child, BenchError> {
+fn spawn(args: &[String], secret: Option<&str>, log: &Path) -> Result<Child, BenchError> {
     let exe = std::env::current_exe().map_err(io("finding the drover binary"))?;
     let out = std::fs::OpenOptions::new()
         .create(true)
@@ -241,7 +360,11 @@ fn spawn(args: &[String], log: &Path) -> Result<Child, BenchError> {
         .open(log)
         .map_err(io("opening the server's log"))?;
     let err = out.try_clone().map_err(io("opening the server's log"))?;
-    Command::new(&exe)
+    let mut command = Command::new(&exe);
+    if let Some(secret) = secret {
+        command.env("DROVER_CLUSTER_SECRET", secret);
+    }
+    command
         .args(args)
         .env_remove("DROVER_ADDR")
         .stdin(Stdio::null())

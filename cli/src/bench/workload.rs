@@ -31,6 +31,8 @@ pub struct Workload {
     pub node: NodeResources,
     /// The simulator's `cancel_rate`: heartbeats first sent as calls cancelled at once.
     pub cancel_rate: f64,
+    /// The simulator's `register_services`: allocations register their jobs' services.
+    pub register_services: bool,
 }
 
 impl Workload {
@@ -53,6 +55,7 @@ impl Workload {
             ports: 0,
             node: SimConfig::default().resources,
             cancel_rate: 0.0,
+            register_services: false,
         };
         workload.check_fits()?;
         Ok(workload)
@@ -173,6 +176,7 @@ impl Workload {
             datacenters: drover_agent::sim::Mix::single(self.datacenter()),
             resources: self.node,
             cancel_rate: self.cancel_rate,
+            register_services: self.register_services,
             ..SimConfig::default()
         }
     }

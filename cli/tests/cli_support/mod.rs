@@ -259,6 +259,23 @@ pub fn running(mut child: Child) -> Running {
     Running { child, lines }
 }
 
+/// The API address a `drover server` started with `--bind 127.0.0.1:0` printed: the kernel
+/// picks the port as the server binds it, so no test beside it can take it in between.
+pub fn listening_address(server: &Running) -> String {
+    let line = wait_for_line(server, "the server's API address", |l| {
+        l.contains(" listening on ")
+    });
+    line.split(" listening on ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .map(|url| {
+            url.trim_start_matches("http://")
+                .trim_start_matches("https://")
+        })
+        .expect("an address after 'listening on'")
+        .to_string()
+}
+
 /// Reads lines from `running` until one satisfies `wanted`, failing after the deadline.
 pub fn wait_for_line(running: &Running, what: &str, wanted: impl Fn(&str) -> bool) -> String {
     let until = std::time::Instant::now() + DEADLINE;

@@ -37,7 +37,7 @@ impl<P: Prioritized> LeaderEngine<P> {
     /// Fires everything due at `now`, deciding against `snap` (the latest applied state).
     pub fn run_due(&mut self, snap: &StateSnapshot, now: Timestamp) -> Step {
         let mut actions = Vec::new();
-        if !self.enabled {
+        if !self.is_answering() {
             return Step::default();
         }
         let before = self.broker.stats().total.ready;

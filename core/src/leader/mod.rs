@@ -136,6 +136,9 @@ pub struct Established {
 /// (the runtime's plan with its reply channel).
 pub struct LeaderEngine<P: Prioritized> {
     enabled: bool,
+    /// Leading but cut off from a quorum for longer than the lease (see
+    /// [`Self::suspend`]): every structure is kept, nothing is answered or fired.
+    suspended: bool,
     pub broker: EvalBroker,
     pub blocked: BlockedEvals,
     pub plans: PlanQueue<P>,
@@ -154,6 +157,7 @@ impl<P: Prioritized> fmt::Debug for LeaderEngine<P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LeaderEngine")
             .field("enabled", &self.enabled)
+            .field("suspended", &self.suspended)
             .field("broker", &self.broker.stats().total)
             .field("plans", &self.plans.len())
             .field("heartbeats", &self.heartbeats.len())
@@ -166,6 +170,7 @@ impl<P: Prioritized> LeaderEngine<P> {
     pub fn new(config: LeaderConfig, seed: u64) -> Result<Self, NodeHealthError> {
         Ok(Self {
             enabled: false,
+            suspended: false,
             broker: EvalBroker::new(config.broker.clone()),
             blocked: BlockedEvals::new(config.blocked),
             plans: PlanQueue::new(),
@@ -181,9 +186,38 @@ impl<P: Prioritized> LeaderEngine<P> {
         })
     }
 
-    /// True between [`Self::establish`] and [`Self::revoke`].
+    /// True between [`Self::establish`] and [`Self::revoke`], suspended or not.
     pub fn is_enabled(&self) -> bool {
         self.enabled
+    }
+
+    /// Whether the engine gives leader-only answers now: enabled and not suspended. Node
+    /// registrations and heartbeats, operator node decisions and eval dequeues wait for it.
+    pub fn is_answering(&self) -> bool {
+        self.enabled && !self.suspended
+    }
+
+    /// The leader has not heard from a quorum within its lease: it may have been cut off
+    /// while the others elect a new leader, so it must not acknowledge nodes or hand out
+    /// work, and its timers must not fire (a node that could not heartbeat to it would be
+    /// marked missing). Unlike [`Self::revoke`] it keeps the broker, the blocked evals, the
+    /// queued plans and every timer, and it goes on following applied entries, so a lease
+    /// that lapsed because the followers were slow, not gone, costs no rebuild from state.
+    /// A no-op while not enabled.
+    pub fn suspend(&mut self) {
+        self.suspended = self.enabled;
+    }
+
+    /// A quorum answered again within the lease: answers and timers resume. Every node
+    /// with a heartbeat timer gets at least the failover TTL from `now`, as on
+    /// [`Self::establish`], because nodes were refused while the engine was suspended.
+    pub fn resume(&mut self, now: Timestamp) {
+        if !self.suspended {
+            return;
+        }
+        self.suspended = false;
+        self.heartbeats
+            .extend_all_to(now.saturating_add(self.config.heartbeat.failover_ttl));
     }
 
     pub fn config(&self) -> &LeaderConfig {
@@ -248,6 +282,7 @@ impl<P: Prioritized> LeaderEngine<P> {
     /// workers the runtime answers (dropping them answers with an error).
     pub fn revoke(&mut self) -> Vec<P> {
         self.enabled = false;
+        self.suspended = false;
         self.broker.set_enabled(false);
         self.blocked.set_enabled(false);
         self.heartbeats.clear();
@@ -261,7 +296,7 @@ impl<P: Prioritized> LeaderEngine<P> {
     /// The earliest time anything in the engine is due; the runtime calls
     /// [`Self::run_due`] then (or sooner, when something else happens).
     pub fn next_deadline(&self) -> Option<Timestamp> {
-        if !self.enabled {
+        if !self.is_answering() {
             return None;
         }
         [

@@ -97,7 +97,7 @@ impl<P: Prioritized> LeaderEngine<P> {
     /// TTL and the registration with the health the tracker gives it. `None` while not
     /// leading.
     pub fn node_registered(&mut self, mut node: Node, now: Timestamp) -> Option<(Node, Duration)> {
-        if !self.enabled {
+        if !self.is_answering() {
             return None;
         }
         self.health.register(node.id, now);
@@ -117,7 +117,7 @@ impl<P: Prioritized> LeaderEngine<P> {
         readiness: Readiness,
         now: Timestamp,
     ) -> Option<Result<HeartbeatOutcome, NodeHealthError>> {
-        if !self.enabled {
+        if !self.is_answering() {
             return None;
         }
         Some(self.heartbeat(snap, node, readiness, now))
@@ -179,7 +179,7 @@ impl<P: Prioritized> LeaderEngine<P> {
         offline: bool,
         now: Timestamp,
     ) -> Option<Result<Vec<Command>, NodeHealthError>> {
-        if !self.enabled {
+        if !self.is_answering() {
             return None;
         }
         let decisions = if offline {
@@ -240,7 +240,7 @@ impl<P: Prioritized> LeaderEngine<P> {
         reasons: &[String],
         now: Timestamp,
     ) -> Vec<Command> {
-        if !self.enabled {
+        if !self.is_answering() {
             return Vec::new();
         }
         let mut decisions = Vec::new();

@@ -123,6 +123,20 @@ impl HeartbeatTimers {
         }
     }
 
+    /// Moves every deadline earlier than `at` to `at`: after a pause in which nodes could
+    /// not reach the leader, none is counted missing for it.
+    pub fn extend_all_to(&mut self, at: Timestamp) {
+        let early: Vec<NodeId> = self
+            .due
+            .iter()
+            .take_while(|(due, _)| *due < at)
+            .map(|(_, id)| *id)
+            .collect();
+        for id in early {
+            self.set(id, at);
+        }
+    }
+
     /// Makes `node_id` expire again at `at` unless it heartbeats first: a node that went
     /// `disconnected` is looked at once more when its disconnect windows end, and goes
     /// `down` then (Nomad's disconnect: the node does not stay disconnected for ever).

@@ -35,6 +35,7 @@ pub use events::{EventFilter, KeyFilter};
 pub use jobs::{
     DispatchRequest, JobRegistration, job_key, job_list_entry, plan_response, submitted_job,
 };
+pub use network::allocated_port;
 pub use nodes::{
     AllocUpdates, ClientAllocUpdate, Heartbeat, NodeCredentials, NodeRegistration, WatchRequest,
     known_allocation,

@@ -153,7 +153,8 @@ pub(crate) fn optional_node_networks(p: Option<pb::NodeNetworks>) -> Result<Node
         .map(Option::unwrap_or_default)
 }
 
-pub(crate) fn allocated_port(p: pb::AllocatedPort) -> Result<AllocatedPort> {
+/// A port an allocation holds, as the servers sent it.
+pub fn allocated_port(p: pb::AllocatedPort) -> Result<AllocatedPort> {
     Ok(AllocatedPort {
         label: p.label.into(),
         value: port("value", p.value)?,

@@ -128,7 +128,7 @@ impl Leadership {
     /// The core, if this server leads; `NotLeader` otherwise.
     pub(crate) async fn lock_enabled(&self) -> Result<MutexGuard<'_, LeaderCore>, ServerError> {
         let core = self.core.lock().await;
-        if core.is_enabled() {
+        if core.is_answering() {
             Ok(core)
         } else {
             Err(ServerError::NotLeader {
@@ -155,9 +155,27 @@ impl Leadership {
             periodic = restored.periodic,
             "leader duties established"
         );
+        self.writer.metrics().leader_established();
         self.leading.send_replace(true);
         self.evals_ready.notify_waiters();
         index
+    }
+
+    /// The lease lapsed while this server still leads: leader-only answers stop at once,
+    /// the duties' state is kept (see [`LeaderCore::suspend`]).
+    async fn suspend(&self) {
+        self.core.lock().await.suspend();
+        self.writer.metrics().lease_lapsed();
+        self.leading.send_replace(false);
+        self.evals_ready.notify_waiters();
+    }
+
+    /// A quorum answered again: answers and timers resume where they stopped.
+    async fn resume(&self) {
+        self.core.lock().await.resume(now());
+        self.leading.send_replace(true);
+        self.wake.notify_one();
+        self.evals_ready.notify_waiters();
     }
 
     /// Disables and empties every core structure; waiting workers get errors.
@@ -259,8 +277,9 @@ fn lease_holds(m: &openraft::RaftMetrics<u64, openraft::BasicNode>, lease: Durat
     m.millis_since_quorum_ack.is_none_or(|ms| ms <= limit)
 }
 
-/// Watches Raft's metrics and runs the leader duties exactly while this server leads and
-/// holds its lease.
+/// Watches Raft's metrics and runs the leader duties exactly while this server leads; they
+/// are suspended (kept, answering nothing) while its lease has lapsed, and stopped when it
+/// no longer leads.
 pub(crate) async fn monitor(
     shared: Arc<Leadership>,
     raft: Arc<RaftNode>,
@@ -269,42 +288,53 @@ pub(crate) async fn monitor(
     let me = raft.node_id();
     let mut metrics = raft.metrics();
     let mut duties: Option<Duties> = None;
+    let mut suspended = false;
     let lease = lease(&shared.config.raft);
     loop {
-        let (leads, lapsed) = {
+        let (leader, holds) = {
             let m = metrics.borrow_and_update();
             let leader = m.current_leader == Some(me) && m.state == ServerState::Leader;
-            let holds = lease_holds(&m, lease);
-            (leader && holds, leader && !holds)
+            (leader, lease_holds(&m, lease))
         };
-        match (leads, duties.is_some()) {
-            (true, false) => {
+        match (leader, holds, duties.is_some()) {
+            (true, true, false) => {
                 tracing::info!(server_id = me, "gained leadership");
                 duties = Duties::start(&shared, &raft).await;
+                suspended = false;
             }
-            (false, true) if lapsed => {
+            (true, true, true) if suspended => {
+                tracing::info!(
+                    server_id = me,
+                    "a quorum answered within the lease again: leader duties resume"
+                );
+                shared.resume().await;
+                suspended = false;
+            }
+            (true, false, true) if !suspended => {
                 tracing::warn!(
                     server_id = me,
                     lease_ms = lease.as_millis() as u64,
-                    "no quorum has answered within the leader's lease: stopping leader duties until one does or a new leader is elected"
+                    "no quorum has answered within the leader's lease: leader duties suspended until one does or a new leader is elected"
                 );
-                if let Some(d) = duties.take() {
-                    d.stop(&shared).await;
-                }
+                shared.suspend().await;
+                suspended = true;
             }
-            (false, true) => {
+            (false, _, true) => {
                 tracing::info!(server_id = me, "lost leadership");
                 if let Some(d) = duties.take() {
                     d.stop(&shared).await;
                 }
+                suspended = false;
             }
             _ => {}
         }
         if *shutdown.borrow() {
             break;
         }
-        // A failed start while still leading is retried shortly.
-        let retry = leads && duties.is_none();
+        // A failed start while still leading is retried shortly. Raft reports its metrics
+        // (the time since the last quorum acknowledgement with them) on every tick, so a
+        // lapse and its end are both seen as metrics changes.
+        let retry = leader && holds && duties.is_none();
         tokio::select! {
             changed = metrics.changed() => if changed.is_err() { break },
             _ = shutdown.changed() => {}

@@ -25,7 +25,7 @@ impl Leadership {
             {
                 let mut guard = self.core.lock().await;
                 let core = &mut *guard;
-                if core.is_enabled()
+                if core.is_answering()
                     && let Some(d) = core.broker.dequeue(types, now(), &mut core.rng)
                 {
                     return Ok(Some(d));

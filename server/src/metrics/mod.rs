@@ -57,6 +57,8 @@ pub struct Metrics {
     workers: Family<Labels, Gauge>,
     nodes: Family<Labels, Gauge>,
     leader: Gauge,
+    leader_establishments: Counter,
+    leader_lease_lapses: Counter,
     applied_index: Gauge,
     raft_log_appends: Counter,
     raft_log_entries: Counter,
@@ -96,6 +98,8 @@ impl Metrics {
             workers: Family::default(),
             nodes: Family::default(),
             leader: Gauge::default(),
+            leader_establishments: Counter::default(),
+            leader_lease_lapses: Counter::default(),
             applied_index: Gauge::default(),
             raft_log_appends: Counter::default(),
             raft_log_entries: Counter::default(),
@@ -171,6 +175,17 @@ impl Metrics {
             m.leader.clone(),
         );
         registry.register(
+            "leader_establishments",
+            "Times this server rebuilt the leader duties from state (each leadership it won)",
+            m.leader_establishments.clone(),
+        );
+        registry.register(
+            "leader_lease_lapses",
+            "Times no quorum answered this leader within its lease, so its duties were \
+             suspended until one did or it stopped leading",
+            m.leader_lease_lapses.clone(),
+        );
+        registry.register(
             "applied_index",
             "The newest Raft index applied to this server's state",
             m.applied_index.clone(),
@@ -201,6 +216,23 @@ impl Metrics {
 
     pub(crate) fn heartbeat(&self) {
         self.heartbeats.inc();
+    }
+
+    pub(crate) fn leader_established(&self) {
+        self.leader_establishments.inc();
+    }
+
+    pub(crate) fn lease_lapsed(&self) {
+        self.leader_lease_lapses.inc();
+    }
+
+    /// How often this server established the leader duties and how often their lease
+    /// lapsed, since it started.
+    pub fn leadership_counts(&self) -> (u64, u64) {
+        (
+            self.leader_establishments.get(),
+            self.leader_lease_lapses.get(),
+        )
     }
 
     pub(crate) fn watch_sent(&self, allocations: usize) {

@@ -25,6 +25,7 @@ pub mod listener;
 mod log_records;
 pub mod log_store;
 pub mod network;
+mod payload_budget;
 pub mod private;
 pub mod runtime;
 pub mod snapshot_cadence;
@@ -116,7 +117,8 @@ pub struct RaftConfig {
     /// always sent, however large). openraft bounds a payload only by its entry count and
     /// gives each message one heartbeat interval to be answered, so a follower behind by
     /// a few hundred large plans would otherwise be sent more than it can take in that time,
-    /// time out, be sent the same again and never catch up.
+    /// time out, be sent the same again and never catch up. This is the ceiling: each
+    /// peer's budget shrinks below it while the peer answers slowly (`payload_budget.rs`).
     pub max_payload_bytes: usize,
     pub bootstrap: Bootstrap,
     /// How long a start waits for a log file still held by a node of this process that is

@@ -10,6 +10,7 @@
 //! connects nodes of one process (tests, simulations).
 
 use super::codec::{self, RecordError};
+use super::payload_budget::PayloadBudget;
 use super::types::{Entry, Raft, ServerId, TypeConfig};
 use futures::future::BoxFuture;
 use openraft::BasicNode;
@@ -26,6 +27,7 @@ use serde::de::DeserializeOwned;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 /// The future a transport call returns: the response payload, or why there is none.
 pub type RpcFuture<'a> = BoxFuture<'a, Result<Vec<u8>, TransportError>>;
@@ -95,7 +97,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             transport: self.transport.clone(),
             target,
             node: node.clone(),
-            max_payload_bytes: self.max_payload_bytes,
+            budget: PayloadBudget::new(self.max_payload_bytes),
         }
     }
 }
@@ -106,7 +108,8 @@ pub struct Connection {
     transport: Arc<dyn RaftTransport>,
     target: ServerId,
     node: BasicNode,
-    max_payload_bytes: usize,
+    /// What one AppendEntries to this peer may carry, following its answers.
+    budget: PayloadBudget,
 }
 
 type RpcResult<T, E> = Result<T, RPCError<ServerId, BasicNode, RaftError<ServerId, E>>>;
@@ -148,22 +151,39 @@ impl Connection {
 }
 
 impl RaftNetwork<TypeConfig> for Connection {
-    /// Sends the longest prefix of the entries within the byte budget (at least one) and
-    /// reports a partial success when it left some out: openraft sends the rest next.
+    /// Sends the longest prefix of the entries within the peer's byte budget (at least one)
+    /// and reports a partial success when it left some out: openraft sends the rest next.
     async fn append_entries(
         &mut self,
         mut rpc: AppendEntriesRequest<TypeConfig>,
-        _option: RPCOption,
+        option: RPCOption,
     ) -> RpcResult<AppendEntriesResponse<ServerId>, openraft::error::Infallible> {
-        let kept = entries_within(&rpc.entries, self.max_payload_bytes);
+        let kept = entries_within(&rpc.entries, self.budget.take());
         let trimmed_to = (kept < rpc.entries.len()).then(|| {
             rpc.entries.truncate(kept);
             rpc.entries.last().map(|e| e.log_id)
         });
+        let started = std::time::Instant::now();
         let response = self
             .call("append entries", &rpc, RaftRpc::AppendEntries)
-            .await?;
-        Ok(match (response, trimmed_to) {
+            .await;
+        let before = self.budget.current();
+        match &response {
+            Ok(_) => {
+                self.budget
+                    .answered(started.elapsed(), option.hard_ttl(), trimmed_to.is_some())
+            }
+            Err(_) => self.budget.failed(),
+        }
+        if self.budget.current() != before {
+            tracing::debug!(
+                target_node = self.target,
+                budget_bytes = self.budget.current(),
+                took_ms = started.elapsed().as_millis() as u64,
+                "append entries budget changed"
+            );
+        }
+        Ok(match (response?, trimmed_to) {
             (AppendEntriesResponse::Success, Some(last)) => {
                 AppendEntriesResponse::PartialSuccess(last)
             }
@@ -240,11 +260,28 @@ impl RaftRpcHandler {
         Self { raft }
     }
 
+    /// Answers an AppendEntries; one that took this follower longer than the leader waits
+    /// (a heartbeat interval) is logged with where the time went, since the leader drops
+    /// it and sends it again.
     pub async fn append_entries(&self, payload: &[u8]) -> Result<Vec<u8>, BadRequest> {
         let what = "append entries";
+        let started = std::time::Instant::now();
         let req: AppendEntriesRequest<TypeConfig> =
             codec::decode_rpc(what, payload).map_err(|source| BadRequest { rpc: what, source })?;
+        let entries = req.entries.len();
+        let decoded = started.elapsed();
         let res = self.raft.append_entries(req).await;
+        let took = started.elapsed();
+        let patience = Duration::from_millis(self.raft.config().heartbeat_interval);
+        if took > patience {
+            tracing::warn!(
+                entries,
+                bytes = payload.len(),
+                decode_ms = decoded.as_millis() as u64,
+                raft_ms = (took - decoded).as_millis() as u64,
+                "append entries answered later than the leader waits"
+            );
+        }
         encode_reply(what, &res)
     }
 

@@ -1,5 +1,6 @@
 //! A Raft transport with faults laid over it, for the simulations: messages lost at a
-//! rate, servers cut off both ways, servers whose own calls are lost (one way).
+//! rate, servers cut off both ways, servers whose own calls are lost (one way), servers
+//! whose calls arrive but whose answers are lost (the other way).
 
 use drover_server::raft::{RaftRpc, RaftTransport, RpcFuture, ServerId, TransportError};
 use rand::Rng;
@@ -18,6 +19,9 @@ pub struct Faults {
     /// Servers whose own calls to the others are lost (they still answer calls made to
     /// them): a one-way partition.
     pub muted: Mutex<BTreeSet<ServerId>>,
+    /// Servers whose own calls arrive but whose answers are lost: the others hear them,
+    /// they hear nothing back.
+    pub deaf: Mutex<BTreeSet<ServerId>>,
     /// Drives the losses (the schedule has its own generator).
     pub rng: Mutex<Option<ChaCha8Rng>>,
 }
@@ -74,6 +78,9 @@ impl RaftTransport for FaultyTransport {
                 return Err(lost("request lost"));
             }
             let answer = self.inner.call(rpc, target, addr, payload).await;
+            if self.faults.deaf.lock().unwrap().contains(&self.from) {
+                return Err(lost("answer lost to a one-way partition"));
+            }
             if self.faults.lose() {
                 return Err(lost("answer lost"));
             }

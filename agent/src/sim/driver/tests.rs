@@ -10,6 +10,7 @@ fn behaviour(task_duration: Option<Duration>, failure_rate: f64) -> Behaviour {
         task_duration,
         batch_duration: None,
         failure_rate,
+        register_services: false,
     }
 }
 
@@ -315,6 +316,7 @@ fn batch_tasks_end_after_the_batch_duration_and_the_rest_run_on() {
             task_duration: *task_duration,
             batch_duration: *batch_duration,
             failure_rate: 0.0,
+            register_services: false,
         };
         let mut node = NodeAllocs::default();
         let mut timers: Vec<(AllocId, Duration)> = node
@@ -341,7 +343,7 @@ proptest! {
             proptest::collection::vec((0u64..8, 1i32..4, 1i32..7), 0..8), 1..6),
         seed in any::<u64>(),
     ) {
-        let b = Behaviour { seed, task_duration: None, batch_duration: None, failure_rate: 0.5 };
+        let b = Behaviour { seed, task_duration: None, batch_duration: None, failure_rate: 0.5, register_services: false };
         let mut whole = NodeAllocs::default();
         let mut by_delta = NodeAllocs::default();
         let mut before: Vec<pb::Allocation> = Vec::new();
@@ -371,7 +373,7 @@ proptest! {
         infra in 0u32..3,
         seed in any::<u64>(),
     ) {
-        let b = Behaviour { seed, task_duration: None, batch_duration: None, failure_rate: 0.5 };
+        let b = Behaviour { seed, task_duration: None, batch_duration: None, failure_rate: 0.5, register_services: false };
         let mut node = NodeAllocs::default();
         node.fail_next_as_infra(infra);
         for view in views {
@@ -385,4 +387,162 @@ proptest! {
             }
         }
     }
+}
+
+/// Job `shop` of one group `web` offering `shop-web` on port `http`, with one tcp check.
+fn job_with_a_service(services: bool) -> Arc<Job> {
+    use drover_core::types::{CheckKind, OnUpdate, Service, ServiceCheck, Task, TaskGroup};
+    let mut group = TaskGroup::new("web", 1, vec![Task::raw_exec("web", "/bin/true")]);
+    if services {
+        group.services.push(Service {
+            name: "${NOMAD_JOB_NAME}-web".into(),
+            port_label: "http".into(),
+            tags: vec!["bench".into()],
+            meta: Default::default(),
+            address_mode: Default::default(),
+            checks: vec![ServiceCheck {
+                name: String::new(),
+                kind: CheckKind::Tcp,
+                interval: Duration::from_secs(10),
+                timeout: Duration::from_secs(2),
+                on_update: OnUpdate::RequireHealthy,
+                check_restart: None,
+                task: None,
+            }],
+        });
+    }
+    Arc::new(Job::new(
+        "shop",
+        drover_core::types::JobType::Service,
+        vec![group],
+    ))
+}
+
+fn service_alloc(n: u64) -> pb::Allocation {
+    pb::Allocation {
+        namespace: "default".into(),
+        job_id: "shop".into(),
+        job_version: 3,
+        name: "shop.web[0]".into(),
+        ports: vec![pb::AllocatedPort {
+            label: "http".into(),
+            value: 25_001,
+            to: 0,
+            host_ip: "10.128.0.1".into(),
+        }],
+        ..run(n)
+    }
+}
+
+#[test]
+fn an_allocation_registers_its_services_once_its_job_is_known_and_drops_them_when_it_stops() {
+    let b = Behaviour {
+        register_services: true,
+        ..behaviour(None, 0.0)
+    };
+    let mut node = NodeAllocs::default();
+    node.apply_server_change(&complete(&[service_alloc(1)]), &b, NOW);
+    let awaiting = node.take_awaiting_jobs();
+    assert_eq!(
+        awaiting,
+        [(
+            mock::alloc_id(1),
+            JobKey {
+                namespace: "default".into(),
+                job_id: "shop".into(),
+                version: 3,
+            }
+        )]
+    );
+    assert!(
+        !node.has_dirty() && node.take_updates().is_empty(),
+        "nothing is reported before the job is known"
+    );
+    assert!(node.job_known(mock::alloc_id(1), Some(&job_with_a_service(true))));
+    let update = node.take_updates().remove(0);
+    let set = update.services.expect("a running allocation registers");
+    assert_eq!(set.registrations.len(), 1);
+    let r = &set.registrations[0];
+    assert_eq!(
+        (r.service_name.as_str(), r.address.as_str(), r.port),
+        ("shop-web", "10.128.0.1", 25_001)
+    );
+    assert_eq!(r.alloc_id, mock::alloc_id(1).to_string());
+    assert_eq!(r.health, i32::from(pb::ServiceHealth::Passing));
+    // The servers stop it: its update takes every registration out.
+    let stopped = alloc(1, pb::DesiredStatus::Stop, pb::ClientStatus::Running);
+    let stopped = pb::Allocation {
+        desired_status: stopped.desired_status,
+        ..service_alloc(1)
+    };
+    node.apply_server_change(&complete(&[stopped]), &b, NOW + 1);
+    let update = node.take_updates().remove(0);
+    assert_eq!(update.services, Some(pb::ServiceSet::default()));
+}
+
+#[test]
+fn an_allocation_without_services_or_whose_job_cannot_be_read_reports_no_set() {
+    let b = Behaviour {
+        register_services: true,
+        ..behaviour(None, 0.0)
+    };
+    let cases = [
+        ("a job without services", Some(job_with_a_service(false))),
+        ("a job that could not be read", None),
+    ];
+    for (name, job) in cases {
+        let mut node = NodeAllocs::default();
+        node.apply_server_change(&complete(&[service_alloc(1)]), &b, NOW);
+        assert_eq!(node.take_awaiting_jobs().len(), 1, "{name}");
+        assert!(node.job_known(mock::alloc_id(1), job.as_ref()), "{name}");
+        let updates = node.take_updates();
+        assert_eq!(updates.len(), 1, "{name}");
+        assert_eq!(updates[0].services, None, "{name}");
+    }
+    // Services off: no job to read, no set.
+    let mut node = NodeAllocs::default();
+    node.apply_server_change(&complete(&[service_alloc(1)]), &behaviour(None, 0.0), NOW);
+    assert!(node.take_awaiting_jobs().is_empty());
+    assert_eq!(node.take_updates()[0].services, None);
+}
+
+#[test]
+fn an_allocation_updated_in_place_registers_what_its_new_version_offers() {
+    let b = Behaviour {
+        register_services: true,
+        ..behaviour(None, 0.0)
+    };
+    let mut node = NodeAllocs::default();
+    let v3 = service_alloc(1);
+    node.apply_server_change(&complete(std::slice::from_ref(&v3)), &b, NOW);
+    let first = node.take_awaiting_jobs();
+    assert!(node.job_known(mock::alloc_id(1), Some(&job_with_a_service(false))));
+    assert_eq!(
+        node.take_updates()[0].services,
+        None,
+        "version 3 offers none"
+    );
+    // Version 4 adds the service, in place: the same allocation at a new version.
+    let v4 = pb::Allocation {
+        job_version: 4,
+        alloc_modify_index: 9,
+        ..v3.clone()
+    };
+    node.apply_server_change(&delta(&[v3], &[v4]), &b, NOW + 1);
+    let again = node.take_awaiting_jobs();
+    assert_eq!(again.len(), 1);
+    assert_eq!(
+        again[0].1,
+        JobKey {
+            version: 4,
+            ..first[0].1.clone()
+        }
+    );
+    assert!(
+        node.take_updates().is_empty(),
+        "held until version 4 is read"
+    );
+    assert!(node.job_known(mock::alloc_id(1), Some(&job_with_a_service(true))));
+    let set = node.take_updates().remove(0).services.expect("a set");
+    assert_eq!(set.registrations.len(), 1);
 }

@@ -5,9 +5,15 @@
 //! it is queued, so it always carries the newest state.
 
 use super::{Call, Done, Engine, Phase};
+use crate::sim::ServiceWrite;
 use crate::sim::calls;
+use crate::sim::driver::NodeContext;
+use crate::supervisor::{JobReadError, read_job_version};
+use backon::Retryable;
 use drover_proto::v1 as pb;
 use futures::future::BoxFuture;
+use std::sync::Arc;
+use tokio::time::Instant;
 
 impl Engine {
     pub(super) fn call(&mut self, call: Call) {
@@ -55,20 +61,63 @@ impl Engine {
                 })
             }
             Call::Report(n) => {
+                let context = NodeContext {
+                    id: self.ids[n as usize],
+                    datacenter: self.layout.datacenter(n),
+                };
                 let node = &mut self.nodes[n as usize];
-                let (ids, updates) = node.allocs.take_batch();
+                let (ids, updates) = node.allocs.take_batch(&context);
                 if updates.is_empty() || node.phase != Phase::Connected {
                     node.allocs.redirty(&ids);
                     node.report_in_flight = false;
                     return;
                 }
+                let observer = self
+                    .service_writes
+                    .as_ref()
+                    .filter(|tx| !tx.is_closed())
+                    .filter(|_| updates.iter().any(|u| u.services.is_some()))
+                    .cloned();
                 let req = pb::UpdateAllocationsRequest {
                     auth: Some(node.auth.clone()),
                     updates,
                 };
                 Box::pin(async move {
-                    let result = conns.unary(n).update_allocations(req).await.map(|_| ());
-                    Done::Report(n, ids, result)
+                    let sent = Instant::now();
+                    let result = conns.unary(n).update_allocations(req).await;
+                    if let (Some(tx), Ok(answer)) = (observer, &result) {
+                        let _ = tx.send(ServiceWrite {
+                            index: answer.get_ref().index,
+                            sent,
+                            acknowledged: Instant::now(),
+                        });
+                    }
+                    Done::Report(n, ids, result.map(|_| ()))
+                })
+            }
+            Call::ReadJob(n, key) => {
+                let auth = self.nodes[n as usize].auth.clone();
+                Box::pin(async move {
+                    let read = (|| {
+                        read_job_version(
+                            || conns.jobs(n, &auth),
+                            &key.namespace,
+                            &key.job_id,
+                            key.version,
+                            0,
+                        )
+                    })
+                    .retry(calls::backoff())
+                    .when(|e| matches!(e, JobReadError::Rpc(status) if calls::transient(status)))
+                    .await;
+                    let job = match read {
+                        Ok(job) => Some(Arc::new(job)),
+                        Err(e) => {
+                            tracing::warn!(job_id = %key.job_id, version = key.version, error = %e, "simulated node cannot read an allocation's job; it registers no services");
+                            None
+                        }
+                    };
+                    Done::ReadJob(key, job)
                 })
             }
             Call::Register(n) => {

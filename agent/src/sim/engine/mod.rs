@@ -20,18 +20,18 @@ mod outcomes;
 
 use super::SimStats;
 use super::connections::Connections;
-use super::driver::{Behaviour, NodeAllocs};
+use super::driver::{Behaviour, JobKey, NodeAllocs};
 use super::layout::Layout;
 use super::watch::{self, WatchEvent};
-use super::{SimConfig, SimError};
-use drover_core::types::{AllocId, NodeId};
+use super::{ServiceWrite, SimConfig, SimError};
+use drover_core::types::{AllocId, Job, NodeId};
 use drover_proto::v1 as pb;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::{mpsc, oneshot};
@@ -45,6 +45,7 @@ pub(crate) enum Control {
     Restore(Vec<u32>, oneshot::Sender<()>),
     FailInfra(u32, u32),
     Stats(oneshot::Sender<SimStats>),
+    WatchServiceWrites(mpsc::UnboundedSender<ServiceWrite>),
 }
 
 /// Answers [`super::Simulator::start`] once every node is up, with their ids in node order.
@@ -92,11 +93,13 @@ enum Timer {
     Rewatch(u32),
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 enum Call {
     Heartbeat(u32),
     Report(u32),
     Register(u32),
+    /// Read a job version as node `n`, for every allocation waiting on it.
+    ReadJob(u32, JobKey),
 }
 
 #[derive(Debug)]
@@ -104,6 +107,16 @@ enum Done {
     Heartbeat(u32, Result<Duration, tonic::Status>),
     Report(u32, Vec<AllocId>, Result<(), tonic::Status>),
     Register(u32, Result<(NodeId, pb::NodeAuth), SimError>),
+    ReadJob(JobKey, Option<Arc<Job>>),
+}
+
+/// A job version as the engine knows it, shared by every node that runs it.
+#[derive(Debug)]
+enum JobEntry {
+    /// Being read; the allocations (node, id) waiting for it.
+    Reading(Vec<(u32, AllocId)>),
+    /// Read (`None`: it could not be, and its allocations register nothing).
+    Known(Option<Arc<Job>>),
 }
 
 /// How long to wait before retrying a failed heartbeat or a dropped watch.
@@ -126,6 +139,11 @@ pub(crate) struct Engine {
     events_tx: mpsc::UnboundedSender<WatchEvent>,
     events: mpsc::UnboundedReceiver<WatchEvent>,
     rng: ChaCha8Rng,
+    /// The jobs of the allocations, by version, with services on. Bounded by the job
+    /// versions the servers placed allocations of.
+    jobs: HashMap<JobKey, JobEntry>,
+    /// Who hears of every accepted report that carried registrations.
+    service_writes: Option<mpsc::UnboundedSender<ServiceWrite>>,
     stats: SimStats,
     ids: Vec<NodeId>,
     /// Nodes still coming up, and who waits for them all; `None` once started.
@@ -170,6 +188,7 @@ impl Engine {
             task_duration: config.task_duration,
             batch_duration: config.batch_duration,
             failure_rate: config.failure_rate,
+            register_services: config.register_services,
         };
         let count = config.nodes;
         let mut engine = Engine {
@@ -188,6 +207,8 @@ impl Engine {
             flush_armed: false,
             events_tx,
             events,
+            jobs: HashMap::new(),
+            service_writes: None,
             stats: SimStats::default(),
             ids: vec![NodeId::default(); count],
             starting: Some((count, reply)),
@@ -272,6 +293,7 @@ impl Engine {
                 s.in_flight = self.rpcs.len() + self.backlog.len() + self.registrations.len();
                 let _ = reply.send(s);
             }
+            Control::WatchServiceWrites(tx) => self.service_writes = Some(tx),
         }
     }
 
@@ -314,6 +336,7 @@ impl Engine {
                     node.phase = Phase::Connected;
                     node.allocs.mark_all_dirty();
                 }
+                let awaiting = node.allocs.take_awaiting_jobs();
                 for x in exits {
                     self.timers.insert(
                         Timer::TaskExit {
@@ -323,6 +346,9 @@ impl Engine {
                         },
                         x.after,
                     );
+                }
+                for (alloc, job) in awaiting {
+                    self.find_job(n, alloc, job);
                 }
                 self.queue_report(n);
             }
@@ -369,6 +395,35 @@ impl Engine {
                 if node.phase != Phase::Silent && node.watch.is_none() {
                     self.open_watch(n);
                 }
+            }
+        }
+    }
+
+    /// Gives allocation `alloc` of node `n` its job, reading it first when no node did.
+    fn find_job(&mut self, n: u32, alloc: AllocId, key: JobKey) {
+        match self.jobs.get_mut(&key) {
+            Some(JobEntry::Known(job)) => {
+                let job = job.clone();
+                self.nodes[n as usize].allocs.job_known(alloc, job.as_ref());
+            }
+            Some(JobEntry::Reading(waiting)) => waiting.push((n, alloc)),
+            None => {
+                self.jobs
+                    .insert(key.clone(), JobEntry::Reading(vec![(n, alloc)]));
+                self.call(Call::ReadJob(n, key));
+            }
+        }
+    }
+
+    /// A job version was read: its waiting allocations can report.
+    fn job_read(&mut self, key: JobKey, job: Option<Arc<Job>>) {
+        let waiting = match self.jobs.insert(key, JobEntry::Known(job.clone())) {
+            Some(JobEntry::Reading(waiting)) => waiting,
+            _ => Vec::new(),
+        };
+        for (n, alloc) in waiting {
+            if self.nodes[n as usize].allocs.job_known(alloc, job.as_ref()) {
+                self.queue_report(n);
             }
         }
     }

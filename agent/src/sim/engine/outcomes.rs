@@ -16,6 +16,7 @@ impl Engine {
             Done::Heartbeat(n, result) => self.heartbeat_done(n, result),
             Done::Report(n, ids, result) => self.report_done(n, ids, result),
             Done::Register(n, result) => self.register_done(n, result),
+            Done::ReadJob(key, job) => self.job_read(key, job),
         }
     }
 

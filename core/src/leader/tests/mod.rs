@@ -679,6 +679,46 @@ fn revoking_drops_waiting_plans_and_disables_the_engine() {
     assert_eq!(sim.engine.next_deadline(), None);
 }
 
+/// A lapsed lease suspends the engine: it acknowledges no node, fires no timer and hands
+/// out no eval, but keeps its broker and timers; on resume every node has at least the
+/// failover TTL, so none is marked down for the heartbeats it was refused meanwhile.
+#[test]
+fn a_suspended_leader_answers_nothing_keeps_its_work_and_downs_no_node_on_resume() {
+    let mut sim = Sim::leading();
+    sim.healthy_node(1);
+    sim.register_job(&mock::service_job("web", 1), 1);
+    let ready = sim.engine.broker.stats().total.ready;
+    assert_eq!(ready, 1);
+
+    sim.engine.suspend();
+    assert!(sim.engine.is_enabled() && !sim.engine.is_answering());
+    assert_eq!(sim.engine.next_deadline(), None);
+    let snap = sim.store.snapshot();
+    let node = snap.node(&mock::node_id(1)).cloned().unwrap();
+    assert!(
+        sim.engine
+            .node_heartbeat(&snap, &node, Readiness::Ready, sim.now)
+            .is_none()
+    );
+    assert!(sim.engine.node_registered(mock::node(2), sim.now).is_none());
+    sim.advance(SEC * 600);
+    assert_eq!(sim.node(1).status, NodeStatus::Ready, "no timer fires");
+    assert_eq!(sim.engine.broker.stats().total.ready, ready, "work kept");
+
+    sim.engine.resume(sim.now);
+    assert!(sim.engine.is_answering());
+    let failover = HeartbeatConfig::default().failover_ttl;
+    sim.advance(failover - SEC);
+    assert_eq!(
+        sim.node(1).status,
+        NodeStatus::Ready,
+        "inside the failover TTL"
+    );
+    sim.advance(SEC * 2);
+    assert_eq!(sim.node(1).status, NodeStatus::Down, "silent past it");
+    assert_eq!(sim.dequeue_all(), [mock::eval_id(1)]);
+}
+
 #[test]
 fn the_same_seed_makes_the_same_decisions() {
     let run = || {
