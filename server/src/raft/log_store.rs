@@ -499,10 +499,18 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             .map_err(|e| storage_error(ErrorSubject::Logs, ErrorVerb::Delete, e))
     }
 
+    /// Records the purge and asks for a sync, without waiting for it: openraft calls this
+    /// from its core task, which would otherwise answer nothing (heartbeats included) for
+    /// as long as the disk takes, and a snapshot just written can make that seconds. A
+    /// purge lost to a crash leaves the purged entries in the log, below a snapshot that
+    /// covers them, and never a hole; the chunk files go only after the purge record is
+    /// synced (`raft-log` removes them after the next flush).
     async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError> {
         tracing::debug!(upto = log_id.index, "purging raft log");
-        self.durable("purge the log", |wal| wal.purge(log_id.into()))
-            .await
+        let mut wal = self.lock();
+        wal.purge(log_id.into())
+            .and_then(|_| wal.flush(true, None))
+            .map_err(self.io_error("purge the log"))
             .map_err(|e| storage_error(ErrorSubject::Logs, ErrorVerb::Delete, e))
     }
 }

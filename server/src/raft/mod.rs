@@ -177,7 +177,10 @@ impl RaftConfig {
             election_timeout_min: ms(self.election_timeout_min),
             election_timeout_max: ms(self.election_timeout_max),
             install_snapshot_timeout: ms(self.install_snapshot_timeout),
-            snapshot_policy: SnapshotPolicy::LogsSinceLast(self.snapshot_every),
+            snapshot_policy: SnapshotPolicy::LogsSinceLast(snapshot_cadence::staggered(
+                self.snapshot_every,
+                self.node_id,
+            )),
             max_in_snapshot_log_to_keep: self.logs_kept_after_snapshot,
             snapshot_max_chunk_size: self.snapshot_chunk_size,
             max_payload_entries: self.max_payload_entries,
