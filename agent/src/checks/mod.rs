@@ -287,11 +287,12 @@ pub fn registrations(
     alloc: &AllocInfo,
     group: &TaskGroup,
     node_id: NodeId,
+    now: Timestamp,
 ) -> Vec<ServiceRegistration> {
     owners(group)
         .flat_map(|(task, list)| {
             list.iter().enumerate().map(move |(index, service)| {
-                registration(alloc, group, node_id, task, index, service)
+                registration(alloc, group, node_id, task, index, service, now)
             })
         })
         .collect()
@@ -460,8 +461,9 @@ mod tests {
             ..g.tasks[0].services[0].clone()
         });
         let node = drover_core::mock::node_id(1);
-        let planned = AllocChecks::plan(&alloc(), &g, node, &BTreeMap::new());
-        let plain = registrations(&alloc(), &g, node);
+        let at = Timestamp(1_000);
+        let planned = AllocChecks::plan(&alloc(), &g, node, &BTreeMap::new(), at);
+        let plain = registrations(&alloc(), &g, node, at);
         assert_eq!(plain, planned.registrations());
         let names: Vec<_> = plain.iter().map(|r| r.service_name.as_str()).collect();
         assert_eq!(

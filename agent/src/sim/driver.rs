@@ -13,7 +13,7 @@
 //! once), and an empty set once it stopped, which takes them out of the catalog.
 
 use crate::state::AllocInfo;
-use drover_core::types::{AllocId, AllocatedPort, Job, NodeId, ServiceHealth};
+use drover_core::types::{AllocId, AllocatedPort, CheckState, CheckStatus, Job, NodeId};
 use drover_proto::convert::known_allocation;
 use drover_proto::v1 as pb;
 use rand::{Rng, SeedableRng};
@@ -226,10 +226,14 @@ impl SimAlloc {
             job_meta: job.meta.clone(),
             payload: Vec::new(),
         };
-        let registrations = crate::checks::registrations(&info, group, node.id)
+        let now = crate::runner::task::now();
+        let registrations = crate::checks::registrations(&info, group, node.id, now)
             .into_iter()
             .map(|mut r| {
-                r.health = ServiceHealth::Passing;
+                for check in &mut r.checks {
+                    check.status = CheckStatus::Passing;
+                }
+                r.health = CheckState::health_of(&r.checks);
                 pb::ServiceRegistration::from(&r)
             })
             .collect();
