@@ -27,7 +27,8 @@ impl Answer {
     }
 }
 
-/// A plain HTTP/1.1 request; with `head_only` the answer's body is not read (streams).
+/// A plain HTTP/1.1 request with the token in `X-Nomad-Token`; with `head_only` the
+/// answer's body is not read (streams).
 async fn http(
     addr: &str,
     method: &str,
@@ -36,12 +37,24 @@ async fn http(
     body: &str,
     head_only: bool,
 ) -> Answer {
-    let mut conn = tokio::net::TcpStream::connect(addr)
-        .await
-        .expect("connects");
     let auth = token
         .map(|t| format!("X-Nomad-Token: {t}\r\n"))
         .unwrap_or_default();
+    request(addr, method, path, &auth, body, head_only).await
+}
+
+/// A plain HTTP/1.1 request with `auth` (whole header lines, each ending in CRLF).
+async fn request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    auth: &str,
+    body: &str,
+    head_only: bool,
+) -> Answer {
+    let mut conn = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("connects");
     let request = format!(
         "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
@@ -413,6 +426,21 @@ operator { policy = "read" }"#;
             }
         }
     }
+    // The token may come as `Authorization: Bearer` instead, as Nomad's clients send it.
+    for (auth, want) in [
+        (format!("Authorization: Bearer {read_only}\r\n"), 200),
+        (format!("Authorization: bearer {read_only}\r\n"), 200),
+        ("Authorization: Bearer not-a-token\r\n".to_string(), 403),
+        (format!("Authorization: Basic {read_only}\r\n"), 403),
+    ] {
+        let answer = request(&addr, "GET", "/v1/jobs", &auth, "", false).await;
+        if answer.status != want {
+            failures.push(format!(
+                "GET /v1/jobs with {auth:?}: want {want}, got {} {}",
+                answer.status, answer.body
+            ));
+        }
+    }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
@@ -602,6 +630,85 @@ async fn a_blocking_query_waits_for_the_next_change() {
     assert!(new_index > index, "{woken:?}");
     assert!(took < Duration::from_secs(20), "woke only after {took:?}");
     assert!(woken.body.contains(r#""ID":"web""#), "{}", woken.body);
+}
+
+/// A job of id `id` in `namespace`, as Nomad's JSON register body.
+fn job_in(id: &str, namespace: &str) -> String {
+    JOB.replacen(
+        r#""ID": "web""#,
+        &format!(r#""ID": "{id}", "Namespace": "{namespace}""#),
+        1,
+    )
+}
+
+/// Every string value of field `field` in a JSON answer, in order.
+fn values_of(body: &str, field: &str) -> Vec<String> {
+    let key = format!(r#""{field}":""#);
+    body.split(key.as_str())
+        .skip(1)
+        .filter_map(|rest| rest.split_once('"').map(|(v, _)| v.to_string()))
+        .collect()
+}
+
+/// The `ID`s of a JSON list answer, in order.
+fn ids(answer: &Answer) -> Vec<String> {
+    assert!(answer.body.starts_with('['), "not a list: {answer:?}");
+    values_of(&answer.body, "ID")
+}
+
+/// `prefix`, `namespace` (`*` for every one) and pagination (`per_page`, `next_token`,
+/// answered in `X-Nomad-NextToken`) narrow a list as they narrow Nomad's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lists_take_prefix_namespace_and_pages_as_nomads_do() {
+    let (_api, addr) = start(false).await;
+    for (id, namespace) in [
+        ("web-a", "default"),
+        ("web-b", "default"),
+        ("db", "default"),
+        ("web-p", "prod"),
+    ] {
+        let body = job_in(id, namespace);
+        let registered = http(&addr, "POST", "/v1/jobs", None, &body, false).await;
+        assert_eq!(registered.status, 200, "{id}: {registered:?}");
+    }
+    let table: &[(&str, &[&str])] = &[
+        ("/v1/jobs", &["db", "web-a", "web-b"]),
+        ("/v1/jobs?prefix=web", &["web-a", "web-b"]),
+        ("/v1/jobs?namespace=prod", &["web-p"]),
+        ("/v1/jobs?namespace=*", &["db", "web-a", "web-b", "web-p"]),
+        ("/v1/jobs?namespace=*&prefix=web-p", &["web-p"]),
+        ("/v1/jobs?prefix=nothing", &[]),
+    ];
+    for (path, want) in table {
+        let answer = http(&addr, "GET", path, None, "", false).await;
+        assert_eq!(answer.status, 200, "{path}: {answer:?}");
+        let mut got = ids(&answer);
+        got.sort();
+        assert_eq!(got, *want, "{path}");
+        assert_eq!(answer.header("x-nomad-nexttoken"), None, "{path}");
+    }
+
+    // Two a page: the token of the first answer fetches the rest, and the last page
+    // carries none.
+    let mut seen = Vec::new();
+    let mut path = "/v1/jobs?namespace=*&per_page=2".to_string();
+    let mut pages = 0;
+    loop {
+        let answer = http(&addr, "GET", &path, None, "", false).await;
+        assert_eq!(answer.status, 200, "{path}: {answer:?}");
+        let page = ids(&answer);
+        assert!(!page.is_empty() && page.len() <= 2, "{path}: {page:?}");
+        seen.extend(page);
+        pages += 1;
+        match answer.header("x-nomad-nexttoken") {
+            Some(token) => path = format!("/v1/jobs?namespace=*&per_page=2&next_token={token}"),
+            None => break,
+        }
+        assert!(pages < 10, "the pages never end: {seen:?}");
+    }
+    seen.sort();
+    assert_eq!(seen, ["db", "web-a", "web-b", "web-p"]);
+    assert_eq!(pages, 2);
 }
 
 /// The service catalog over Nomad's API: empty lists at first, and a blocking query on it
