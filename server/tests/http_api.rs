@@ -711,6 +711,52 @@ async fn lists_take_prefix_namespace_and_pages_as_nomads_do() {
     assert_eq!(pages, 2);
 }
 
+/// Every read Nomad answers as a blocking query takes `index` and `wait`: asked for an
+/// index far past the log's, each waits out its `wait` before answering (Nomad does the
+/// same), where a read that ignored the parameters would answer at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_read_nomad_blocks_on_takes_index_and_wait() {
+    let (_api, addr) = start(false).await;
+    let registered = http(&addr, "POST", "/v1/jobs", None, JOB, false).await;
+    assert_eq!(registered.status, 200, "{registered:?}");
+    let eval = values_of(&registered.body, "EvalID")
+        .pop()
+        .expect("an eval id");
+    let reads = [
+        "/v1/jobs".to_string(),
+        "/v1/job/web".into(),
+        "/v1/job/web/versions".into(),
+        "/v1/job/web/allocations".into(),
+        "/v1/job/web/evaluations".into(),
+        "/v1/job/web/summary".into(),
+        "/v1/job/web/deployments".into(),
+        "/v1/nodes".into(),
+        "/v1/allocations".into(),
+        "/v1/evaluations".into(),
+        format!("/v1/evaluation/{eval}"),
+        format!("/v1/evaluation/{eval}/allocations"),
+        "/v1/deployments".into(),
+        "/v1/namespaces".into(),
+        "/v1/operator/scheduler/configuration".into(),
+    ];
+    let wait = Duration::from_millis(700);
+    let mut failures = Vec::new();
+    for read in &reads {
+        let sep = if read.contains('?') { '&' } else { '?' };
+        let path = format!("{read}{sep}index=999999999&wait=700ms");
+        let started = Instant::now();
+        let answer = http(&addr, "GET", &path, None, "", false).await;
+        let took = started.elapsed();
+        if answer.status != 200 || took < wait {
+            failures.push(format!(
+                "{path}: {} after {took:?} {}",
+                answer.status, answer.body
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 /// The service catalog over Nomad's API: empty lists at first, and a blocking query on it
 /// waits for the catalog (not any write) and answers its index when the wait runs out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
