@@ -709,6 +709,30 @@ async fn lists_take_prefix_namespace_and_pages_as_nomads_do() {
     seen.sort();
     assert_eq!(seen, ["db", "web-a", "web-b", "web-p"]);
     assert_eq!(pages, 2);
+
+    // A fuzzy search names the namespace a job was found in as its scope, whether the
+    // namespace was given or is the default.
+    for (path, body, want) in [
+        (
+            "/v1/search/fuzzy",
+            r#"{"Text": "web-", "Context": "jobs"}"#,
+            r#"{"ID":"web-a","Scope":["default"]}"#,
+        ),
+        (
+            "/v1/search/fuzzy?namespace=prod",
+            r#"{"Text": "web-", "Context": "jobs"}"#,
+            r#"{"ID":"web-p","Scope":["prod"]}"#,
+        ),
+        (
+            "/v1/search/fuzzy",
+            r#"{"Text": "web-", "Context": "jobs", "Namespace": "prod"}"#,
+            r#"{"ID":"web-p","Scope":["prod"]}"#,
+        ),
+    ] {
+        let answer = http(&addr, "POST", path, None, body, false).await;
+        assert_eq!(answer.status, 200, "{path} {body}: {answer:?}");
+        assert!(answer.body.contains(want), "{path} {body}: {}", answer.body);
+    }
 }
 
 /// Every read Nomad answers as a blocking query takes `index` and `wait`: asked for an
