@@ -197,6 +197,7 @@ operator { policy = "read" }"#;
         ("GET", "/v1/service/db".into(), "", Need::Read),
         ("POST", "/v1/jobs".into(), JOB, Need::More),
         ("POST", "/v1/jobs/parse".into(), parse, Need::None),
+        ("POST", "/v1/validate/job".into(), JOB, Need::More),
         ("GET", "/v1/job/web".into(), "", Need::Read),
         ("POST", "/v1/job/web".into(), JOB, Need::More),
         ("DELETE", "/v1/job/absent".into(), "", Need::More),
@@ -779,6 +780,51 @@ async fn every_read_nomad_blocks_on_takes_index_and_wait() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `/v1/validate/job` (`nomad job validate`) answers a job's problems as Nomad's
+/// `JobValidateResponse`, found by the same reader and validation a registration meets;
+/// a body that is no register request is refused as one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn validate_answers_a_jobs_problems_as_nomad_does() {
+    let (_api, addr) = start(false).await;
+    let table: &[(&str, u16, &[&str])] = &[
+        (
+            JOB,
+            200,
+            &[
+                r#""DriverConfigValidated":true"#,
+                r#""Error":"""#,
+                r#""ValidationErrors":null"#,
+            ],
+        ),
+        (
+            r#"{"Job": {"ID": "x", "Foo": 1}}"#,
+            200,
+            &[r#""DriverConfigValidated":false"#, r#"unknown key \"Foo\""#],
+        ),
+        (
+            r#"{"Job": {"ID": "x", "TaskGroups": []}}"#,
+            200,
+            &[r#""DriverConfigValidated":false"#, "group"],
+        ),
+        (r#"{"Job": {"#, 400, &["invalid json at line 1 column 9"]),
+        ("{}", 400, &["missing job"]),
+    ];
+    let mut failures = Vec::new();
+    for (body, status, says) in table {
+        let answer = http(&addr, "PUT", "/v1/validate/job", None, body, false).await;
+        if answer.status != *status || !says.iter().all(|s| answer.body.contains(s)) {
+            failures.push(format!(
+                "{body}: want {status} saying {says:?}, got {} {}",
+                answer.status, answer.body
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // Validating registers nothing.
+    let jobs = http(&addr, "GET", "/v1/jobs", None, "", false).await;
+    assert_eq!(jobs.body, "[]", "{jobs:?}");
 }
 
 /// The service catalog over Nomad's API: empty lists at first, and a blocking query on it
