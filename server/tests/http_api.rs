@@ -827,6 +827,52 @@ async fn validate_answers_a_jobs_problems_as_nomad_does() {
     assert_eq!(jobs.body, "[]", "{jobs:?}");
 }
 
+/// Endpoints Nomad serves and drover does not answer 501 with a JSON error naming the
+/// endpoint, never a 404 as though Nomad had no such path.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_nomad_serves_and_drover_does_not_is_a_501() {
+    let (_api, addr) = start(false).await;
+    let table = [
+        ("PUT", "/v1/acl/role"),
+        ("GET", "/v1/acl/roles"),
+        ("PUT", "/v1/acl/auth-method"),
+        ("GET", "/v1/acl/auth-method/okta"),
+        ("PUT", "/v1/acl/binding-rule"),
+        ("DELETE", "/v1/acl/binding-rule/b1"),
+        ("POST", "/v1/acl/login"),
+        ("POST", "/v1/acl/oidc/auth-url"),
+        ("POST", "/v1/acl/oidc/complete-auth"),
+        ("POST", "/v1/acl/token/onetime"),
+        ("POST", "/v1/acl/token/onetime/exchange"),
+        ("GET", "/v1/client/metadata"),
+        ("GET", "/v1/job/web/actions"),
+        ("GET", "/v1/job/web/action"),
+        ("GET", "/v1/plugin/csi/ebs"),
+        ("GET", "/v1/volumes/external"),
+        ("DELETE", "/v1/operator/raft/peer"),
+        ("PUT", "/v1/operator/raft/transfer-leadership"),
+        ("GET", "/v1/operator/keyring/keys"),
+        ("GET", "/v1/operator/utilization"),
+        ("GET", "/v1/operator/upgrade-check/vault-workload-identity"),
+        ("GET", "/v1/quota/q"),
+        ("GET", "/v1/quota-usages"),
+        ("GET", "/v1/recommendations"),
+        ("GET", "/v1/recommendation/r1"),
+    ];
+    let mut failures = Vec::new();
+    for (method, path) in table {
+        let answer = http(&addr, method, path, None, "", false).await;
+        let endpoint = format!(r#""Endpoint":"{method} {path}""#);
+        if answer.status != 501 || !answer.body.contains(&endpoint) {
+            failures.push(format!(
+                "{method} {path}: {} {}",
+                answer.status, answer.body
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 /// The service catalog over Nomad's API: empty lists at first, and a blocking query on it
 /// waits for the catalog (not any write) and answers its index when the wait runs out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
