@@ -873,6 +873,61 @@ async fn what_nomad_serves_and_drover_does_not_is_a_501() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// A dispatched child's id holds a `/` (`parent/dispatch-...`), which Nomad's clients put in
+/// the path unescaped: the known endpoint at the path's end is read off, the rest is the
+/// id, as Nomad routes it; escaped (`%2F`) it routes the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_ids_with_a_slash_route_as_nomad_routes_them() {
+    let (_api, addr) = start(false).await;
+    let parent = JOB.replacen(r#""ID": "web""#, r#""ID": "p""#, 1).replacen(
+        r#""Type": "service""#,
+        r#""Type": "batch", "ParameterizedJob": {"MetaOptional": ["who"]}"#,
+        1,
+    );
+    let registered = http(&addr, "POST", "/v1/jobs", None, &parent, false).await;
+    assert_eq!(registered.status, 200, "{registered:?}");
+    let dispatched = http(
+        &addr,
+        "POST",
+        "/v1/job/p/dispatch",
+        None,
+        r#"{"Meta": {"who": "x"}}"#,
+        false,
+    )
+    .await;
+    assert_eq!(dispatched.status, 200, "{dispatched:?}");
+    let child = values_of(&dispatched.body, "DispatchedJobID")
+        .pop()
+        .expect("a child id");
+    assert!(child.starts_with("p/"), "{child}");
+    let escaped = child.replace('/', "%2F");
+    let table = [
+        (format!("/v1/job/{child}"), format!(r#""ID":"{child}""#)),
+        (format!("/v1/job/{escaped}"), format!(r#""ID":"{child}""#)),
+        (
+            format!("/v1/job/{child}/summary?namespace=default"),
+            format!(r#""JobID":"{child}""#),
+        ),
+        (format!("/v1/job/{child}/allocations"), "[".to_string()),
+        (
+            format!("/v1/job/{child}/versions"),
+            r#""Versions""#.to_string(),
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (path, says) in &table {
+        let answer = http(&addr, "GET", path, None, "", false).await;
+        if answer.status != 200 || !answer.body.contains(says.as_str()) {
+            failures.push(format!("{path}: {} {}", answer.status, answer.body));
+        }
+    }
+    let absent = http(&addr, "GET", "/v1/job/p/nothing", None, "", false).await;
+    if absent.status != 404 || !absent.body.contains("p/nothing not found") {
+        failures.push(format!("/v1/job/p/nothing: {absent:?}"));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 /// The service catalog over Nomad's API: empty lists at first, and a blocking query on it
 /// waits for the catalog (not any write) and answers its index when the wait runs out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
