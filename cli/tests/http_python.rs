@@ -148,6 +148,11 @@ fn python_nomad_drives_drover_dev() {
 }
 
 #[test]
+fn python_nomad_drives_the_job_calls_and_cluster_reads_on_drover_dev() {
+    suite_on_dev("jobs_suite.py");
+}
+
+#[test]
 fn python_nomad_follows_deployments_and_services_on_drover_dev() {
     suite_on_dev("deploy_suite.py");
 }
