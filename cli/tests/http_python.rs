@@ -1,7 +1,8 @@
 //! Nomad's HTTP API driven by a real Nomad client: `python-nomad` from PyPI, installed by
 //! this test into a virtual environment under the target dir, runs the suites in
 //! `tests/python/` against the `drover` binary (`drover dev` with ACLs off, `drover server
-//! --acl` with them on). A venv or pip that cannot be made fails the test: it never skips.
+//! --acl` with them on), and the README's python-nomad block runs as a reader pastes it.
+//! A venv or pip that cannot be made fails the test: it never skips.
 
 mod cli_support;
 
@@ -147,6 +148,11 @@ fn python_nomad_drives_drover_dev() {
 }
 
 #[test]
+fn python_nomad_drives_the_job_calls_and_cluster_reads_on_drover_dev() {
+    suite_on_dev("jobs_suite.py");
+}
+
+#[test]
 fn python_nomad_follows_deployments_and_services_on_drover_dev() {
     suite_on_dev("deploy_suite.py");
 }
@@ -175,4 +181,135 @@ fn python_nomad_meets_the_acls_of_drover_server() {
         l.contains("Nomad's HTTP API on")
     });
     suite("acl_suite.py", &address_after(&line, "http://"));
+}
+
+/// The heading of the README section whose first `sh` block points Nomad's tools at drover.
+const README_HEADING: &str = "\n### Nomad's HTTP API\n";
+/// The HTTP address the README's block names (`drover dev`'s default).
+const README_HTTP: &str = "http://127.0.0.1:4646";
+/// Where the README's block makes its virtual environment.
+const README_VENV: &str = "/tmp/nomad";
+
+/// The README's block for Nomad's HTTP API, with the address of the `drover dev` at `addr`
+/// and this test's virtual environment (python-nomad already in it) put in its place.
+fn readme_block(addr: &str, venv: &Path) -> String {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
+        .expect("README.md reads");
+    let section = readme
+        .split_once(README_HEADING)
+        .expect("README has a section on Nomad's HTTP API")
+        .1;
+    let block = section
+        .split_once("```sh\n")
+        .expect("a sh block in the section")
+        .1
+        .split_once("\n```")
+        .expect("the block ends")
+        .0;
+    assert!(
+        block.contains(README_HTTP) && block.contains(README_VENV),
+        "the README's block no longer names {README_HTTP} and {README_VENV}: {block}"
+    );
+    block
+        .replace(README_HTTP, &format!("http://{addr}"))
+        .replace(README_VENV, venv.to_str().expect("utf-8 venv path"))
+}
+
+/// A GET's raw answer (head and body) from `addr`, or an empty string if none came.
+fn raw_get(addr: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let Ok(mut conn) = std::net::TcpStream::connect(addr) else {
+        return String::new();
+    };
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
+    let sent = write!(
+        conn,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    );
+    let mut raw = String::new();
+    if sent.is_ok() {
+        let _ = conn.read_to_string(&mut raw);
+    }
+    raw
+}
+
+/// Polls `ready` until it holds, failing the test past the deadline.
+fn wait_until(what: &str, ready: impl Fn() -> bool) {
+    let until = Instant::now() + SUITE_DEADLINE;
+    while !ready() {
+        assert!(Instant::now() < until, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn the_readmes_python_nomad_block_runs_against_drover_dev() {
+    let python = python();
+    let venv = python
+        .parent()
+        .and_then(Path::parent)
+        .expect("the venv holds bin/python")
+        .to_path_buf();
+    let data_dir = tempfile::tempdir().expect("temp dir");
+    let dir = data_dir.path().to_str().expect("utf-8 temp dir");
+    // With its sample job `web`, whose task `server` the block reads the logs of.
+    let dev = spawn(
+        "http://127.0.0.1:1",
+        &[
+            "dev",
+            "--bind",
+            "127.0.0.1:0",
+            "--http-addr",
+            "127.0.0.1:0",
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "--nodes",
+            "0",
+            "--data-dir",
+            dir,
+        ],
+    );
+    let line = wait_for_line(&dev, "the HTTP API in the banner", |l| {
+        l.contains("HTTP API:")
+    });
+    let addr = address_after(&line, "http://");
+    wait_until("every allocation of the sample job to run and log", || {
+        let raw = raw_get(&addr, "/v1/job/web/allocations");
+        let ids: Vec<&str> = raw
+            .split(r#""ID":""#)
+            .skip(1)
+            .filter_map(|rest| rest.split_once('"').map(|(id, _)| id))
+            .collect();
+        raw.contains(r#""ClientStatus":"running""#)
+            && !raw.contains(r#""ClientStatus":"pending""#)
+            && ids.iter().all(|id| {
+                let logs = format!("/v1/client/fs/logs/{id}?task=server&type=stdout&plain=true");
+                raw_get(&addr, &logs).contains("serving from")
+            })
+    });
+    let out = Command::new("sh")
+        .args(["-c", &readme_block(&addr, &venv)])
+        .env_remove("NOMAD_TOKEN")
+        .env_remove("NOMAD_NAMESPACE")
+        .env_remove("NOMAD_REGION")
+        .stdin(Stdio::null())
+        .output()
+        .expect("sh runs the block");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "the block failed ({}):\n{stdout}\n{stderr}",
+        out.status
+    );
+    assert!(
+        stdout.starts_with('[') && stdout.contains(r#""ID":"web""#),
+        "curl lists the jobs: {stdout}"
+    );
+    let running = stdout.lines().filter(|l| l.contains(" running ")).count();
+    assert!(running >= 1, "the allocations are printed: {stdout}");
+    assert!(
+        stdout.contains("serving from"),
+        "the task's stdout is printed: {stdout}"
+    );
 }

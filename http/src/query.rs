@@ -81,12 +81,18 @@ fn serde_urlencoded_pairs(q: &str) -> Result<Vec<(String, String)>, ApiError> {
 }
 
 impl Call {
-    /// The same credentials without query parameters: for the adapter's own follow-up
-    /// reads, which must not take the request's paging or blocking.
-    pub fn creds_only(&self) -> Self {
+    /// The same credentials and blocking query (`index`, `wait`) without the other
+    /// parameters: for a read the adapter makes to build its answer (the namespaces from
+    /// the job list), which blocks as the request asks but must not take its paging.
+    pub fn blocking_only(&self) -> Self {
         Call {
             creds: self.creds.clone(),
-            params: Vec::new(),
+            params: self
+                .params
+                .iter()
+                .filter(|(k, _)| k == "index" || k == "wait")
+                .cloned()
+                .collect(),
         }
     }
 

@@ -27,7 +27,8 @@ impl Answer {
     }
 }
 
-/// A plain HTTP/1.1 request; with `head_only` the answer's body is not read (streams).
+/// A plain HTTP/1.1 request with the token in `X-Nomad-Token`; with `head_only` the
+/// answer's body is not read (streams).
 async fn http(
     addr: &str,
     method: &str,
@@ -36,12 +37,24 @@ async fn http(
     body: &str,
     head_only: bool,
 ) -> Answer {
-    let mut conn = tokio::net::TcpStream::connect(addr)
-        .await
-        .expect("connects");
     let auth = token
         .map(|t| format!("X-Nomad-Token: {t}\r\n"))
         .unwrap_or_default();
+    request(addr, method, path, &auth, body, head_only).await
+}
+
+/// A plain HTTP/1.1 request with `auth` (whole header lines, each ending in CRLF).
+async fn request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    auth: &str,
+    body: &str,
+    head_only: bool,
+) -> Answer {
+    let mut conn = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("connects");
     let request = format!(
         "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
@@ -184,6 +197,7 @@ operator { policy = "read" }"#;
         ("GET", "/v1/service/db".into(), "", Need::Read),
         ("POST", "/v1/jobs".into(), JOB, Need::More),
         ("POST", "/v1/jobs/parse".into(), parse, Need::None),
+        ("POST", "/v1/validate/job".into(), JOB, Need::More),
         ("GET", "/v1/job/web".into(), "", Need::Read),
         ("POST", "/v1/job/web".into(), JOB, Need::More),
         ("DELETE", "/v1/job/absent".into(), "", Need::More),
@@ -419,6 +433,21 @@ operator { policy = "read" }"#;
             }
         }
     }
+    // The token may come as `Authorization: Bearer` instead, as Nomad's clients send it.
+    for (auth, want) in [
+        (format!("Authorization: Bearer {read_only}\r\n"), 200),
+        (format!("Authorization: bearer {read_only}\r\n"), 200),
+        ("Authorization: Bearer not-a-token\r\n".to_string(), 403),
+        (format!("Authorization: Basic {read_only}\r\n"), 403),
+    ] {
+        let answer = request(&addr, "GET", "/v1/jobs", &auth, "", false).await;
+        if answer.status != want {
+            failures.push(format!(
+                "GET /v1/jobs with {auth:?}: want {want}, got {} {}",
+                answer.status, answer.body
+            ));
+        }
+    }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
@@ -622,6 +651,301 @@ async fn a_blocking_query_waits_for_the_next_change() {
     assert!(new_index > index, "{woken:?}");
     assert!(took < Duration::from_secs(20), "woke only after {took:?}");
     assert!(woken.body.contains(r#""ID":"web""#), "{}", woken.body);
+}
+
+/// A job of id `id` in `namespace`, as Nomad's JSON register body.
+fn job_in(id: &str, namespace: &str) -> String {
+    JOB.replacen(
+        r#""ID": "web""#,
+        &format!(r#""ID": "{id}", "Namespace": "{namespace}""#),
+        1,
+    )
+}
+
+/// Every string value of field `field` in a JSON answer, in order.
+fn values_of(body: &str, field: &str) -> Vec<String> {
+    let key = format!(r#""{field}":""#);
+    body.split(key.as_str())
+        .skip(1)
+        .filter_map(|rest| rest.split_once('"').map(|(v, _)| v.to_string()))
+        .collect()
+}
+
+/// The `ID`s of a JSON list answer, in order.
+fn ids(answer: &Answer) -> Vec<String> {
+    assert!(answer.body.starts_with('['), "not a list: {answer:?}");
+    values_of(&answer.body, "ID")
+}
+
+/// `prefix`, `namespace` (`*` for every one) and pagination (`per_page`, `next_token`,
+/// answered in `X-Nomad-NextToken`) narrow a list as they narrow Nomad's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lists_take_prefix_namespace_and_pages_as_nomads_do() {
+    let (_api, addr) = start(false).await;
+    for (id, namespace) in [
+        ("web-a", "default"),
+        ("web-b", "default"),
+        ("db", "default"),
+        ("web-p", "prod"),
+    ] {
+        let body = job_in(id, namespace);
+        let registered = http(&addr, "POST", "/v1/jobs", None, &body, false).await;
+        assert_eq!(registered.status, 200, "{id}: {registered:?}");
+    }
+    let table: &[(&str, &[&str])] = &[
+        ("/v1/jobs", &["db", "web-a", "web-b"]),
+        ("/v1/jobs?prefix=web", &["web-a", "web-b"]),
+        ("/v1/jobs?namespace=prod", &["web-p"]),
+        ("/v1/jobs?namespace=*", &["db", "web-a", "web-b", "web-p"]),
+        ("/v1/jobs?namespace=*&prefix=web-p", &["web-p"]),
+        ("/v1/jobs?prefix=nothing", &[]),
+    ];
+    for (path, want) in table {
+        let answer = http(&addr, "GET", path, None, "", false).await;
+        assert_eq!(answer.status, 200, "{path}: {answer:?}");
+        let mut got = ids(&answer);
+        got.sort();
+        assert_eq!(got, *want, "{path}");
+        assert_eq!(answer.header("x-nomad-nexttoken"), None, "{path}");
+    }
+
+    // Two a page: the token of the first answer fetches the rest, and the last page
+    // carries none.
+    let mut seen = Vec::new();
+    let mut path = "/v1/jobs?namespace=*&per_page=2".to_string();
+    let mut pages = 0;
+    loop {
+        let answer = http(&addr, "GET", &path, None, "", false).await;
+        assert_eq!(answer.status, 200, "{path}: {answer:?}");
+        let page = ids(&answer);
+        assert!(!page.is_empty() && page.len() <= 2, "{path}: {page:?}");
+        seen.extend(page);
+        pages += 1;
+        match answer.header("x-nomad-nexttoken") {
+            Some(token) => path = format!("/v1/jobs?namespace=*&per_page=2&next_token={token}"),
+            None => break,
+        }
+        assert!(pages < 10, "the pages never end: {seen:?}");
+    }
+    seen.sort();
+    assert_eq!(seen, ["db", "web-a", "web-b", "web-p"]);
+    assert_eq!(pages, 2);
+
+    // A fuzzy search names the namespace a job was found in as its scope, whether the
+    // namespace was given or is the default.
+    for (path, body, want) in [
+        (
+            "/v1/search/fuzzy",
+            r#"{"Text": "web-", "Context": "jobs"}"#,
+            r#"{"ID":"web-a","Scope":["default"]}"#,
+        ),
+        (
+            "/v1/search/fuzzy?namespace=prod",
+            r#"{"Text": "web-", "Context": "jobs"}"#,
+            r#"{"ID":"web-p","Scope":["prod"]}"#,
+        ),
+        (
+            "/v1/search/fuzzy",
+            r#"{"Text": "web-", "Context": "jobs", "Namespace": "prod"}"#,
+            r#"{"ID":"web-p","Scope":["prod"]}"#,
+        ),
+    ] {
+        let answer = http(&addr, "POST", path, None, body, false).await;
+        assert_eq!(answer.status, 200, "{path} {body}: {answer:?}");
+        assert!(answer.body.contains(want), "{path} {body}: {}", answer.body);
+    }
+}
+
+/// Every read Nomad answers as a blocking query takes `index` and `wait`: asked for an
+/// index far past the log's, each waits out its `wait` before answering (Nomad does the
+/// same), where a read that ignored the parameters would answer at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_read_nomad_blocks_on_takes_index_and_wait() {
+    let (_api, addr) = start(false).await;
+    let registered = http(&addr, "POST", "/v1/jobs", None, JOB, false).await;
+    assert_eq!(registered.status, 200, "{registered:?}");
+    let eval = values_of(&registered.body, "EvalID")
+        .pop()
+        .expect("an eval id");
+    let reads = [
+        "/v1/jobs".to_string(),
+        "/v1/job/web".into(),
+        "/v1/job/web/versions".into(),
+        "/v1/job/web/allocations".into(),
+        "/v1/job/web/evaluations".into(),
+        "/v1/job/web/summary".into(),
+        "/v1/job/web/deployments".into(),
+        "/v1/nodes".into(),
+        "/v1/allocations".into(),
+        "/v1/evaluations".into(),
+        format!("/v1/evaluation/{eval}"),
+        format!("/v1/evaluation/{eval}/allocations"),
+        "/v1/deployments".into(),
+        "/v1/namespaces".into(),
+        "/v1/operator/scheduler/configuration".into(),
+    ];
+    let wait = Duration::from_millis(700);
+    let mut failures = Vec::new();
+    for read in &reads {
+        let sep = if read.contains('?') { '&' } else { '?' };
+        let path = format!("{read}{sep}index=999999999&wait=700ms");
+        let started = Instant::now();
+        let answer = http(&addr, "GET", &path, None, "", false).await;
+        let took = started.elapsed();
+        if answer.status != 200 || took < wait {
+            failures.push(format!(
+                "{path}: {} after {took:?} {}",
+                answer.status, answer.body
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `/v1/validate/job` (`nomad job validate`) answers a job's problems as Nomad's
+/// `JobValidateResponse`, found by the same reader and validation a registration meets;
+/// a body that is no register request is refused as one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn validate_answers_a_jobs_problems_as_nomad_does() {
+    let (_api, addr) = start(false).await;
+    let table: &[(&str, u16, &[&str])] = &[
+        (
+            JOB,
+            200,
+            &[
+                r#""DriverConfigValidated":true"#,
+                r#""Error":"""#,
+                r#""ValidationErrors":null"#,
+            ],
+        ),
+        (
+            r#"{"Job": {"ID": "x", "Foo": 1}}"#,
+            200,
+            &[r#""DriverConfigValidated":false"#, r#"unknown key \"Foo\""#],
+        ),
+        (
+            r#"{"Job": {"ID": "x", "TaskGroups": []}}"#,
+            200,
+            &[r#""DriverConfigValidated":false"#, "group"],
+        ),
+        (r#"{"Job": {"#, 400, &["invalid json at line 1 column 9"]),
+        ("{}", 400, &["missing job"]),
+    ];
+    let mut failures = Vec::new();
+    for (body, status, says) in table {
+        let answer = http(&addr, "PUT", "/v1/validate/job", None, body, false).await;
+        if answer.status != *status || !says.iter().all(|s| answer.body.contains(s)) {
+            failures.push(format!(
+                "{body}: want {status} saying {says:?}, got {} {}",
+                answer.status, answer.body
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // Validating registers nothing.
+    let jobs = http(&addr, "GET", "/v1/jobs", None, "", false).await;
+    assert_eq!(jobs.body, "[]", "{jobs:?}");
+}
+
+/// Endpoints Nomad serves and drover does not answer 501 with a JSON error naming the
+/// endpoint, never a 404 as though Nomad had no such path.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_nomad_serves_and_drover_does_not_is_a_501() {
+    let (_api, addr) = start(false).await;
+    let table = [
+        ("PUT", "/v1/acl/role"),
+        ("GET", "/v1/acl/roles"),
+        ("PUT", "/v1/acl/auth-method"),
+        ("GET", "/v1/acl/auth-method/okta"),
+        ("PUT", "/v1/acl/binding-rule"),
+        ("DELETE", "/v1/acl/binding-rule/b1"),
+        ("POST", "/v1/acl/login"),
+        ("POST", "/v1/acl/oidc/auth-url"),
+        ("POST", "/v1/acl/oidc/complete-auth"),
+        ("POST", "/v1/acl/token/onetime"),
+        ("POST", "/v1/acl/token/onetime/exchange"),
+        ("GET", "/v1/client/metadata"),
+        ("GET", "/v1/job/web/actions"),
+        ("GET", "/v1/job/web/action"),
+        ("GET", "/v1/plugin/csi/ebs"),
+        ("GET", "/v1/volumes/external"),
+        ("DELETE", "/v1/operator/raft/peer"),
+        ("PUT", "/v1/operator/raft/transfer-leadership"),
+        ("GET", "/v1/operator/keyring/keys"),
+        ("GET", "/v1/operator/utilization"),
+        ("GET", "/v1/operator/upgrade-check/vault-workload-identity"),
+        ("GET", "/v1/quota/q"),
+        ("GET", "/v1/quota-usages"),
+        ("GET", "/v1/recommendations"),
+        ("GET", "/v1/recommendation/r1"),
+    ];
+    let mut failures = Vec::new();
+    for (method, path) in table {
+        let answer = http(&addr, method, path, None, "", false).await;
+        let endpoint = format!(r#""Endpoint":"{method} {path}""#);
+        if answer.status != 501 || !answer.body.contains(&endpoint) {
+            failures.push(format!(
+                "{method} {path}: {} {}",
+                answer.status, answer.body
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A dispatched child's id holds a `/` (`parent/dispatch-...`), which Nomad's clients put in
+/// the path unescaped: the known endpoint at the path's end is read off, the rest is the
+/// id, as Nomad routes it; escaped (`%2F`) it routes the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_ids_with_a_slash_route_as_nomad_routes_them() {
+    let (_api, addr) = start(false).await;
+    let parent = JOB.replacen(r#""ID": "web""#, r#""ID": "p""#, 1).replacen(
+        r#""Type": "service""#,
+        r#""Type": "batch", "ParameterizedJob": {"MetaOptional": ["who"]}"#,
+        1,
+    );
+    let registered = http(&addr, "POST", "/v1/jobs", None, &parent, false).await;
+    assert_eq!(registered.status, 200, "{registered:?}");
+    let dispatched = http(
+        &addr,
+        "POST",
+        "/v1/job/p/dispatch",
+        None,
+        r#"{"Meta": {"who": "x"}}"#,
+        false,
+    )
+    .await;
+    assert_eq!(dispatched.status, 200, "{dispatched:?}");
+    let child = values_of(&dispatched.body, "DispatchedJobID")
+        .pop()
+        .expect("a child id");
+    assert!(child.starts_with("p/"), "{child}");
+    let escaped = child.replace('/', "%2F");
+    let table = [
+        (format!("/v1/job/{child}"), format!(r#""ID":"{child}""#)),
+        (format!("/v1/job/{escaped}"), format!(r#""ID":"{child}""#)),
+        (
+            format!("/v1/job/{child}/summary?namespace=default"),
+            format!(r#""JobID":"{child}""#),
+        ),
+        (format!("/v1/job/{child}/allocations"), "[".to_string()),
+        (
+            format!("/v1/job/{child}/versions"),
+            r#""Versions""#.to_string(),
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (path, says) in &table {
+        let answer = http(&addr, "GET", path, None, "", false).await;
+        if answer.status != 200 || !answer.body.contains(says.as_str()) {
+            failures.push(format!("{path}: {} {}", answer.status, answer.body));
+        }
+    }
+    let absent = http(&addr, "GET", "/v1/job/p/nothing", None, "", false).await;
+    if absent.status != 404 || !absent.body.contains("p/nothing not found") {
+        failures.push(format!("/v1/job/p/nothing: {absent:?}"));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 /// The service catalog over Nomad's API: empty lists at first, and a blocking query on it

@@ -1,7 +1,8 @@
 //! The functions a job file's expressions may call, as Nomad's HCL2 job files do: string,
-//! collection, numeric, encoding, type conversion and time functions. Each is pure: core
-//! reads no files and no clock. `file()` is not here: the caller reads the files a job
-//! names and the variables module inlines their text (see `variables::Scope`).
+//! regular expression, collection and set, numeric, encoding, type conversion and time
+//! functions. Each is pure: core reads no files and no clock. `file()` is not here: the
+//! caller reads the files a job names and the variables module inlines their text (see
+//! `variables::Scope`).
 
 use hcl::eval::{Context, FuncArgs, FuncDef, ParamType};
 use hcl::{Map, Number, Value};
@@ -62,6 +63,22 @@ pub(super) fn context() -> Context<'static> {
     def("strrev", vec![Str], None, |a| {
         Ok(s(&a[0]).chars().rev().collect::<String>().into())
     });
+    def("chomp", vec![Str], None, |a| {
+        Ok(s(&a[0]).trim_end_matches(['\r', '\n']).into())
+    });
+    def("indent", vec![Num, Str], None, indent);
+    def("regex", vec![Str, Str], None, |a| {
+        let re = compile("regex", s(&a[0]))?;
+        let caps = re
+            .captures(s(&a[1]))
+            .ok_or_else(|| format!("regex: no match for {:?} in {:?}", s(&a[0]), s(&a[1])))?;
+        Ok(captured(&re, &caps))
+    });
+    def("regexall", vec![Str, Str], None, |a| {
+        let re = compile("regexall", s(&a[0]))?;
+        let all = re.captures_iter(s(&a[1])).map(|c| captured(&re, &c));
+        Ok(Value::Array(all.collect()))
+    });
     // Collections.
     def("length", vec![Any], None, length);
     def("concat", vec![], Some(list()), |a| {
@@ -119,6 +136,53 @@ pub(super) fn context() -> Context<'static> {
         Ok(Value::Array(items.into_iter().map(Value::from).collect()))
     });
     def("slice", vec![list(), Num, Num], None, slice);
+    def("index", vec![list(), Any], None, |a| {
+        arr(&a[0])
+            .iter()
+            .position(|v| *v == a[1])
+            .map(|i| Value::from(i as u64))
+            .ok_or_else(|| "index: the value is not in the list".to_string())
+    });
+    def("sum", vec![ParamType::array_of(Num)], None, |a| {
+        let items = arr(&a[0]);
+        if items.is_empty() {
+            return Err("sum: the list is empty".into());
+        }
+        Ok(whole(items.iter().map(num).sum()))
+    });
+    def("chunklist", vec![list(), Num], None, |a| {
+        let size = num(&a[1]);
+        if size < 0.0 {
+            return Err(format!("chunklist: a size of {size} is negative"));
+        }
+        let items = arr(&a[0]);
+        if size == 0.0 {
+            return Ok(Value::Array(vec![Value::Array(items.to_vec())]));
+        }
+        let chunks = items
+            .chunks(size as usize)
+            .map(|c| Value::Array(c.to_vec()));
+        Ok(Value::Array(chunks.collect()))
+    });
+    def("coalescelist", vec![], Some(list()), |a| {
+        a.iter()
+            .find(|l| !arr(l).is_empty())
+            .cloned()
+            .ok_or_else(|| "coalescelist: every list is empty".to_string())
+    });
+    def("setunion", vec![], Some(list()), |a| {
+        Ok(Value::Array(distinct(a.iter().flat_map(|l| arr(l).iter()))))
+    });
+    def("setintersection", vec![list()], Some(list()), |a| {
+        let kept = arr(&a[0])
+            .iter()
+            .filter(|v| a.iter().skip(1).all(|l| arr(l).contains(v)));
+        Ok(Value::Array(distinct(kept)))
+    });
+    def("setsubtract", vec![list(), list()], None, |a| {
+        let kept = arr(&a[0]).iter().filter(|v| !arr(&a[1]).contains(v));
+        Ok(Value::Array(distinct(kept)))
+    });
     def("range", vec![Num], Some(Num), range);
     def("coalesce", vec![], Some(Any), |a| {
         a.iter()
@@ -271,6 +335,48 @@ fn title(a: FuncArgs) -> Result {
 fn regex_replace(a: FuncArgs) -> Result {
     let re = regex::Regex::new(s(&a[1])).map_err(|e| format!("regex_replace: {e}"))?;
     Ok(re.replace_all(s(&a[0]), s(&a[2])).into_owned().into())
+}
+
+fn compile(function: &str, pattern: &str) -> std::result::Result<regex::Regex, String> {
+    regex::Regex::new(pattern).map_err(|e| format!("{function}: {e}"))
+}
+
+/// One match as HCL's `regex` answers it: the matched text without capture groups, an
+/// object of the named groups, else a list of the groups (unmatched ones null).
+fn captured(re: &regex::Regex, caps: &regex::Captures) -> Value {
+    let text = |m: Option<regex::Match>| m.map_or(Value::Null, |m| m.as_str().into());
+    if re.captures_len() == 1 {
+        return text(caps.get(0));
+    }
+    if re.capture_names().flatten().next().is_some() {
+        let named = re
+            .capture_names()
+            .flatten()
+            .map(|name| (name.to_string(), text(caps.name(name))));
+        return Value::Object(named.collect());
+    }
+    Value::Array((1..re.captures_len()).map(|i| text(caps.get(i))).collect())
+}
+
+/// `indent(n, text)`: every line but the first prefixed with `n` spaces.
+fn indent(a: FuncArgs) -> Result {
+    let n = num(&a[0]);
+    if !(0.0..=1024.0).contains(&n) {
+        return Err(format!("indent: {n} spaces is not between 0 and 1024"));
+    }
+    let pad = " ".repeat(n as usize);
+    Ok(s(&a[1]).replace('\n', &format!("\n{pad}")).into())
+}
+
+/// The values in order of first appearance, each once (HCL's sets, ordered).
+fn distinct<'a>(values: impl Iterator<Item = &'a Value>) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::new();
+    for v in values {
+        if !out.contains(v) {
+            out.push(v.clone());
+        }
+    }
+    out
 }
 
 fn substr(a: FuncArgs) -> Result {

@@ -4,6 +4,7 @@
 // The sans-IO rule (clippy.toml) is for the library: these tests read the shipped examples.
 #![allow(clippy::disallowed_methods)]
 
+mod functions;
 mod json;
 mod mistakes;
 mod network;

@@ -1,6 +1,7 @@
 //! The job writes: register (from Nomad's JSON job, read by core's reader), stop and
-//! purge, plan, dispatch, periodic force, and the three Nomad calls drover spells as a
-//! registration of a changed spec, as its own CLI does: scale, revert and evaluate.
+//! purge, plan (and validate, which is a plan's validation), dispatch, periodic force, and
+//! the three Nomad calls drover spells as a registration of a changed spec, as its own CLI
+//! does: scale, revert and evaluate.
 
 use super::jobs::current;
 use super::{Ctx, body};
@@ -206,6 +207,37 @@ pub async fn plan(
         "HasChanges": r.has_changes,
     });
     Ok(reply::written(ctx.meta(r.index), &answer))
+}
+
+/// Nomad's `/v1/validate/job`: the job is read as a registration reads it and handed to
+/// the gRPC API's plan, which validates it as a registration does (a plan changes
+/// nothing). Its problems are the answer, as Nomad's `JobValidateResponse`, not an error;
+/// a body that is not a register request is refused as one.
+pub async fn validate(
+    State(ctx): State<Ctx>,
+    call: Call,
+    bytes: Bytes,
+) -> Result<Response, ApiError> {
+    let b = register_body(&bytes)?;
+    let problem = match submitted(&call, &b, None) {
+        Err(ApiError::BadRequest(why)) if b.job.is_some() => Some(why),
+        Err(e) => return Err(e),
+        Ok(job) => {
+            let req = call.creds.request(pb::PlanJobRequest { job: Some(job) });
+            match ctx.grpc.jobs().plan(req).await {
+                Ok(_) => None,
+                Err(s) if s.code() == tonic::Code::InvalidArgument => Some(s.message().to_string()),
+                Err(s) => return Err(s.into()),
+            }
+        }
+    };
+    let answer = json!({
+        "DriverConfigValidated": problem.is_none(),
+        "ValidationErrors": problem.as_ref().map(|p| vec![p]),
+        "Error": problem.unwrap_or_default(),
+        "Warnings": "",
+    });
+    Ok(reply::json(ctx.meta(0), "", &answer))
 }
 
 /// Nomad's evaluate: drover registers the current spec again (check-and-set on its

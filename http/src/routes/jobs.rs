@@ -57,6 +57,7 @@ pub fn routes() -> Router<Ctx> {
             "/v1/job/{id}/periodic/force",
             post(w::periodic_force).put(w::periodic_force),
         )
+        .route("/v1/validate/job", post(w::validate).put(w::validate))
 }
 
 async fn list(State(ctx): State<Ctx>, call: Call) -> Result<Response, ApiError> {

@@ -31,6 +31,7 @@ use drover_proto::v1 as pb;
 use serde::de::DeserializeOwned;
 use std::future::Future;
 use std::sync::Arc;
+use tower::ServiceExt;
 
 /// What every handler shares.
 #[derive(Clone, Debug)]
@@ -51,8 +52,67 @@ impl Ctx {
     }
 }
 
-/// Every route of the API.
+/// Every route of the API, behind [`escape_job_id`] (a rewrite must come before routing).
 pub fn router(ctx: Ctx) -> Router {
+    let routes = routes(ctx).map_request(escape_job_id);
+    Router::new().fallback_service(routes)
+}
+
+/// The sub-resources of `/v1/job/:id/...`, the longest first where one ends another.
+const JOB_ENDPOINTS: &[&str] = &[
+    "/periodic/force",
+    "/allocations",
+    "/evaluations",
+    "/evaluate",
+    "/deployments",
+    "/deployment",
+    "/submission",
+    "/versions",
+    "/services",
+    "/dispatch",
+    "/summary",
+    "/actions",
+    "/action",
+    "/revert",
+    "/stable",
+    "/scale",
+    "/plan",
+];
+
+/// A job id may hold `/` (a dispatched or periodic child is `parent/dispatch-...`), and
+/// Nomad's clients put it in the path unescaped: `/v1/job/parent/dispatch-1/allocations`.
+/// Nomad reads a known endpoint off the path's end and takes the rest as the id; so does
+/// this, escaping the id's slashes so that `{id}` routes match it whole.
+fn escape_job_id(mut req: axum::extract::Request) -> axum::extract::Request {
+    let Some(rest) = req.uri().path().strip_prefix("/v1/job/") else {
+        return req;
+    };
+    let (id, endpoint) = JOB_ENDPOINTS
+        .iter()
+        .find_map(|e| {
+            rest.strip_suffix(e)
+                .filter(|id| !id.is_empty())
+                .map(|id| (id, *e))
+        })
+        .unwrap_or((rest, ""));
+    if !id.contains('/') {
+        return req;
+    }
+    let mut path = format!("/v1/job/{}{endpoint}", id.replace('/', "%2F"));
+    if let Some(query) = req.uri().query() {
+        path = format!("{path}?{query}");
+    }
+    let mut parts = req.uri().clone().into_parts();
+    if let Ok(escaped) = path.parse() {
+        parts.path_and_query = Some(escaped);
+        if let Ok(uri) = axum::http::Uri::from_parts(parts) {
+            *req.uri_mut() = uri;
+        }
+    }
+    req
+}
+
+fn routes(ctx: Ctx) -> Router {
     let max_body = ctx.opts.max_body_bytes;
     Router::new()
         .merge(jobs::routes())

@@ -57,21 +57,25 @@ fn context_name(c: i32) -> &'static str {
     }
 }
 
+/// The namespace searched: the body's, else the query's, else `default`.
+fn namespace<'a>(call: &'a Call, b: &'a SearchBody) -> &'a str {
+    if b.namespace.is_empty() {
+        call.namespace()
+    } else {
+        &b.namespace
+    }
+}
+
 async fn search(
     ctx: &Ctx,
     call: &Call,
     text: String,
     b: &SearchBody,
 ) -> Result<pb::PrefixSearchResponse, ApiError> {
-    let namespace = if b.namespace.is_empty() {
-        call.namespace().to_string()
-    } else {
-        b.namespace.clone()
-    };
     let req = call.creds.request(pb::PrefixSearchRequest {
         prefix: text,
         context: context(&b.context)?.into(),
-        namespace,
+        namespace: namespace(call, b).to_string(),
         limit: 0,
     });
     Ok(ctx.grpc.search().prefix_search(req).await?.into_inner())
@@ -93,13 +97,15 @@ async fn prefix(State(ctx): State<Ctx>, call: Call, bytes: Bytes) -> Result<Resp
 async fn fuzzy(State(ctx): State<Ctx>, call: Call, bytes: Bytes) -> Result<Response, ApiError> {
     let b: SearchBody = body(&bytes)?;
     let r = search(&ctx, &call, b.text.clone(), &b).await?;
+    // A job's scope is the namespace it was found in, as Nomad answers it.
+    let job_scope = namespace(&call, &b);
     let mut matches = Map::new();
     let mut truncations = Map::new();
     for m in &r.matches {
         let scoped: Vec<Value> = m
             .ids
             .iter()
-            .map(|id| json!({ "ID": id, "Scope": [if m.context == i32::from(pb::SearchContext::Jobs) { b.namespace.as_str() } else { "" }] }))
+            .map(|id| json!({ "ID": id, "Scope": [if m.context == i32::from(pb::SearchContext::Jobs) { job_scope } else { "" }] }))
             .collect();
         matches.insert(context_name(m.context).into(), Value::Array(scoped));
         truncations.insert(context_name(m.context).into(), Value::Bool(m.truncated));

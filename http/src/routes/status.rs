@@ -123,9 +123,9 @@ async fn regions(State(ctx): State<Ctx>) -> Response {
 }
 
 /// The namespaces the caller can see jobs in, and `default`: drover keeps no namespace
-/// objects, a namespace exists by being named.
+/// objects, a namespace exists by being named. A blocking query waits on the job list.
 async fn known_namespaces(ctx: &Ctx, call: &Call) -> Result<(BTreeSet<String>, u64), ApiError> {
-    let (jobs, index, _) = pages(&call.creds_only(), |query, page_size, next_token| {
+    let (jobs, index, _) = pages(&call.blocking_only(), |query, page_size, next_token| {
         let req = call.creds.request(pb::ListJobsRequest {
             query,
             page_size,

@@ -93,6 +93,41 @@ const UNSUPPORTED: &[(&str, &str)] = &[
     ("/v1/agent/host", "not served"),
     ("/v1/agent/keyring/{*rest}", "drover has no gossip keyring"),
     ("/v1/regions/{*rest}", "drover runs one region"),
+    ("/v1/acl/role", "drover has no acl roles"),
+    ("/v1/acl/auth-method", "drover has no auth methods"),
+    ("/v1/acl/auth-method/{*rest}", "drover has no auth methods"),
+    ("/v1/acl/binding-rule", "drover has no binding rules"),
+    (
+        "/v1/acl/binding-rule/{*rest}",
+        "drover has no binding rules",
+    ),
+    ("/v1/acl/login", "drover has no auth methods"),
+    ("/v1/acl/oidc/{*rest}", "drover has no auth methods"),
+    ("/v1/acl/token/onetime", "drover has no one-time tokens"),
+    (
+        "/v1/acl/token/onetime/exchange",
+        "drover has no one-time tokens",
+    ),
+    ("/v1/client/metadata", "drover has no dynamic node metadata"),
+    ("/v1/job/{id}/actions", "drover has no task actions"),
+    ("/v1/job/{id}/action", "drover has no task actions"),
+    ("/v1/plugin/{*rest}", "drover has no plugins"),
+    ("/v1/volumes/{*rest}", "drover has no volumes"),
+    (
+        "/v1/operator/raft/peer",
+        "use drover operator raft remove-peer",
+    ),
+    ("/v1/operator/raft/transfer-leadership", "not served"),
+    ("/v1/operator/keyring/{*rest}", "drover has no keyring"),
+    ("/v1/operator/utilization", "not served"),
+    ("/v1/operator/upgrade-check/{*rest}", "not served"),
+    ("/v1/quota/{*rest}", "drover has no quotas"),
+    ("/v1/quota-usages", "drover has no quotas"),
+    ("/v1/recommendations", "drover has no recommendations"),
+    (
+        "/v1/recommendation/{*rest}",
+        "drover has no recommendations",
+    ),
 ];
 
 /// The 501 answer for `method` on `uri`.
