@@ -32,6 +32,7 @@ mod health;
 mod nodes;
 #[cfg(test)]
 mod proptests;
+mod purge;
 #[cfg(test)]
 mod tests;
 
@@ -42,6 +43,7 @@ pub use drainer::{DrainPlan, plan as drain_plan};
 pub use evals::{node_evals, node_update_evals};
 pub use gc::{GcConfig, collect_garbage};
 pub use nodes::HeartbeatOutcome;
+pub use purge::{NodePurge, NodePurgeError, node_purge};
 
 use crate::blocked::{BlockedConfig, BlockedEvals, BlockedStats};
 use crate::broker::{BrokerConfig, BrokerStats, EvalBroker, Token};

@@ -5,6 +5,7 @@
 mod coalesce;
 mod deployments;
 mod drain;
+mod purge;
 
 use super::*;
 use crate::fsm::{Command, apply};
