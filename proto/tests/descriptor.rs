@@ -52,6 +52,7 @@ const EXPECTED: &[(&str, &[&str])] = &[
             "NodeOnline",
             "NodeDrain",
             "NodeEligibility",
+            "NodePurge",
             "SchedulerGetConfig",
             "SchedulerSetConfig",
             "AllocGet",

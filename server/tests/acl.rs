@@ -54,7 +54,10 @@ fn grant(rpc: &str) -> Option<&'static str> {
         ("OperatorService", "SchedulerGetConfig") => OP_READ,
         ("OperatorService", "SchedulerSetConfig") => OP_WRITE,
         ("OperatorService", "AllocGet" | "AllocList") => READ_JOB,
-        ("OperatorService", _) => NODE_WRITE,
+        (
+            "OperatorService",
+            "NodeOffline" | "NodeOnline" | "NodeDrain" | "NodeEligibility" | "NodePurge",
+        ) => NODE_WRITE,
         ("WorkerService", "List" | "GetConfig") => OP_READ,
         ("WorkerService", _) => OP_WRITE,
         ("SearchService", "PrefixSearch") => READ_JOB,

@@ -159,6 +159,19 @@ impl OperatorService for OperatorApi {
         }))
     }
 
+    async fn node_purge(
+        &self,
+        req: Request<pb::NodePurgeRequest>,
+    ) -> Result<Response<pb::NodePurgeResponse>, Status> {
+        crate::auth::authorize(&req, Need::Area(Area::Node, Level::Write))?;
+        let id = node_id(&req.into_inner().node_id)?;
+        let (evals, index) = self.0.handle.node_purge(id).await?;
+        Ok(Response::new(pb::NodePurgeResponse {
+            eval_ids: evals.iter().map(ToString::to_string).collect(),
+            index,
+        }))
+    }
+
     async fn scheduler_get_config(
         &self,
         req: Request<pb::SchedulerGetConfigRequest>,

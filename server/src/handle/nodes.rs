@@ -1,5 +1,5 @@
 //! Nodes: what agents call (register, heartbeat, allocation updates, their allocations)
-//! and what operators call (offline / online, drain, eligibility).
+//! and what operators call (offline / online, drain, eligibility, purge).
 
 use crate::clock::now;
 use crate::error::ServerError;
@@ -300,6 +300,23 @@ impl ServerHandle {
             }
         }
         Ok(index)
+    }
+
+    /// Forgets a node for good (core's [`drover_core::leader::node_purge`]): its
+    /// deregistration, then the evals of the jobs that had work on it, in that order. The
+    /// eval ids created, and the index of the last write.
+    pub async fn node_purge(&self, node_id: NodeId) -> Result<(Vec<EvalId>, Index), ServerError> {
+        let snap = self.snapshot();
+        let purge = drover_core::leader::node_purge(&snap, node_id, now(), &mut rand::rng())
+            .map_err(|drover_core::leader::NodePurgeError::NotFound(id)| {
+                ServerError::not_found("node", id)
+            })?;
+        let mut index = snap.latest_index();
+        for cmd in purge.commands {
+            index = self.inner.writer.write(cmd).await?;
+        }
+        tracing::info!(%node_id, evals = purge.eval_ids.len(), index, "node purged");
+        Ok((purge.eval_ids, index))
     }
 
     /// Marks a node eligible or ineligible for new placements.

@@ -255,6 +255,13 @@ impl OperatorService for Api {
         unserved()
     }
 
+    async fn node_purge(
+        &self,
+        _: Request<pb::NodePurgeRequest>,
+    ) -> Result<Response<pb::NodePurgeResponse>, Status> {
+        unserved()
+    }
+
     async fn node_drain(
         &self,
         _: Request<pb::NodeDrainRequest>,
