@@ -256,7 +256,7 @@ operator { policy = "read" }"#;
             "",
             Need::More,
         ),
-        ("POST", format!("/v1/node/{node}/purge"), "", Need::None),
+        ("POST", format!("/v1/node/{node}/purge"), "", Need::More),
         ("GET", "/v1/allocations".into(), "", Need::Read),
         ("GET", format!("/v1/allocation/{alloc}"), "", Need::Read),
         (
@@ -1146,4 +1146,94 @@ async fn https_takes_the_grpc_apis_tls_settings() {
         refused.as_ref().map_or(true, |answer| answer.is_empty()),
         "a client without a certificate was served: {refused:?}"
     );
+}
+
+/// Nomad's `node purge`: an unknown node is a 404 naming it; a node with work is gone from
+/// `/v1/nodes` at once, and the answer's evals (one per job with work there) exist.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_purged_node_is_gone_and_its_jobs_are_evaluated() {
+    let (api, addr) = start(false).await;
+    let unknown = "6f3a1c2e-0000-4000-8000-00000000000f";
+    let absent = http(
+        &addr,
+        "PUT",
+        &format!("/v1/node/{unknown}/purge"),
+        None,
+        "",
+        false,
+    )
+    .await;
+    assert_eq!(absent.status, 404, "{absent:?}");
+    assert!(absent.body.contains(unknown), "{absent:?}");
+
+    let agents = common::join_many(&api.h, 2).await;
+    common::register(&api.h, common::big_service_job("shop", 2)).await;
+    let snap = common::wait_until(&api.h, "placed", |s| {
+        common::live_allocs(s, "shop").len() == 2
+    })
+    .await;
+    let node = agents[0].creds.node_id;
+    assert!(
+        snap.allocs_by_node(&node).next().is_some(),
+        "shop runs on it"
+    );
+
+    let purged = http(
+        &addr,
+        "POST",
+        &format!("/v1/node/{node}/purge"),
+        None,
+        "",
+        false,
+    )
+    .await;
+    assert_eq!(purged.status, 200, "{purged:?}");
+    // `{"EvalIDs":["..."],...}`: one eval, for shop.
+    let eval_ids: Vec<&str> = purged
+        .body
+        .split_once(r#""EvalIDs":["#)
+        .and_then(|(_, rest)| rest.split_once(']'))
+        .map(|(list, _)| list.split(',').map(|v| v.trim_matches('"')).collect())
+        .unwrap_or_default();
+    assert_eq!(eval_ids.len(), 1, "one eval for shop: {}", purged.body);
+    let index: u64 = purged
+        .header("x-nomad-index")
+        .and_then(|v| v.parse().ok())
+        .expect("an index header");
+    assert!(
+        purged.body.contains(&format!(r#""Index":{index}"#)),
+        "{}",
+        purged.body
+    );
+
+    let nodes = http(&addr, "GET", "/v1/nodes", None, "", false).await;
+    assert_eq!(nodes.status, 200, "{nodes:?}");
+    assert!(!nodes.body.contains(&node.to_string()), "{}", nodes.body);
+    assert!(nodes.body.contains(&agents[1].creds.node_id.to_string()));
+    let eval = http(
+        &addr,
+        "GET",
+        &format!("/v1/evaluation/{}", eval_ids[0]),
+        None,
+        "",
+        false,
+    )
+    .await;
+    assert_eq!(eval.status, 200, "{eval:?}");
+    assert!(eval.body.contains(r#""JobID":"shop""#), "{}", eval.body);
+    assert!(
+        eval.body.contains(r#""TriggeredBy":"node-update""#),
+        "{}",
+        eval.body
+    );
+    let again = http(
+        &addr,
+        "PUT",
+        &format!("/v1/node/{node}/purge"),
+        None,
+        "",
+        false,
+    )
+    .await;
+    assert_eq!(again.status, 404, "purged once: {again:?}");
 }

@@ -181,4 +181,17 @@ check(
     parsed,
 )
 
+# Purge forgets a node (a simulated agent registers again, as Nomad's client does).
+purged = n.node.purge_node(sim[-1]["ID"])
+check(
+    "purge answers Nomad's node update",
+    isinstance(purged.get("EvalIDs"), list) and purged.get("Index", 0) > 0,
+    purged,
+)
+raises(
+    "purging an unknown node is a 404",
+    exc.URLNotFoundNomadException,
+    lambda: n.node.purge_node("6f3a1c2e-0000-4000-8000-00000000000f"),
+)
+
 finish()

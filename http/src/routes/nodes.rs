@@ -1,4 +1,4 @@
-//! `/v1/nodes` and `/v1/node/:id`: list, read, drain, eligibility, allocations; and
+//! `/v1/nodes` and `/v1/node/:id`: list, read, drain, eligibility, purge, allocations; and
 //! Scoot's offline / online under `/v1/drover/node/:id/...`, which Nomad has no home for.
 
 use super::{Ctx, blocking, body, pages};
@@ -25,6 +25,7 @@ pub fn routes() -> Router<Ctx> {
             "/v1/node/{id}/eligibility",
             post(eligibility).put(eligibility),
         )
+        .route("/v1/node/{id}/purge", post(purge).put(purge))
         .route("/v1/drover/node/{id}/offline", post(offline).put(offline))
         .route("/v1/drover/node/{id}/online", post(online).put(online))
 }
@@ -212,6 +213,17 @@ async fn eligibility(
         .node_eligibility(req)
         .await?
         .into_inner();
+    Ok(node_update(&ctx, r.eval_ids, r.index))
+}
+
+/// Nomad's `node purge`: answered like its other node writes, `EvalIDs` with the index.
+async fn purge(
+    State(ctx): State<Ctx>,
+    call: Call,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let req = call.creds.request(pb::NodePurgeRequest { node_id: id });
+    let r = ctx.grpc.operator().node_purge(req).await?.into_inner();
     Ok(node_update(&ctx, r.eval_ids, r.index))
 }
 

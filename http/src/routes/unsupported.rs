@@ -18,10 +18,6 @@ const UNSUPPORTED: &[(&str, &str)] = &[
     ("/v1/job/{id}/submission", "drover keeps no job sources"),
     ("/v1/jobs/statuses", "not served"),
     (
-        "/v1/node/{id}/purge",
-        "drover forgets lost nodes after the lost grace itself",
-    ),
-    (
         "/v1/node/{id}/evaluate",
         "drover evaluates nodes on every change",
     ),
