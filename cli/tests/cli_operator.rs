@@ -197,3 +197,38 @@ async fn server_members_lists_the_servers() {
     assert_eq!(members[0]["version"], env!("CARGO_PKG_VERSION"));
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn purge_a_node_and_its_jobs_are_evaluated() {
+    let server = TestServer::start().await;
+    let nodes = join_nodes(&server, 1).await;
+    let id = &nodes.ids[0];
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = cli_support::write_mock_job(dir.path(), "gone");
+    let file = file.to_str().expect("utf-8 path");
+    assert_code(&drover(&server, &["job", "run", "-detach", file]).await, 0);
+    eventually("the job placed on the node", DEADLINE, || async {
+        let node = json(&drover(&server, &["node", "status", id, "-json"]).await);
+        (!node["allocations"].as_array()?.is_empty()).then_some(())
+    })
+    .await;
+
+    let short: String = id.chars().filter(|c| *c != '-').take(8).collect();
+    let purged = drover(&server, &["node", "purge", &short]).await;
+    assert_code(&purged, 0);
+    let said = stdout(&purged);
+    assert!(said.contains(&format!("Node \"{short}\" purged")), "{said}");
+    let evals: Vec<&str> = said
+        .lines()
+        .filter_map(|l| l.strip_prefix("Evaluation ID: "))
+        .collect();
+    assert_eq!(evals.len(), 1, "one eval, for the job: {said}");
+    let eval = json(&drover(&server, &["eval", "status", evals[0], "-json"]).await);
+    assert_eq!(eval["job_id"], "gone", "{eval}");
+    let listed = json(&drover(&server, &["node", "status", "-json"]).await);
+    assert_eq!(listed.as_array().map(Vec::len), Some(0), "{listed}");
+
+    let again = drover(&server, &["node", "purge", id]).await;
+    assert_code(&again, 1);
+    server.stop().await;
+}

@@ -1,5 +1,5 @@
 //! `drover node ...`: list and show nodes ([`show`]), and the operator's actions on one
-//! node (offline / online, drain ([`drain`], followed until done), eligibility). Node ids may be given by their first
+//! node (offline / online, drain ([`drain`], followed until done), eligibility, purge). Node ids may be given by their first
 //! characters, as tables print them.
 
 pub mod drain;
@@ -60,6 +60,9 @@ pub enum NodeCommand {
         #[arg(long)]
         disable: bool,
     },
+    /// Forget a node for good (one that is down and will not return); the jobs it ran are
+    /// evaluated so its allocations are replaced. A live agent registers again
+    Purge { node_id: String },
 }
 
 pub async fn run(client: &Client, cmd: NodeCommand, out: &mut dyn Write) -> Result<Exit, CliError> {
@@ -154,6 +157,22 @@ pub async fn run(client: &Client, cmd: NodeCommand, out: &mut dyn Write) -> Resu
                 output::id(&id, false),
                 eligibility.as_str()
             )?;
+            Ok(Exit::OK)
+        }
+        NodeCommand::Purge { node_id } => {
+            let id = resolve(client, &node_id).await?;
+            let answer = client
+                .operator()
+                .node_purge(pb::NodePurgeRequest {
+                    node_id: id.clone(),
+                })
+                .await
+                .map_err(rpc_failed(format_args!("purging node {node_id:?}")))?
+                .into_inner();
+            writeln!(out, "Node {:?} purged", output::id(&id, false))?;
+            for eval in answer.eval_ids {
+                writeln!(out, "Evaluation ID: {eval}")?;
+            }
             Ok(Exit::OK)
         }
     }
