@@ -80,6 +80,27 @@ pub fn system_job(id: &str) -> Job {
 }
 
 /// A pending eval of `job` triggered by registration.
+/// A service `name` on the group's port `port_label` with one tcp check every 10 s, as the
+/// simulator's tests and the services bench offer it.
+pub fn tcp_service(name: &str, port_label: &str, tag: &str) -> Service {
+    Service {
+        name: name.into(),
+        port_label: port_label.into(),
+        tags: vec![tag.into()],
+        meta: Default::default(),
+        address_mode: Default::default(),
+        checks: vec![ServiceCheck {
+            name: String::new(),
+            kind: CheckKind::Tcp,
+            interval: Duration::from_secs(10),
+            timeout: Duration::from_secs(2),
+            on_update: OnUpdate::RequireHealthy,
+            check_restart: None,
+            task: None,
+        }],
+    }
+}
+
 pub fn eval(n: u64, job: &Job) -> Evaluation {
     Evaluation::new(eval_id(n), job, TriggeredBy::JobRegister, Timestamp::ZERO)
 }

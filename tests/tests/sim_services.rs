@@ -5,12 +5,9 @@
 
 use drover_agent::sim::{SimConfig, Simulator};
 use drover_core::mock;
-use drover_core::types::{
-    CheckKind, GroupNetwork, Job, JobKey, OnUpdate, PortAsk, Service, ServiceCheck, ServiceHealth,
-};
+use drover_core::types::{GroupNetwork, Job, JobKey, PortAsk, ServiceHealth};
 use drover_proto::convert::JobRegistration;
 use drover_tests::{DEADLINE, TestServer, eventually};
-use std::time::Duration;
 
 /// Job `id` of `count` allocations; with `service`, its group offers `<id>-web` on its
 /// port `http` with one tcp check.
@@ -21,22 +18,9 @@ fn job(id: &str, count: u32, service: bool) -> Job {
         ports: vec![PortAsk::dynamic("http")],
     });
     if service {
-        group.services.push(Service {
-            name: "${NOMAD_JOB_NAME}-web".into(),
-            port_label: "http".into(),
-            tags: vec!["sim".into()],
-            meta: Default::default(),
-            address_mode: Default::default(),
-            checks: vec![ServiceCheck {
-                name: String::new(),
-                kind: CheckKind::Tcp,
-                interval: Duration::from_secs(10),
-                timeout: Duration::from_secs(2),
-                on_update: OnUpdate::RequireHealthy,
-                check_restart: None,
-                task: None,
-            }],
-        });
+        group
+            .services
+            .push(mock::tcp_service("${NOMAD_JOB_NAME}-web", "http", "sim"));
     }
     job
 }

@@ -44,7 +44,7 @@ use super::workload::Workload;
 use crate::client::Client;
 use crate::error::rpc_failed;
 use drover_agent::sim::ServiceWrite;
-use drover_core::types::{CheckKind, Job, OnUpdate, Service, ServiceCheck};
+use drover_core::types::{Job, Service};
 use drover_proto::v1 as pb;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -237,22 +237,7 @@ pub fn needs_own_server() -> BenchError {
 /// The service every job offers on the services side: `<job>-svc` on its first port, with
 /// one tcp check.
 pub fn service() -> Service {
-    Service {
-        name: "${NOMAD_JOB_NAME}-svc".into(),
-        port_label: "p0".into(),
-        tags: vec!["bench".into()],
-        meta: Default::default(),
-        address_mode: Default::default(),
-        checks: vec![ServiceCheck {
-            name: String::new(),
-            kind: CheckKind::Tcp,
-            interval: Duration::from_secs(10),
-            timeout: Duration::from_secs(2),
-            on_update: OnUpdate::RequireHealthy,
-            check_restart: None,
-            task: None,
-        }],
-    }
+    drover_core::mock::tcp_service("${NOMAD_JOB_NAME}-svc", "p0", "bench")
 }
 
 /// The name job `n`'s service has once interpolated.

@@ -391,25 +391,14 @@ proptest! {
 
 /// Job `shop` of one group `web` offering `shop-web` on port `http`, with one tcp check.
 fn job_with_a_service(services: bool) -> Arc<Job> {
-    use drover_core::types::{CheckKind, OnUpdate, Service, ServiceCheck, Task, TaskGroup};
+    use drover_core::types::{Task, TaskGroup};
     let mut group = TaskGroup::new("web", 1, vec![Task::raw_exec("web", "/bin/true")]);
     if services {
-        group.services.push(Service {
-            name: "${NOMAD_JOB_NAME}-web".into(),
-            port_label: "http".into(),
-            tags: vec!["bench".into()],
-            meta: Default::default(),
-            address_mode: Default::default(),
-            checks: vec![ServiceCheck {
-                name: String::new(),
-                kind: CheckKind::Tcp,
-                interval: Duration::from_secs(10),
-                timeout: Duration::from_secs(2),
-                on_update: OnUpdate::RequireHealthy,
-                check_restart: None,
-                task: None,
-            }],
-        });
+        group.services.push(drover_core::mock::tcp_service(
+            "${NOMAD_JOB_NAME}-web",
+            "http",
+            "bench",
+        ));
     }
     Arc::new(Job::new(
         "shop",
