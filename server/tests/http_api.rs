@@ -731,6 +731,60 @@ async fn lists_take_prefix_namespace_and_pages_as_nomads_do() {
     assert_eq!(seen, ["db", "web-a", "web-b", "web-p"]);
     assert_eq!(pages, 2);
 
+    // Evaluations are filtered by namespace and prefix before they are paged: one a page,
+    // no page comes back empty while a token remains (web-p's eval, the newest, is in
+    // another namespace).
+    let evals_of = |answer: &Answer| -> Vec<(String, String)> {
+        ids(answer)
+            .into_iter()
+            .zip(values_of(&answer.body, "Namespace"))
+            .collect()
+    };
+    let mut seen = Vec::new();
+    let mut path = "/v1/evaluations?namespace=default&per_page=1".to_string();
+    loop {
+        let answer = http(&addr, "GET", &path, None, "", false).await;
+        assert_eq!(answer.status, 200, "{path}: {answer:?}");
+        let page = evals_of(&answer);
+        assert_eq!(page.len(), 1, "{path}: {page:?}");
+        assert!(
+            page.iter().all(|(_, ns)| ns == "default"),
+            "{path}: {page:?}"
+        );
+        seen.extend(page);
+        match answer.header("x-nomad-nexttoken") {
+            Some(token) => {
+                path = format!("/v1/evaluations?namespace=default&per_page=1&next_token={token}")
+            }
+            None => break,
+        }
+        assert!(seen.len() < 10, "the pages never end: {seen:?}");
+    }
+    let whole = http(
+        &addr,
+        "GET",
+        "/v1/evaluations?namespace=default",
+        None,
+        "",
+        false,
+    )
+    .await;
+    let mut whole = evals_of(&whole);
+    assert!(whole.len() >= 3, "one eval a job at least: {whole:?}");
+    let mut paged = seen.clone();
+    whole.sort();
+    paged.sort();
+    assert_eq!(paged, whole);
+    let (oldest, _) = seen.last().unwrap().clone();
+    let path = format!("/v1/evaluations?prefix={}&per_page=1", &oldest[..8]);
+    let answer = http(&addr, "GET", &path, None, "", false).await;
+    assert_eq!(
+        evals_of(&answer),
+        [(oldest, "default".to_string())],
+        "{path}"
+    );
+    assert_eq!(answer.header("x-nomad-nexttoken"), None, "{path}");
+
     // A fuzzy search names the namespace a job was found in as its scope, whether the
     // namespace was given or is the default.
     for (path, body, want) in [

@@ -27,8 +27,6 @@ pub fn routes() -> Router<Ctx> {
 
 async fn list(State(ctx): State<Ctx>, call: Call) -> Result<Response, ApiError> {
     let prefix = call.prefix().to_string();
-    // drover's list takes a namespace only to qualify a job id; otherwise the namespace
-    // is filtered here.
     let job_id = call.get("job").unwrap_or("").to_string();
     let namespace = call.list_namespace().to_string();
     let (evals, index, next) = pages(&call, |query, page_size, next_token| {
@@ -42,6 +40,8 @@ async fn list(State(ctx): State<Ctx>, call: Call) -> Result<Response, ApiError> 
             job_id: job_id.clone(),
             page_size,
             next_token,
+            id_prefix: prefix.clone(),
+            in_namespace: namespace.clone(),
             ..Default::default()
         });
         let mut evals = ctx.grpc.evals();
@@ -51,12 +51,7 @@ async fn list(State(ctx): State<Ctx>, call: Call) -> Result<Response, ApiError> 
         }
     })
     .await?;
-    let body: Vec<Evaluation> = evals
-        .iter()
-        .filter(|e| e.id.starts_with(&prefix))
-        .filter(|e| namespace.is_empty() || e.namespace == namespace)
-        .map(Evaluation::from)
-        .collect();
+    let body: Vec<Evaluation> = evals.iter().map(Evaluation::from).collect();
     Ok(reply::json(ctx.meta(index), &next, &body))
 }
 

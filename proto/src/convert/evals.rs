@@ -94,6 +94,10 @@ pub struct EvalFilter {
     /// Set when the request named a job (an empty namespace meaning `default`).
     pub job: Option<JobKey>,
     pub triggered_by: Option<TriggeredBy>,
+    /// Only ids starting with this (empty: any).
+    pub id_prefix: String,
+    /// Only this namespace (empty: any).
+    pub in_namespace: String,
     /// At most this many, newest first; `None`: no limit.
     pub limit: Option<usize>,
 }
@@ -104,6 +108,8 @@ impl EvalFilter {
         self.status.is_none_or(|s| eval.status == s)
             && self.scheduler.is_none_or(|s| eval.scheduler == s)
             && self.triggered_by.is_none_or(|t| eval.triggered_by == t)
+            && (self.id_prefix.is_empty() || eval.id.to_string().starts_with(&self.id_prefix))
+            && (self.in_namespace.is_empty() || *eval.namespace == *self.in_namespace)
             && self
                 .job
                 .as_ref()
@@ -132,6 +138,8 @@ impl TryFrom<&pb::ListEvalsRequest> for EvalFilter {
             scheduler: optional_enum("scheduler", p.scheduler)?,
             job,
             triggered_by: optional_enum("triggered_by", p.triggered_by)?,
+            id_prefix: p.id_prefix.to_ascii_lowercase(),
+            in_namespace: p.in_namespace.clone(),
             limit: (p.limit > 0).then(|| usize::try_from(p.limit).unwrap_or(usize::MAX)),
         })
     }
