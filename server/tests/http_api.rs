@@ -197,7 +197,7 @@ operator { policy = "read" }"#;
         ("GET", "/v1/service/db".into(), "", Need::Read),
         ("POST", "/v1/jobs".into(), JOB, Need::More),
         ("POST", "/v1/jobs/parse".into(), parse, Need::None),
-        ("POST", "/v1/validate/job".into(), JOB, Need::More),
+        ("POST", "/v1/validate/job".into(), JOB, Need::Read),
         ("GET", "/v1/job/web".into(), "", Need::Read),
         ("POST", "/v1/job/web".into(), JOB, Need::More),
         ("DELETE", "/v1/job/absent".into(), "", Need::More),

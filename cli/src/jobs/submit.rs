@@ -98,6 +98,7 @@ pub async fn plan(
         .jobs()
         .plan(pb::PlanJobRequest {
             job: Some((&job).into()),
+            validate_only: false,
         })
         .await
         .map_err(rpc_failed(format_args!("planning job {id:?}")))?

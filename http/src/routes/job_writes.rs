@@ -172,7 +172,10 @@ pub async fn plan(
 ) -> Result<Response, ApiError> {
     let b = register_body(&bytes)?;
     let job = submitted(&call, &b, Some(&id))?;
-    let req = call.creds.request(pb::PlanJobRequest { job: Some(job) });
+    let req = call.creds.request(pb::PlanJobRequest {
+        job: Some(job),
+        validate_only: false,
+    });
     let r = ctx.grpc.jobs().plan(req).await?.into_inner();
     let updates: BTreeMap<&String, Value> = r
         .desired_updates
@@ -210,8 +213,8 @@ pub async fn plan(
 }
 
 /// Nomad's `/v1/validate/job`: the job is read as a registration reads it and handed to
-/// the gRPC API's plan, which validates it as a registration does (a plan changes
-/// nothing). Its problems are the answer, as Nomad's `JobValidateResponse`, not an error;
+/// the gRPC API's plan with `validate_only`, which validates it as a registration does and
+/// needs `read-job`, as Nomad's validate does. Its problems are the answer, as Nomad's `JobValidateResponse`, not an error;
 /// a body that is not a register request is refused as one.
 pub async fn validate(
     State(ctx): State<Ctx>,
@@ -223,7 +226,10 @@ pub async fn validate(
         Err(ApiError::BadRequest(why)) if b.job.is_some() => Some(why),
         Err(e) => return Err(e),
         Ok(job) => {
-            let req = call.creds.request(pb::PlanJobRequest { job: Some(job) });
+            let req = call.creds.request(pb::PlanJobRequest {
+                job: Some(job),
+                validate_only: true,
+            });
             match ctx.grpc.jobs().plan(req).await {
                 Ok(_) => None,
                 Err(s) if s.code() == tonic::Code::InvalidArgument => Some(s.message().to_string()),

@@ -85,13 +85,25 @@ impl JobService for JobApi {
             .job
             .as_ref()
             .map_or("", |j| j.namespace.as_str());
-        authorize(&req, Need::Namespace(Cap::SubmitJob, ns_of(ns)))?;
+        let validate_only = req.get_ref().validate_only;
+        let cap = if validate_only {
+            Cap::ReadJob
+        } else {
+            Cap::SubmitJob
+        };
+        authorize(&req, Need::Namespace(cap, ns_of(ns)))?;
         let mut job = submitted_job(req.into_inner().job)?;
         canonicalize(&mut job);
         validate_job(&job, &self.0.handle.config().limits)
             .map_err(|e| Status::invalid_argument(e.to_string()))?;
         let snap = self.0.handle.snapshot();
         let index = snap.latest_index();
+        if validate_only {
+            return Ok(Response::new(pb::PlanJobResponse {
+                index,
+                ..Default::default()
+            }));
+        }
         let env = Env {
             now: crate::clock::now(),
             seed: rand::random(),
