@@ -6,7 +6,7 @@
 
 mod cli_support;
 
-use cli_support::{spawn, wait_for_line};
+use cli_support::{Running, spawn, wait_for_line};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
@@ -115,31 +115,44 @@ fn address_after(line: &str, marker: &str) -> String {
         .unwrap_or_else(|| panic!("no address after {marker:?} in {line:?}"))
 }
 
-/// Runs suite `name` against `drover dev` (two simulated nodes beside its real agent).
-fn suite_on_dev(name: &str) {
+/// A `drover dev` on free ports with its HTTP API, and that API's address from its banner.
+struct Dev {
+    http: String,
+    _running: Running,
+    _data_dir: tempfile::TempDir,
+}
+
+/// Starts `drover dev` with `extra` flags beside the free-port ones.
+fn dev_with_http(extra: &[&str]) -> Dev {
     let data_dir = tempfile::tempdir().expect("temp dir");
     let dir = data_dir.path().to_str().expect("utf-8 temp dir");
-    let dev = spawn(
-        "http://127.0.0.1:1",
-        &[
-            "dev",
-            "--bind",
-            "127.0.0.1:0",
-            "--http-addr",
-            "127.0.0.1:0",
-            "--metrics-addr",
-            "127.0.0.1:0",
-            "--nodes",
-            "2",
-            "--no-sample-job",
-            "--data-dir",
-            dir,
-        ],
-    );
-    let line = wait_for_line(&dev, "the HTTP API in the banner", |l| {
+    let mut args = vec![
+        "dev",
+        "--bind",
+        "127.0.0.1:0",
+        "--http-addr",
+        "127.0.0.1:0",
+        "--metrics-addr",
+        "127.0.0.1:0",
+        "--data-dir",
+        dir,
+    ];
+    args.extend_from_slice(extra);
+    let running = spawn("http://127.0.0.1:1", &args);
+    let line = wait_for_line(&running, "the HTTP API in the banner", |l| {
         l.contains("HTTP API:")
     });
-    suite(name, &address_after(&line, "http://"));
+    Dev {
+        http: address_after(&line, "http://"),
+        _running: running,
+        _data_dir: data_dir,
+    }
+}
+
+/// Runs suite `name` against `drover dev` (two simulated nodes beside its real agent).
+fn suite_on_dev(name: &str) {
+    let dev = dev_with_http(&["--nodes", "2", "--no-sample-job"]);
+    suite(name, &dev.http);
 }
 
 #[test]
@@ -250,29 +263,9 @@ fn the_readmes_python_nomad_block_runs_against_drover_dev() {
         .and_then(Path::parent)
         .expect("the venv holds bin/python")
         .to_path_buf();
-    let data_dir = tempfile::tempdir().expect("temp dir");
-    let dir = data_dir.path().to_str().expect("utf-8 temp dir");
     // With its sample job `web`, whose task `server` the block reads the logs of.
-    let dev = spawn(
-        "http://127.0.0.1:1",
-        &[
-            "dev",
-            "--bind",
-            "127.0.0.1:0",
-            "--http-addr",
-            "127.0.0.1:0",
-            "--metrics-addr",
-            "127.0.0.1:0",
-            "--nodes",
-            "0",
-            "--data-dir",
-            dir,
-        ],
-    );
-    let line = wait_for_line(&dev, "the HTTP API in the banner", |l| {
-        l.contains("HTTP API:")
-    });
-    let addr = address_after(&line, "http://");
+    let dev = dev_with_http(&["--nodes", "0"]);
+    let addr = dev.http.clone();
     wait_until("every allocation of the sample job to run and log", || {
         let raw = raw_get(&addr, "/v1/job/web/allocations");
         let ids: Vec<&str> = raw
