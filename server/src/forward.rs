@@ -10,6 +10,12 @@
 //! [`FORWARDED_HEADER`] and is never forwarded again: a server that has lost the lead in
 //! between answers it itself (UNAVAILABLE, naming the leader), so calls cannot loop.
 //!
+//! A follower is a proxy for many clients, so its calls to the leader travel on several
+//! connections ([`CALL_LANES`]) rather than one, which the leader's per-connection limit
+//! would hold to one client's share. Heartbeats have a connection of their own: a node's
+//! liveness must never queue behind other nodes' writes waiting for a Raft commit, or a
+//! loaded cluster marks its nodes down for its own slowness.
+//!
 //! A forwarded call never outlives its caller: it runs under a deadline a little shorter
 //! than the caller's own (`grpc-timeout`), and at most [`MAX_FORWARD`]. If the leader this
 //! server knows changes while the call is on its way (a partitioned leader was replaced),
@@ -36,6 +42,11 @@ pub const MAX_FORWARD: Duration = Duration::from_secs(10);
 const DEADLINE_MARGIN: Duration = Duration::from_millis(100);
 /// Requests up to this size are kept so they can be sent again to a new leader.
 const MAX_REPLAY_BYTES: u64 = 1 << 20;
+
+/// Connections a follower spreads its forwarded calls over (heartbeats have their own).
+pub const CALL_LANES: usize = 4;
+/// The call that keeps a node alive; it travels on its own connection.
+const HEARTBEAT_PATH: &str = "/drover.v1.NodeService/UpdateStatus";
 
 /// Set on a call a follower forwarded (to the forwarding server's id).
 pub const FORWARDED_HEADER: &str = "drover-forwarded-by";
@@ -82,7 +93,26 @@ pub fn served_locally(path: &str) -> bool {
 struct Known {
     leader: ServerId,
     raft_addr: String,
-    channel: Channel,
+    lanes: Arc<Lanes>,
+}
+
+/// The connections to one leader's API: one for heartbeats, [`CALL_LANES`] for the rest.
+#[derive(Debug)]
+struct Lanes {
+    heartbeats: Channel,
+    calls: Vec<Channel>,
+    next: std::sync::atomic::AtomicUsize,
+}
+
+impl Lanes {
+    /// The connection a call to `path` takes: heartbeats their own, the rest in turn.
+    fn for_path(&self, path: &str) -> Channel {
+        if path == HEARTBEAT_PATH {
+            return self.heartbeats.clone();
+        }
+        let turn = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.calls[turn % self.calls.len()].clone()
+    }
 }
 
 /// Finds the leader's client API.
@@ -169,8 +199,8 @@ impl Directory {
         self.peers.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A channel to the leader's API; `None` when this server leads.
-    async fn leader(&self) -> Result<Option<Channel>, Status> {
+    /// The connections to the leader's API; `None` when this server leads.
+    async fn leader(&self) -> Result<Option<Arc<Lanes>>, Status> {
         let elected = {
             let mut metrics = self.raft.metrics();
             let elected =
@@ -206,7 +236,7 @@ impl Directory {
             && k.leader == leader
             && k.raft_addr == raft_addr
         {
-            return Ok(Some(k.channel.clone()));
+            return Ok(Some(k.lanes.clone()));
         }
         let info = self
             .transport
@@ -218,14 +248,21 @@ impl Directory {
                 "leader {leader} does not serve its API yet; retry"
             )));
         }
-        let channel = self.channel(&info)?;
-        tracing::info!(leader, api_addr = %info.api_addr, "forwarding leader calls");
+        // Each lazily connected channel is a connection of its own.
+        let lanes = Arc::new(Lanes {
+            heartbeats: self.channel(&info)?,
+            calls: (0..CALL_LANES)
+                .map(|_| self.channel(&info))
+                .collect::<Result<_, _>>()?,
+            next: std::sync::atomic::AtomicUsize::new(0),
+        });
+        tracing::info!(leader, api_addr = %info.api_addr, lanes = CALL_LANES + 1, "forwarding leader calls");
         *self.known.lock().unwrap_or_else(|p| p.into_inner()) = Some(Known {
             leader,
             raft_addr,
-            channel: channel.clone(),
+            lanes: lanes.clone(),
         });
-        Ok(Some(channel))
+        Ok(Some(lanes))
     }
 
     /// The leader this server knows, if any.
@@ -346,7 +383,7 @@ where
                         let Some(body) = body else { break };
                         return inner.call(http::Request::from_parts(parts, body)).await;
                     }
-                    Ok(Some(channel)) => channel,
+                    Ok(Some(lanes)) => lanes.for_path(&path),
                     Err(status) => return Ok(status.into_http()),
                 };
                 let Some(body) = kept

@@ -5,32 +5,13 @@
 mod common;
 
 use common::{
-    DEADLINE, big_service_job, cluster_configs, join_many, live_allocs, register, wait_until,
+    agreed_leader, big_service_job, cluster_configs, join_many, live_allocs, register, wait_until,
 };
 use drover_core::EvalStatus;
 use drover_proto::convert::WorkerTarget;
 use drover_server::Server;
 
 const SECRET: &str = "test-cluster-secret-0123";
-
-/// The index of the server all of `servers` agree leads.
-async fn agreed_leader(servers: &[Server]) -> usize {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
-        let leaders: Vec<_> = servers.iter().map(|s| s.handle().leader()).collect();
-        if let Some(Some(l)) = leaders.first()
-            && leaders.iter().all(|x| x == &Some(*l))
-            && servers[*l as usize - 1].handle().is_leader()
-        {
-            return *l as usize - 1;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no agreed leader: {leaders:?}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn followers_schedule_through_the_leader_while_its_own_workers_are_paused() {

@@ -205,6 +205,25 @@ pub fn cluster_configs(n: u64, secret: &str) -> (Vec<ServerConfig>, Vec<tempfile
         .unzip()
 }
 
+/// The index of the server all of `servers` agree leads.
+pub async fn agreed_leader(servers: &[Server]) -> usize {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let leaders: Vec<_> = servers.iter().map(|s| s.handle().leader()).collect();
+        if let Some(Some(l)) = leaders.first()
+            && leaders.iter().all(|x| x == &Some(*l))
+            && servers[*l as usize - 1].handle().is_leader()
+        {
+            return *l as usize - 1;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no agreed leader: {leaders:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 /// Registers node 1 on whichever server leads, trying again while an election settles.
 pub async fn register_on_leader(servers: &[Server]) -> NodeRegistered {
     let deadline = tokio::time::Instant::now() + DEADLINE;

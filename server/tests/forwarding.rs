@@ -1,0 +1,137 @@
+//! A follower forwards leader calls over several connections, and heartbeats over one of
+//! their own: a leader serves a bounded number of calls per connection, and a node's
+//! heartbeat must not wait behind other calls holding those slots.
+
+mod common;
+
+use common::{DEADLINE, agreed_leader, cluster_configs, join};
+use drover_proto::v1 as pb;
+use drover_server::Server;
+use drover_server::api::ApiOptions;
+use drover_server::forward::{CALL_LANES, CONSISTENCY_HEADER};
+use std::time::Duration;
+use tonic::Code;
+use tonic::transport::Channel;
+
+const SECRET: &str = "test-cluster-secret-forwarding";
+
+/// A connection of its own to `addr`: the follower limits calls per connection too.
+async fn connect(addr: std::net::SocketAddr) -> Channel {
+    Channel::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .expect("connects")
+}
+
+/// A job list the leader must answer (consistent), waiting up to `wait` for `min_index`,
+/// so it holds one of the leader's slots until then; with `timeout` the caller gives
+/// up after it.
+fn held_list(
+    min_index: u64,
+    wait: Duration,
+    timeout: Option<Duration>,
+) -> tonic::Request<pb::ListJobsRequest> {
+    let mut req = tonic::Request::new(pb::ListJobsRequest {
+        query: Some(pb::QueryOptions {
+            min_index,
+            max_wait_ms: wait.as_millis() as u64,
+        }),
+        ..Default::default()
+    });
+    req.metadata_mut()
+        .insert(CONSISTENCY_HEADER, "consistent".parse().unwrap());
+    if let Some(t) = timeout {
+        req.set_timeout(t);
+    }
+    req
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_forwarded_heartbeat_passes_calls_that_fill_the_leaders_connections() {
+    common::init_tracing();
+    let (configs, _dirs) = cluster_configs(3, SECRET);
+    let opts = ApiOptions {
+        max_concurrent_per_connection: 1,
+        max_query_wait: Duration::from_secs(60),
+        ..Default::default()
+    };
+    let mut servers = Vec::new();
+    let mut apis = Vec::new();
+    for mut config in configs {
+        config.bind_addr = "127.0.0.1:0".into();
+        // Long enough that the node's timer never expires during the test (its expiry is a
+        // write, which would answer the held calls).
+        config.heartbeat.min_ttl = Duration::from_secs(30);
+        let server = Server::start(config).await.expect("server starts");
+        apis.push(server.serve(opts.clone()).await.expect("api serves"));
+        servers.push(server);
+    }
+    let leader = agreed_leader(&servers).await;
+    // Ready before the test: the heartbeat under test then writes nothing, which would
+    // answer the held calls.
+    let node = join(&servers[leader].handle(), 1, "").await.creds;
+    let follower = (leader + 1) % servers.len();
+    let follower_addr = apis[follower].local_addr();
+    let next = servers[leader].handle().snapshot().latest_index() + 1;
+
+    // Two calls held per connection the follower keeps to the leader, each waiting for the
+    // next write: every connection is full.
+    let mut held = Vec::new();
+    for _ in 0..2 * CALL_LANES {
+        let mut jobs = pb::job_service_client::JobServiceClient::new(connect(follower_addr).await);
+        held.push(tokio::spawn(async move {
+            jobs.list(held_list(next, Duration::from_secs(60), None))
+                .await
+        }));
+    }
+    // A probe that any free slot would answer at once times out: the held calls are there.
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let mut jobs = pb::job_service_client::JobServiceClient::new(connect(follower_addr).await);
+        let probe = jobs
+            .list(held_list(0, Duration::ZERO, Some(Duration::from_secs(1))))
+            .await;
+        match probe {
+            Err(status) if status.code() == Code::DeadlineExceeded => break,
+            other => {
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "the held calls never filled the leader's connections: {other:?}"
+                );
+            }
+        }
+    }
+
+    let mut nodes = pb::node_service_client::NodeServiceClient::new(connect(follower_addr).await);
+    let mut beat = tonic::Request::new(pb::UpdateNodeStatusRequest {
+        auth: Some(pb::NodeAuth {
+            node_id: node.node_id.to_string(),
+            secret_id: node.secret_id.clone(),
+        }),
+        readiness: pb::Readiness::Ready.into(),
+        last_snapshot: None,
+    });
+    // Well inside the 10 s a held call may take on its way to the leader.
+    beat.set_timeout(Duration::from_secs(5));
+    let ack = nodes
+        .update_status(beat)
+        .await
+        .expect("the heartbeat is answered while every other connection is full")
+        .into_inner();
+    assert!(ack.heartbeat_ttl_ms > 0, "a TTL: {ack:?}");
+    assert!(
+        held.iter().all(|h| !h.is_finished()),
+        "the held calls still wait: the heartbeat did not need their slots"
+    );
+
+    for h in held {
+        h.abort();
+    }
+    for api in apis {
+        api.shutdown().await.unwrap();
+    }
+    for s in servers {
+        s.shutdown().await.expect("stops");
+    }
+}
