@@ -89,7 +89,7 @@ pub(crate) async fn heartbeat(
     cancel_rate: f64,
 ) -> Result<Duration, tonic::Status> {
     if cancel_rate > 0.0 && rand::random::<f64>() < cancel_rate {
-        let mut client = conns.unary(node);
+        let mut client = conns.heartbeats(node);
         let decoy = client.update_status(pb::UpdateNodeStatusRequest {
             auth: Some(auth.clone()),
             readiness: pb::Readiness::Ready.into(),
@@ -102,7 +102,7 @@ pub(crate) async fn heartbeat(
         }
     }
     let resp = conns
-        .unary(node)
+        .heartbeats(node)
         .update_status(pb::UpdateNodeStatusRequest {
             auth: Some(auth),
             readiness: pb::Readiness::Ready.into(),

@@ -3,7 +3,9 @@
 //! Watch streams are long-lived, and a server caps the streams open on one connection, so
 //! each watch connection carries at most `streams_per_connection` of them (node `i` watches on
 //! connection `i / streams_per_connection`). Unary calls go over their own few connections so
-//! a full watch connection never delays a heartbeat. With several servers every channel
+//! a full watch connection never delays a heartbeat, and heartbeats over theirs: a server
+//! serves a bounded number of calls of one connection at once, and reports waiting for a
+//! commit must not hold a heartbeat back (a real node has a connection of its own). With several servers every channel
 //! balances over all of them, so a server that is down is skipped.
 
 use super::{SimConfig, SimError};
@@ -20,6 +22,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 #[derive(Debug)]
 pub(crate) struct Connections {
     rpc: Vec<BearerChannel>,
+    heartbeats: Vec<BearerChannel>,
     /// The same connections without the join token: job reads present a node's identity.
     rpc_plain: Vec<Channel>,
     watch: Vec<BearerChannel>,
@@ -111,6 +114,9 @@ impl Connections {
                 .map(|c| with_token(c.clone(), token))
                 .collect::<Result<_, _>>()?,
             rpc_plain,
+            heartbeats: (0..config.rpc_connections.div_ceil(2))
+                .map(|_| channel(&endpoints, token))
+                .collect::<Result<_, _>>()?,
             watch: (0..watch_count)
                 .map(|_| channel(&endpoints, token))
                 .collect::<Result<_, _>>()?,
@@ -121,6 +127,11 @@ impl Connections {
     /// The client for node `node`'s unary calls.
     pub(crate) fn unary(&self, node: u32) -> NodeServiceClient<BearerChannel> {
         NodeServiceClient::new(self.rpc[node as usize % self.rpc.len()].clone())
+    }
+
+    /// The client for node `node`'s heartbeats.
+    pub(crate) fn heartbeats(&self, node: u32) -> NodeServiceClient<BearerChannel> {
+        NodeServiceClient::new(self.heartbeats[node as usize % self.heartbeats.len()].clone())
     }
 
     /// Job reads as node `node`, presenting its id and secret (as the real agent reads the

@@ -1,9 +1,10 @@
-//! Starting unary calls: at most `max_in_flight` run at once, inside the engine's loop; the
-//! rest wait in the backlog in arrival order, except registrations, which wait behind
-//! everything else and take at most a quarter of the slots: a node already up must not miss
-//! its heartbeat because thousands of others are still registering. A report takes its node's updates when it starts, not when
-//! it is queued, so it always carries the newest state.
+//! Starting unary calls inside the engine's loop, in the order [`CallQueue`] gives. A
+//! report takes its node's updates when it starts, not when it is queued, so it always
+//! carries the newest state.
+//!
+//! [`CallQueue`]: super::queue::CallQueue
 
+use super::queue::Running;
 use super::{Call, Done, Engine, Phase};
 use crate::sim::ServiceWrite;
 use crate::sim::calls;
@@ -17,43 +18,30 @@ use tokio::time::Instant;
 
 impl Engine {
     pub(super) fn call(&mut self, call: Call) {
-        if let Call::Register(n) = call {
-            self.registrations.push_back(n);
-            self.drain_backlog();
-        } else if self.rpcs.len() < self.config.max_in_flight {
-            self.launch(call);
-        } else {
-            self.backlog.push_back(call);
-        }
+        self.waiting.push(call);
+        self.drain_backlog();
     }
 
     /// Starts waiting calls while there are free slots.
     pub(super) fn drain_backlog(&mut self) {
-        while self.rpcs.len() < self.config.max_in_flight {
-            let next = match self.backlog.pop_front() {
-                Some(call) => call,
-                None if self.registering < self.registration_slots() => {
-                    match self.registrations.pop_front() {
-                        Some(n) => Call::Register(n),
-                        None => break,
-                    }
-                }
-                None => break,
+        loop {
+            let running = Running {
+                total: self.rpcs.len(),
+                heartbeats: self.heartbeating,
+                registrations: self.registering,
+            };
+            let Some(next) = self.waiting.next(running) else {
+                break;
             };
             self.launch(next);
         }
-    }
-
-    /// Registrations are writes that queue on the leader; a quarter of the slots keeps the
-    /// write queue short, so the heartbeats of nodes already up are answered in time.
-    fn registration_slots(&self) -> usize {
-        (self.config.max_in_flight / 4).max(1)
     }
 
     pub(super) fn launch(&mut self, call: Call) {
         let conns = self.conns.clone();
         let fut: BoxFuture<'static, Done> = match call {
             Call::Heartbeat(n) => {
+                self.heartbeating += 1;
                 let auth = self.nodes[n as usize].auth.clone();
                 let cancel_rate = self.config.cancel_rate;
                 Box::pin(async move {

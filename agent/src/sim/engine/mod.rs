@@ -17,6 +17,7 @@
 
 mod launch;
 mod outcomes;
+mod queue;
 
 use super::SimStats;
 use super::connections::Connections;
@@ -29,9 +30,10 @@ use drover_proto::v1 as pb;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
+use queue::CallQueue;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::{mpsc, oneshot};
@@ -130,8 +132,10 @@ pub(crate) struct Engine {
     nodes: Vec<Node>,
     timers: DelayQueue<Timer>,
     rpcs: FuturesUnordered<BoxFuture<'static, Done>>,
-    backlog: VecDeque<Call>,
-    registrations: VecDeque<u32>,
+    /// Calls waiting for a slot.
+    waiting: CallQueue,
+    /// Heartbeats in flight.
+    heartbeating: usize,
     /// Registrations in flight.
     registering: usize,
     to_report: Vec<u32>,
@@ -191,6 +195,7 @@ impl Engine {
             register_services: config.register_services,
         };
         let count = config.nodes;
+        let waiting = CallQueue::new(config.max_in_flight, count);
         let mut engine = Engine {
             rng: ChaCha8Rng::seed_from_u64(config.seed.wrapping_add(1)),
             config,
@@ -200,8 +205,8 @@ impl Engine {
             nodes: Vec::with_capacity(count),
             timers: DelayQueue::with_capacity(count + 16),
             rpcs: FuturesUnordered::new(),
-            backlog: VecDeque::new(),
-            registrations: VecDeque::with_capacity(count),
+            waiting,
+            heartbeating: 0,
             registering: 0,
             to_report: Vec::new(),
             flush_armed: false,
@@ -290,7 +295,7 @@ impl Engine {
                     .count();
                 s.watching = self.nodes.iter().filter(|n| n.watch.is_some()).count();
                 s.running_allocs = self.nodes.iter().map(|n| n.allocs.running()).sum();
-                s.in_flight = self.rpcs.len() + self.backlog.len() + self.registrations.len();
+                s.in_flight = self.rpcs.len() + self.waiting.len();
                 let _ = reply.send(s);
             }
             Control::WatchServiceWrites(tx) => self.service_writes = Some(tx),

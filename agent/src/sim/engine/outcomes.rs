@@ -71,6 +71,7 @@ impl Engine {
     }
 
     fn heartbeat_done(&mut self, n: u32, result: Result<Duration, tonic::Status>) {
+        self.heartbeating -= 1;
         let node = &mut self.nodes[n as usize];
         node.heartbeat_in_flight = false;
         if node.phase == Phase::Silent {
