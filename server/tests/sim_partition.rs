@@ -76,22 +76,26 @@ fn nodes(
 }
 
 /// Registers a job every 100 ms on whichever server takes it, remembering what was
-/// acknowledged.
+/// acknowledged. Like a real client, it goes back first to the server that took the last
+/// one, and tries the others in turn after a failure.
 fn client(handles: Handles, seen: Arc<Mutex<Seen>>, stop: Arc<AtomicBool>) {
     tokio::spawn(async move {
         let mut n = 0;
+        let mut first = 0;
         while !stop.load(Ordering::SeqCst) {
             let id = format!("job-{n}");
             n += 1;
-            for h in handles.iter() {
+            for i in (0..handles.len()).map(|k| (first + k) % handles.len()) {
                 let reg = JobRegistration {
                     job: mock::service_job(&id, 1),
                     enforce_index: None,
                 };
                 if let Ok(Ok(_)) =
-                    tokio::time::timeout(Duration::from_secs(2), h.register_job(reg)).await
+                    tokio::time::timeout(Duration::from_secs(2), handles[i].register_job(reg))
+                        .await
                 {
                     seen.lock().unwrap().jobs.push(id.clone());
+                    first = i;
                     break;
                 }
             }

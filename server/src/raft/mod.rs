@@ -296,6 +296,46 @@ where
         .map_err(Into::into)
 }
 
+/// How long a fresh member of a bootstrap cluster waits before it forms the cluster
+/// itself. openraft campaigns as soon as a node is initialized, so members that all
+/// initialize at once split the first vote and the first leader is voted out moments
+/// after it won. The lowest id forms the cluster at once and the others take their turn
+/// only if no leader has reached them by then (the lowest is down), each one election
+/// timeout pair later than the one before it.
+fn bootstrap_delay(
+    node_id: ServerId,
+    members: &BTreeMap<ServerId, BasicNode>,
+    election_timeout_max: Duration,
+) -> Duration {
+    let rank = members.keys().position(|id| *id == node_id).unwrap_or(0);
+    (election_timeout_max * 2).saturating_mul(u32::try_from(rank).unwrap_or(u32::MAX))
+}
+
+async fn initialize(
+    raft: &Raft,
+    node_id: ServerId,
+    data_dir: &std::path::Path,
+    members: BTreeMap<ServerId, BasicNode>,
+) -> Result<(), RaftError> {
+    let ids: Vec<ServerId> = members.keys().copied().collect();
+    match raft.initialize(members).await {
+        Ok(()) => {}
+        // Another member initialized first and reached us: the cluster exists.
+        Err(openraft::error::RaftError::APIError(InitializeError::NotAllowed(e))) => {
+            tracing::info!(node_id, reason = %e, "cluster already initialized");
+        }
+        Err(e) => {
+            return Err(RaftError::Initialize {
+                node_id,
+                members: ids,
+                reason: e.to_string(),
+            });
+        }
+    }
+    tracing::info!(node_id, members = ?ids, data_dir = %data_dir.display(), "raft cluster initialized");
+    Ok(())
+}
+
 impl RaftNode {
     /// Opens the data dir and starts the node. A fresh data dir bootstraps as the config says;
     /// one with history recovers from it and is never re-initialized.
@@ -366,6 +406,7 @@ impl RaftNode {
         };
 
         let initialized = raft.is_initialized().await.map_err(fatal)?;
+        let election_timeout_max = config.election_timeout_max;
         let members = match (&config.bootstrap, initialized) {
             (_, true) | (Bootstrap::Join(_), false) => None,
             (Bootstrap::SingleNode, false) => Some(BTreeMap::from([(
@@ -397,12 +438,37 @@ impl RaftNode {
             runtime,
         };
         match members {
-            Some(members) => {
-                if let Err(e) = node.initialize(members).await {
-                    let _ = node.raft.shutdown().await;
-                    return Err(e);
+            Some(members) => match bootstrap_delay(node_id, &members, election_timeout_max) {
+                Duration::ZERO => {
+                    if let Err(e) = node.initialize(members).await {
+                        let _ = node.raft.shutdown().await;
+                        return Err(e);
+                    }
                 }
-            }
+                delay => {
+                    tracing::info!(
+                        node_id,
+                        delay_ms = delay.as_millis() as u64,
+                        "waiting for a lower member to form the cluster before forming it here"
+                    );
+                    let raft = node.raft.clone();
+                    let data_dir = node.data_dir.clone();
+                    node.runtime.spawn(async move {
+                        tokio::time::sleep(delay).await;
+                        match raft.is_initialized().await {
+                            Ok(false) => {
+                                if let Err(e) =
+                                    initialize(&raft, node_id, &data_dir, members).await
+                                {
+                                    tracing::warn!(node_id, error = %e, "cannot form the cluster");
+                                }
+                            }
+                            Ok(true) => {}
+                            Err(e) => tracing::debug!(node_id, error = %e, "stopped before forming the cluster"),
+                        }
+                    });
+                }
+            },
             None => tracing::info!(
                 node_id,
                 data_dir = %node.data_dir.display(),
@@ -420,24 +486,7 @@ impl RaftNode {
         &self,
         members: BTreeMap<ServerId, BasicNode>,
     ) -> Result<(), RaftError> {
-        let node_id = self.node_id;
-        let ids: Vec<ServerId> = members.keys().copied().collect();
-        match self.raft.initialize(members).await {
-            Ok(()) => {}
-            // Another member initialized first and reached us: the cluster exists.
-            Err(openraft::error::RaftError::APIError(InitializeError::NotAllowed(e))) => {
-                tracing::info!(node_id, reason = %e, "cluster already initialized");
-            }
-            Err(e) => {
-                return Err(RaftError::Initialize {
-                    node_id,
-                    members: ids,
-                    reason: e.to_string(),
-                });
-            }
-        }
-        tracing::info!(node_id, members = ?ids, data_dir = %self.data_dir.display(), "raft cluster initialized");
-        Ok(())
+        initialize(&self.raft, self.node_id, &self.data_dir, members).await
     }
 
     pub fn node_id(&self) -> ServerId {

@@ -89,6 +89,15 @@ impl RaftRuntime {
         self.runtime().spawn(fut).await
     }
 
+    /// Starts `fut` on the Raft runtime without waiting for it; it ends with the runtime
+    /// at the latest.
+    pub fn spawn<F>(&self, fut: F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        drop(self.runtime().spawn(fut));
+    }
+
     /// Enters the runtime for synchronous setup that spawns (a listener's accept loop).
     pub fn enter(&self) -> tokio::runtime::EnterGuard<'_> {
         self.runtime().enter()

@@ -102,6 +102,61 @@ async fn three_nodes_elect_replicate_and_forward() {
     cluster.shutdown().await;
 }
 
+/// Members of a bootstrap cluster take turns to form it: the lowest id at once, the next
+/// only if no leader reached it within its turn. All at once, they split the first vote
+/// and the first leader was voted out moments after it won.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lowest_member_forms_the_cluster_and_the_others_only_without_it() {
+    init_tracing();
+    let cluster = Cluster::start(3, |_| {}).await;
+    assert_eq!(cluster.leader().await, 1, "the lowest member leads");
+    for node in &cluster.nodes {
+        let vote = node.metrics().borrow().vote;
+        assert_eq!(
+            vote.leader_id().voted_for(),
+            Some(1),
+            "node {} voted only for the lowest member",
+            node.node_id()
+        );
+    }
+    cluster.shutdown().await;
+
+    // Member 1 never starts: member 2 waits its turn, then forms the cluster with 3.
+    let transport = LoopbackTransport::new();
+    let members: BTreeMap<ServerId, String> = (1..=3)
+        .map(|id| (id, format!("node-{id}.test:4647")))
+        .collect();
+    let mut nodes = Vec::new();
+    let mut dirs = Vec::new();
+    for id in [2, 3] {
+        let dir = tempfile::tempdir().unwrap();
+        let config = test_config(id, dir.path())
+            .with_transport(Arc::new(transport.clone()))
+            .with_bootstrap(Bootstrap::Cluster(members.clone()));
+        let node = RaftNode::start(config).await.unwrap();
+        transport.register(id, node.rpc_handler());
+        assert_eq!(
+            node.metrics().borrow().current_term,
+            0,
+            "node {id} does not campaign before its turn"
+        );
+        nodes.push(node);
+        dirs.push(dir);
+    }
+    let leader = wait_leader(&nodes[0]).await;
+    assert_eq!(leader, 2, "the lowest member started leads");
+    let index = write_ok(&nodes[0], register_node(1)).await;
+    nodes[1]
+        .state()
+        .wait_for_index(index, DEADLINE)
+        .await
+        .expect("two of three members replicate");
+    for node in nodes {
+        transport.unregister(node.node_id());
+        node.shutdown().await.unwrap();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_follower_behind_a_purged_log_catches_up_from_a_snapshot() {
     init_tracing();
