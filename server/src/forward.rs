@@ -10,6 +10,10 @@
 //! [`FORWARDED_HEADER`] and is never forwarded again: a server that has lost the lead in
 //! between answers it itself (UNAVAILABLE, naming the leader), so calls cannot loop.
 //!
+//! A leader whose lease has lapsed (no quorum answered it lately: it may be cut off)
+//! answers leader calls UNAVAILABLE at once, so its callers go to another server rather
+//! than wait for a quorum it cannot reach.
+//!
 //! A follower is a proxy for many clients, so its calls to the leader travel on several
 //! connections ([`CALL_LANES`]) rather than one, which the leader's per-connection limit
 //! would hold to one client's share. Heartbeats have a connection of their own: a node's
@@ -123,6 +127,9 @@ pub struct Directory {
     tls: Option<crate::tls::ServerTls>,
     /// How long a call waits for an election to end before UNAVAILABLE.
     wait: Duration,
+    /// The leader's lease: past it without a quorum's answer, this server (if it leads)
+    /// answers no leader call, and the caller goes to another server.
+    lease: Duration,
     known: Mutex<Option<Known>>,
     /// Other servers' APIs by id, with the Raft address they were learnt at.
     peers: Mutex<std::collections::HashMap<ServerId, (String, Channel)>>,
@@ -134,12 +141,14 @@ impl Directory {
         transport: GrpcTransport,
         tls: Option<crate::tls::ServerTls>,
         wait: Duration,
+        lease: Duration,
     ) -> Arc<Self> {
         Arc::new(Self {
             raft,
             transport,
             tls,
             wait,
+            lease,
             known: Mutex::new(None),
             peers: Mutex::new(std::collections::HashMap::new()),
         })
@@ -213,17 +222,25 @@ impl Directory {
                         .membership()
                         .get_node(&leader)
                         .map(|n| n.addr.clone());
-                    (leader, addr)
+                    let lapsed = leader == self.raft.node_id()
+                        && !crate::leader::lease_holds(&m, self.lease);
+                    (leader, addr, lapsed)
                 }),
                 _ => None,
             }
         };
-        let Some((leader, raft_addr)) = elected else {
+        let Some((leader, raft_addr, lapsed)) = elected else {
             return Err(Status::unavailable(format!(
                 "no leader elected within {:?}; retry",
                 self.wait
             )));
         };
+        if lapsed {
+            return Err(Status::unavailable(format!(
+                "server {leader} leads but no quorum has answered it within its lease of {:?}: it may be cut off from the others; retry on another server",
+                self.lease
+            )));
+        }
         if leader == self.raft.node_id() {
             return Ok(None);
         }

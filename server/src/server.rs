@@ -129,6 +129,7 @@ impl Server {
             transport_for_forwarding.clone(),
             config.tls.clone(),
             config.raft.election_timeout_max * 4,
+            crate::leader::lease(&config.raft),
         );
         let membership = Membership::new(
             raft.clone(),
@@ -140,7 +141,11 @@ impl Server {
         let state = raft.state();
         ring.start_at(state.applied_index());
         let metrics = Arc::new(Metrics::new());
-        let writer = Writer::new(raft.clone(), metrics.clone());
+        let writer = Writer::new(
+            raft.clone(),
+            metrics.clone(),
+            crate::leader::lease(&config.raft),
+        );
         let leadership = Leadership::new(
             config.clone(),
             state.clone(),

@@ -16,16 +16,20 @@ use std::sync::Arc;
 pub struct Writer {
     raft: Arc<RaftNode>,
     metrics: Arc<Metrics>,
+    /// The leader's lease (`leader::lease`): a write still waiting when it lapses is
+    /// answered UNAVAILABLE rather than left waiting for a quorum this server cannot reach.
+    lease: std::time::Duration,
     /// Where a follower's own writes (its workers' evals) go.
     link: Option<LeaderLink>,
 }
 
 impl Writer {
     /// Writes through `raft`, recording each commit's latency in `metrics`.
-    pub fn new(raft: Arc<RaftNode>, metrics: Arc<Metrics>) -> Self {
+    pub fn new(raft: Arc<RaftNode>, metrics: Arc<Metrics>, lease: std::time::Duration) -> Self {
         Self {
             raft,
             metrics,
+            lease,
             link: None,
         }
     }
@@ -60,7 +64,18 @@ impl Writer {
     pub async fn write_here(&self, cmd: Command) -> Result<Index, ServerError> {
         let kind = cmd.kind();
         let started = std::time::Instant::now();
-        let written = self.raft.client_write(cmd).await;
+        // A leader cut off from the others would hold the write until the partition heals
+        // (openraft fails it only once it learns of a newer leader): the caller is told
+        // once the lease lapses, and may retry on another server.
+        let written = tokio::select! {
+            written = self.raft.client_write(cmd) => written,
+            () = crate::leader::lease_lapsed(&self.raft, self.lease) => {
+                tracing::info!(kind, "a write was in flight when the leader's lease lapsed");
+                return Err(ServerError::Unavailable {
+                    reason: "this server lost contact with a quorum while the write waited for it: it may or may not be committed; retry".into(),
+                });
+            }
+        };
         if written.is_ok() {
             self.metrics.committed(kind, started.elapsed());
         }

@@ -91,8 +91,7 @@ fn client(handles: Handles, seen: Arc<Mutex<Seen>>, stop: Arc<AtomicBool>) {
                     enforce_index: None,
                 };
                 if let Ok(Ok(_)) =
-                    tokio::time::timeout(Duration::from_secs(2), handles[i].register_job(reg))
-                        .await
+                    tokio::time::timeout(Duration::from_secs(2), handles[i].register_job(reg)).await
                 {
                     seen.lock().unwrap().jobs.push(id.clone());
                     first = i;
@@ -175,6 +174,23 @@ async fn partition_the_leader(cut: Cut) {
     };
     let new = leader_of(&handles, Some(old)).await;
     let elected_after = cut_at.elapsed();
+    // A write taken by the old leader is answered, not held until the partition heals:
+    // UNAVAILABLE once its lease has lapsed, or "not the leader" once it knows better.
+    let stale = JobRegistration {
+        job: mock::service_job("to-the-old-leader", 1),
+        enforce_index: None,
+    };
+    let answered = tokio::time::timeout(Duration::from_secs(5), handles[old].register_job(stale))
+        .await
+        .unwrap_or_else(|_| panic!("{cut:?}: a write to the old leader waits for the heal"));
+    assert!(
+        matches!(
+            answered,
+            Err(drover_server::ServerError::Unavailable { .. }
+                | drover_server::ServerError::NotLeader { .. })
+        ),
+        "{cut:?}: the old leader took a write: {answered:?}"
+    );
     let hold = Duration::from_secs(7);
     tokio::time::sleep(hold.saturating_sub(cut_at.elapsed())).await;
     let down: Vec<NodeId> = handles[new]

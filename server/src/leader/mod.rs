@@ -268,13 +268,32 @@ pub fn lease(timings: &crate::config::RaftTimings) -> Duration {
 /// Whether a leader described by `m` still holds its lease of `lease` (see [`lease`]). A
 /// single voter is its own quorum; a leader not yet acknowledged at all has just been
 /// elected by a quorum.
-fn lease_holds(m: &openraft::RaftMetrics<u64, openraft::BasicNode>, lease: Duration) -> bool {
+pub(crate) fn lease_holds(
+    m: &openraft::RaftMetrics<u64, openraft::BasicNode>,
+    lease: Duration,
+) -> bool {
     let voters = m.membership_config.membership().voter_ids().count();
     if voters <= 1 {
         return true;
     }
     let limit = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
     m.millis_since_quorum_ack.is_none_or(|ms| ms <= limit)
+}
+
+/// Resolves once this server leads with a lapsed lease of `lease` (see [`lease`]); never
+/// while it follows, or leads with its lease holding. Raft reports its metrics on every
+/// tick, so a lapse is seen within one.
+pub(crate) async fn lease_lapsed(raft: &RaftNode, lease: Duration) {
+    let me = raft.node_id();
+    let mut metrics = raft.metrics();
+    let lapsed = metrics
+        .wait_for(|m| m.current_leader == Some(me) && !lease_holds(m, lease))
+        .await
+        .is_ok();
+    if !lapsed {
+        // Raft stopped: the write's own future ends it.
+        std::future::pending::<()>().await;
+    }
 }
 
 /// Watches Raft's metrics and runs the leader duties exactly while this server leads; they
