@@ -26,6 +26,11 @@ pub const DEFAULT_ADDRESS: &str = "http://127.0.0.1:4647";
 /// The environment variable that names the server, like Nomad's `NOMAD_ADDR`.
 pub const ADDRESS_ENV: &str = "DROVER_ADDR";
 
+/// How long a server of several may take to show it reaches a leader.
+const LEADER_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+/// Asks a server to have the leader answer a read (the server's `forward.rs`).
+const CONSISTENCY_HEADER: &str = "drover-consistency";
+
 /// How long connecting may take before the command gives up with a clear error.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -126,8 +131,10 @@ impl Client {
     /// [`Self::connect`] with a deadline of `timeout` on every unary call, over TLS when
     /// `tls` names a CA. `address` may list several servers separated by commas (as
     /// `DROVER_ADDR` does for a cluster): they are tried in order and the first that
-    /// accepts the connection is used, so a server that is down does not stop the command
-    /// (any server answers; followers forward to the leader).
+    /// accepts the connection and reaches a leader is used, so a server that is down, or
+    /// cut off from its peers (it answers, but can neither lead nor forward), does not stop
+    /// the command (any server answers; followers forward to the leader). When none
+    /// reaches a leader, the first that connected is used, and says so in its answer.
     pub async fn connect_with(
         address: &str,
         timeout: Duration,
@@ -139,14 +146,23 @@ impl Client {
             .filter(|a| !a.is_empty())
             .collect();
         let mut failures = Vec::new();
+        let mut fallback = None;
         for one in &addresses {
             match Self::connect_one(one, timeout, tls).await {
-                Ok(client) => return Ok(client),
+                Ok(client) if addresses.len() == 1 || client.reaches_a_leader().await => {
+                    return Ok(client);
+                }
+                Ok(client) => {
+                    fallback.get_or_insert(client);
+                }
                 Err(CliError::Connect { address, reason }) if addresses.len() > 1 => {
                     failures.push(format!("{address} ({reason})"));
                 }
                 Err(e) => return Err(e),
             }
+        }
+        if let Some(client) = fallback {
+            return Ok(client);
         }
         Err(CliError::Connect {
             address: if addresses.is_empty() {
@@ -160,6 +176,30 @@ impl Client {
                 format!("no server answers: {}", failures.join("; "))
             },
         })
+    }
+
+    /// Whether this server reaches a leader: it is asked who leads with a consistent read,
+    /// which it must forward to the leader it knows (or answer as the leader), under a short
+    /// deadline. A server cut off from its peers may still name a leader it cannot reach;
+    /// every call it took would wait for that leader until its deadline. An answer that is
+    /// an error other than UNAVAILABLE or a deadline (a token it wants) says nothing about
+    /// the cluster, so that server is not passed over.
+    async fn reaches_a_leader(&self) -> bool {
+        let mut status = self.status();
+        let mut request = tonic::Request::new(drover_proto::v1::LeaderRequest {});
+        request.metadata_mut().insert(
+            CONSISTENCY_HEADER,
+            tonic::metadata::MetadataValue::from_static("consistent"),
+        );
+        request.set_timeout(LEADER_PROBE_TIMEOUT);
+        match tokio::time::timeout(LEADER_PROBE_TIMEOUT, status.leader(request)).await {
+            Ok(Ok(answer)) => !answer.get_ref().leader_id.is_empty(),
+            Ok(Err(e)) => !matches!(
+                e.code(),
+                tonic::Code::Unavailable | tonic::Code::DeadlineExceeded
+            ),
+            Err(_) => false,
+        }
     }
 
     async fn connect_one(
