@@ -11,7 +11,8 @@
 //! 1. places every job and waits until the nodes run every allocation and (with services)
 //!    the catalog holds every registration: `place` is the first submit to every
 //!    allocation placed, as the c1m scenario times it;
-//! 2. places a probe (jobs without services, of the rollout's size) on the quiet cluster;
+//! 2. places a probe (jobs without services, 10,000 allocations by default, ten times the
+//!    rollout) on the quiet cluster;
 //! 3. rolls out a destructive update of the first jobs, 1,000 allocations in all (10 jobs
 //!    of 100 by default), through deployments: each replaced allocation takes its
 //!    registration out of the catalog and its replacement puts one in. Once the first
@@ -55,6 +56,11 @@ use tokio::time::Instant;
 
 /// Allocations the rollout replaces, as the issue asks: 10 jobs of the default 100.
 pub const CHURN_ALLOCATIONS: u32 = 1_000;
+
+/// Allocations of each probe: ten times the rollout, so the probe's placement lasts long
+/// enough (about half a second here) to time against the rollout's churn rather than the
+/// machine's noise.
+pub const PROBE_ALLOCATIONS: u32 = 10_000;
 
 /// How long one blocking read waits before it is asked again.
 const BLOCK_MS: u64 = 1_000;
@@ -263,12 +269,15 @@ fn churn_jobs(workload: &Workload) -> u32 {
         .clamp(1, workload.jobs)
 }
 
-/// A probe: `churn_jobs` jobs without services, ids of their own (`tag` tells the two
-/// probes apart), on the run's nodes.
+/// A probe: as many jobs without services as make [`PROBE_ALLOCATIONS`] (at most as
+/// many as the run has), ids of their own (`tag` tells the two probes apart), on the
+/// run's nodes.
 fn probe(workload: &Workload, tag: &str) -> Workload {
     Workload {
         run_id: format!("{}{tag}", workload.run_id),
-        jobs: churn_jobs(workload),
+        jobs: PROBE_ALLOCATIONS
+            .div_ceil(workload.count)
+            .clamp(1, workload.jobs),
         ..workload.clone()
     }
 }
