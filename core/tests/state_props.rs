@@ -1,8 +1,12 @@
 //! Property tests of the state store and FSM under random command sequences:
 //! earlier snapshots never change, the same commands give the same encoded state, snapshot
-//! encode -> decode -> encode is byte-identical, and derived indexes match a recount.
+//! encode -> decode -> encode is byte-identical, and derived indexes match a recount
+//! (the service catalog's by-name and by-allocation indexes included, under random
+//! registrations, replacements and removals).
 
-use drover_core::fsm::{self, AllocClientUpdate, Command, PlanApply};
+use drover_core::fsm::{
+    self, AllocClientUpdate, AllocServices, Command, NodeAllocUpdates, PlanApply,
+};
 use drover_core::mock;
 use drover_core::state::StateStore;
 use drover_core::*;
@@ -26,6 +30,9 @@ enum Op {
     ClientUpdate(u64, u64, u8),
     Transition(u64, u8),
     Delete(u64, u64),
+    /// Node, allocation, which of its three possible registrations it reports (a bit
+    /// each), their service name and health, and the allocation's new client status.
+    Register(u64, u64, u8, u8, u8),
     Snapshot,
 }
 
@@ -45,6 +52,8 @@ fn op() -> impl Strategy<Value = Op> {
         (0..4u64, 0..16u64, 0..6u8).prop_map(|(n, a, s)| Op::ClientUpdate(n, a, s)),
         (0..16u64, 0..4u8).prop_map(|(a, k)| Op::Transition(a, k)),
         (0..8u64, 0..16u64).prop_map(|(e, a)| Op::Delete(e, a)),
+        (0..4u64, 0..16u64, 0..8u8, 0..3u8, 0..6u8)
+            .prop_map(|(n, a, which, name, s)| Op::Register(n, a, which, name, s)),
         Just(Op::Snapshot),
     ]
 }
@@ -192,8 +201,80 @@ fn command(store: &StateStore, op: &Op) -> Option<Command> {
             eval_ids: vec![mock::eval_id(*e)],
             alloc_ids: vec![mock::alloc_id(*a)],
         },
+        Op::Register(n, a, which, name, s) => {
+            let alloc_id = mock::alloc_id(*a);
+            let owners = [(None, 0), (None, 1), (Some("server"), 0)];
+            let registrations = owners
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| which & (1 << i) != 0)
+                .map(|(_, (task, index))| registration(alloc_id, *task, *index, *name, *s))
+                .collect();
+            // Running most of the time, so most registrations are kept and listed.
+            let status = match s {
+                0..=3 => ClientStatus::Running,
+                _ => ClientStatus::ALL[*s as usize],
+            };
+            Command::AllocClientUpdates {
+                nodes: vec![NodeAllocUpdates {
+                    node_id: node_id(*n),
+                    updates: vec![AllocClientUpdate {
+                        deployment_health: None,
+                        alloc_id,
+                        client_status: status,
+                        client_description: Default::default(),
+                        task_states: Default::default(),
+                    }],
+                    evals: vec![],
+                    services: vec![AllocServices {
+                        alloc_id,
+                        registrations,
+                    }],
+                }],
+                now: T0,
+            }
+        }
         Op::Snapshot => return None,
     })
+}
+
+/// A registration of `alloc` as an agent reports it, named from a small set so that
+/// services share names across allocations.
+fn registration(
+    alloc: AllocId,
+    task: Option<&str>,
+    index: usize,
+    name: u8,
+    health: u8,
+) -> ServiceRegistration {
+    let health = [
+        ServiceHealth::Passing,
+        ServiceHealth::Warning,
+        ServiceHealth::Critical,
+    ][health as usize % 3];
+    ServiceRegistration {
+        id: ServiceRegistration::make_id(alloc, task, index),
+        service_name: format!("svc-{name}"),
+        namespace: String::new(),
+        job_id: String::new(),
+        alloc_id: alloc,
+        node_id: mock::node_id(0),
+        task: task.map(str::to_owned),
+        address: None,
+        port: 8_000 + index as u16,
+        tags: vec![format!("t{name}")],
+        health,
+        checks: vec![CheckState {
+            name: "alive".into(),
+            check_type: CheckType::Tcp,
+            status: health.into(),
+            output: String::new(),
+            http_status: None,
+            time: T0,
+        }],
+        create_index: 0,
+        modify_index: 0,
+    }
 }
 
 /// Runs the ops, checking invariants after every step; returns the store and the commands.

@@ -301,3 +301,128 @@ async fn a_blocking_read_answers_the_catalog_as_it_is_when_its_wait_runs_out() {
     );
     a.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocking_list_with_checks_wakes_on_a_check_change_the_worst_health_hides() {
+    let a = Api::start(|_| {}).await;
+    let agents = join_many(&a.h, 2).await;
+    register(&a.h, big_service_job("shop", 2)).await;
+    let snap = wait_until(&a.h, "2 placed", |s| live_allocs(s, "shop").len() == 2).await;
+    let allocs = live_allocs(&snap, "shop");
+    let agent_of = |alloc: &Allocation| {
+        agents
+            .iter()
+            .find(|g| g.creds.node_id == alloc.node_id)
+            .expect("its node")
+            .clone()
+    };
+    let (first, second) = (&allocs[0], &allocs[1]);
+    for (alloc, health) in [
+        (first, ServiceHealth::Critical),
+        (second, ServiceHealth::Passing),
+    ] {
+        send(
+            &a.h,
+            &agent_of(alloc),
+            vec![report(alloc, ClientStatus::Running, Some(health))],
+        )
+        .await
+        .expect("own allocation");
+    }
+    let list = |wait_index: u64, with_checks: bool| pb::ListServicesRequest {
+        wait_index,
+        max_wait_ms: 10_000,
+        with_checks,
+        ..Default::default()
+    };
+    let statuses = |answer: &pb::ListServicesResponse| -> Vec<(String, i32, Vec<i32>)> {
+        answer
+            .services
+            .iter()
+            .flat_map(|s| &s.checks)
+            .map(|i| {
+                (
+                    i.alloc_id.clone(),
+                    i.health,
+                    i.checks.iter().map(|c| c.status).collect(),
+                )
+            })
+            .collect()
+    };
+    let mut client = ServiceServiceClient::new(a.channel.clone());
+    let plain = client
+        .list(list(0, false))
+        .await
+        .expect("list")
+        .into_inner();
+    assert_eq!(
+        statuses(&plain),
+        vec![],
+        "checks only when asked: {plain:?}"
+    );
+    let before = client.list(list(0, true)).await.expect("list").into_inner();
+    let mut expected = vec![
+        (
+            first.id.to_string(),
+            pb::ServiceHealth::Critical as i32,
+            vec![pb::CheckStatus::Critical as i32],
+        ),
+        (
+            second.id.to_string(),
+            pb::ServiceHealth::Passing as i32,
+            vec![pb::CheckStatus::Passing as i32],
+        ),
+    ];
+    let mut got = statuses(&before);
+    got.sort();
+    expected.sort();
+    assert_eq!(got, expected, "{before:?}");
+    let entry = &before.services[0];
+    assert_eq!(entry.instances, 2);
+    assert_eq!(entry.checks[0].checks[0].name, "alive");
+    assert!(
+        entry.checks.iter().all(|i| i.node_id.len() == 36),
+        "{entry:?}"
+    );
+
+    // The second instance's check turns warning: the service's worst health stays
+    // critical, but a blocking list with checks wakes and shows it.
+    let waiter = {
+        let mut client = client.clone();
+        let index = before.index;
+        tokio::spawn(async move { client.list(list(index, true)).await })
+    };
+    send(
+        &a.h,
+        &agent_of(second),
+        vec![report(
+            second,
+            ClientStatus::Running,
+            Some(ServiceHealth::Warning),
+        )],
+    )
+    .await
+    .expect("own allocation");
+    let after = waiter
+        .await
+        .expect("waiter")
+        .expect("blocking list")
+        .into_inner();
+    assert!(after.index > before.index, "{after:?}");
+    assert_eq!(
+        after.services[0].health,
+        pb::ServiceHealth::Critical as i32,
+        "{after:?}"
+    );
+    let second_checks: Vec<i32> = statuses(&after)
+        .into_iter()
+        .filter(|(alloc, ..)| *alloc == second.id.to_string())
+        .flat_map(|(_, _, checks)| checks)
+        .collect();
+    assert_eq!(
+        second_checks,
+        vec![pb::CheckStatus::Warning as i32],
+        "{after:?}"
+    );
+    a.stop().await;
+}

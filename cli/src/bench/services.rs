@@ -289,9 +289,13 @@ fn probe_job(run: &Workload, probe: &Workload, n: u32) -> Job {
 }
 
 /// Both sides, each on a fresh server: `target` without services, then one started with
-/// `settings` with them.
+/// `settings` with them, which replaces `target` (the caller stops it).
+///
+/// The first server is stopped before the second side starts: once its simulated nodes
+/// are gone it marks them down and tries to replace their allocations, work that would
+/// otherwise compete for the machine with the side being measured.
 pub async fn measure(
-    target: &Target,
+    target: &mut Target,
     settings: &ServerSettings,
     workload: &Workload,
     in_flight: usize,
@@ -310,12 +314,10 @@ pub async fn measure(
     };
     progress.phase("without services: a fresh server");
     let (without, _) = side(target, &workload, false, &limits, progress).await?;
-    progress.phase("with services: starting a second fresh server");
+    progress.phase("with services: stopping the first server, starting a second fresh one");
     let second = Target::start_child(settings).await?;
-    let measured = side(&second, &workload, true, &limits, progress).await;
-    let stopped = second.stop().await;
-    let (with, wakes) = measured?;
-    stopped?;
+    std::mem::replace(target, second).stop().await?;
+    let (with, wakes) = side(target, &workload, true, &limits, progress).await?;
     let wakes = wakes.unwrap_or_else(|| Wakes {
         services: 0,
         samples: 0,

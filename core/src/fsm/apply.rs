@@ -715,12 +715,20 @@ impl Apply<'_> {
             .iter()
             .filter(|r| r.id.starts_with(&prefix))
             .map(|r| ServiceRegistration {
+                id: r.id.clone(),
+                service_name: r.service_name.clone(),
                 namespace: a.namespace.to_string(),
                 job_id: a.job_id.to_string(),
                 alloc_id: a.id,
                 node_id,
+                task: r.task.clone(),
+                address: r.address,
+                port: r.port,
+                tags: r.tags.clone(),
+                health: r.health,
                 checks: CheckState::bound_all(r.checks.clone()),
-                ..r.clone()
+                create_index: r.create_index,
+                modify_index: r.modify_index,
             })
             .collect();
         let changes = self.store.set_alloc_services(self.index, a.id, regs);

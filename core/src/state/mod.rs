@@ -252,9 +252,9 @@ pub struct StateStore {
     evals_by_job: OrdSet<(JobKey, EvalId)>,
     scheduler_config: Arc<SchedulerConfig>,
     /// Service registrations by id (see [`services`]).
-    services: OrdMap<String, Arc<ServiceRegistration>>,
+    services: OrdMap<services::RegId, Arc<ServiceRegistration>>,
     services_by_name: OrdSet<services::ByName>,
-    services_by_alloc: OrdSet<(AllocId, String)>,
+    services_by_alloc: OrdSet<(AllocId, services::RegId)>,
     deployments: OrdMap<DeploymentId, Arc<Deployment>>,
     deployments_by_job: OrdSet<(JobKey, DeploymentId)>,
     indexes: TableIndexes,

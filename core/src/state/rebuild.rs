@@ -34,7 +34,7 @@ pub struct StorePartsRef<'a> {
     allocs: Records<'a, AllocId, Allocation>,
     evals: Records<'a, EvalId, Evaluation>,
     scheduler_config: &'a SchedulerConfig,
-    services: Records<'a, String, ServiceRegistration>,
+    services: Records<'a, Arc<str>, ServiceRegistration>,
     deployments: Records<'a, DeploymentId, Deployment>,
 }
 

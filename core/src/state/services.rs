@@ -12,8 +12,15 @@ use super::{StateStore, Table};
 use crate::types::*;
 use std::sync::Arc;
 
-/// The key of a registration in the by-name index.
-pub(super) type ByName = (String, String, String);
+/// A registration's id as the table and both indexes key it. Keys are shared, not owned
+/// strings: a write behind a reader's snapshot copies each tree node on its path, and
+/// with it every key of that node, so a key's clone must be a reference count, not an
+/// allocation and a copy of the string (with owned strings, registering one service
+/// behind a snapshot copied a few hundred strings across the three trees).
+pub(super) type RegId = Arc<str>;
+
+/// The key of a registration in the by-name index: namespace, service name, id.
+pub(super) type ByName = (Arc<str>, Arc<str>, RegId);
 
 /// What one write of an allocation's registrations changed.
 #[derive(Debug, Default)]
@@ -49,11 +56,11 @@ impl StateStore {
         &self,
         alloc: AllocId,
     ) -> impl Iterator<Item = &Arc<ServiceRegistration>> {
-        let from = (alloc, String::new());
+        let from: (AllocId, RegId) = (alloc, Arc::from(""));
         self.services_by_alloc
             .range(from..)
             .take_while(move |(a, _)| *a == alloc)
-            .filter_map(|(_, id)| self.services.get(id))
+            .filter_map(|(_, id)| self.services.get(&**id))
     }
 
     /// Whether a registration is listed: its allocation runs and is wanted running.
@@ -67,12 +74,12 @@ impl StateStore {
         namespace: &str,
         name: &str,
     ) -> impl Iterator<Item = &'a Arc<ServiceRegistration>> + 'a {
-        let from = (namespace.to_owned(), name.to_owned(), String::new());
+        let from: ByName = (Arc::from(namespace), Arc::from(name), Arc::from(""));
         let (ns, n) = (namespace.to_owned(), name.to_owned());
         self.services_by_name
             .range(from..)
-            .take_while(move |(a, b, _)| *a == ns && *b == n)
-            .filter_map(|(_, _, id)| self.services.get(id))
+            .take_while(move |(a, b, _)| **a == *ns && **b == *n)
+            .filter_map(|(_, _, id)| self.services.get(&**id))
             .filter(|r| self.service_listed(r))
     }
 
@@ -80,27 +87,27 @@ impl StateStore {
     /// (namespace, name) order.
     pub fn service_summaries(&self, namespace: Option<&str>) -> Vec<ServiceSummary> {
         let mut out: Vec<ServiceSummary> = Vec::new();
-        let start = (
-            namespace.unwrap_or_default().to_owned(),
-            String::new(),
-            String::new(),
+        let start: ByName = (
+            Arc::from(namespace.unwrap_or_default()),
+            Arc::from(""),
+            Arc::from(""),
         );
         for (ns, name, id) in self.services_by_name.range(start..) {
-            if namespace.is_some_and(|want| want != ns) {
+            if namespace.is_some_and(|want| want != &**ns) {
                 break;
             }
-            let Some(r) = self.services.get(id).filter(|r| self.service_listed(r)) else {
+            let Some(r) = self.services.get(&**id).filter(|r| self.service_listed(r)) else {
                 continue;
             };
             match out.last_mut() {
-                Some(s) if s.namespace == *ns && s.name == *name => {
+                Some(s) if *s.namespace == **ns && *s.name == **name => {
                     s.instances += 1;
                     s.health = s.health.max(r.health);
                     s.tags.extend(r.tags.iter().cloned());
                 }
                 _ => out.push(ServiceSummary {
-                    namespace: ns.clone(),
-                    name: name.clone(),
+                    namespace: ns.to_string(),
+                    name: name.to_string(),
                     tags: r.tags.clone(),
                     instances: 1,
                     health: r.health,
@@ -139,7 +146,7 @@ impl StateStore {
             }
         }
         for mut r in regs {
-            match self.services.get(&r.id) {
+            match self.services.get(r.id.as_str()) {
                 Some(old) => {
                     r.create_index = old.create_index;
                     r.modify_index = old.modify_index;
@@ -152,9 +159,7 @@ impl StateStore {
             }
             r.modify_index = index;
             let r = Arc::new(r);
-            self.services_by_name.insert(by_name(&r));
-            self.services_by_alloc.insert((r.alloc_id, r.id.clone()));
-            self.services.insert(r.id.clone(), r.clone());
+            self.insert_service(r.clone());
             changes.upserted.push(r);
         }
         if !changes.upserted.is_empty() || !changes.removed.is_empty() {
@@ -171,16 +176,29 @@ impl StateStore {
 
     /// Puts a registration back as a snapshot holds it (indexes kept).
     pub(super) fn restore_service(&mut self, r: ServiceRegistration) {
-        let r = Arc::new(r);
-        self.services_by_name.insert(by_name(&r));
-        self.services_by_alloc.insert((r.alloc_id, r.id.clone()));
-        self.services.insert(r.id.clone(), r);
+        self.insert_service(Arc::new(r));
+    }
+
+    /// Puts a registration in the table and both indexes, under one shared id.
+    fn insert_service(&mut self, r: Arc<ServiceRegistration>) {
+        let id = RegId::from(r.id.as_str());
+        self.services_by_name.insert((
+            Arc::from(r.namespace.as_str()),
+            Arc::from(r.service_name.as_str()),
+            id.clone(),
+        ));
+        self.services_by_alloc.insert((r.alloc_id, id.clone()));
+        self.services.insert(id, r);
     }
 
     fn remove_service(&mut self, id: &str) -> Option<Arc<ServiceRegistration>> {
-        let r = self.services.remove(id)?;
-        self.services_by_name.remove(&by_name(&r));
-        self.services_by_alloc.remove(&(r.alloc_id, r.id.clone()));
+        let (id, r) = self.services.remove_with_key(id)?;
+        self.services_by_name.remove(&(
+            Arc::from(r.namespace.as_str()),
+            Arc::from(r.service_name.as_str()),
+            id.clone(),
+        ));
+        self.services_by_alloc.remove(&(r.alloc_id, id));
         Some(r)
     }
 
@@ -205,19 +223,28 @@ impl StateStore {
                 Some(_) => {}
             }
         }
-        let by_name: imbl::OrdSet<ByName> = self.services.values().map(|r| by_name(r)).collect();
-        let by_alloc: imbl::OrdSet<(AllocId, String)> = self
+        if let Some((id, r)) = self.services.iter().find(|(id, r)| ***id != *r.id) {
+            return Err(format!("registration {} is keyed as {id}", r.id));
+        }
+        let by_name: imbl::OrdSet<ByName> = self
             .services
             .values()
-            .map(|r| (r.alloc_id, r.id.clone()))
+            .map(|r| {
+                (
+                    Arc::from(r.namespace.as_str()),
+                    Arc::from(r.service_name.as_str()),
+                    RegId::from(r.id.as_str()),
+                )
+            })
+            .collect();
+        let by_alloc: imbl::OrdSet<(AllocId, RegId)> = self
+            .services
+            .values()
+            .map(|r| (r.alloc_id, RegId::from(r.id.as_str())))
             .collect();
         if by_name != self.services_by_name || by_alloc != self.services_by_alloc {
             return Err("service indexes disagree with the registrations".into());
         }
         Ok(())
     }
-}
-
-fn by_name(r: &ServiceRegistration) -> ByName {
-    (r.namespace.clone(), r.service_name.clone(), r.id.clone())
 }

@@ -61,6 +61,7 @@ async fn list(State(ctx): State<Ctx>, call: Call) -> Result<Response, ApiError> 
             namespace,
             wait_index,
             max_wait_ms,
+            with_checks: false,
         }))
         .await?
         .into_inner();

@@ -150,6 +150,23 @@ impl Scope {
     }
 }
 
+/// The listed instances of one service with their checks, for a list that asked for them.
+fn instance_checks(
+    snap: &StateSnapshot,
+    namespace: &str,
+    name: &str,
+) -> Vec<pb::ServiceInstanceChecks> {
+    snap.service_instances(namespace, name)
+        .map(|r| pb::ServiceInstanceChecks {
+            id: r.id.clone(),
+            alloc_id: r.alloc_id.to_string(),
+            node_id: r.node_id.to_string(),
+            health: r.health.to_wire(),
+            checks: r.checks.iter().map(pb::CheckState::from).collect(),
+        })
+        .collect()
+}
+
 #[tonic::async_trait]
 impl ServiceService for ServiceApi {
     async fn list(
@@ -181,6 +198,10 @@ impl ServiceService for ServiceApi {
                     .is_none_or(|acl| acl.allows(&Need::Namespace(Cap::ReadJob, &s.namespace)))
             })
             .map(|s| pb::ServiceListEntry {
+                checks: match req.with_checks {
+                    true => instance_checks(&snap, &s.namespace, &s.name),
+                    false => Vec::new(),
+                },
                 namespace: s.namespace,
                 name: s.name,
                 tags: s.tags,

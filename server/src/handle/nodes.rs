@@ -154,17 +154,17 @@ impl ServerHandle {
         }
         // The registrations ride with their allocations' updates, which `assess` checks are
         // the node's; the FSM checks it again at apply time.
-        let services: Vec<AllocServices> = req
-            .updates
-            .iter()
+        let mut updates = req.updates;
+        let services: Vec<AllocServices> = updates
+            .iter_mut()
             .filter_map(|u| {
-                u.services.as_ref().map(|regs| AllocServices {
+                u.services.take().map(|registrations| AllocServices {
                     alloc_id: u.update.alloc_id,
-                    registrations: regs.clone(),
+                    registrations,
                 })
             })
             .collect();
-        let report = client_report::assess(&snap, &node, req.updates).map_err(|e| match e {
+        let report = client_report::assess(&snap, &node, updates).map_err(|e| match e {
             ClientReportError::UnknownAlloc(id) => ServerError::not_found("allocation", id),
             ClientReportError::NotOnNode { .. } => ServerError::PermissionDenied {
                 reason: e.to_string(),
