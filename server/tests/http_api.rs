@@ -860,6 +860,87 @@ async fn every_read_nomad_blocks_on_takes_index_and_wait() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Nomad's ACL token and policy lists are blocking queries as every other list: a wait
+/// at the answer's index runs out at `wait` when nothing changes and ends early, with the
+/// change in it, when a token or policy is written; the index is the state's, as the
+/// other lists answer (ACL writes and every other write move it alike).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acl_lists_block_until_the_next_change() {
+    let (_api, addr) = start(true).await;
+    let boot = http(&addr, "POST", "/v1/acl/bootstrap", None, "", false).await;
+    assert_eq!(boot.status, 200, "{boot:?}");
+    let management = values_of(&boot.body, "SecretID")
+        .pop()
+        .expect("a secret id");
+    let token = Some(management.as_str());
+    let writes: [(&str, &str, &str, &str); 2] = [
+        (
+            "/v1/acl/tokens",
+            "/v1/acl/token",
+            r#"{"Name": "late", "Type": "management"}"#,
+            r#""Name":"late""#,
+        ),
+        (
+            "/v1/acl/policies",
+            "/v1/acl/policy/late",
+            r#"{"Name": "late", "Rules": "node { policy = \"read\" }"}"#,
+            r#""Name":"late""#,
+        ),
+    ];
+    for (list, write, body, written) in writes {
+        let first = http(&addr, "GET", list, token, "", false).await;
+        assert_eq!(first.status, 200, "{list}: {first:?}");
+        let index: u64 = first
+            .header("x-nomad-index")
+            .and_then(|v| v.parse().ok())
+            .expect("an index header");
+
+        let started = Instant::now();
+        let quiet = http(
+            &addr,
+            "GET",
+            &format!("{list}?index={index}&wait=700ms"),
+            token,
+            "",
+            false,
+        )
+        .await;
+        let took = started.elapsed();
+        assert_eq!(quiet.status, 200, "{list}: {quiet:?}");
+        assert!(
+            took >= Duration::from_millis(650),
+            "{list} answered after {took:?}, before the wait"
+        );
+        assert_eq!(
+            quiet.header("x-nomad-index"),
+            Some(index.to_string().as_str()),
+            "{list}"
+        );
+
+        let (addr2, path, secret) = (
+            addr.clone(),
+            format!("{list}?index={index}&wait=30s"),
+            management.clone(),
+        );
+        let waiter = tokio::spawn(async move {
+            let started = Instant::now();
+            let a = http(&addr2, "GET", &path, Some(&secret), "", false).await;
+            (a, started.elapsed())
+        });
+        let done = http(&addr, "PUT", write, token, body, false).await;
+        assert_eq!(done.status, 200, "{write}: {done:?}");
+        let (woken, took) = waiter.await.expect("the waiter answers");
+        assert_eq!(woken.status, 200, "{list}: {woken:?}");
+        assert!(took < Duration::from_secs(20), "{list} woke after {took:?}");
+        let new_index: u64 = woken
+            .header("x-nomad-index")
+            .and_then(|v| v.parse().ok())
+            .expect("an index header");
+        assert!(new_index > index, "{list}: {woken:?}");
+        assert!(woken.body.contains(written), "{list}: {}", woken.body);
+    }
+}
+
 /// `/v1/validate/job` (`nomad job validate`) answers a job's problems as Nomad's
 /// `JobValidateResponse`, found by the same reader and validation a registration meets;
 /// a body that is no register request is refused as one.
