@@ -9,11 +9,14 @@
 //! special forms instead: before hcl-rs evaluates an expression, [`expand`] evaluates each
 //! `can`/`try` call in it here, one argument at a time, and puts the answer in the call's
 //! place. A `for` expression whose body calls them is evaluated here too, element by
-//! element, since the body reads the loop's variables, which exist only per element.
+//! element, since the body reads the loop's variables, which exist only per element; so
+//! is a template (`"${try(...)}-x"`) that calls them. In a `%{ for }` directive's body
+//! they are the eager fallbacks of `functions`: right whenever every argument evaluates.
 
 use hcl::Value;
 use hcl::eval::{Context, Evaluate as _};
 use hcl::expr::{Expression, ForExpr, Operation, TraversalOperator};
+use hcl::template::{Directive, Element, Template};
 use rand::{RngCore as _, SeedableRng as _};
 use rand_chacha::ChaCha8Rng;
 use std::cell::RefCell;
@@ -44,6 +47,23 @@ pub(super) fn expand(expr: &mut Expression, ctx: &Context<'_>, ids: &Ids) -> Res
             Ok(())
         }
         Expression::ForExpr(f) => expand(&mut f.collection_expr, ctx, ids),
+        Expression::TemplateExpr(t) => {
+            // A template that does not parse is left for hcl-rs to report.
+            let Ok(mut template) = Template::from_expr(t) else {
+                return Ok(());
+            };
+            if !template_has_special(&template) {
+                return Ok(());
+            }
+            expand_template(&mut template, ctx, ids)?;
+            let value = match template.elements() {
+                // `"${x}"` alone is x's value, as HCL unwraps it.
+                [Element::Interpolation(only)] => only.expr.evaluate(ctx),
+                _ => template.evaluate(ctx).map(Value::String),
+            };
+            *expr = Expression::from(value.map_err(|e| e.kind().to_string())?);
+            Ok(())
+        }
         // Only the branch taken is expanded: a `try` that fails in the other is no error,
         // as it would not be evaluated.
         Expression::Conditional(c) => {
@@ -115,6 +135,45 @@ fn attempt(args: &[Expression], ctx: &Context<'_>, ids: &Ids) -> Result<Value, S
     ))
 }
 
+/// Expands the interpolations of `template` and of its `%{ if }` directives. A
+/// `%{ for }` directive's body reads its loop's variables, so only its collection is
+/// expanded; a `can`/`try` in its body is the plain function of `functions` (right
+/// unless an argument fails).
+fn expand_template(template: &mut Template, ctx: &Context<'_>, ids: &Ids) -> Result<(), String> {
+    for element in template.elements_mut() {
+        match element {
+            Element::Literal(_) => {}
+            Element::Interpolation(i) => expand(&mut i.expr, ctx, ids)?,
+            Element::Directive(d) => match d.as_mut() {
+                Directive::If(d) => {
+                    expand(&mut d.cond_expr, ctx, ids)?;
+                    expand_template(&mut d.true_template, ctx, ids)?;
+                    if let Some(f) = &mut d.false_template {
+                        expand_template(f, ctx, ids)?;
+                    }
+                }
+                Directive::For(d) => expand(&mut d.collection_expr, ctx, ids)?,
+            },
+        }
+    }
+    Ok(())
+}
+
+fn template_has_special(template: &Template) -> bool {
+    template.elements().iter().any(|element| match element {
+        Element::Literal(_) => false,
+        Element::Interpolation(i) => has_special(&i.expr),
+        Element::Directive(d) => match d.as_ref() {
+            Directive::If(d) => {
+                has_special(&d.cond_expr)
+                    || template_has_special(&d.true_template)
+                    || d.false_template.as_ref().is_some_and(template_has_special)
+            }
+            Directive::For(d) => has_special(&d.collection_expr),
+        },
+    })
+}
+
 /// Whether a `for` expression's per-element parts call `can` or `try`.
 fn body_has_special(f: &ForExpr) -> bool {
     [
@@ -131,6 +190,9 @@ fn has_special(expr: &Expression) -> bool {
     match expr {
         Expression::FuncCall(call) if is_special(call.name.name.as_str()) => true,
         Expression::ForExpr(f) => has_special(&f.collection_expr) || body_has_special(f),
+        Expression::TemplateExpr(t) => {
+            Template::from_expr(t).is_ok_and(|template| template_has_special(&template))
+        }
         _ => {
             let mut expr = expr.clone();
             children_mut(&mut expr).any(|child| has_special(child))

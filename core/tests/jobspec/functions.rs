@@ -206,6 +206,19 @@ fn functions_answer_as_nomads_do() {
             r#"{"a":true,"b":false}"#,
         ),
         (r#"true ? "taken" : try(tonumber("x"))"#, r#""taken""#),
+        (
+            r#"upper("v${try(tonumber("x"), 2)}-${can(tonumber("y"))}")"#,
+            r#""V2-FALSE""#,
+        ),
+        (r#""${try(tonumber("x"), [1])}""#, "[1]"),
+        (
+            r#""%{ if can(tonumber("x")) }num%{ else }text%{ endif }""#,
+            r#""text""#,
+        ),
+        (
+            r#""%{ for s in ["a", "b"] }${try(upper(s), s)}%{ endfor }""#,
+            r#""AB""#,
+        ),
     ];
     let mut failures = Vec::new();
     for (expr, want) in table {

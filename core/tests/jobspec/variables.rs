@@ -254,6 +254,7 @@ locals {
   subnets = cidrsubnets("10.20.0.0/16", 8, 8)
   config  = yamlencode({ region = local.region, subnets = local.subnets })
   ports   = [for p in ["80", "x", "443"] : try(tonumber(p), 0)]
+  label   = "web-${try(var.settings["tier"], "standard")}"
 }
 
 job "web" {
@@ -268,6 +269,7 @@ job "web" {
     digest  = sha256(local.config)
     built   = formatdate("EEE, DD MMM YYYY", "2024-01-02T03:04:05Z")
     lines   = join(";", formatlist("%s=%s", ["region", "port"], [local.region, local.port]))
+    label   = local.label
   }
   group "g" {
     task "t" {
