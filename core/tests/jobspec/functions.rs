@@ -300,6 +300,12 @@ fn functions_refuse_what_they_cannot_answer() {
             r#"try(tonumber("x"), tobool("y"))"#,
             "try: no argument evaluated without an error (argument 1: ",
         ),
+        // A billion laughs: aliases expanding past serde_yaml's budget are refused, not
+        // expanded (a job file may come over the network to /v1/jobs/parse).
+        (
+            r#"length(yamldecode("a: &a ['x','x','x','x','x','x','x','x','x']\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\ng: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]\nh: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]\ni: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]"))"#,
+            "yamldecode: repetition limit exceeded",
+        ),
         ("try()", "try: takes at least one argument, got 0"),
         ("can(1, 2)", "can: takes one argument, got 2"),
     ];
