@@ -185,7 +185,7 @@ async fn token(client: &Client, cmd: TokenCommand, out: &mut dyn Write) -> Resul
         }
         TokenCommand::List { output } => {
             let r = acl
-                .token_list(pb::AclTokenListRequest {})
+                .token_list(pb::AclTokenListRequest::default())
                 .await
                 .map_err(rpc_failed("listing tokens"))?
                 .into_inner();
@@ -296,7 +296,7 @@ async fn full_accessor(client: &Client, given: &str) -> Result<String, CliError>
     }
     let tokens = client
         .acl()
-        .token_list(pb::AclTokenListRequest {})
+        .token_list(pb::AclTokenListRequest::default())
         .await
         .map_err(rpc_failed("listing tokens"))?
         .into_inner()
@@ -345,7 +345,7 @@ async fn policy(client: &Client, cmd: PolicyCommand, out: &mut dyn Write) -> Res
         }
         PolicyCommand::List { output } => {
             let r = acl
-                .policy_list(pb::AclPolicyListRequest {})
+                .policy_list(pb::AclPolicyListRequest::default())
                 .await
                 .map_err(rpc_failed("listing policies"))?
                 .into_inner();

@@ -133,4 +133,5 @@ clients! {
     allocs => pb::alloc_service_client::AllocServiceClient<GrpcService>,
     services => pb::service_service_client::ServiceServiceClient<GrpcService>,
     deployments => pb::deployment_service_client::DeploymentServiceClient<GrpcService>,
+    cluster => pb::cluster_service_client::ClusterServiceClient<GrpcService>,
 }

@@ -358,6 +358,18 @@ operator { policy = "read" }"#;
             "",
             Need::None,
         ),
+        (
+            "DELETE",
+            "/v1/operator/raft/peer?id=99".into(),
+            "",
+            Need::More,
+        ),
+        (
+            "PUT",
+            "/v1/operator/raft/transfer-leadership?id=99".into(),
+            "",
+            Need::More,
+        ),
         ("GET", "/v1/event/stream".into(), "", Need::Read),
         (
             "POST",
@@ -860,6 +872,87 @@ async fn every_read_nomad_blocks_on_takes_index_and_wait() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Nomad's ACL token and policy lists are blocking queries as every other list: a wait
+/// at the answer's index runs out at `wait` when nothing changes and ends early, with the
+/// change in it, when a token or policy is written; the index is the state's, as the
+/// other lists answer (ACL writes and every other write move it alike).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acl_lists_block_until_the_next_change() {
+    let (_api, addr) = start(true).await;
+    let boot = http(&addr, "POST", "/v1/acl/bootstrap", None, "", false).await;
+    assert_eq!(boot.status, 200, "{boot:?}");
+    let management = values_of(&boot.body, "SecretID")
+        .pop()
+        .expect("a secret id");
+    let token = Some(management.as_str());
+    let writes: [(&str, &str, &str, &str); 2] = [
+        (
+            "/v1/acl/tokens",
+            "/v1/acl/token",
+            r#"{"Name": "late", "Type": "management"}"#,
+            r#""Name":"late""#,
+        ),
+        (
+            "/v1/acl/policies",
+            "/v1/acl/policy/late",
+            r#"{"Name": "late", "Rules": "node { policy = \"read\" }"}"#,
+            r#""Name":"late""#,
+        ),
+    ];
+    for (list, write, body, written) in writes {
+        let first = http(&addr, "GET", list, token, "", false).await;
+        assert_eq!(first.status, 200, "{list}: {first:?}");
+        let index: u64 = first
+            .header("x-nomad-index")
+            .and_then(|v| v.parse().ok())
+            .expect("an index header");
+
+        let started = Instant::now();
+        let quiet = http(
+            &addr,
+            "GET",
+            &format!("{list}?index={index}&wait=700ms"),
+            token,
+            "",
+            false,
+        )
+        .await;
+        let took = started.elapsed();
+        assert_eq!(quiet.status, 200, "{list}: {quiet:?}");
+        assert!(
+            took >= Duration::from_millis(650),
+            "{list} answered after {took:?}, before the wait"
+        );
+        assert_eq!(
+            quiet.header("x-nomad-index"),
+            Some(index.to_string().as_str()),
+            "{list}"
+        );
+
+        let (addr2, path, secret) = (
+            addr.clone(),
+            format!("{list}?index={index}&wait=30s"),
+            management.clone(),
+        );
+        let waiter = tokio::spawn(async move {
+            let started = Instant::now();
+            let a = http(&addr2, "GET", &path, Some(&secret), "", false).await;
+            (a, started.elapsed())
+        });
+        let done = http(&addr, "PUT", write, token, body, false).await;
+        assert_eq!(done.status, 200, "{write}: {done:?}");
+        let (woken, took) = waiter.await.expect("the waiter answers");
+        assert_eq!(woken.status, 200, "{list}: {woken:?}");
+        assert!(took < Duration::from_secs(20), "{list} woke after {took:?}");
+        let new_index: u64 = woken
+            .header("x-nomad-index")
+            .and_then(|v| v.parse().ok())
+            .expect("an index header");
+        assert!(new_index > index, "{list}: {woken:?}");
+        assert!(woken.body.contains(written), "{list}: {}", woken.body);
+    }
+}
+
 /// `/v1/validate/job` (`nomad job validate`) answers a job's problems as Nomad's
 /// `JobValidateResponse`, found by the same reader and validation a registration meets;
 /// a body that is no register request is refused as one.
@@ -927,8 +1020,6 @@ async fn what_nomad_serves_and_drover_does_not_is_a_501() {
         ("GET", "/v1/job/web/action"),
         ("GET", "/v1/plugin/csi/ebs"),
         ("GET", "/v1/volumes/external"),
-        ("DELETE", "/v1/operator/raft/peer"),
-        ("PUT", "/v1/operator/raft/transfer-leadership"),
         ("GET", "/v1/operator/keyring/keys"),
         ("GET", "/v1/operator/utilization"),
         ("GET", "/v1/operator/upgrade-check/vault-workload-identity"),
@@ -1294,4 +1385,162 @@ async fn a_purged_node_is_gone_and_its_jobs_are_evaluated() {
     )
     .await;
     assert_eq!(again.status, 404, "purged once: {again:?}");
+}
+
+/// `DELETE /v1/operator/raft/peer` and `PUT /v1/operator/raft/transfer-leadership` name
+/// their server by `id=` or `address=` (one of them, as Nomad's do) and answer what
+/// `ClusterService` answers; on one server every way to get them wrong is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raft_peer_calls_name_their_server_as_nomads_do() {
+    let (_api, addr) = start(false).await;
+    let peer = "/v1/operator/raft/peer";
+    let transfer = "/v1/operator/raft/transfer-leadership";
+    let table: &[(&str, String, u16, &str)] = &[
+        ("DELETE", peer.into(), 400, "missing id or address"),
+        (
+            "DELETE",
+            format!("{peer}?id=1&address=127.0.0.1:1"),
+            400,
+            "give the server's id or its address, not both",
+        ),
+        (
+            "DELETE",
+            format!("{peer}?id=abc"),
+            400,
+            r#"id: "abc" is not a server id"#,
+        ),
+        (
+            "DELETE",
+            format!("{peer}?address=127.0.0.9:1"),
+            404,
+            r#"address: no server at "127.0.0.9:1" in the Raft configuration"#,
+        ),
+        ("DELETE", format!("{peer}?id=99"), 404, "99"),
+        ("DELETE", format!("{peer}?id=1"), 400, "1"),
+        ("GET", peer.into(), 405, ""),
+        ("PUT", transfer.into(), 400, "missing id or address"),
+        ("PUT", format!("{transfer}?id=99"), 404, "99"),
+        ("POST", format!("{transfer}?id=1"), 200, r#""LeaderID":"1""#),
+        ("GET", transfer.into(), 405, ""),
+    ];
+    let mut failures = Vec::new();
+    for (method, path, status, says) in table {
+        let answer = http(&addr, method, path, None, "", false).await;
+        if answer.status != *status || !answer.body.contains(says) {
+            failures.push(format!(
+                "{method} {path}: want {status} saying {says:?}, got {} {}",
+                answer.status, answer.body
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// On three servers the HTTP calls move the leadership and remove a server: a transfer
+/// asked of the leader by the target's Raft address hands the leadership to it, and
+/// removing the third server by id (asked of the new leader) leaves the other two in the
+/// configuration.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raft_calls_move_the_leadership_and_remove_a_server() {
+    let (configs, _dirs) = common::cluster_configs(3, "http-raft-cluster-secret-0123");
+    let mut servers = Vec::new();
+    for mut c in configs {
+        c.bind_addr = "127.0.0.1:0".into();
+        c.http_addr = Some("127.0.0.1:0".into());
+        let raft_addr = c.raft_addr.clone().expect("a raft address");
+        let server = drover_server::Server::start(c)
+            .await
+            .expect("server starts");
+        let api = server
+            .serve(drover_server::api::ApiOptions::default())
+            .await
+            .expect("api serves");
+        let http_addr = api.http_addr().expect("the HTTP API is served").to_string();
+        servers.push((server, api, http_addr, raft_addr));
+    }
+    let first = servers[0].0.handle();
+    common::eventually(&first, "a leader", || async {
+        first.raft_metrics().current_leader.is_some()
+    })
+    .await;
+    let leader = first.raft_metrics().current_leader.expect("a leader");
+    let target = (1..=3u64).find(|id| *id != leader).expect("a follower");
+    let third = (1..=3u64)
+        .find(|id| *id != leader && *id != target)
+        .expect("the third server");
+    let at = |id: u64| &servers[id as usize - 1];
+
+    let moved = http(
+        &at(leader).2,
+        "PUT",
+        &format!(
+            "/v1/operator/raft/transfer-leadership?address={}",
+            at(target).3
+        ),
+        None,
+        "",
+        false,
+    )
+    .await;
+    assert_eq!(moved.status, 200, "{moved:?}");
+    assert!(
+        moved.body.contains(&format!(r#""LeaderID":"{target}""#)),
+        "{}",
+        moved.body
+    );
+    for (server, _, _, _) in &servers {
+        let h = server.handle();
+        common::eventually(&h, "the new leader", || async {
+            h.raft_metrics().current_leader == Some(target)
+        })
+        .await;
+    }
+
+    let removed = http(
+        &at(target).2,
+        "DELETE",
+        &format!("/v1/operator/raft/peer?id={third}"),
+        None,
+        "",
+        false,
+    )
+    .await;
+    assert_eq!(removed.status, 200, "{removed:?}");
+    let index: u64 = removed
+        .header("x-nomad-index")
+        .and_then(|v| v.parse().ok())
+        .expect("an index header");
+    assert!(index > 0, "{removed:?}");
+    let mut want = vec![at(leader).3.clone(), at(target).3.clone()];
+    want.sort();
+    // The leader's Raft metrics (which the configuration reads) may trail the commit.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let config = http(
+            &at(target).2,
+            "GET",
+            "/v1/operator/raft/configuration",
+            None,
+            "",
+            false,
+        )
+        .await;
+        assert_eq!(config.status, 200, "{config:?}");
+        let mut addresses = values_of(&config.body, "Address");
+        addresses.sort();
+        if addresses == want {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "want {want:?} in {}",
+            config.body
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    for (server, api, _, _) in servers {
+        api.shutdown().await.expect("api stops");
+        server.shutdown().await.expect("server stops");
+    }
 }

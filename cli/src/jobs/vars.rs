@@ -51,6 +51,8 @@ impl VarArgs {
             var_files,
             env,
             files,
+            // Fresh `uuid()`s each read, as Nomad's.
+            seed: rand::random(),
         })
     }
 }

@@ -1,8 +1,15 @@
 //! The functions a job file's expressions may call, as Nomad's HCL2 job files do: string,
 //! regular expression, collection and set, numeric, encoding, type conversion and time
-//! functions. Each is pure: core reads no files and no clock. `file()` is not here: the
-//! caller reads the files a job names and the variables module inlines their text (see
-//! `variables::Scope`).
+//! functions, hashes, name-based UUIDs and IP networks. Each is pure: core reads no files
+//! and no clock. `file()` is not here: the caller reads the files a job names and the
+//! variables module inlines their text (see `variables::Scope`); nor is `uuid()`, which
+//! draws from the caller's seed. `can()` and `try()` must see their argument fail, so
+//! `special_forms` evaluates them before hcl-rs does; only their eager fallbacks are here.
+
+mod cidr;
+mod formatdate;
+mod hashes;
+mod yaml;
 
 use hcl::eval::{Context, FuncArgs, FuncDef, ParamType};
 use hcl::{Map, Number, Value};
@@ -54,6 +61,7 @@ pub(super) fn context() -> Context<'static> {
     });
     def("substr", vec![Str, Num, Num], None, substr);
     def("format", vec![Str], Some(Any), format);
+    def("formatlist", vec![Str], Some(Any), formatlist);
     def("startswith", vec![Str, Str], None, |a| {
         Ok(s(&a[0]).starts_with(s(&a[1])).into())
     });
@@ -233,6 +241,21 @@ pub(super) fn context() -> Context<'static> {
     def("urlencode", vec![Str], None, |a| {
         Ok(urlencode(s(&a[0])).into())
     });
+    def("yamlencode", vec![Any], None, yaml::yamlencode);
+    def("yamldecode", vec![Str], None, yaml::yamldecode);
+    // Hashes and UUIDs.
+    def("md5", vec![Str], None, hashes::md5);
+    def("sha1", vec![Str], None, hashes::sha1);
+    def("sha256", vec![Str], None, hashes::sha256);
+    def("sha512", vec![Str], None, hashes::sha512);
+    def("base64sha256", vec![Str], None, hashes::base64sha256);
+    def("base64sha512", vec![Str], None, hashes::base64sha512);
+    def("uuidv5", vec![Str, Str], None, hashes::uuidv5);
+    // IP networks.
+    def("cidrhost", vec![Str, Num], None, cidr::cidrhost);
+    def("cidrnetmask", vec![Str], None, cidr::cidrnetmask);
+    def("cidrsubnet", vec![Str, Num, Num], None, cidr::cidrsubnet);
+    def("cidrsubnets", vec![Str], Some(Num), cidr::cidrsubnets);
     // Type conversions.
     def("tostring", vec![Any], None, |a| match &a[0] {
         Value::String(t) => Ok(t.clone().into()),
@@ -275,8 +298,13 @@ pub(super) fn context() -> Context<'static> {
     def("tomap", vec![ParamType::object_of(Any)], None, |a| {
         Ok(a[0].clone())
     });
+    // Errors caught: `special_forms` evaluates these lazily before hcl-rs sees them; what
+    // reaches hcl-rs (a `%{ for }` directive's body) had every argument evaluate.
+    def("can", vec![Any], None, |_| Ok(Value::Bool(true)));
+    def("try", vec![Any], Some(Any), |a| Ok(a[0].clone()));
     // Time.
     def("timeadd", vec![Str, Str], None, timeadd);
+    def("formatdate", vec![Str, Str], None, formatdate::formatdate);
     ctx
 }
 
@@ -402,8 +430,12 @@ fn substr(a: FuncArgs) -> Result {
 
 /// `format` with the verbs job files use: `%s`, `%d`, `%v`, `%q` and `%%`.
 fn format(a: FuncArgs) -> Result {
-    let spec = s(&a[0]);
-    let mut args = a.iter().skip(1);
+    format_values("format", s(&a[0]), &a[1..])
+}
+
+/// `spec` with its verbs replaced by `args` in order; errors say they are `function`'s.
+fn format_values(function: &str, spec: &str, args: &[Value]) -> Result {
+    let mut args = args.iter();
     let mut out = String::new();
     let mut chars = spec.chars();
     while let Some(c) = chars.next() {
@@ -411,14 +443,16 @@ fn format(a: FuncArgs) -> Result {
             out.push(c);
             continue;
         }
-        let verb = chars.next().ok_or("format: a lone % at the end")?;
+        let verb = chars
+            .next()
+            .ok_or_else(|| format!("{function}: a lone % at the end of {spec:?}"))?;
         if verb == '%' {
             out.push('%');
             continue;
         }
         let arg = args
             .next()
-            .ok_or_else(|| format!("format: not enough arguments for {spec:?}"))?;
+            .ok_or_else(|| format!("{function}: not enough arguments for {spec:?}"))?;
         let text = match arg {
             Value::String(t) => t.clone(),
             Value::Number(n) => n.to_string(),
@@ -428,10 +462,44 @@ fn format(a: FuncArgs) -> Result {
         match verb {
             's' | 'v' | 'd' => out.push_str(&text),
             'q' => out.push_str(&format!("{text:?}")),
-            other => return Err(format!("format: verb %{other} is not supported")),
+            other => return Err(format!("{function}: verb %{other} is not supported")),
         }
     }
     Ok(out.into())
+}
+
+/// `formatlist(spec, args...)`: `format` once per element of the list arguments, which
+/// must be of one length; any other argument is used in every line.
+fn formatlist(a: FuncArgs) -> Result {
+    let spec = s(&a[0]);
+    let mut rows: Option<(usize, usize)> = None;
+    for (i, arg) in a.iter().enumerate().skip(1) {
+        let Value::Array(items) = arg else { continue };
+        match rows {
+            Some((n, first)) if n != items.len() => {
+                return Err(format!(
+                    "formatlist: argument {i} has length {}, which is inconsistent with \
+                     argument {first} of length {n}",
+                    items.len()
+                ));
+            }
+            Some(_) => {}
+            None => rows = Some((items.len(), i)),
+        }
+    }
+    let n = rows.map_or(1, |(n, _)| n);
+    let mut out = Vec::with_capacity(n);
+    for row in 0..n {
+        let args: Vec<Value> = a[1..]
+            .iter()
+            .map(|arg| match arg {
+                Value::Array(items) => items[row].clone(),
+                other => other.clone(),
+            })
+            .collect();
+        out.push(format_values("formatlist", spec, &args)?);
+    }
+    Ok(Value::Array(out))
 }
 
 fn length(a: FuncArgs) -> Result {

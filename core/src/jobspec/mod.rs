@@ -30,6 +30,7 @@ mod network;
 mod nomad_json;
 mod reader;
 mod service;
+mod special_forms;
 mod task;
 mod task_blocks;
 mod task_files;

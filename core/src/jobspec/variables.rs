@@ -17,6 +17,7 @@ use super::decoder::Decoder;
 use super::error::{LineIndex, Problem};
 use super::functions::kind;
 use super::reader::{Item, Shape, walk};
+use super::special_forms::Ids;
 use hcl::edit::Span as _;
 use hcl::edit::expr::Expression as EditExpr;
 use hcl::edit::structure::{Block, Body, Structure};
@@ -36,13 +37,19 @@ pub struct Inputs {
     pub env: Vec<(String, String)>,
     /// The text of each file the job's `file()` calls name, by the path as written.
     pub files: BTreeMap<String, String>,
+    /// Where `uuid()` draws its ids from: core draws no randomness itself, so a caller
+    /// that wants fresh ids each read (as Nomad's are) passes a random seed. The same seed
+    /// gives the same ids.
+    pub seed: u64,
 }
 
-/// What the job's expressions are evaluated in: the functions, `var` and `local`.
+/// What the job's expressions are evaluated in: the functions, `var` and `local`, and the
+/// generator `uuid()` draws from.
 #[derive(Debug)]
 pub(super) struct Scope {
     ctx: Context<'static>,
     files: BTreeMap<String, String>,
+    ids: Ids,
 }
 
 impl Default for Scope {
@@ -50,12 +57,14 @@ impl Default for Scope {
         Self {
             ctx: super::functions::context(),
             files: BTreeMap::new(),
+            ids: Ids::new(0),
         }
     }
 }
 
 impl Scope {
-    /// Evaluates `expr`, with `file()` calls replaced by the text the caller read.
+    /// Evaluates `expr`, with `file()` calls replaced by the text the caller read and
+    /// `can()`/`try()` calls by their values (see `special_forms`).
     pub(super) fn eval(&self, expr: &Expression) -> Result<Value, String> {
         if let Some(name) = undeclared(expr, &self.ctx) {
             return Err(format!(
@@ -64,6 +73,7 @@ impl Scope {
         }
         let mut expr = expr.clone();
         self.inline_files(&mut expr)?;
+        super::special_forms::expand(&mut expr, &self.ctx, &self.ids)?;
         expr.evaluate(&self.ctx).map_err(|e| e.kind().to_string())
     }
 
@@ -397,6 +407,7 @@ pub(super) fn resolve(d: &mut Decoder<'_>, body: &Body, inputs: &Inputs) -> Scop
     let mut scope = Scope {
         ctx: funcs,
         files: inputs.files.clone(),
+        ids: Ids::new(inputs.seed),
     };
     scope.ctx.declare_var("var", Value::Object(values));
     // Checks and locals read the values: with a value missing or refused they would only

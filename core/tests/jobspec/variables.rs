@@ -75,6 +75,7 @@ fn inputs(vars: &[(&str, &str)], env: &[(&str, &str)], files: &[(&str, &str)]) -
             .map(|(label, text)| (label.to_string(), text.to_string()))
             .collect(),
         files: [("motd.txt".to_string(), "  hello  \n".to_string())].into(),
+        seed: 0,
     }
 }
 
@@ -230,4 +231,107 @@ fn bad_variables_are_reported_where_they_are() {
 fn the_files_a_job_reads_are_named_for_the_caller() {
     assert_eq!(file_references(JOB), ["motd.txt"]);
     assert!(file_references("job \"j\" {}").is_empty());
+}
+
+/// The common CI idioms of Nomad's HCL2: `can(regex(...))` in a validation, `try` for an
+/// optional setting, and the hash, YAML, date, UUID and network functions in locals.
+const IDIOMS: &str = r#"variable "version" {
+  type = string
+  validation {
+    condition     = can(regex("^[0-9]+\\.[0-9]+$", var.version))
+    error_message = "version must be MAJOR.MINOR"
+  }
+}
+
+variable "settings" {
+  type    = map(string)
+  default = { region = "eu" }
+}
+
+locals {
+  port    = try(var.settings["port"], "8080")
+  region  = try(var.settings["region"], "us")
+  subnets = cidrsubnets("10.20.0.0/16", 8, 8)
+  config  = yamlencode({ region = local.region, subnets = local.subnets })
+  ports   = [for p in ["80", "x", "443"] : try(tonumber(p), 0)]
+  label   = "web-${try(var.settings["tier"], "standard")}"
+}
+
+job "web" {
+  meta = {
+    port    = local.port
+    region  = local.region
+    gateway = cidrhost(local.subnets[0], 1)
+    netmask = cidrnetmask(local.subnets[1])
+    config  = local.config
+    ports   = jsonencode(local.ports)
+    id      = uuidv5("dns", "web-${var.version}.example")
+    digest  = sha256(local.config)
+    built   = formatdate("EEE, DD MMM YYYY", "2024-01-02T03:04:05Z")
+    lines   = join(";", formatlist("%s=%s", ["region", "port"], [local.region, local.port]))
+    label   = local.label
+  }
+  group "g" {
+    task "t" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/true"
+      }
+    }
+  }
+}
+"#;
+
+#[test]
+fn can_and_try_catch_what_they_are_given() {
+    let job = parse(IDIOMS, &inputs(&[("version", "1.2")], &[], &[])).expect("parses");
+    insta::assert_debug_snapshot!(job.meta);
+
+    let table: &[(&str, &str)] = &[
+        (
+            "1.x",
+            r#"t.hcl:4:21: variable "version": version must be MAJOR.MINOR"#,
+        ),
+        (
+            "",
+            r#"t.hcl:4:21: variable "version": version must be MAJOR.MINOR"#,
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (version, want) in table {
+        match parse(IDIOMS, &inputs(&[("version", version)], &[], &[])) {
+            Err(got) if got == *want => {}
+            other => failures.push(format!("version {version:?}: want {want}, got {other:?}")),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `uuid()` draws from the caller's seed (core draws no randomness): fresh ids within a
+/// read, the same ids for the same seed, others for another.
+#[test]
+fn uuids_come_from_the_callers_seed() {
+    let src = "job \"j\" {\n  meta = { a = uuid(), b = uuidv4() }\n  group \"g\" {\n    task \"t\" {\n      driver = \"raw_exec\"\n      config { command = \"/bin/true\" }\n    }\n  }\n}\n";
+    let ids = |seed: u64| {
+        let i = Inputs {
+            seed,
+            ..Inputs::default()
+        };
+        let job = parse(src, &i).unwrap_or_else(|e| panic!("{e}"));
+        (job.meta["a"].clone(), job.meta["b"].clone())
+    };
+    let (a, b) = ids(1);
+    for id in [&a, &b] {
+        let parsed = uuid::Uuid::parse_str(id).unwrap_or_else(|e| panic!("{id}: {e}"));
+        assert_eq!(parsed.get_version_num(), 4, "{id}");
+    }
+    assert_ne!(a, b, "two calls, two ids");
+    assert_eq!(ids(1), (a.clone(), b), "the same seed, the same ids");
+    assert_ne!(ids(2).0, a, "another seed, other ids");
+    let err = parse(
+        "job \"j\" {\n  meta = { a = uuid(1) }\n}\n",
+        &Inputs::default(),
+    )
+    .expect_err("uuid takes no argument");
+    assert!(err.contains("uuid: takes no arguments, got 1"), "{err}");
 }

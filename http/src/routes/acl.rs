@@ -1,6 +1,6 @@
 //! `/v1/acl/...`: bootstrap, tokens and policies. Every call is the ACL service's own.
 
-use super::{Ctx, body};
+use super::{Ctx, blocking, body};
 use crate::nomad::acl::{AclPolicy, AclToken, PolicyRequest, TokenRequest};
 use crate::query::{Call, parse_go_duration};
 use crate::reply::{self, ApiError};
@@ -42,8 +42,12 @@ async fn bootstrap(State(ctx): State<Ctx>, call: Call) -> Result<Response, ApiEr
 }
 
 async fn tokens(State(ctx): State<Ctx>, call: Call) -> Result<Response, ApiError> {
-    let req = call.creds.request(pb::AclTokenListRequest {});
-    let r = ctx.grpc.acl().token_list(req).await?.into_inner();
+    let r = blocking(&call, |query| {
+        let req = call.creds.request(pb::AclTokenListRequest { query });
+        let mut acl = ctx.grpc.acl();
+        async move { acl.token_list(req).await }
+    })
+    .await?;
     let body: Vec<AclToken> = r
         .tokens
         .iter()
@@ -133,8 +137,12 @@ async fn token_delete(
 }
 
 async fn policies(State(ctx): State<Ctx>, call: Call) -> Result<Response, ApiError> {
-    let req = call.creds.request(pb::AclPolicyListRequest {});
-    let r = ctx.grpc.acl().policy_list(req).await?.into_inner();
+    let r = blocking(&call, |query| {
+        let req = call.creds.request(pb::AclPolicyListRequest { query });
+        let mut acl = ctx.grpc.acl();
+        async move { acl.policy_list(req).await }
+    })
+    .await?;
     let body: Vec<AclPolicy> = r.policies.iter().map(|p| AclPolicy::of(p, false)).collect();
     Ok(reply::json(ctx.meta(r.index), "", &body))
 }

@@ -434,6 +434,8 @@ pub async fn parse(bytes: Bytes) -> Result<Response, ApiError> {
             .then(|| ("Variables".to_string(), b.variables))
             .into_iter()
             .collect(),
+        // Fresh `uuid()`s each parse, as Nomad's.
+        seed: rand::random(),
         ..Default::default()
     };
     let job: Job = drover_core::jobspec::parse_hcl_with(&b.job_hcl, "JobHCL", &inputs)

@@ -1,4 +1,5 @@
-//! `/v1/operator/...`: the scheduler configuration, and the Raft peers.
+//! `/v1/operator/...`: the scheduler configuration, and the Raft peers: read, removed and
+//! handed the leadership through the ClusterService calls `drover operator raft` makes.
 
 use super::{Ctx, blocking, body};
 use crate::nomad::misc::SchedulerConfig;
@@ -7,7 +8,7 @@ use crate::reply::{self, ApiError};
 use axum::Router;
 use axum::extract::State;
 use axum::response::Response;
-use axum::routing::get;
+use axum::routing::{delete, get, put};
 use bytes::Bytes;
 use drover_proto::v1 as pb;
 use serde_json::json;
@@ -19,6 +20,11 @@ pub fn routes() -> Router<Ctx> {
             get(scheduler_get).post(scheduler_set).put(scheduler_set),
         )
         .route("/v1/operator/raft/configuration", get(raft_configuration))
+        .route("/v1/operator/raft/peer", delete(raft_remove_peer))
+        .route(
+            "/v1/operator/raft/transfer-leadership",
+            put(raft_transfer_leadership).post(raft_transfer_leadership),
+        )
 }
 
 async fn scheduler_get(State(ctx): State<Ctx>, call: Call) -> Result<Response, ApiError> {
@@ -103,4 +109,71 @@ async fn raft_configuration(State(ctx): State<Ctx>, call: Call) -> Result<Respon
         .collect();
     let body = json!({ "Index": r.index, "Servers": servers });
     Ok(reply::json(ctx.meta(r.index), "", &body))
+}
+
+/// The server a call names with `?id=` (its Raft id) or `?address=` (its Raft address),
+/// exactly one of them as Nomad takes them, both as `/v1/operator/raft/configuration`
+/// lists the servers.
+async fn named_server(ctx: &Ctx, call: &Call) -> Result<u64, ApiError> {
+    let given = |name| call.get(name).filter(|v| !v.is_empty());
+    match (given("id"), given("address")) {
+        (Some(_), Some(_)) => Err(ApiError::BadRequest(
+            "give the server's id or its address, not both".into(),
+        )),
+        (None, None) => Err(ApiError::BadRequest(
+            "missing id or address: the server's Raft id or address, as \
+             /v1/operator/raft/configuration lists them"
+                .into(),
+        )),
+        (Some(id), None) => id.parse().map_err(|_| {
+            ApiError::BadRequest(format!(
+                "id: {id:?} is not a server id (a whole number, as \
+                 /v1/operator/raft/configuration lists them)"
+            ))
+        }),
+        (None, Some(address)) => {
+            let r = ctx
+                .grpc
+                .status()
+                .peers(call.creds.request(pb::PeersRequest {}))
+                .await?
+                .into_inner();
+            r.peers
+                .iter()
+                .find(|p| p.address == address)
+                .and_then(|p| p.id.parse().ok())
+                .ok_or_else(|| {
+                    ApiError::NotFound(format!(
+                        "address: no server at {address:?} in the Raft configuration"
+                    ))
+                })
+        }
+    }
+}
+
+/// `DELETE /v1/operator/raft/peer?id=|address=`: `ClusterService.RemovePeer`.
+async fn raft_remove_peer(State(ctx): State<Ctx>, call: Call) -> Result<Response, ApiError> {
+    let id = named_server(&ctx, &call).await?;
+    let req = call.creds.request(pb::RemovePeerRequest { id });
+    let r = ctx.grpc.cluster().remove_peer(req).await?.into_inner();
+    Ok(reply::written(ctx.meta(r.index), &serde_json::Value::Null))
+}
+
+/// `PUT /v1/operator/raft/transfer-leadership?id=|address=`:
+/// `ClusterService.TransferLeadership`. The answer names the new leader and its term
+/// (drover's addition; Nomad's clients read only the status).
+async fn raft_transfer_leadership(
+    State(ctx): State<Ctx>,
+    call: Call,
+) -> Result<Response, ApiError> {
+    let id = named_server(&ctx, &call).await?;
+    let req = call.creds.request(pb::TransferLeadershipRequest { id });
+    let r = ctx
+        .grpc
+        .cluster()
+        .transfer_leadership(req)
+        .await?
+        .into_inner();
+    let body = json!({ "LeaderID": r.leader_id.to_string(), "Term": r.term });
+    Ok(reply::written(ctx.meta(0), &body))
 }

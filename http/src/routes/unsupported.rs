@@ -109,11 +109,6 @@ const UNSUPPORTED: &[(&str, &str)] = &[
     ("/v1/job/{id}/action", "drover has no task actions"),
     ("/v1/plugin/{*rest}", "drover has no plugins"),
     ("/v1/volumes/{*rest}", "drover has no volumes"),
-    (
-        "/v1/operator/raft/peer",
-        "use drover operator raft remove-peer",
-    ),
-    ("/v1/operator/raft/transfer-leadership", "not served"),
     ("/v1/operator/keyring/{*rest}", "drover has no keyring"),
     ("/v1/operator/utilization", "not served"),
     ("/v1/operator/upgrade-check/{*rest}", "not served"),

@@ -100,10 +100,10 @@ impl AclService for AclApi {
         req: Request<pb::AclTokenListRequest>,
     ) -> Result<Response<pb::AclTokenListResponse>, Status> {
         authorize(&req, Need::Management)?;
-        let snap = self.0.handle.snapshot();
+        let snap = self.0.read(req.get_ref().query.as_ref()).await?;
         Ok(Response::new(pb::AclTokenListResponse {
             tokens: snap.acl_tokens().map(|t| t.as_ref().into()).collect(),
-            index: snap.acl_index(),
+            index: snap.latest_index(),
         }))
     }
 
@@ -151,10 +151,10 @@ impl AclService for AclApi {
         req: Request<pb::AclPolicyListRequest>,
     ) -> Result<Response<pb::AclPolicyListResponse>, Status> {
         authorize(&req, Need::Management)?;
-        let snap = self.0.handle.snapshot();
+        let snap = self.0.read(req.get_ref().query.as_ref()).await?;
         Ok(Response::new(pb::AclPolicyListResponse {
             policies: snap.acl_policies().map(|p| p.as_ref().into()).collect(),
-            index: snap.acl_index(),
+            index: snap.latest_index(),
         }))
     }
 
