@@ -1,14 +1,17 @@
 //! The functions a job file's expressions may call, as Nomad's HCL2 job files do: string,
-//! regular expression, collection and set, numeric, encoding, type conversion and time
-//! functions, hashes, name-based UUIDs and IP networks. Each is pure: core reads no files
+//! regular expression, collection and set, numeric, encoding (CSV, JSON, YAML, base64),
+//! path, type conversion and time functions, hashes, name-based UUIDs and IP networks. Each is pure: core reads no files
 //! and no clock. `file()` is not here: the caller reads the files a job names and the
 //! variables module inlines their text (see `variables::Scope`); nor is `uuid()`, which
 //! draws from the caller's seed. `can()` and `try()` must see their argument fail, so
 //! `special_forms` evaluates them before hcl-rs does; only their eager fallbacks are here.
 
 mod cidr;
+mod collections;
 mod formatdate;
 mod hashes;
+mod math;
+mod text_data;
 mod yaml;
 
 use hcl::eval::{Context, FuncArgs, FuncDef, ParamType};
@@ -192,6 +195,13 @@ pub(super) fn context() -> Context<'static> {
         Ok(Value::Array(distinct(kept)))
     });
     def("range", vec![Num], Some(Num), range);
+    def("setproduct", vec![], Some(list()), collections::setproduct);
+    def(
+        "transpose",
+        vec![ParamType::object_of(Any)],
+        None,
+        collections::transpose,
+    );
     def("coalesce", vec![], Some(Any), |a| {
         a.iter()
             .find(|v| !matches!(v, Value::Null) && !matches!(v, Value::String(t) if t.is_empty()))
@@ -220,6 +230,9 @@ pub(super) fn context() -> Context<'static> {
         Ok(a.iter().map(num).fold(f64::MAX, f64::min).into())
     });
     def("parseint", vec![Str, Num], None, parseint);
+    def("log", vec![Num, Num], None, math::log);
+    def("pow", vec![Num, Num], None, math::pow);
+    def("signum", vec![Num], None, math::signum);
     // Encoding.
     def("base64encode", vec![Str], None, |a| {
         Ok(base64::encode(s(&a[0]).as_bytes()).into())
@@ -243,6 +256,10 @@ pub(super) fn context() -> Context<'static> {
     });
     def("yamlencode", vec![Any], None, yaml::yamlencode);
     def("yamldecode", vec![Str], None, yaml::yamldecode);
+    def("csvdecode", vec![Str], None, text_data::csvdecode);
+    // Paths, as strings.
+    def("basename", vec![Str], None, text_data::basename);
+    def("dirname", vec![Str], None, text_data::dirname);
     // Hashes and UUIDs.
     def("md5", vec![Str], None, hashes::md5);
     def("sha1", vec![Str], None, hashes::sha1);

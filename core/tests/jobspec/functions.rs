@@ -97,6 +97,33 @@ fn functions_answer_as_nomads_do() {
             r#"["a=1","b=2"]"#,
         ),
         (r#"formatlist("%s", "one")"#, r#"["one"]"#),
+        // Numbers, sets, CSV and paths.
+        ("log(16, 2)", "4"),
+        ("log(1, 10)", "0"),
+        ("pow(3, 2)", "9"),
+        ("pow(4, 0.5)", "2"),
+        ("signum(-7)", "-1"),
+        ("signum(0)", "0"),
+        ("signum(3.5)", "1"),
+        (
+            r#"setproduct(["a", "b"], [1, 2])"#,
+            r#"[["a",1],["a",2],["b",1],["b",2]]"#,
+        ),
+        (r#"setproduct(["a"], [])"#, "[]"),
+        (
+            r#"transpose({ a = ["1", "2"], b = ["2", "3"] })"#,
+            r#"{"1":["a"],"2":["a","b"],"3":["b"]}"#,
+        ),
+        (
+            r#"csvdecode("a,b\n1,\"x,y\"\n3,4\n")"#,
+            r#"[{"a":"1","b":"x,y"},{"a":"3","b":"4"}]"#,
+        ),
+        (r#"csvdecode("a,b\n")"#, "[]"),
+        (r#"basename("/etc/app/app.conf")"#, r#""app.conf""#),
+        (r#"basename("dir/")"#, r#""dir""#),
+        (r#"dirname("/etc/app/app.conf")"#, r#""/etc/app""#),
+        (r#"dirname("app.conf")"#, r#"".""#),
+        (r#"dirname("/app.conf")"#, r#""/""#),
         // Hashes and UUIDs.
         (
             r#"md5("hello world")"#,
@@ -270,6 +297,20 @@ fn functions_refuse_what_they_cannot_answer() {
             r#"uuidv5("isbn", "x")"#,
             r#"uuidv5: namespace "isbn" is not dns, url, oid, x500 or a UUID"#,
         ),
+        ("log(0, 2)", "log: 0 is not above zero"),
+        (
+            "log(8, 1)",
+            "log: a base of 1 is not above zero and other than 1",
+        ),
+        (
+            "setproduct(range(100), range(101))",
+            "setproduct: 10100 combinations is more than the 10000 a job file may build",
+        ),
+        (
+            r#"transpose({ a = [1] })"#,
+            r#"transpose: "a" lists a number, not a string"#,
+        ),
+        (r#"csvdecode("a,b\n1\n")"#, "csvdecode: "),
         (r#"yamldecode("a: [1")"#, "yamldecode: "),
         (r#"yamldecode("a: 1\n---\nb: 2\n")"#, "yamldecode: "),
         (
