@@ -770,19 +770,19 @@ mod tests {
     }
 
     #[test]
-    fn the_rollout_and_probes_make_the_churn_the_issue_names() {
+    fn the_rollout_makes_the_churn_the_issue_names_and_the_probe_ten_times_it() {
         let cases = [
-            // (jobs, count) -> churn jobs
-            ((1_000, 100), 10),
-            ((4, 5), 4),
-            ((20, 300), 4),
-            ((2, 1), 2),
+            // (jobs, count) -> (churn jobs, probe jobs)
+            ((1_000, 100), (10, 100)),
+            ((4, 5), (4, 4)),
+            ((20, 300), (4, 20)),
+            ((2, 1), (2, 2)),
         ];
-        for ((jobs, count), want) in cases {
+        for ((jobs, count), (churn, probe_jobs)) in cases {
             let w = Workload::new(10_000, jobs, count, 10, 16).expect("fits");
-            assert_eq!(churn_jobs(&w), want, "{jobs} x {count}");
+            assert_eq!(churn_jobs(&w), churn, "{jobs} x {count}");
             let p = probe(&w, "q");
-            assert_eq!(p.jobs, want);
+            assert_eq!(p.jobs, probe_jobs, "{jobs} x {count}");
             assert!(!p.job_id(0).starts_with(&w.job_prefix()), "own ids");
             assert!(!w.job_id(0).starts_with(&p.job_prefix()), "own ids");
             assert_eq!(probe_job(&w, &p, 0).datacenters, [w.datacenter()]);
