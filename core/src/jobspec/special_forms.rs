@@ -13,9 +13,10 @@
 //! is a template (`"${try(...)}-x"`) that calls them. In a `%{ for }` directive's body
 //! they are the eager fallbacks of `functions`: right whenever every argument evaluates.
 
+use super::variables::children_mut;
 use hcl::Value;
 use hcl::eval::{Context, Evaluate as _};
-use hcl::expr::{Expression, ForExpr, Operation, TraversalOperator};
+use hcl::expr::{Expression, ForExpr};
 use hcl::template::{Directive, Element, Template};
 use rand::{RngCore as _, SeedableRng as _};
 use rand_chacha::ChaCha8Rng;
@@ -267,29 +268,4 @@ fn for_each(f: &ForExpr, ctx: &Context<'_>, ids: &Ids) -> Result<Value, String> 
         Some(_) => Value::Object(object),
         None => Value::Array(list),
     })
-}
-
-/// The sub-expressions an evaluation may reach (a `for` expression and a conditional are
-/// [`expand`]'s own cases).
-fn children_mut(expr: &mut Expression) -> Box<dyn Iterator<Item = &mut Expression> + '_> {
-    match expr {
-        Expression::Array(items) => Box::new(items.iter_mut()),
-        Expression::Object(map) => Box::new(map.values_mut()),
-        Expression::Parenthesis(inner) => Box::new(std::iter::once(inner.as_mut())),
-        Expression::FuncCall(call) => Box::new(call.args.iter_mut()),
-        Expression::Traversal(t) => Box::new(std::iter::once(&mut t.expr).chain(
-            t.operators.iter_mut().filter_map(|op| match op {
-                TraversalOperator::Index(e) => Some(e),
-                _ => None,
-            }),
-        )),
-        Expression::Conditional(c) => {
-            Box::new([&mut c.cond_expr, &mut c.true_expr, &mut c.false_expr].into_iter())
-        }
-        Expression::Operation(op) => match op.as_mut() {
-            Operation::Unary(u) => Box::new(std::iter::once(&mut u.expr)),
-            Operation::Binary(b) => Box::new([&mut b.lhs_expr, &mut b.rhs_expr].into_iter()),
-        },
-        _ => Box::new(std::iter::empty()),
-    }
 }

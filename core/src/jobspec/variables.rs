@@ -157,8 +157,11 @@ fn each_expression(body: &Body, visit: &mut impl FnMut(&EditExpr)) {
     }
 }
 
-/// The sub-expressions of `expr` an evaluation may reach.
-fn children_mut(expr: &mut Expression) -> Box<dyn Iterator<Item = &mut Expression> + '_> {
+/// The sub-expressions of `expr` an evaluation may reach (`special_forms::expand` takes
+/// a `for` expression and a conditional's branches itself).
+pub(super) fn children_mut(
+    expr: &mut Expression,
+) -> Box<dyn Iterator<Item = &mut Expression> + '_> {
     match expr {
         Expression::Array(items) => Box::new(items.iter_mut()),
         Expression::Object(map) => Box::new(map.values_mut()),
