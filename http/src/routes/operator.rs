@@ -91,12 +91,7 @@ async fn scheduler_set(
 }
 
 async fn raft_configuration(State(ctx): State<Ctx>, call: Call) -> Result<Response, ApiError> {
-    let r = ctx
-        .grpc
-        .status()
-        .peers(call.creds.request(pb::PeersRequest {}))
-        .await?
-        .into_inner();
+    let r = super::status::peers_of(&ctx, &call).await?;
     let servers: Vec<_> = r
         .peers
         .iter()
@@ -132,12 +127,7 @@ async fn named_server(ctx: &Ctx, call: &Call) -> Result<u64, ApiError> {
             ))
         }),
         (None, Some(address)) => {
-            let r = ctx
-                .grpc
-                .status()
-                .peers(call.creds.request(pb::PeersRequest {}))
-                .await?
-                .into_inner();
+            let r = super::status::peers_of(ctx, call).await?;
             r.peers
                 .iter()
                 .find(|p| p.address == address)

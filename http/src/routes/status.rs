@@ -36,14 +36,20 @@ async fn leader(State(ctx): State<Ctx>, call: Call) -> Result<Response, ApiError
 }
 
 async fn peers(State(ctx): State<Ctx>, call: Call) -> Result<Response, ApiError> {
-    let r = ctx
+    let r = peers_of(&ctx, &call).await?;
+    let addrs: Vec<&str> = r.peers.iter().map(|p| p.address.as_str()).collect();
+    Ok(reply::json(ctx.meta(r.index), "", &addrs))
+}
+
+/// The servers of the Raft configuration (`StatusService.Peers`), for every route that
+/// lists or names them.
+pub(super) async fn peers_of(ctx: &Ctx, call: &Call) -> Result<pb::PeersResponse, ApiError> {
+    Ok(ctx
         .grpc
         .status()
         .peers(call.creds.request(pb::PeersRequest {}))
         .await?
-        .into_inner();
-    let addrs: Vec<&str> = r.peers.iter().map(|p| p.address.as_str()).collect();
-    Ok(reply::json(ctx.meta(r.index), "", &addrs))
+        .into_inner())
 }
 
 async fn members_of(ctx: &Ctx, call: &Call) -> Result<pb::MembersResponse, ApiError> {
