@@ -83,20 +83,28 @@ fn info(name: &str, wait_index: u64) -> pb::ServiceInfoRequest {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_catalog_lists_what_agents_register_and_blocking_reads_wake_on_change() {
-    let a = Api::start(|_| {}).await;
+/// Two agents and the job `shop`, one allocation placed on each.
+async fn shop_on_two_agents(a: &Api) -> (Vec<Agent>, Vec<Allocation>) {
     let agents = join_many(&a.h, 2).await;
     register(&a.h, big_service_job("shop", 2)).await;
     let snap = wait_until(&a.h, "2 placed", |s| live_allocs(s, "shop").len() == 2).await;
-    let allocs = live_allocs(&snap, "shop");
-    let agent_of = |alloc: &Allocation| {
-        agents
-            .iter()
-            .find(|g| g.creds.node_id == alloc.node_id)
-            .expect("its node")
-            .clone()
-    };
+    (agents, live_allocs(&snap, "shop"))
+}
+
+/// The agent `alloc` was placed on.
+fn agent_of(agents: &[Agent], alloc: &Allocation) -> Agent {
+    agents
+        .iter()
+        .find(|g| g.creds.node_id == alloc.node_id)
+        .expect("its node")
+        .clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_catalog_lists_what_agents_register_and_blocking_reads_wake_on_change() {
+    let a = Api::start(|_| {}).await;
+    let (agents, allocs) = shop_on_two_agents(&a).await;
+    let agent_of = |alloc: &Allocation| agent_of(&agents, alloc);
     let (first, second) = (&allocs[0], &allocs[1]);
 
     // A node may not register another node's allocation.
@@ -305,17 +313,8 @@ async fn a_blocking_read_answers_the_catalog_as_it_is_when_its_wait_runs_out() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_blocking_list_with_checks_wakes_on_a_check_change_the_worst_health_hides() {
     let a = Api::start(|_| {}).await;
-    let agents = join_many(&a.h, 2).await;
-    register(&a.h, big_service_job("shop", 2)).await;
-    let snap = wait_until(&a.h, "2 placed", |s| live_allocs(s, "shop").len() == 2).await;
-    let allocs = live_allocs(&snap, "shop");
-    let agent_of = |alloc: &Allocation| {
-        agents
-            .iter()
-            .find(|g| g.creds.node_id == alloc.node_id)
-            .expect("its node")
-            .clone()
-    };
+    let (agents, allocs) = shop_on_two_agents(&a).await;
+    let agent_of = |alloc: &Allocation| agent_of(&agents, alloc);
     let (first, second) = (&allocs[0], &allocs[1]);
     for (alloc, health) in [
         (first, ServiceHealth::Critical),
