@@ -12,9 +12,8 @@
 
 use crate::fsm::Command;
 use crate::state::StateSnapshot;
-use crate::types::{EvalId, Evaluation, JobKey, NodeId, Timestamp, TriggeredBy};
+use crate::types::{EvalId, NodeId, Timestamp};
 use rand::Rng;
-use std::collections::BTreeSet;
 
 /// Why a purge was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -43,25 +42,8 @@ pub fn node_purge(
     if snap.node(&node_id).is_none() {
         return Err(NodePurgeError::NotFound(node_id));
     }
-    let jobs: BTreeSet<JobKey> = snap
-        .allocs_by_node(&node_id)
-        .filter(|a| !a.client_terminal())
-        .map(|a| JobKey {
-            namespace: a.namespace.clone(),
-            id: a.job_id.clone(),
-        })
-        .collect();
-    let evals: Vec<Evaluation> = jobs
-        .iter()
-        .filter_map(|key| snap.job(key))
-        .filter(|job| !job.is_template())
-        .map(|job| {
-            let id = EvalId::from_bytes(rng.random());
-            let mut e = Evaluation::new(id, job, TriggeredBy::NodeUpdate, now);
-            e.node_id = Some(node_id);
-            e
-        })
-        .collect();
+    let jobs = super::evals::jobs_with_work_on(snap, node_id);
+    let evals = super::evals::node_update_evals_where(snap, node_id, jobs, now, rng, |_| true);
     let eval_ids: Vec<EvalId> = evals.iter().map(|e| e.id).collect();
     tracing::info!(%node_id, evals = eval_ids.len(), "node purge decided");
     let mut commands = vec![Command::NodeDeregister {
