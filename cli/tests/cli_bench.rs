@@ -107,6 +107,19 @@ fn a_small_run_places_every_allocation_and_reports_its_timings() {
     );
 }
 
+/// `--ports N`, the feature variant of c1m (issue 35): every allocation asks for its own
+/// dynamic ports and is placed all the same; the report says how many each asked for.
+#[test]
+fn a_run_with_dynamic_ports_places_every_allocation() {
+    let report = json(&bench(&[
+        "--nodes", "5", "--jobs", "2", "--count", "5", "--ports", "2", "--json",
+    ]));
+    assert_eq!(report["placed"], 10, "{report:#}");
+    assert_eq!(report["settings"]["alloc_ports"], 2, "{report:#}");
+    positive(&report, "placement_secs");
+    assert_eq!(report["core"]["placed"], 10, "{report:#}");
+}
+
 /// `--servers 3`: the same small load against one server, then against three server
 /// processes forming one Raft cluster; every allocation is placed both times, the leader
 /// keeps its office, and all three servers end at the same applied index.
