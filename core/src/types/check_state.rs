@@ -136,7 +136,8 @@ impl CheckState {
     }
 }
 
-fn truncate_at_char(s: &mut String, max: usize) {
+/// Cuts `s` to at most `max` bytes, at a character boundary.
+pub(crate) fn truncate_at_char(s: &mut String, max: usize) {
     if s.len() > max {
         let mut cut = max;
         while !s.is_char_boundary(cut) {

@@ -186,7 +186,7 @@ pub fn validate_job(job: &Job, limits: &Limits) -> Result<(), ValidationError> {
         return Ok(());
     }
     let mut job_id = job.id.as_str().to_owned();
-    truncate_at_char(&mut job_id, limits.max_name_len);
+    crate::types::truncate_at_char(&mut job_id, limits.max_name_len);
     Err(ValidationError {
         job_id,
         errors: r.errors,
@@ -642,16 +642,6 @@ fn show(value: &str) -> String {
     match value.char_indices().nth(MAX) {
         None => format!("{value:?}"),
         Some((cut, _)) => format!("{:?}…", &value[..cut]),
-    }
-}
-
-fn truncate_at_char(s: &mut String, max: usize) {
-    if s.len() > max {
-        let mut cut = max;
-        while !s.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        s.truncate(cut);
     }
 }
 
