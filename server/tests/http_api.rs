@@ -1146,19 +1146,10 @@ async fn an_allocations_checks_answer_as_nomads_client_endpoint() {
     })
     .await;
     let alloc = common::live_allocs(&snap, "shop").remove(0);
-    let registration = ServiceRegistration {
-        id: ServiceRegistration::make_id(alloc.id, None, 0),
-        service_name: "db".into(),
-        namespace: String::new(),
-        job_id: String::new(),
-        alloc_id: alloc.id,
-        node_id: alloc.node_id,
-        task: None,
-        address: Some("127.0.0.1".parse().expect("ip")),
-        port: 5432,
-        tags: Vec::new(),
-        health: ServiceHealth::Critical,
-        checks: vec![CheckState {
+    let registration = common::db_instance(
+        &alloc,
+        ServiceHealth::Critical,
+        vec![CheckState {
             name: "ready".into(),
             check_type: CheckType::Http,
             status: CheckStatus::Critical,
@@ -1166,9 +1157,7 @@ async fn an_allocations_checks_answer_as_nomads_client_endpoint() {
             http_status: Some(503),
             time: Timestamp(1_700_000_042_500),
         }],
-        create_index: 0,
-        modify_index: 0,
-    };
+    );
     api.h
         .update_allocs(drover_proto::convert::AllocUpdates {
             auth: agents[0].creds.clone(),

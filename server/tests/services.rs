@@ -32,27 +32,19 @@ fn report(
         infra_failure: false,
         services: health.map(|health| {
             vec![ServiceRegistration {
-                id: ServiceRegistration::make_id(alloc.id, None, 0),
-                service_name: "db".into(),
-                namespace: String::new(),
-                job_id: String::new(),
-                alloc_id: alloc.id,
-                node_id: alloc.node_id,
-                task: None,
-                address: Some("127.0.0.1".parse().expect("ip")),
-                port: 5432,
                 tags: vec!["primary".into()],
-                health,
-                checks: vec![CheckState {
-                    name: "alive".into(),
-                    check_type: CheckType::Tcp,
-                    status: health.into(),
-                    output: format!("db is {}", health.as_str()),
-                    http_status: None,
-                    time: Timestamp(1_700_000_000_000),
-                }],
-                create_index: 0,
-                modify_index: 0,
+                ..db_instance(
+                    alloc,
+                    health,
+                    vec![CheckState {
+                        name: "alive".into(),
+                        check_type: CheckType::Tcp,
+                        status: health.into(),
+                        output: format!("db is {}", health.as_str()),
+                        http_status: None,
+                        time: Timestamp(1_700_000_000_000),
+                    }],
+                )
             }]
         }),
     }

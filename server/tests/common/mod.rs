@@ -224,6 +224,31 @@ pub async fn agreed_leader(servers: &[Server]) -> usize {
     }
 }
 
+/// The `db` service instance an agent registers for `alloc` (127.0.0.1:5432, no tags),
+/// with `health` and `checks`.
+pub fn db_instance(
+    alloc: &Allocation,
+    health: ServiceHealth,
+    checks: Vec<CheckState>,
+) -> ServiceRegistration {
+    ServiceRegistration {
+        id: ServiceRegistration::make_id(alloc.id, None, 0),
+        service_name: "db".into(),
+        namespace: String::new(),
+        job_id: String::new(),
+        alloc_id: alloc.id,
+        node_id: alloc.node_id,
+        task: None,
+        address: Some("127.0.0.1".parse().expect("ip")),
+        port: 5432,
+        tags: Vec::new(),
+        health,
+        checks,
+        create_index: 0,
+        modify_index: 0,
+    }
+}
+
 /// Registers node 1 on whichever server leads, trying again while an election settles.
 pub async fn register_on_leader(servers: &[Server]) -> NodeRegistered {
     let deadline = tokio::time::Instant::now() + DEADLINE;
