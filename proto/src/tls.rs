@@ -243,8 +243,12 @@ pub fn explain_connect_error_given(
 fn explain(error: &(dyn std::error::Error + 'static), given: Option<&TlsFiles>) -> Option<String> {
     let texts = chain_texts(error);
     let has = |needle: &str| texts.iter().any(|t| t.contains(needle));
-    let hung_up =
-        has("kind: BrokenPipe") || has("kind: ConnectionReset") || has("\"connection closed\"");
+    // hyper words a connection the server dropped before the request left as "connection
+    // was not ready": the same hang-up, reached by another race.
+    let hung_up = has("kind: BrokenPipe")
+        || has("kind: ConnectionReset")
+        || has("\"connection closed\"")
+        || has("connection was not ready");
     let sentence = if has("CertificateRequired") {
         NO_CLIENT_CERTIFICATE
     } else if [
@@ -380,7 +384,7 @@ mod tests {
     #[test]
     fn connection_failures_are_worded_for_the_operator() {
         let io = |kind, text: &str| Transport(std::io::Error::new(kind, text.to_string()));
-        use std::io::ErrorKind::{BrokenPipe, ConnectionRefused, InvalidData};
+        use std::io::ErrorKind::{BrokenPipe, ConnectionRefused, InvalidData, Other};
         let cases = [
             (
                 io(InvalidData, "received fatal alert: CertificateRequired"),
@@ -466,6 +470,13 @@ mod tests {
                 (said, want) => assert_eq!(said.as_deref(), want),
             }
         }
+        // The same hang-up when the connection dropped before the request was sent.
+        let not_ready = io(Other, "connection was not ready");
+        let said = explain_connect_error_given(&not_ready, &plain).unwrap_or_default();
+        assert!(
+            said.contains("if it serves TLS, give its CA certificate"),
+            "{said}"
+        );
         let refused = io(ConnectionRefused, "Connection refused (os error 111)");
         assert_eq!(explain_connect_error(&refused), None);
         assert_eq!(
