@@ -352,3 +352,17 @@ proptest! {
         }
     }
 }
+
+/// Found by the properties: an allocation written again onto another node must not keep
+/// the registrations its old node reported.
+#[test]
+fn an_allocation_moved_to_another_node_drops_its_old_registrations() {
+    let ops = [
+        Op::RegisterNode(3),
+        Op::Place(2, 0, 3),
+        Op::Register(3, 2, 1, 0, 0),
+        Op::Place(2, 0, 0),
+    ];
+    let (store, _) = run(&ops).unwrap();
+    assert_eq!(store.alloc_services(mock::alloc_id(2)).count(), 0);
+}

@@ -749,8 +749,8 @@ impl Apply<'_> {
         }
     }
 
-    /// Removes the registrations of the allocations this entry ended on their client or
-    /// deleted, and marks the catalog changed where an allocation's registrations stopped
+    /// Removes the registrations of the allocations this entry ended on their client,
+    /// deleted or moved to another node, and marks the catalog changed where an allocation's registrations stopped
     /// (or started) being listed by a server-side change (a stop, a lost node).
     fn settle_services(&mut self) {
         if self.store.service_count() == 0 {
@@ -765,7 +765,15 @@ impl Apply<'_> {
                 _ => continue,
             };
             match self.store.alloc(&id) {
-                Some(a) if !a.client_terminal() => {
+                // An allocation written onto another node leaves its old node's
+                // registrations behind: only the node that runs it may list it.
+                Some(a)
+                    if !a.client_terminal()
+                        && self
+                            .store
+                            .alloc_services(id)
+                            .all(|r| r.node_id == a.node_id) =>
+                {
                     relisted |= e.event_type != EventType::AllocationClientUpdated
                         && self.store.alloc_services(id).next().is_some();
                 }
