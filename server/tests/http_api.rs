@@ -1134,13 +1134,39 @@ async fn the_service_catalog_answers_as_nomad_lists_it() {
 }
 
 /// An allocation's check results over Nomad's client endpoint: keyed by check id, each
-/// with its service, check, Nomad's status and what the check said, as its agent reported.
+/// with its service, check, Nomad's status and what the check said, as its agent reported,
+/// and Nomad's mode from the job's check (`on_update = "ignore"` only gates readiness).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_allocations_checks_answer_as_nomads_client_endpoint() {
     use drover_core::types::*;
     let (api, addr) = start(false).await;
     let agents = common::join_many(&api.h, 1).await;
-    common::register(&api.h, common::big_service_job("shop", 1)).await;
+    let mut job = common::big_service_job("shop", 1);
+    let task = job.groups[0].tasks[0].name.clone();
+    let check = |name: &str, on_update| ServiceCheck {
+        name: name.into(),
+        kind: CheckKind::Script {
+            command: "/bin/true".into(),
+            args: Vec::new(),
+        },
+        interval: Duration::from_secs(10),
+        timeout: Duration::from_secs(2),
+        on_update,
+        check_restart: None,
+        task: Some(task.clone()),
+    };
+    job.groups[0].services = vec![Service {
+        name: "db".into(),
+        port_label: String::new(),
+        tags: Vec::new(),
+        meta: Default::default(),
+        address_mode: AddressMode::Auto,
+        checks: vec![
+            check("ready", OnUpdate::RequireHealthy),
+            check("warm", OnUpdate::Ignore),
+        ],
+    }];
+    common::register(&api.h, job).await;
     let snap = common::wait_until(&api.h, "placed", |s| {
         common::live_allocs(s, "shop").len() == 1
     })
@@ -1149,14 +1175,24 @@ async fn an_allocations_checks_answer_as_nomads_client_endpoint() {
     let registration = common::db_instance(
         &alloc,
         ServiceHealth::Critical,
-        vec![CheckState {
-            name: "ready".into(),
-            check_type: CheckType::Http,
-            status: CheckStatus::Critical,
-            output: "GET http://127.0.0.1:5432/ready: 503".into(),
-            http_status: Some(503),
-            time: Timestamp(1_700_000_042_500),
-        }],
+        vec![
+            CheckState {
+                name: "ready".into(),
+                check_type: CheckType::Http,
+                status: CheckStatus::Critical,
+                output: "GET http://127.0.0.1:5432/ready: 503".into(),
+                http_status: Some(503),
+                time: Timestamp(1_700_000_042_500),
+            },
+            CheckState {
+                name: "warm".into(),
+                check_type: CheckType::Script,
+                status: CheckStatus::Passing,
+                output: "warm".into(),
+                http_status: None,
+                time: Timestamp(1_700_000_043_000),
+            },
+        ],
     );
     api.h
         .update_allocs(drover_proto::convert::AllocUpdates {
@@ -1185,9 +1221,12 @@ async fn an_allocations_checks_answer_as_nomads_client_endpoint() {
     )
     .await;
     assert_eq!(answer.status, 200, "{answer:?}");
-    let id = format!("{}-check-0", registration.id);
+    let (id, warm) = (
+        format!("{}-check-0", registration.id),
+        format!("{}-check-1", registration.id),
+    );
     let want = format!(
-        r#"{{"{id}":{{"ID":"{id}","Check":"ready","Group":"{}","Service":"db","Mode":"healthiness","Status":"failure","StatusCode":503,"Output":"GET http://127.0.0.1:5432/ready: 503","Timestamp":1700000042}}}}"#,
+        r#"{{"{id}":{{"ID":"{id}","Check":"ready","Group":"{0}","Service":"db","Mode":"healthiness","Status":"failure","StatusCode":503,"Output":"GET http://127.0.0.1:5432/ready: 503","Timestamp":1700000042}},"{warm}":{{"ID":"{warm}","Check":"warm","Group":"{0}","Service":"db","Mode":"readiness","Status":"success","Output":"warm","Timestamp":1700000043}}}}"#,
         alloc.name
     );
     assert_eq!(answer.body, want);

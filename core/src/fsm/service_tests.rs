@@ -392,3 +392,94 @@ fn a_node_cannot_write_checks_of_another_nodes_allocation() {
     assert_eq!(r.checks, [passing]);
     assert_eq!(r.health, ServiceHealth::Passing);
 }
+
+/// A `service` block with one script check per `on_update`.
+fn defined(name: &str, on_update: &[OnUpdate]) -> Service {
+    Service {
+        name: name.into(),
+        port_label: String::new(),
+        tags: Vec::new(),
+        meta: Default::default(),
+        address_mode: AddressMode::Auto,
+        checks: on_update
+            .iter()
+            .map(|&on_update| ServiceCheck {
+                name: String::new(),
+                kind: CheckKind::Script {
+                    command: "/bin/true".into(),
+                    args: Vec::new(),
+                },
+                interval: std::time::Duration::from_secs(10),
+                timeout: std::time::Duration::from_secs(1),
+                on_update,
+                check_restart: None,
+                task: None,
+            })
+            .collect(),
+    }
+}
+
+#[test]
+fn a_registrations_definition_is_the_block_of_the_version_its_allocation_runs() {
+    let mut job = mock::service_job("web", 1);
+    job.groups[0].services = vec![
+        defined("a", &[]),
+        defined("b", &[OnUpdate::RequireHealthy, OnUpdate::Ignore]),
+    ];
+    job.groups[0].tasks[0].services = vec![defined("t", &[OnUpdate::IgnoreWarnings])];
+    let task = job.groups[0].tasks[0].name.clone();
+    let mut updated = job.clone();
+    updated.groups[0].services[1] = defined("b", &[OnUpdate::Ignore]);
+    let (mut s, _) = run(&[
+        Command::NodeRegister {
+            node: mock::node(1),
+            now: T0,
+        },
+        Command::JobRegister {
+            job: job.clone(),
+            eval: None,
+            now: T0,
+        },
+    ]);
+    let placed = s.job(&job.key()).expect("registered").as_ref().clone();
+    let alloc = mock::alloc(1, &placed, mock::node_id(1), 0);
+    for (i, c) in [
+        mock::place(mock::eval_id(1), vec![alloc.clone()], T0),
+        Command::JobRegister {
+            job: updated,
+            eval: None,
+            now: T0,
+        },
+    ]
+    .iter()
+    .enumerate()
+    {
+        apply(&mut s, 10 + i as Index, c).expect("applied");
+    }
+    assert_eq!(s.job(&job.key()).expect("job").version, 1);
+    let on_update = |task: Option<&str>, index: usize| {
+        let mut r = reg(alloc.id, index, "x", ServiceHealth::Passing);
+        r.id = ServiceRegistration::make_id(alloc.id, task, index);
+        r.task = task.map(str::to_owned);
+        s.service_definition(&r).map(|d| {
+            (
+                d.name.clone(),
+                d.checks.iter().map(|c| c.on_update).collect(),
+            )
+        })
+    };
+    let table: [(Option<&str>, usize, Option<(&str, Vec<OnUpdate>)>); 4] = [
+        (None, 0, Some(("a", vec![]))),
+        (
+            None,
+            1,
+            Some(("b", vec![OnUpdate::RequireHealthy, OnUpdate::Ignore])),
+        ),
+        (Some(&task), 0, Some(("t", vec![OnUpdate::IgnoreWarnings]))),
+        (None, 2, None),
+    ];
+    for (task, index, want) in table {
+        let want = want.map(|(n, o)| (n.to_owned(), o));
+        assert_eq!(on_update(task, index), want, "{task:?} {index}");
+    }
+}

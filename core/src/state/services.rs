@@ -68,6 +68,32 @@ impl StateStore {
         self.alloc(&r.alloc_id).is_some_and(|a| alloc_listed(a))
     }
 
+    /// The `service` block a registration was made from, in the job version its allocation
+    /// runs (the job's current version once that one is no longer kept). What its checks
+    /// are for (`on_update`) lives there, not in the catalog; the registration's id names
+    /// the block's position among its group's or task's services.
+    pub fn service_definition(&self, r: &ServiceRegistration) -> Option<&Service> {
+        let a = self.alloc(&r.alloc_id)?;
+        let key = JobKey::new(&a.namespace, a.job_id.as_str());
+        let job = self
+            .job_version(&key, a.job_version)
+            .or_else(|| self.job(&key))?;
+        let group = job
+            .groups
+            .iter()
+            .find(|g| g.name == a.task_group.as_str())?;
+        let index: usize = r.id.rsplit('-').next()?.parse().ok()?;
+        match &r.task {
+            Some(t) => group
+                .tasks
+                .iter()
+                .find(|x| x.name == *t)?
+                .services
+                .get(index),
+            None => group.services.get(index),
+        }
+    }
+
     /// The listed instances of service `name` in `namespace`, in id order.
     pub fn service_instances<'a>(
         &'a self,

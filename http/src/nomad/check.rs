@@ -36,6 +36,15 @@ fn status(wire: i32) -> &'static str {
     }
 }
 
+/// Nomad's mode of a check: one whose results a deployment ignores (`on_update =
+/// "ignore"`) only says whether the task is ready for traffic.
+fn mode(on_update: &str) -> &'static str {
+    match on_update {
+        "ignore" => "readiness",
+        _ => "healthiness",
+    }
+}
+
 /// Every check of `instances` (the allocation named `alloc_name`'s registrations), by id:
 /// `<registration id>-check-<n>`, unique within the allocation.
 pub fn alloc_checks(
@@ -53,7 +62,7 @@ pub fn alloc_checks(
                     group: alloc_name.to_owned(),
                     task: r.task.clone(),
                     service: r.service_name.clone(),
-                    mode: "healthiness",
+                    mode: mode(&c.on_update),
                     status: status(c.status),
                     status_code: c.http_status,
                     output: c.output.clone(),
@@ -78,6 +87,10 @@ mod tests {
             output: format!("{name} said so"),
             http_status: code,
             time_ms: 1_700_000_000_999,
+            on_update: match name {
+                "new" => "ignore".into(),
+                _ => "require_healthy".into(),
+            },
         };
         let reg = pb::ServiceRegistration {
             id: "a1-task-web-0".into(),
@@ -97,17 +110,38 @@ mod tests {
             ..Default::default()
         };
         let got = alloc_checks("shop.web[0]", &[reg, group]);
-        let summary: Vec<(&str, &str, &str, Option<u32>)> = got
+        let summary: Vec<(&str, &str, &str, Option<u32>, &str)> = got
             .iter()
-            .map(|(id, r)| (id.as_str(), r.check.as_str(), r.status, r.status_code))
+            .map(|(id, r)| {
+                let (check, status, code) = (r.check.as_str(), r.status, r.status_code);
+                (id.as_str(), check, status, code, r.mode)
+            })
             .collect();
         assert_eq!(
             summary,
             [
-                ("a1-group-0-check-0", "alive", "failure", None),
-                ("a1-task-web-0-check-0", "up", "success", Some(200)),
-                ("a1-task-web-0-check-1", "slow", "failure", Some(429)),
-                ("a1-task-web-0-check-2", "new", "pending", None),
+                (
+                    "a1-group-0-check-0",
+                    "alive",
+                    "failure",
+                    None,
+                    "healthiness"
+                ),
+                (
+                    "a1-task-web-0-check-0",
+                    "up",
+                    "success",
+                    Some(200),
+                    "healthiness"
+                ),
+                (
+                    "a1-task-web-0-check-1",
+                    "slow",
+                    "failure",
+                    Some(429),
+                    "healthiness"
+                ),
+                ("a1-task-web-0-check-2", "new", "pending", None, "readiness"),
             ]
         );
         let json = serde_json::to_value(&got["a1-group-0-check-0"]).expect("json");

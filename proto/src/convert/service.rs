@@ -95,6 +95,7 @@ impl From<&CheckState> for pb::CheckState {
             output: c.output.clone(),
             http_status: c.http_status.map(u32::from),
             time_ms: c.time.as_millis(),
+            on_update: String::new(),
         }
     }
 }

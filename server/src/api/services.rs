@@ -162,9 +162,35 @@ fn instance_checks(
             alloc_id: r.alloc_id.to_string(),
             node_id: r.node_id.to_string(),
             health: r.health.to_wire(),
-            checks: r.checks.iter().map(pb::CheckState::from).collect(),
+            checks: checks_pb(snap, r),
         })
         .collect()
+}
+
+/// A registration's check results with each check's `on_update` from the job version its
+/// allocation runs, which the catalog does not keep.
+fn checks_pb(snap: &StateSnapshot, r: &ServiceRegistration) -> Vec<pb::CheckState> {
+    let defined = snap
+        .service_definition(r)
+        .map_or(&[][..], |s| &s.checks[..]);
+    r.checks
+        .iter()
+        .enumerate()
+        .map(|(i, c)| pb::CheckState {
+            on_update: defined
+                .get(i)
+                .map_or("", |d| d.on_update.as_str())
+                .to_owned(),
+            ..c.into()
+        })
+        .collect()
+}
+
+fn registration_pb(snap: &StateSnapshot, r: &ServiceRegistration) -> pb::ServiceRegistration {
+    pb::ServiceRegistration {
+        checks: checks_pb(snap, r),
+        ..r.into()
+    }
 }
 
 #[tonic::async_trait]
@@ -230,7 +256,7 @@ impl ServiceService for ServiceApi {
         let instances = scope
             .instances(&snap, &namespace, &req.name)?
             .into_iter()
-            .map(|r| r.as_ref().into())
+            .map(|r| registration_pb(&snap, &r))
             .collect();
         Ok(Response::new(pb::ServiceInfoResponse {
             instances,
