@@ -417,3 +417,71 @@ async fn a_blocking_list_with_checks_wakes_on_a_check_change_the_worst_health_hi
     );
     a.stop().await;
 }
+
+/// A blocking read of one service wakes for that service's changes only: a change of
+/// another service answers nothing, and the answer's index is the service's own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocking_read_of_one_service_sleeps_through_other_services_changes() {
+    let a = Api::start(|_| {}).await;
+    let (agents, allocs) = shop_on_two_agents(&a).await;
+    let (first, second) = (&allocs[0], &allocs[1]);
+    let db_at = send(
+        &a.h,
+        &agent_of(&agents, first),
+        vec![report(
+            first,
+            ClientStatus::Running,
+            Some(ServiceHealth::Passing),
+        )],
+    )
+    .await
+    .expect("db registered");
+    let mut client = ServiceServiceClient::new(a.channel.clone());
+    let seen = client.info(info("db", 0)).await.expect("info").into_inner();
+    assert_eq!(seen.index, db_at, "the service's own index");
+
+    let mut web = report(second, ClientStatus::Running, Some(ServiceHealth::Passing));
+    for r in web.services.iter_mut().flatten() {
+        r.service_name = "web".into();
+    }
+    let read_db = |wait_ms: u64| {
+        let mut client = client.clone();
+        tokio::spawn(async move {
+            client
+                .info(pb::ServiceInfoRequest {
+                    max_wait_ms: wait_ms,
+                    ..info("db", db_at)
+                })
+                .await
+                .expect("info")
+                .into_inner()
+        })
+    };
+    let waiter = read_db(1_500);
+    let web_at = send(&a.h, &agent_of(&agents, second), vec![web])
+        .await
+        .expect("web registered");
+    assert!(web_at > db_at);
+    let got = waiter.await.expect("waiter");
+    assert_eq!(
+        (got.index, got.instances.len()),
+        (db_at, 1),
+        "web's registration did not wake the read of db: {got:?}"
+    );
+
+    let waiter = read_db(10_000);
+    let changed_at = send(
+        &a.h,
+        &agent_of(&agents, first),
+        vec![report(
+            first,
+            ClientStatus::Running,
+            Some(ServiceHealth::Critical),
+        )],
+    )
+    .await
+    .expect("db's health changes");
+    let got = waiter.await.expect("waiter");
+    assert_eq!(got.index, changed_at, "{got:?}");
+    assert_eq!(got.instances[0].health, pb::ServiceHealth::Critical as i32);
+}

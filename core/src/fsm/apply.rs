@@ -648,7 +648,7 @@ impl Apply<'_> {
         if self.store.node(&node_id).is_none() {
             return Err(ApplyError::NodeNotFound(node_id));
         }
-        let mut relisted = false;
+        let mut relisted = Vec::new();
         for u in updates {
             // A node updates only its own allocations, and terminal client states are final.
             let Some(old) = self.store.alloc(&u.alloc_id) else {
@@ -678,8 +678,9 @@ impl Apply<'_> {
                 namespace: a.namespace.clone(),
                 id: a.job_id.clone(),
             });
-            relisted |= crate::state::alloc_listed(&old) != crate::state::alloc_listed(&a)
-                && self.store.alloc_services(a.id).next().is_some();
+            if crate::state::alloc_listed(&old) != crate::state::alloc_listed(&a) {
+                relisted.push(a.id);
+            }
             let a = self.store.put_alloc(self.index, a);
             self.events.push(Event::alloc(
                 self.index,
@@ -687,8 +688,8 @@ impl Apply<'_> {
                 &a,
             ));
         }
-        if relisted {
-            self.store.touch_services(self.index);
+        for id in relisted {
+            self.store.touch_alloc_services(self.index, id);
         }
         for s in services {
             self.alloc_services(node_id, s);
@@ -757,7 +758,7 @@ impl Apply<'_> {
             return;
         }
         let mut ended = Vec::new();
-        let mut relisted = false;
+        let mut relisted = Vec::new();
         for e in &self.events {
             let id = match &e.payload {
                 EventPayload::Allocation(a) => a.id,
@@ -774,8 +775,9 @@ impl Apply<'_> {
                             .alloc_services(id)
                             .all(|r| r.node_id == a.node_id) =>
                 {
-                    relisted |= e.event_type != EventType::AllocationClientUpdated
-                        && self.store.alloc_services(id).next().is_some();
+                    if e.event_type != EventType::AllocationClientUpdated {
+                        relisted.push(id);
+                    }
                 }
                 _ => ended.push(id),
             }
@@ -784,8 +786,8 @@ impl Apply<'_> {
             let changes = self.store.set_alloc_services(self.index, id, Vec::new());
             self.service_events(changes);
         }
-        if relisted {
-            self.store.touch_services(self.index);
+        for id in relisted {
+            self.store.touch_alloc_services(self.index, id);
         }
     }
 

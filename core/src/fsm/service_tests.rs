@@ -483,3 +483,88 @@ fn a_registrations_definition_is_the_block_of_the_version_its_allocation_runs() 
         assert_eq!(on_update(task, index), want, "{task:?} {index}");
     }
 }
+
+#[test]
+fn each_service_keeps_the_index_its_own_instances_last_changed_at() {
+    let (job, mut cmds) = setup();
+    let (a1, a2) = (mock::alloc_id(1), mock::alloc_id(2));
+    let mut unknown = mock::alloc(2, &job, mock::node_id(2), 1);
+    unknown.client_status = ClientStatus::Unknown;
+    let setup_len = cmds.len() as Index;
+    // Each step and (api, db) after it, as offsets from the setup's last index; `None`:
+    // the service has no registration and follows the catalog's table index.
+    let steps: Vec<(&str, Command, Option<Index>, Option<Index>)> = vec![
+        (
+            "a1 registers api",
+            report(
+                mock::node_id(1),
+                &[],
+                vec![services(
+                    a1,
+                    vec![reg(a1, 0, "api", ServiceHealth::Passing)],
+                )],
+            ),
+            Some(1),
+            None,
+        ),
+        (
+            "a2 registers db",
+            report(
+                mock::node_id(2),
+                &[],
+                vec![services(a2, vec![reg(a2, 0, "db", ServiceHealth::Passing)])],
+            ),
+            Some(1),
+            Some(2),
+        ),
+        (
+            "db's health changes",
+            report(
+                mock::node_id(2),
+                &[],
+                vec![services(a2, vec![reg(a2, 0, "db", ServiceHealth::Warning)])],
+            ),
+            Some(1),
+            Some(3),
+        ),
+        (
+            "the servers hide a2 (its node disconnected)",
+            mock::place(mock::eval_id(2), vec![unknown], T0),
+            Some(1),
+            Some(4),
+        ),
+        (
+            "a2 runs again",
+            report(mock::node_id(2), &[(a2, ClientStatus::Running)], vec![]),
+            Some(1),
+            Some(5),
+        ),
+        (
+            "a1 completes: api has no instance left",
+            report(mock::node_id(1), &[(a1, ClientStatus::Complete)], vec![]),
+            None,
+            Some(5),
+        ),
+    ];
+    for (what, cmd, api, db) in steps {
+        cmds.push(cmd);
+        let (s, _) = run(&cmds);
+        let table = s.table_index(Table::Services);
+        let at = |o: Option<Index>| o.map_or(table, |o| setup_len + o);
+        assert_eq!(
+            (
+                s.service_index("default", "api"),
+                s.service_index("default", "db")
+            ),
+            (at(api), at(db)),
+            "after {what}"
+        );
+    }
+    let (s, _) = run(&cmds);
+    let back = decode_snapshot(&encode_snapshot(&s)).expect("decodes");
+    assert_eq!(
+        back.service_index("default", "db"),
+        s.table_index(Table::Services),
+        "a restored store starts each service at the table index, never below"
+    );
+}

@@ -255,6 +255,10 @@ pub struct StateStore {
     services: OrdMap<services::RegId, Arc<ServiceRegistration>>,
     services_by_name: OrdSet<services::ByName>,
     services_by_alloc: OrdSet<(AllocId, services::RegId)>,
+    /// The index at which each service's listed instances last changed (see
+    /// [`StateStore::service_index`]). Derived, not in snapshots: a restored store starts
+    /// every present service at the catalog's table index.
+    services_changed: OrdMap<services::NameKey, Index>,
     deployments: OrdMap<DeploymentId, Arc<Deployment>>,
     deployments_by_job: OrdSet<(JobKey, DeploymentId)>,
     indexes: TableIndexes,

@@ -134,6 +134,7 @@ impl StateStore {
             s.deployments.insert(d.id, Arc::new(d));
         }
         s.indexes = parts.indexes;
+        s.restart_service_indexes();
         s
     }
 

@@ -22,6 +22,16 @@ pub(super) type RegId = Arc<str>;
 /// The key of a registration in the by-name index: namespace, service name, id.
 pub(super) type ByName = (Arc<str>, Arc<str>, RegId);
 
+/// A service's key in the per-service change index: namespace, service name.
+pub(super) type NameKey = (Arc<str>, Arc<str>);
+
+fn name_key(r: &ServiceRegistration) -> NameKey {
+    (
+        Arc::from(r.namespace.as_str()),
+        Arc::from(r.service_name.as_str()),
+    )
+}
+
 /// What one write of an allocation's registrations changed.
 #[derive(Debug, Default)]
 pub struct ServiceChanges {
@@ -92,6 +102,41 @@ impl StateStore {
                 .get(index),
             None => group.services.get(index),
         }
+    }
+
+    /// The index at which the listed instances of service `name` in `namespace` last
+    /// changed (one registered, removed, changed, listed or hidden), so a blocking read of
+    /// one service wakes for its own changes only, not for every change of the catalog
+    /// (Nomad wakes it on any registration). A service with no registration answers the
+    /// catalog's table index. Never below any of its registrations' `modify_index`.
+    pub fn service_index(&self, namespace: &str, name: &str) -> Index {
+        self.services_changed
+            .get(&(Arc::from(namespace), Arc::from(name)))
+            .copied()
+            .unwrap_or_else(|| self.table_index(Table::Services))
+    }
+
+    /// Records that service `key` changed at `index`, or forgets it once it has no
+    /// registration left (its readers then follow the table index, which is past it).
+    fn service_changed(&mut self, key: NameKey, index: Index) {
+        let from: ByName = (key.0.clone(), key.1.clone(), Arc::from(""));
+        let any_left = self
+            .services_by_name
+            .range(from..)
+            .next()
+            .is_some_and(|(ns, name, _)| *ns == key.0 && *name == key.1);
+        if any_left {
+            self.services_changed.insert(key, index);
+        } else {
+            self.services_changed.remove(&key);
+        }
+    }
+
+    /// Every present service starts at the table index: what changed it before a snapshot
+    /// was not kept, and a reader must not see a service's index go backwards.
+    pub(super) fn restart_service_indexes(&mut self) {
+        let at = self.table_index(Table::Services);
+        self.services_changed = self.services.values().map(|r| (name_key(r), at)).collect();
     }
 
     /// The listed instances of service `name` in `namespace`, in id order.
@@ -190,14 +235,25 @@ impl StateStore {
         }
         if !changes.upserted.is_empty() || !changes.removed.is_empty() {
             self.touch(Table::Services, index);
+            for r in changes.upserted.iter().chain(&changes.removed) {
+                self.service_changed(name_key(r), index);
+            }
         }
         changes
     }
 
-    /// Marks the catalog changed at `index` without changing a registration: an
-    /// allocation's registrations became listed or stopped being listed.
-    pub(crate) fn touch_services(&mut self, index: Index) {
+    /// Marks the catalog, and each service allocation `alloc` offers, changed at `index`
+    /// without changing a registration: the allocation's registrations became listed or
+    /// stopped being listed.
+    pub(crate) fn touch_alloc_services(&mut self, index: Index, alloc: AllocId) {
+        let names: Vec<NameKey> = self.alloc_services(alloc).map(|r| name_key(r)).collect();
+        if names.is_empty() {
+            return;
+        }
         self.touch(Table::Services, index);
+        for key in names {
+            self.service_changed(key, index);
+        }
     }
 
     /// Puts a registration back as a snapshot holds it (indexes kept).
@@ -247,6 +303,13 @@ impl StateStore {
                     ));
                 }
                 Some(_) => {}
+            }
+            let at = self.service_index(&r.namespace, &r.service_name);
+            if at < r.modify_index {
+                return Err(format!(
+                    "service {:?} changed at {at}, before its registration {} (at {})",
+                    r.service_name, r.id, r.modify_index
+                ));
             }
         }
         if let Some((id, r)) = self.services.iter().find(|(id, r)| ***id != *r.id) {

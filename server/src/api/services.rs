@@ -4,6 +4,9 @@
 //! every applied entry wakes it once, it answers as soon as one changed the catalog (a
 //! registration written or removed, or an allocation's registrations listed or hidden),
 //! and at the wait's end it answers the catalog as it is, as Nomad's blocking queries do.
+//! A read of one service by name waits on that service's own index instead
+//! ([`StateSnapshot::service_index`]): a rollout of one job does not wake every reader of
+//! every other service (Nomad wakes them all, on the whole table's index).
 
 use super::Api;
 use crate::auth::{authorize, caller, namespace_or_default as ns_of};
@@ -26,13 +29,14 @@ const DEFAULT_BLOCK: Duration = Duration::from_secs(300);
 pub struct ServiceApi(pub(crate) Api);
 
 impl ServiceApi {
-    /// The state once the catalog is past `wait_index`, or as it is when `max_wait_ms` (capped
-    /// by the server's longest query wait) runs out.
+    /// The state once what `changed_at` reads of it is past `wait_index`, or as it is when
+    /// `max_wait_ms` (capped by the server's longest query wait) runs out.
     async fn blocking_read(
         &self,
         query: Option<&pb::QueryOptions>,
         wait_index: u64,
         max_wait_ms: u64,
+        changed_at: impl Fn(&StateSnapshot) -> u64,
     ) -> Result<StateSnapshot, Status> {
         let mut snap = self.0.read(query).await?;
         if wait_index == 0 {
@@ -45,7 +49,7 @@ impl ServiceApi {
         }
         .min(cap);
         let deadline = Instant::now() + wait;
-        while snap.table_index(Table::Services) <= wait_index {
+        while changed_at(&snap) <= wait_index {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 break;
@@ -211,7 +215,9 @@ impl ServiceService for ServiceApi {
         let req = req.into_inner();
         let namespace = ns_of(&req.namespace).to_owned();
         let snap = self
-            .blocking_read(req.query.as_ref(), req.wait_index, req.max_wait_ms)
+            .blocking_read(req.query.as_ref(), req.wait_index, req.max_wait_ms, |s| {
+                s.table_index(Table::Services)
+            })
             .await?;
         if !all {
             node_reads(node, &namespace, &snap)?;
@@ -249,8 +255,17 @@ impl ServiceService for ServiceApi {
         let req = req.into_inner();
         let scope = Scope::of(&req)?;
         let namespace = ns_of(&req.namespace).to_owned();
+        let changed_at = |s: &StateSnapshot| match scope {
+            Scope::Service => s.service_index(&namespace, &req.name),
+            _ => s.table_index(Table::Services),
+        };
         let snap = self
-            .blocking_read(req.query.as_ref(), req.wait_index, req.max_wait_ms)
+            .blocking_read(
+                req.query.as_ref(),
+                req.wait_index,
+                req.max_wait_ms,
+                changed_at,
+            )
             .await?;
         node_reads(node, &namespace, &snap)?;
         let instances = scope
@@ -260,7 +275,7 @@ impl ServiceService for ServiceApi {
             .collect();
         Ok(Response::new(pb::ServiceInfoResponse {
             instances,
-            index: snap.table_index(Table::Services),
+            index: changed_at(&snap),
         }))
     }
 }
