@@ -575,6 +575,12 @@ fn the_restart_scenario_times_a_killed_server_until_it_reads_and_writes() {
     positive(&report, "consistent_read_secs");
     positive(&report, "write_secs");
     positive(&report, "restarted_peak_rss_mib");
+    // The server logged its restart's phases: the log after the (absent) snapshot replayed.
+    let phases = &report["phases"];
+    assert!(phases["replayed_entries"].as_u64() >= Some(5), "{report:#}");
+    for phase in ["log_open_secs", "snapshot_load_secs", "replay_secs"] {
+        assert!(phases[phase].as_f64().is_some(), "{phase}: {report:#}");
+    }
 }
 
 #[test]

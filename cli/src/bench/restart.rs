@@ -44,6 +44,42 @@ pub struct RestartReport {
     pub restarted_peak_rss_mib: Option<f64>,
     /// Each distinct answer the probe write got before one was accepted, in order.
     pub write_refusals: Vec<String>,
+    /// Where the restart's time went, as the server logged it; `None` if it did not.
+    pub phases: Option<RestartPhases>,
+}
+
+/// A restart's phases as the server logs them ("restart replayed the log").
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RestartPhases {
+    pub log_open_secs: f64,
+    /// Reading the snapshot file, decoding it and rebuilding every index.
+    pub snapshot_load_secs: f64,
+    /// Re-applying the log after the snapshot.
+    pub replay_secs: f64,
+    pub replayed_entries: u64,
+}
+
+impl RestartPhases {
+    /// The phases of the last restart in a server's log.
+    pub fn from_log(log: &str) -> Option<Self> {
+        let line = log
+            .lines()
+            .rev()
+            .find(|l| l.contains("restart replayed the log"))?;
+        let field = |name: &str| -> Option<u64> {
+            line.split_whitespace()
+                .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))?
+                .parse()
+                .ok()
+        };
+        let secs = |name: &str| field(name).map(|ms| ms as f64 / 1000.0);
+        Some(RestartPhases {
+            log_open_secs: secs("log_open_ms")?,
+            snapshot_load_secs: secs("snapshot_load_ms")?,
+            replay_secs: secs("replay_ms")?,
+            replayed_entries: field("entries")?,
+        })
+    }
 }
 
 impl RestartReport {
@@ -80,6 +116,15 @@ impl RestartReport {
                 format!("{:.2}s after restart", self.write_secs),
             ),
             ("Restarted peak RSS", mib(self.restarted_peak_rss_mib)),
+            (
+                "Phases",
+                self.phases.as_ref().map_or("not logged".into(), |p| {
+                    format!(
+                        "log open {:.2}s, snapshot load {:.2}s, replay of {} entries {:.2}s",
+                        p.log_open_secs, p.snapshot_load_secs, p.replayed_entries, p.replay_secs
+                    )
+                }),
+            ),
         ])
     }
 }
@@ -185,6 +230,7 @@ async fn fill_kill_restart(
         write_secs: secs(write),
         restarted_peak_rss_mib: server.usage().map(|u| u.peak_rss_kib as f64 / 1024.0),
         write_refusals: refusals,
+        phases: RestartPhases::from_log(&server.log_text()),
     })
 }
 
@@ -220,4 +266,28 @@ async fn jobs_index(url: &str, workload: &Workload) -> Option<u64> {
     .await
     .ok()?;
     (answer.jobs.len() as u64 >= u64::from(workload.jobs)).then_some(answer.index)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phases_come_from_the_last_restart_the_server_logged() {
+        let log = "\
+2026-11-27T17:00:04Z  INFO drover_server::raft: restart replayed the log node_id=1 entries=9 log_open_ms=1 snapshot_load_ms=2 replay_ms=3
+2026-11-27T17:00:59Z  INFO drover_server::raft: restart replayed the log node_id=1 entries=171 log_open_ms=51 snapshot_load_ms=2480 replay_ms=3012
+2026-11-27T17:01:00Z  WARN drover_server::leader: something else
+";
+        assert_eq!(
+            RestartPhases::from_log(log),
+            Some(RestartPhases {
+                log_open_secs: 0.051,
+                snapshot_load_secs: 2.48,
+                replay_secs: 3.012,
+                replayed_entries: 171,
+            })
+        );
+        assert_eq!(RestartPhases::from_log("no restart here"), None);
+    }
 }

@@ -212,7 +212,9 @@ impl ChildServer {
             "--metrics-addr".into(),
             format!("127.0.0.1:{metrics}"),
             "--log-level".into(),
-            "warn".into(),
+            // Raft's own lines are few (start, membership, a restart's phases) and the
+            // restart scenario reads its phases from them.
+            "warn,drover_server::raft=info".into(),
         ];
         if let Some(m) = &member {
             args.extend(["--server-id".into(), m.id.to_string()]);
@@ -330,6 +332,11 @@ impl ChildServer {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+
+    /// Everything the server logged so far, across restarts.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
     /// The last lines the server logged, to explain why it stopped.
