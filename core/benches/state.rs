@@ -1,4 +1,5 @@
 //! State store benchmarks: snapshot cost at 10 vs 1,000,000 allocations (must be flat),
+//! a restart's snapshot load (decode and rebuild every index) at 1,000,000 allocations,
 //! alloc upsert apply rate, the cost of a node's status report into a million allocations
 //! behind a reader's snapshot, encoded size per allocation, and memory per allocation at
 //! 1,000,000 allocations (goal ≤ 1 KiB), measured with a counting global allocator.
@@ -81,6 +82,18 @@ fn snapshot_cost(c: &mut Criterion) {
             b.iter(|| black_box(s.snapshot()))
         });
     }
+    g.finish();
+}
+
+/// What a restarting server does with its snapshot file's bytes: decode the tables and
+/// rebuild every index (issue 35: restart ≤ 3 s at a million allocations).
+fn snapshot_load(c: &mut Criterion) {
+    let mut g = c.benchmark_group("restore");
+    g.sample_size(10);
+    let bytes = fsm::encode_snapshot(&store_with(1_000_000));
+    g.bench_function("decode_1m", |b| {
+        b.iter(|| black_box(fsm::decode_snapshot(&bytes).unwrap()))
+    });
     g.finish();
 }
 
@@ -221,5 +234,5 @@ fn footprint(_: &mut Criterion) {
     black_box(s);
 }
 
-criterion_group!(benches, footprint, snapshot_cost, apply_rate);
+criterion_group!(benches, footprint, snapshot_cost, snapshot_load, apply_rate);
 criterion_main!(benches);

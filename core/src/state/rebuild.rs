@@ -110,9 +110,7 @@ impl StateStore {
             s.retaint(&id);
         }
         let summary_index = parts.indexes.job_summaries;
-        for a in parts.allocs {
-            s.put_alloc(0, a);
-        }
+        s.restore_allocs(parts.allocs);
         for e in parts.evals {
             s.put_eval(0, e);
         }
