@@ -84,7 +84,10 @@ impl StateStore {
     /// the block's position among its group's or task's services.
     pub fn service_definition(&self, r: &ServiceRegistration) -> Option<&Service> {
         let a = self.alloc(&r.alloc_id)?;
-        let key = JobKey::new(&a.namespace, a.job_id.as_str());
+        let key = JobKey {
+            namespace: a.namespace.clone(),
+            id: a.job_id.clone(),
+        };
         let job = self
             .job_version(&key, a.job_version)
             .or_else(|| self.job(&key))?;
