@@ -22,6 +22,11 @@ use std::time::Duration;
 pub struct HeartbeatOutcome {
     pub ttl: Duration,
     pub commands: Vec<Command>,
+    /// The heartbeat may have made the engine's [`next_deadline`](LeaderEngine::next_deadline)
+    /// earlier, so the runtime's loop must recompute its sleep. `false` promises it did not:
+    /// a steady heartbeat only pushes its own node's timer later, and waking the loop for
+    /// it would cost a turn of the loop per heartbeat.
+    pub due_earlier: bool,
 }
 
 fn writes(actions: Vec<Action>) -> impl Iterator<Item = Command> {
@@ -120,7 +125,25 @@ impl<P: Prioritized> LeaderEngine<P> {
         if !self.is_answering() {
             return None;
         }
-        Some(self.heartbeat(snap, node, readiness, now))
+        // A heartbeat moves only heartbeat timers and health timers: if the earliest of
+        // those did not move earlier, neither did the engine's earliest due time.
+        let due_before = self.node_timers_due();
+        let mut outcome = self.heartbeat(snap, node, readiness, now);
+        if let Ok(outcome) = &mut outcome {
+            outcome.due_earlier = match (self.node_timers_due(), due_before) {
+                (Some(after), Some(before)) => after < before,
+                (after, _) => after.is_some(),
+            };
+        }
+        Some(outcome)
+    }
+
+    /// The earliest heartbeat or health timer.
+    fn node_timers_due(&self) -> Option<Timestamp> {
+        match (self.heartbeats.next_deadline(), self.health.next_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn heartbeat(
@@ -166,7 +189,11 @@ impl<P: Prioritized> LeaderEngine<P> {
         push_decisions(snap, decisions, now, &mut self.rng, &mut actions);
         commands.extend(writes(actions));
         one_eval_per_job(&mut commands);
-        Ok(HeartbeatOutcome { ttl, commands })
+        Ok(HeartbeatOutcome {
+            ttl,
+            commands,
+            due_earlier: false,
+        })
     }
 
     /// Operator offline (`offline`) or online: the commands to write. Onlining a node that

@@ -46,8 +46,8 @@ static METHODS: LazyLock<HashSet<String>> = LazyLock::new(|| {
 });
 
 /// The method label of a call to `path`: the path when served, else [`OTHER`].
-pub fn method_label(path: &str) -> &str {
-    if METHODS.contains(path) { path } else { OTHER }
+pub fn method_label(path: &str) -> &'static str {
+    METHODS.get(path).map_or(OTHER, String::as_str)
 }
 
 /// Wraps services in [`Timed`].
@@ -91,13 +91,13 @@ where
     }
 
     fn call(&mut self, req: http::Request<B>) -> Self::Future {
-        let method = method_label(req.uri().path()).to_string();
+        let method = method_label(req.uri().path());
         let metrics = self.metrics.clone();
         let mut inner = crate::layers::take_ready(&mut self.inner);
         let started = Instant::now();
         Box::pin(async move {
             let answer = inner.call(req).await;
-            metrics.rpc(&method, started.elapsed());
+            metrics.rpc(method, started.elapsed());
             answer
         })
     }

@@ -1,6 +1,6 @@
 //! Node events that reach the leader through the handle (registrations, heartbeats,
 //! operator offline / online, failures that point at a node): the engine decides, under
-//! the lock; this wakes the leader loop, whose due times they move.
+//! the lock; this wakes the leader loop when they move its due times earlier.
 
 use super::Leadership;
 use crate::error::ServerError;
@@ -68,7 +68,9 @@ impl Leadership {
         decided.ok_or_else(not_leader)
     }
 
-    /// A heartbeat of `node` (as in state) reporting `readiness`.
+    /// A heartbeat of `node` (as in state) reporting `readiness`. The leader loop is woken
+    /// only when the heartbeat made something fall due sooner: a steady heartbeat pushes
+    /// its node's timer later, which the loop finds when it next wakes anyway.
     pub(crate) async fn node_heartbeat(
         &self,
         snap: &StateSnapshot,
@@ -83,8 +85,12 @@ impl Leadership {
             }
             core.node_heartbeat(snap, node, readiness, now)
         };
-        self.wake.notify_one();
-        Ok(decided.ok_or_else(not_leader)??)
+        let outcome = decided.ok_or_else(not_leader)?;
+        // An error may come after the tracker changed: wake to be safe.
+        if !matches!(&outcome, Ok(o) if !o.due_earlier) {
+            self.wake.notify_one();
+        }
+        Ok(outcome?)
     }
 
     /// Operator offline / online: the commands to write.

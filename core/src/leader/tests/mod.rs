@@ -165,11 +165,20 @@ impl Sim {
     fn heartbeat(&mut self, n: u64) -> HeartbeatOutcome {
         let snap = self.store.snapshot();
         let node = snap.node(&mock::node_id(n)).unwrap().clone();
+        let due_before = self.engine.next_deadline();
         let outcome = self
             .engine
             .node_heartbeat(&snap, &node, Readiness::Ready, self.now)
             .expect("leading")
             .unwrap();
+        if !outcome.due_earlier {
+            let due_after = self.engine.next_deadline();
+            assert!(
+                due_after.is_some_and(|after| due_before.is_some_and(|before| after >= before))
+                    || due_after.is_none(),
+                "node {n}: the heartbeat said no due time moved earlier, yet {due_before:?} became {due_after:?}"
+            );
+        }
         self.timer_reset(n, outcome.ttl);
         for c in outcome.commands.clone() {
             self.write(c);
@@ -384,6 +393,47 @@ fn a_node_with_a_disconnect_window_is_disconnected_then_down() {
     assert!(
         sim.store.snapshot().node(&mock::node_id(1)).is_none(),
         "deleted"
+    );
+}
+
+#[test]
+fn a_steady_heartbeat_moves_no_due_time_earlier() {
+    let mut sim = Sim::leading();
+    sim.healthy_node(1);
+    // Heartbeats at least the minimum TTL apart: each new timer (at least two minimum TTLs
+    // out, the grace included) lies past the one it replaces.
+    for _ in 0..20 {
+        sim.advance(HeartbeatConfig::default().min_ttl);
+        let outcome = sim.heartbeat(1);
+        assert!(outcome.commands.is_empty(), "steady: nothing to write");
+        assert!(!outcome.due_earlier, "its own timer only moved later");
+    }
+    // Another timer falls due first: a heartbeat does not come before it.
+    for _ in 0..20 {
+        let soon = sim.now.saturating_add(SEC);
+        sim.engine.heartbeats.expire_at(mock::node_id(2), soon);
+        let outcome = sim.heartbeat(1);
+        assert!(!outcome.due_earlier, "node 2's timer stays the first due");
+        sim.advance(SEC / 2);
+    }
+}
+
+#[test]
+fn a_heartbeat_that_starts_a_timer_moves_the_due_time_earlier() {
+    let mut sim = Sim::leading();
+    sim.healthy_node(1);
+    // Node 1 is down, its heartbeat timer gone; node 2 has a timer far off.
+    sim.advance_to(sim.expiry(1));
+    assert_eq!(sim.node(1).status, NodeStatus::Down);
+    sim.healthy_node(2);
+    sim.engine
+        .heartbeats
+        .expire_at(mock::node_id(2), sim.now.saturating_add(SEC * 3600));
+    let due_before = sim.engine.next_deadline().expect("timers");
+    let outcome = sim.heartbeat(1);
+    assert!(
+        outcome.due_earlier,
+        "node 1's new timer falls due before {due_before}"
     );
 }
 
