@@ -7,6 +7,9 @@ use super::{
 use crate::types::*;
 use std::sync::Arc;
 
+/// From this many allocations a restore builds its indexes on two threads.
+const PARALLEL_RESTORE_FROM: usize = 50_000;
+
 impl StateStore {
     /// Stores a job and records it as a version. Older versions beyond the kept number go.
     pub(crate) fn put_job(&mut self, index: Index, job: Job) -> Arc<Job> {
@@ -201,9 +204,37 @@ impl StateStore {
                 all.push(a);
             }
         }
-        self.allocs_by_job = job_index.into_iter().collect();
-        let mut by_node: Vec<((NodeId, AllocId), Arc<Allocation>)> =
+        let by_node: Vec<((NodeId, AllocId), Arc<Allocation>)> =
             all.iter().map(|a| ((a.node_id, a.id), a.clone())).collect();
+        // The by-job index and the table go on a second thread while this one fills the
+        // by-node index and the nodes' usage: the trees are independent, a restart has the
+        // machine to itself, and the result is the same whichever finishes first.
+        // (A small store is built on this thread: a thread costs more than it saves there.)
+        let by_id_and_job = move || {
+            all.sort_unstable_by_key(|a| a.id);
+            let allocs: imbl::OrdMap<AllocId, Arc<Allocation>> =
+                all.into_iter().map(|a| (a.id, a)).collect();
+            (allocs, job_index.into_iter().collect())
+        };
+        let (allocs, by_job) = if by_node.len() < PARALLEL_RESTORE_FROM {
+            self.index_by_node(by_node);
+            by_id_and_job()
+        } else {
+            std::thread::scope(|scope| {
+                let built = scope.spawn(by_id_and_job);
+                self.index_by_node(by_node);
+                built
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+        };
+        self.allocs = allocs;
+        self.allocs_by_job = by_job;
+    }
+
+    /// The by-node half of [`restore_allocs`](Self::restore_allocs): the index, each node's
+    /// usage, and the nodes that allocations name but the node table lacks.
+    fn index_by_node(&mut self, mut by_node: Vec<((NodeId, AllocId), Arc<Allocation>)>) {
         by_node.sort_unstable_by_key(|(k, _)| *k);
         for same_node in by_node.chunk_by(|x, y| x.0.0 == y.0.0) {
             let node = same_node[0].0.0;
@@ -224,8 +255,6 @@ impl StateStore {
             });
         }
         self.allocs_by_node = by_node.into_iter().collect();
-        all.sort_unstable_by_key(|a| a.id);
-        self.allocs = all.into_iter().map(|a| (a.id, a)).collect();
     }
 
     /// Points the allocation's namespace and job id at the strings its job's summary already
