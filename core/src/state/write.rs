@@ -183,17 +183,15 @@ impl StateStore {
         let mut job_index = Vec::new();
         for (key, mut group) in jobs {
             group.sort_unstable_by_key(|a| a.id);
-            if !self.summaries.contains_key(&key) {
-                self.summaries
-                    .insert(key.clone(), Arc::new(JobSummary::new(key.clone())));
-            }
+            // The strings the summary's key already holds, or this key's for a new one.
             let (ns, id) = match self.summaries.get_key_value(&key) {
                 Some((shared, _)) => (shared.namespace.clone(), shared.id.clone()),
                 None => (key.namespace.clone(), key.id.clone()),
             };
-            let Some(summary) = self.summaries.get_mut(&key) else {
-                continue;
-            };
+            let summary = self
+                .summaries
+                .entry(key.clone())
+                .or_insert_with(|| Arc::new(JobSummary::new(key)));
             let summary = Arc::make_mut(summary);
             for mut a in group {
                 a.namespace = ns.clone();
