@@ -199,6 +199,23 @@ impl NodeUse {
         self.port_holds as usize
     }
 
+    /// Counts what live allocation `a` holds on its node (`sign` 1) or stops counting it
+    /// (`sign` -1): its resources and its ports. The one place that says what a placement
+    /// takes from a node, for a write and for a snapshot's restore alike.
+    fn count(&mut self, a: &Allocation, sign: i8) {
+        if sign > 0 {
+            self.resources += a.resources;
+        } else {
+            self.resources = self.resources - a.resources;
+        }
+        if !a.ports.is_empty() {
+            self.change_ports(|p| match sign > 0 {
+                true => p.add(&a.ports),
+                false => p.remove(&a.ports),
+            });
+        }
+    }
+
     /// Changes the ports in place (copying them first if a snapshot shares them).
     fn change_ports(&mut self, f: impl FnOnce(&mut crate::ports::NodePorts)) {
         let ports = Arc::make_mut(self.ports.get_or_insert_with(Default::default));

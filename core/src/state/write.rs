@@ -243,14 +243,7 @@ impl StateStore {
                 .iter()
                 .map(|(_, a)| a)
                 .filter(|a| a.uses_resources());
-            self.change_use(node, |u| {
-                for a in live {
-                    u.resources += a.resources;
-                    if !a.ports.is_empty() {
-                        u.change_ports(|p| p.add(&a.ports));
-                    }
-                }
-            });
+            self.change_use(node, |u| live.for_each(|a| u.count(a, 1)));
         }
         self.allocs_by_node = by_node.into_iter().collect();
     }
@@ -330,12 +323,7 @@ impl StateStore {
         self.allocs_by_job
             .insert((key.clone(), a.id), JobAlloc::new(a.clone()));
         if a.uses_resources() {
-            self.change_use(a.node_id, |u| {
-                u.resources += a.resources;
-                if !a.ports.is_empty() {
-                    u.change_ports(|p| p.add(&a.ports));
-                }
-            });
+            self.change_use(a.node_id, |u| u.count(a, 1));
         }
         self.with_summary(index, &key, |s| s.count_alloc(a, 1));
     }
@@ -345,12 +333,7 @@ impl StateStore {
         self.allocs_by_node.remove(&(a.node_id, a.id));
         self.allocs_by_job.remove(&(key.clone(), a.id));
         if a.uses_resources() {
-            self.change_use(a.node_id, |u| {
-                u.resources = u.resources - a.resources;
-                if !a.ports.is_empty() {
-                    u.change_ports(|p| p.remove(&a.ports));
-                }
-            });
+            self.change_use(a.node_id, |u| u.count(a, -1));
         }
         self.with_summary(index, &key, |s| s.count_alloc(a, -1));
     }
