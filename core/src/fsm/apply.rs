@@ -751,8 +751,9 @@ impl Apply<'_> {
     }
 
     /// Removes the registrations of the allocations this entry ended on their client,
-    /// deleted or moved to another node, and marks the catalog changed where an allocation's registrations stopped
-    /// (or started) being listed by a server-side change (a stop, a lost node).
+    /// deleted or moved to another node, and marks the catalog changed where an
+    /// allocation's registrations stopped (or started) being listed by a server-side change
+    /// (a stop, a lost node).
     fn settle_services(&mut self) {
         if self.store.service_count() == 0 {
             return;

@@ -95,7 +95,7 @@ impl StateStore {
             .groups
             .iter()
             .find(|g| g.name == a.task_group.as_str())?;
-        let index: usize = r.id.rsplit('-').next()?.parse().ok()?;
+        let index = r.block_index()?;
         match &r.task {
             Some(t) => group
                 .tasks

@@ -324,6 +324,12 @@ impl ServiceRegistration {
             None => format!("{alloc}-group-{index}"),
         }
     }
+
+    /// The position of the `service` block this registration was made from among its
+    /// group's or task's services: the `index` of [`make_id`](Self::make_id).
+    pub fn block_index(&self) -> Option<usize> {
+        self.id.rsplit('-').next()?.parse().ok()
+    }
 }
 
 #[cfg(test)]
