@@ -265,6 +265,15 @@ impl LogStore {
     }
 
     /// The counters of what this log appended (shared by its clones).
+    /// The committed index recorded last (a hint, see the module docs): what openraft applies
+    /// again at start-up before the node serves.
+    pub fn committed_hint(&self) -> Option<u64> {
+        self.lock()
+            .log_state()
+            .committed()
+            .map(|c| LogId::from(*c).index)
+    }
+
     pub fn stats(&self) -> Arc<LogStats> {
         self.stats.clone()
     }

@@ -405,10 +405,13 @@ impl RaftNode {
         let snap_dir = data_dir.join(SNAPSHOT_DIR);
         let snapshot_file = snap_dir.join(SNAPSHOT_FILE);
         let events = config.events.clone();
-        let sm = blocking(move || StateMachine::open(node_id, &snap_dir, events)).await?;
+        let committed = log_store.committed_hint();
+        let sm =
+            blocking(move || StateMachine::open_replaying(node_id, &snap_dir, events, committed))
+                .await?;
         let state = sm.handle();
         let state_loaded = started.elapsed();
-        let snapshot_index = state.applied_index();
+        let snapshot_index = sm.applied_index();
 
         let transport = config
             .transport

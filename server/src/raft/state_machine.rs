@@ -160,6 +160,11 @@ pub struct StateMachine {
     snapshots: Arc<SnapshotStore>,
     events: Option<Arc<dyn EventSink>>,
     builds: u64,
+    /// While the committed entries after the snapshot are applied again at start-up, nothing
+    /// is published until this index is: no reader exists yet, and a published copy would
+    /// share every tree with the working store, so each replayed write would copy its path
+    /// (and the next publish free the old one). Zero once reached.
+    replay_until: Index,
 }
 
 impl fmt::Debug for StateMachine {
@@ -210,6 +215,18 @@ impl StateMachine {
         dir: &Path,
         events: Option<Arc<dyn EventSink>>,
     ) -> Result<StateMachine, SnapshotError> {
+        Self::open_replaying(node_id, dir, events, None)
+    }
+
+    /// [`open`](Self::open) for a start-up that will apply the log again up to `committed`
+    /// (the log's committed hint): readers see nothing (index 0) until that index is applied,
+    /// and the replay writes the store in place instead of behind a published copy.
+    pub fn open_replaying(
+        node_id: ServerId,
+        dir: &Path,
+        events: Option<Arc<dyn EventSink>>,
+        committed: Option<Index>,
+    ) -> Result<StateMachine, SnapshotError> {
         let started = std::time::Instant::now();
         let (snapshots, current) = SnapshotStore::open(dir)?;
         let read = started.elapsed();
@@ -234,12 +251,21 @@ impl StateMachine {
             None => (StateStore::new(), None, StoredMembership::default()),
         };
         let index = last_applied.map_or(0, |l| l.index);
-        let shared = Arc::new(Shared {
-            published: Mutex::new(Published {
+        let replay_until = committed.filter(|&c| c > index).unwrap_or(0);
+        let published = if replay_until > 0 {
+            Published {
+                store: StateStore::new(),
+                index: 0,
+            }
+        } else {
+            Published {
                 store: store.snapshot(),
                 index,
-            }),
-            applied: watch::channel(index).0,
+            }
+        };
+        let shared = Arc::new(Shared {
+            applied: watch::channel(published.index).0,
+            published: Mutex::new(published),
         });
         Ok(StateMachine {
             node_id,
@@ -250,7 +276,13 @@ impl StateMachine {
             snapshots: Arc::new(snapshots),
             events,
             builds: 0,
+            replay_until,
         })
+    }
+
+    /// The index of the last entry applied, published or not.
+    pub fn applied_index(&self) -> Index {
+        self.last_applied.map_or(0, |l| l.index)
     }
 
     /// A read handle on the applied state; it stays valid after openraft takes the machine.
@@ -260,8 +292,12 @@ impl StateMachine {
         }
     }
 
-    fn publish(&self) {
-        let index = self.last_applied.map_or(0, |l| l.index);
+    fn publish(&mut self) {
+        let index = self.applied_index();
+        if index < self.replay_until {
+            return;
+        }
+        self.replay_until = 0;
         self.shared.publish(&self.store, index);
     }
 }
@@ -406,6 +442,8 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         self.store = store;
         self.last_applied = meta.last_log_id;
         self.last_membership = meta.last_membership.clone();
+        // A snapshot replaces whatever a replay was rebuilding: readers get it at once.
+        self.replay_until = 0;
         self.publish();
         let index = meta.last_log_id.map_or(0, |l| l.index);
         tracing::info!(
