@@ -589,3 +589,29 @@ fn the_restart_scenario_refuses_a_server_it_did_not_start() {
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     assert!(stderr(&out).contains("--address"), "{}", stderr(&out));
 }
+
+/// Issue 35's five-million shape (`--nodes 50000 --jobs 5000 --count 1000`) at a thousandth
+/// of its size: every figure its goals name is reported, so the full run has a harness that
+/// works: placement, the server's memory, the console's load time and memory, and a restart.
+#[test]
+fn the_five_million_shape_runs_at_a_thousandth_of_its_size() {
+    let shape = ["--nodes", "50", "--jobs", "5", "--count", "1000", "--json"];
+    let report = json(&bench(&shape));
+    assert_eq!(report["allocations"], 5_000, "{report:#}");
+    assert_eq!(report["placed"], 5_000, "{report:#}");
+    positive(&report, "placement_secs");
+    positive(&report["server"], "peak_rss_mib");
+    let console = &report["console_load"];
+    assert!(console["allocations"].as_u64() >= Some(5_000), "{report:#}");
+    positive(console, "total_secs");
+    // A small state may fit in memory the process already holds, so only its presence.
+    assert!(
+        console["console_resident_mib"].as_f64().is_some(),
+        "{report:#}"
+    );
+
+    let restart = json(&bench(&[&["--scenario", "restart"][..], &shape].concat()));
+    assert_eq!(restart["allocations"], 5_000, "{restart:#}");
+    positive(&restart, "consistent_read_secs");
+    positive(&restart, "restarted_peak_rss_mib");
+}

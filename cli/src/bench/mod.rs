@@ -532,6 +532,7 @@ async fn console_load(target: &Target) -> Option<report::ConsoleLoad> {
                 .child()
                 .and_then(|c| c.usage())
                 .map(|u| u.peak_rss_kib as f64 / 1024.0),
+            console_resident_mib: l.resident_growth_kib.map(|kib| kib as f64 / 1024.0),
         }),
         Err(error) => {
             tracing::warn!(%error, "the console's load could not be measured");

@@ -66,6 +66,9 @@ pub struct ConsoleLoad {
     /// The server's VmHWM after the load: its peak over the whole run, the console's
     /// reads included (the server figures above end when the placements do).
     pub server_peak_rss_mib: Option<f64>,
+    /// The console's memory for the loaded state: how much the bench process's resident
+    /// set grew from before the load to its first frame, with that state still held.
+    pub console_resident_mib: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -183,12 +186,15 @@ impl Report {
                 "Console load",
                 match &self.console_load {
                     Some(c) => format!(
-                        "{:.2}s for {} nodes and {} allocations (read {:.2}s, first frame {:.2}s){}",
+                        "{:.2}s for {} nodes and {} allocations (read {:.2}s, first frame {:.2}s){}{}",
                         c.total_secs,
                         c.nodes,
                         c.allocations,
                         c.read_secs,
                         c.build_secs,
+                        c.console_resident_mib.map_or_else(String::new, |mib| format!(
+                            ", console memory {mib:.1} MiB"
+                        )),
                         c.server_peak_rss_mib.map_or_else(String::new, |mib| format!(
                             "; server peak RSS {mib:.1} MiB by its end"
                         ))
@@ -295,6 +301,7 @@ mod tests {
                 nodes: 1_000,
                 allocations: 10_000,
                 server_peak_rss_mib: Some(250.5),
+                console_resident_mib: Some(42.0),
             }),
             settings: Settings {
                 run_id: "0a1b2c3d".into(),

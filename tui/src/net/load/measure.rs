@@ -20,6 +20,10 @@ pub struct InitialLoad {
     pub jobs: usize,
     pub allocs: usize,
     pub evals: usize,
+    /// How much this process's resident memory grew from before the load to after the
+    /// first frame, with the loaded state still held: the console's memory for that state.
+    /// `None` where the process's resident size cannot be read (not Linux).
+    pub resident_growth_kib: Option<u64>,
 }
 
 impl InitialLoad {
@@ -47,6 +51,7 @@ pub async fn measure_initial_load(
         height: 24,
     });
     let clock = DecodeClock::default();
+    let resident_before = resident_kib();
     let started = Instant::now();
     let snapshot = read(&servers.current().1.unary, &clock)
         .await
@@ -71,13 +76,32 @@ pub async fn measure_initial_load(
     );
     // A screen in memory cannot fail to draw.
     let Ok(()) = drawn;
+    let build = started.elapsed();
+    let resident_growth_kib = resident_before
+        .zip(resident_kib())
+        .map(|(before, after)| after.saturating_sub(before));
+    drop(app);
     Ok(InitialLoad {
         read: read_time,
         decode: clock.total(),
-        build: started.elapsed(),
+        build,
         nodes,
         jobs,
         allocs,
         evals,
+        resident_growth_kib,
     })
+}
+
+/// This process's resident set (`VmRSS`), in KiB.
+fn resident_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
 }
