@@ -249,6 +249,9 @@ pub struct StateStore {
     /// Every node by name (names are not unique: a down node's name may be taken again),
     /// so a registration checks its name in a range scan, not a pass over every node.
     nodes_by_name: OrdSet<(String, NodeId)>,
+    /// Every node's computed class key, kept as the node is written: hashing a node's
+    /// attributes for each node each scheduler visits was a sixth of a busy server's CPU.
+    node_classes: OrdMap<NodeId, ComputedClassKey>,
     /// The nodes whose allocations the reconciler must look at because of the node: tainted
     /// ones, and (as `None`) ones that are gone while allocations still name them. On a
     /// healthy cluster it is empty, so a reconcile finds every allocation's node settled

@@ -67,6 +67,11 @@ impl StateStore {
         self.nodes.values()
     }
 
+    /// The node's computed class key ([`Node::computed_class_key`]), as of its last write.
+    pub fn node_class_key(&self, id: &NodeId) -> Option<ComputedClassKey> {
+        self.node_classes.get(id).copied()
+    }
+
     /// The nodes called `name`, in id order: one range scan.
     pub fn nodes_named<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a Arc<Node>> + 'a {
         let from = (name.to_string(), NodeId::from_bytes([0; 16]));

@@ -106,6 +106,7 @@ impl StateStore {
         for n in parts.nodes {
             let id = n.id;
             s.nodes_by_name.insert((n.name.clone(), id));
+            s.node_classes.insert(id, n.computed_class_key());
             s.nodes.insert(id, Arc::new(n));
             s.retaint(&id);
         }
@@ -178,6 +179,9 @@ impl StateStore {
         }
         if self.nodes_by_name != rebuilt.nodes_by_name {
             return Err("nodes_by_name disagrees with the node table".into());
+        }
+        if self.node_classes != rebuilt.node_classes {
+            return Err("node_classes disagrees with the node table".into());
         }
         if self.deployments_by_job != rebuilt.deployments_by_job {
             return Err("deployments_by_job disagrees with the deployments table".into());

@@ -90,6 +90,7 @@ impl StateStore {
             self.nodes_by_name.remove(&(old.name.clone(), old.id));
         }
         self.nodes_by_name.insert((node.name.clone(), node.id));
+        self.node_classes.insert(node.id, node.computed_class_key());
         self.retaint(&node.id);
         self.touch(Table::Nodes, index);
         node
@@ -98,6 +99,7 @@ impl StateStore {
     pub(crate) fn remove_node(&mut self, index: Index, id: &NodeId) -> Option<Arc<Node>> {
         let node = self.nodes.remove(id)?;
         self.nodes_by_name.remove(&(node.name.clone(), node.id));
+        self.node_classes.remove(id);
         self.retaint(id);
         self.touch(Table::Nodes, index);
         Some(node)

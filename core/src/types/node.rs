@@ -162,7 +162,41 @@ pub struct Node {
     pub modify_index: Index,
 }
 
+/// Attribute and meta keys under `unique.` differ from node to node by definition
+/// (hostnames, addresses): they are left out of the computed class.
+pub fn is_unique_key(key: &str) -> bool {
+    key.starts_with("unique.")
+}
+
+/// A node's computed class (Nomad's `ComputedClass`): a fingerprint of everything a
+/// class-stable constraint can read (class, datacenter, attributes and meta apart from
+/// `unique.*` keys). Nodes with equal keys pass and fail the same class-stable
+/// constraints, so a scheduler checks those once per key. 128 bits: two nodes that differ
+/// share a key with a probability of about 2^-128, so no key is ever compared field by
+/// field.
+pub type ComputedClassKey = u128;
+
 impl Node {
+    /// This node's [`ComputedClassKey`]. Hashing every attribute costs about a
+    /// microsecond, so the state store keeps each node's key beside it (computed when the
+    /// node is written) and a scheduler reads it from there.
+    pub fn computed_class_key(&self) -> ComputedClassKey {
+        use std::hash::{DefaultHasher, Hash, Hasher};
+        let half = |seed: u8| {
+            let mut h = DefaultHasher::new();
+            seed.hash(&mut h);
+            self.node_class.hash(&mut h);
+            self.datacenter.hash(&mut h);
+            for (tag, map) in [(1u8, &self.attributes), (2u8, &self.meta)] {
+                for (k, v) in map.iter().filter(|(k, _)| !is_unique_key(k)) {
+                    (tag, k, v).hash(&mut h);
+                }
+            }
+            h.finish()
+        };
+        (u128::from(half(0)) << 64) | u128::from(half(1))
+    }
+
     /// The eligibility as operators read it: offlining leaves the flag as it was (onlining
     /// must give the node back as it was), but an offlined node takes no placements, so an
     /// eligible flag reads `ineligible (offlined)` there.

@@ -36,7 +36,6 @@ use crate::validate::{VersionConstraint, VersionFlavor};
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
 /// The nodes a job's allocations may be placed on, and how many there are per datacenter
@@ -262,12 +261,6 @@ impl Target {
             }
         }
     }
-}
-
-/// Attribute and meta keys under `unique.` differ from node to node by definition
-/// (hostnames, addresses): they are left out of the computed class.
-fn is_unique_key(key: &str) -> bool {
-    key.starts_with("unique.")
 }
 
 /// What a compiled constraint tests once both targets are resolved.
@@ -515,46 +508,16 @@ impl Compiled {
 /// and attributes and meta apart from `unique.*` keys (Nomad's computed node class).
 pub(crate) type ComputedClass = u32;
 
-/// Interns computed classes. Nodes are compared field by field on a hash hit, so two nodes
-/// share an id only when they truly share every class-stable value.
+/// Interns computed class keys ([`Node::computed_class_key`]) as small dense ids, so a
+/// class's verdicts live in a `Vec` slot.
 #[derive(Debug, Default)]
 pub(crate) struct ComputedClasses {
-    by_hash: HashMap<u64, Vec<(ComputedClass, Arc<Node>)>>,
-    count: u32,
+    by_key: HashMap<ComputedClassKey, ComputedClass>,
 }
 
 impl ComputedClasses {
-    pub(crate) fn id_of(&mut self, node: &Arc<Node>) -> ComputedClass {
-        let mut h = DefaultHasher::new();
-        node.node_class.hash(&mut h);
-        node.datacenter.hash(&mut h);
-        for (k, v) in stable_entries(&node.attributes) {
-            (1u8, k, v).hash(&mut h);
-        }
-        for (k, v) in stable_entries(&node.meta) {
-            (2u8, k, v).hash(&mut h);
-        }
-        let bucket = self.by_hash.entry(h.finish()).or_default();
-        if let Some((id, _)) = bucket
-            .iter()
-            .find(|(_, rep)| same_computed_class(rep, node))
-        {
-            return *id;
-        }
-        let id = self.count;
-        self.count += 1;
-        bucket.push((id, node.clone()));
-        id
+    pub(crate) fn id_of(&mut self, key: ComputedClassKey) -> ComputedClass {
+        let next = self.by_key.len() as ComputedClass;
+        *self.by_key.entry(key).or_insert(next)
     }
-}
-
-fn stable_entries(map: &BTreeMap<String, String>) -> impl Iterator<Item = (&String, &String)> {
-    map.iter().filter(|(k, _)| !is_unique_key(k))
-}
-
-fn same_computed_class(a: &Node, b: &Node) -> bool {
-    a.node_class == b.node_class
-        && a.datacenter == b.datacenter
-        && stable_entries(&a.attributes).eq(stable_entries(&b.attributes))
-        && stable_entries(&a.meta).eq(stable_entries(&b.meta))
 }

@@ -958,7 +958,13 @@ fn evaluate<'s>(
     if !eval.job_checks.stable.is_empty() || !checks.compiled.stable.is_empty() {
         let cc = match entry.computed {
             Some(cc) => cc,
-            None => *entry.computed.insert(tally.computed.id_of(&entry.node)),
+            None => {
+                let key = eval
+                    .snapshot
+                    .node_class_key(&entry.id)
+                    .unwrap_or_else(|| entry.node.computed_class_key());
+                *entry.computed.insert(tally.computed.id_of(key))
+            }
         };
         let node = &*entry.node;
         let failed = match stable_verdict(&eval.job_checks, &mut tally.job_verdicts, cc, node) {
