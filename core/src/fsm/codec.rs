@@ -20,8 +20,9 @@ pub const COMMAND_FORMAT: u8 = 4;
 /// The snapshot format this build writes and reads: the primary tables then the ACL tables.
 /// 3 holds format 2's tables with the types of command format 2; 4 the types of command
 /// format 3, the service catalog and the deployments table; 5 the types of command
-/// format 4 (registrations with their check results).
-pub const SNAPSHOT_FORMAT: u8 = 5;
+/// format 4 (registrations with their check results); 6 writes the allocations in chunks
+/// that a restore decodes in parallel (`state::alloc_chunks`).
+pub const SNAPSHOT_FORMAT: u8 = 6;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CodecError {

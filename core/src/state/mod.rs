@@ -21,6 +21,7 @@
 mod acl;
 mod deployments;
 mod read;
+mod alloc_chunks;
 mod rebuild;
 mod services;
 mod summary;

@@ -14,6 +14,7 @@ pub struct StoreParts {
     pub jobs: Vec<Job>,
     pub job_versions: Vec<Job>,
     pub nodes: Vec<Node>,
+    #[serde(with = "super::alloc_chunks::owned")]
     pub allocs: Vec<Allocation>,
     pub evals: Vec<Evaluation>,
     pub scheduler_config: SchedulerConfig,
@@ -31,7 +32,7 @@ pub struct StorePartsRef<'a> {
     jobs: Records<'a, JobKey, Job>,
     job_versions: Records<'a, (JobKey, u64), Job>,
     nodes: Records<'a, NodeId, Node>,
-    allocs: Records<'a, AllocId, Allocation>,
+    allocs: AllocChunks<'a>,
     evals: Records<'a, EvalId, Evaluation>,
     scheduler_config: &'a SchedulerConfig,
     services: Records<'a, Arc<str>, ServiceRegistration>,
@@ -43,6 +44,15 @@ impl std::fmt::Debug for StorePartsRef<'_> {
         f.debug_struct("StorePartsRef")
             .field("allocs", &self.allocs.0.len())
             .finish_non_exhaustive()
+    }
+}
+
+/// The allocations table, serialized as [`StoreParts::allocs`] is: in chunks.
+struct AllocChunks<'a>(&'a imbl::OrdMap<AllocId, Arc<Allocation>>);
+
+impl Serialize for AllocChunks<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        super::alloc_chunks::serialize(self.0.len(), self.0.values().map(|a| &**a), serializer)
     }
 }
 
@@ -68,7 +78,7 @@ impl StateStore {
             jobs: Records(&self.jobs),
             job_versions: Records(&self.job_versions),
             nodes: Records(&self.nodes),
-            allocs: Records(&self.allocs),
+            allocs: AllocChunks(&self.allocs),
             evals: Records(&self.evals),
             scheduler_config: &self.scheduler_config,
             services: Records(&self.services),
