@@ -41,6 +41,7 @@ struct Fake {
 struct Scripted(Arc<Fake>);
 
 type Never = Pin<Box<dyn Stream<Item = Result<pb::WatchAllocationsResponse, Status>> + Send>>;
+type NoAnswers = Pin<Box<dyn Stream<Item = Result<pb::UpdateNodeStatusResponse, Status>> + Send>>;
 
 #[tonic::async_trait]
 impl NodeService for Scripted {
@@ -65,6 +66,17 @@ impl NodeService for Scripted {
             health: pb::NodeHealth::Healthy as i32,
             index: 1,
         }))
+    }
+
+    type HeartbeatsStream = NoAnswers;
+
+    async fn heartbeats(
+        &self,
+        _: Request<tonic::Streaming<pb::UpdateNodeStatusRequest>>,
+    ) -> Result<Response<NoAnswers>, Status> {
+        Err(Status::unimplemented(
+            "a server older than the heartbeat stream",
+        ))
     }
 
     type WatchAllocationsStream = Never;

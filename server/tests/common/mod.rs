@@ -5,6 +5,7 @@
 
 pub mod acl;
 pub mod api;
+pub mod beats;
 pub mod faulty;
 pub mod raw;
 
