@@ -1,11 +1,13 @@
 //! `NodeService.Heartbeats` end to end over real gRPC: a node heartbeating on one stream
 //! stays up for as long as it beats, and goes down once it stops; a heartbeat the unary
-//! call would refuse ends the stream with that call's status.
+//! call would refuse ends the stream with that call's status; streamed heartbeats count
+//! in `drover_heartbeats_total` as unary ones do.
 
 mod common;
 
 use common::api::Api;
 use common::beats::{Beats, auth, ready};
+use common::http::{http_get, metric};
 use common::{join, wait_until};
 use drover_core::types::NodeStatus;
 use drover_proto::v1 as pb;
@@ -101,5 +103,30 @@ async fn a_heartbeat_the_unary_call_refuses_ends_the_stream_with_its_status() {
             "{what}: the stream ends after the refusal"
         );
     }
+    a.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streamed_heartbeats_count_as_unary_ones_do() {
+    let a = Api::start(|c| c.metrics_addr = Some("127.0.0.1:0".into())).await;
+    let addr = a.server.metrics_addr().expect("metrics served");
+    let node = join(&a.h, 1, "").await.creds;
+    let scrape = || async { http_get(addr, "/metrics").await.1 };
+    let counted = |page: &str| metric(page, "drover_heartbeats_total").expect("heartbeat counter");
+    let before = counted(&scrape().await);
+    let channel = Api::endpoint(&a.api).connect().await.unwrap();
+    let mut beats = Beats::open(channel).await;
+    for _ in 0..3 {
+        beats.beat(ready(auth(&node))).await.expect("beat accepted");
+    }
+    let page = scrape().await;
+    assert_eq!(counted(&page) - before, 3.0, "{page}");
+    // One stream, whatever it carried; no unary heartbeat.
+    let opened = metric(
+        &page,
+        "drover_rpc_seconds_count{method=\"/drover.v1.NodeService/Heartbeats\"}",
+    );
+    assert_eq!(opened, Some(1.0), "{page}");
+    assert!(!page.contains("NodeService/UpdateStatus"), "{page}");
     a.stop().await;
 }

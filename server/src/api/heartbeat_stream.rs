@@ -38,6 +38,9 @@ struct Beats {
     api: Api,
     credentials: MetadataMap,
     requests: Streaming<pb::UpdateNodeStatusRequest>,
+    /// The node the stream's first heartbeat named, for the log (taken once, not per
+    /// heartbeat).
+    node_id: Option<String>,
 }
 
 /// The answers to the heartbeats of `req`, one per request, in order.
@@ -52,6 +55,7 @@ pub(super) fn answers(api: Api, req: Request<Streaming<pb::UpdateNodeStatusReque
         api,
         credentials,
         requests: req.into_inner(),
+        node_id: None,
     };
     Box::pin(futures::stream::unfold(Some(beats), |beats| async move {
         let mut beats = beats?;
@@ -60,15 +64,13 @@ pub(super) fn answers(api: Api, req: Request<Streaming<pb::UpdateNodeStatusReque
             Ok(None) => return None,
             Err(status) => return Some((Err(status), None)),
         };
-        let node_id = request
-            .auth
-            .as_ref()
-            .map(|a| a.node_id.clone())
-            .unwrap_or_default();
+        if beats.node_id.is_none() {
+            beats.node_id = request.auth.as_ref().map(|a| a.node_id.clone());
+        }
         match route(&beats.api, &beats.credentials, request).await {
             Ok(ack) => Some((Ok(ack), Some(beats))),
             Err(status) => {
-                tracing::debug!(node_id, code = ?status.code(), reason = status.message(), "heartbeat stream ended");
+                tracing::debug!(node_id = beats.node_id.as_deref().unwrap_or_default(), code = ?status.code(), reason = status.message(), "heartbeat stream ended");
                 Some((Err(status), None))
             }
         }
