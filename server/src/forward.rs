@@ -23,8 +23,10 @@
 //! The heartbeat stream ([`HEARTBEAT_STREAM_PATH`]) is the one leader call a follower does
 //! not forward whole: it serves the stream itself and sends each heartbeat on to the
 //! leader as the unary call, over the heartbeat connection (see [`Directory::heartbeat_lane`]
-//! and `api::heartbeat_stream`). A forwarded stream would hold one of the leader's
-//! per-connection stream slots per node, and end at the first change of leader.
+//! and `api::heartbeat_stream`). Forwarded whole, every node's stream would sit on the
+//! follower's one heartbeat connection, which the leader caps at 128 streams,
+//! and would end at the first change of leader; relayed, a heartbeat is one call on that
+//! connection for as long as it takes, and each goes to whichever server leads by then.
 //!
 //! A forwarded call never outlives its caller: it runs under a deadline a little shorter
 //! than the caller's own (`grpc-timeout`), and at most [`MAX_FORWARD`]. If the leader this
