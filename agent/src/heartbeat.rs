@@ -3,9 +3,16 @@
 //! answer returns, a random part of it early so a fleet does not beat in lockstep. Every
 //! heartbeat carries the readiness check's result and, when it changed, the snapshot the
 //! node ran last.
+//!
+//! Heartbeats travel on one long-lived stream ([`BeatStream`]), opened at the first beat
+//! and kept; an error drops it, and the next beat (after the backoff) opens another. A
+//! server without the stream answers UNIMPLEMENTED: the node then beats with the unary
+//! call, and tries the stream again after [`STREAM_RETRY`] (the servers may have been
+//! upgraded since).
 
+use crate::beat_stream::{BeatStream, unsupported};
 use crate::reporter::auth;
-use crate::rpc::{Servers, request};
+use crate::rpc::{CALL_TIMEOUT, Servers, request};
 use crate::state::NodeIdentity;
 use drover_core::node_health::Readiness;
 use drover_proto::WireEnum;
@@ -18,6 +25,10 @@ use tonic::Code;
 
 /// The longest wait between attempts while the servers cannot be reached.
 const MAX_RETRY_WAIT: Duration = Duration::from_secs(2);
+
+/// How long a node whose servers had no heartbeat stream beats with unary calls before it
+/// tries the stream again.
+pub const STREAM_RETRY: Duration = Duration::from_secs(10 * 60);
 
 /// What the heartbeat shares with the rest of the agent.
 #[derive(Debug)]
@@ -98,6 +109,7 @@ impl Heartbeat {
         let node_id = self.identity.node_id;
         let mut failures: u32 = 0;
         let mut acked_snapshot: Option<String> = None;
+        let mut route = Route::default();
         loop {
             if !self.registered {
                 match register(&self.servers, &self.registration).await {
@@ -123,9 +135,8 @@ impl Heartbeat {
                 readiness: (self.readiness)().to_wire(),
                 last_snapshot: changed,
             };
-            let wait = match self.servers.nodes().update_status(request(req)).await {
+            let wait = match route.beat(&self.servers, req).await {
                 Ok(resp) => {
-                    let resp = resp.into_inner();
                     failures = 0;
                     acked_snapshot = snapshot;
                     let ready = resp.status == pb::NodeStatus::Ready as i32;
@@ -159,6 +170,68 @@ impl Heartbeat {
             }
         }
     }
+}
+
+/// Where heartbeats go: the stream, or unary calls for a while after the servers said
+/// they have no stream.
+#[derive(Debug, Default)]
+struct Route {
+    stream: Option<BeatStream>,
+    unary_since: Option<tokio::time::Instant>,
+}
+
+impl Route {
+    /// One heartbeat, within [`CALL_TIMEOUT`] (opening the stream included).
+    async fn beat(
+        &mut self,
+        servers: &Servers,
+        req: pb::UpdateNodeStatusRequest,
+    ) -> Result<pb::UpdateNodeStatusResponse, tonic::Status> {
+        if self
+            .unary_since
+            .is_some_and(|since| since.elapsed() < STREAM_RETRY)
+        {
+            return unary(servers, req).await;
+        }
+        self.unary_since = None;
+        let streamed = tokio::time::timeout(CALL_TIMEOUT, async {
+            let stream = match &mut self.stream {
+                Some(stream) => stream,
+                None => self.stream.insert(BeatStream::open(servers.nodes()).await?),
+            };
+            stream.beat(req.clone()).await
+        })
+        .await
+        .unwrap_or_else(|_| {
+            Err(tonic::Status::deadline_exceeded(format!(
+                "no heartbeat answer on the stream within {CALL_TIMEOUT:?}"
+            )))
+        });
+        match streamed {
+            Ok(ack) => Ok(ack),
+            Err(status) if unsupported(&status) => {
+                self.stream = None;
+                self.unary_since = Some(tokio::time::Instant::now());
+                tracing::info!(server = %servers.address(), retry_in = ?STREAM_RETRY, "the server has no heartbeat stream; heartbeating with unary calls");
+                unary(servers, req).await
+            }
+            Err(status) => {
+                self.stream = None;
+                Err(status)
+            }
+        }
+    }
+}
+
+async fn unary(
+    servers: &Servers,
+    req: pb::UpdateNodeStatusRequest,
+) -> Result<pb::UpdateNodeStatusResponse, tonic::Status> {
+    servers
+        .nodes()
+        .update_status(request(req))
+        .await
+        .map(tonic::Response::into_inner)
 }
 
 #[cfg(test)]

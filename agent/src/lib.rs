@@ -19,6 +19,7 @@
 //! [`sim`] runs thousands of virtual nodes in one process for scale and failure tests.
 
 mod agent;
+pub mod beat_stream;
 pub mod cgroups;
 pub mod checks;
 pub mod config;

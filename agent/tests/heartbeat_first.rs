@@ -1,7 +1,9 @@
 //! The agent's side of reconnecting, against a scripted NodeService that behaves like the
 //! servers do: allocation updates are refused with FAILED_PRECONDITION until the node has
 //! heartbeated. The order of the calls it receives shows the agent heartbeats first, and
-//! that a refusal makes it heartbeat at once instead of waiting out its TTL.
+//! that a refusal makes it heartbeat at once instead of waiting out its TTL; the agent
+//! heartbeats on the stream when the servers have it, and falls back to the unary call
+//! when they answer UNIMPLEMENTED (servers older than the stream).
 
 use drover_agent::heartbeat::{Heartbeat, Link};
 use drover_agent::reporter::{self, Reporter};
@@ -23,9 +25,16 @@ use tonic::{Request, Response, Status};
 /// Long enough that only an explicit request makes the agent heartbeat inside a test.
 const TTL_MS: u64 = 60_000;
 
+/// How a heartbeat came.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Via {
+    Unary,
+    Stream,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Call {
-    Heartbeat,
+    Heartbeat(Via),
     Refused,
     Accepted(ClientStatus),
 }
@@ -35,12 +44,29 @@ struct Fake {
     calls: Mutex<Vec<Call>>,
     /// Whether the node heartbeated since it was last cut off.
     ready: Mutex<bool>,
+    /// Whether the server serves the heartbeat stream (else UNIMPLEMENTED, as an older
+    /// server answers).
+    streams: bool,
+}
+
+impl Fake {
+    fn heartbeat(&self, via: Via) -> pb::UpdateNodeStatusResponse {
+        *self.ready.lock().expect("lock") = true;
+        self.calls.lock().expect("lock").push(Call::Heartbeat(via));
+        pb::UpdateNodeStatusResponse {
+            heartbeat_ttl_ms: TTL_MS,
+            status: pb::NodeStatus::Ready as i32,
+            health: pb::NodeHealth::Healthy as i32,
+            index: 1,
+        }
+    }
 }
 
 #[derive(Clone, Default)]
 struct Scripted(Arc<Fake>);
 
 type Never = Pin<Box<dyn Stream<Item = Result<pb::WatchAllocationsResponse, Status>> + Send>>;
+type NoAnswers = Pin<Box<dyn Stream<Item = Result<pb::UpdateNodeStatusResponse, Status>> + Send>>;
 
 #[tonic::async_trait]
 impl NodeService for Scripted {
@@ -57,14 +83,31 @@ impl NodeService for Scripted {
         &self,
         _: Request<pb::UpdateNodeStatusRequest>,
     ) -> Result<Response<pb::UpdateNodeStatusResponse>, Status> {
-        *self.0.ready.lock().expect("lock") = true;
-        self.0.calls.lock().expect("lock").push(Call::Heartbeat);
-        Ok(Response::new(pb::UpdateNodeStatusResponse {
-            heartbeat_ttl_ms: TTL_MS,
-            status: pb::NodeStatus::Ready as i32,
-            health: pb::NodeHealth::Healthy as i32,
-            index: 1,
-        }))
+        Ok(Response::new(self.0.heartbeat(Via::Unary)))
+    }
+
+    type HeartbeatsStream = NoAnswers;
+
+    async fn heartbeats(
+        &self,
+        req: Request<tonic::Streaming<pb::UpdateNodeStatusRequest>>,
+    ) -> Result<Response<NoAnswers>, Status> {
+        if !self.0.streams {
+            return Err(Status::unimplemented(
+                "a server older than the heartbeat stream",
+            ));
+        }
+        let fake = self.0.clone();
+        let answers = futures::stream::unfold(req.into_inner(), move |mut requests| {
+            let fake = fake.clone();
+            async move {
+                match requests.message().await {
+                    Ok(Some(_)) => Some((Ok(fake.heartbeat(Via::Stream)), requests)),
+                    Ok(None) | Err(_) => None,
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(answers)))
     }
 
     type WatchAllocationsStream = Never;
@@ -127,7 +170,18 @@ async fn wait_for_calls(fake: &Fake, what: &str, f: impl Fn(&[Call]) -> bool) {
 
 #[tokio::test]
 async fn updates_wait_for_a_heartbeat_and_a_refusal_triggers_one_at_once() {
-    let fake = Scripted::default();
+    for (streams, via) in [(true, Via::Stream), (false, Via::Unary)] {
+        heartbeat_first(streams, via).await;
+    }
+}
+
+/// The scenario against a server that serves the heartbeat stream or not; `via`: how its
+/// heartbeats must come.
+async fn heartbeat_first(streams: bool, via: Via) {
+    let fake = Scripted(Arc::new(Fake {
+        streams,
+        ..Fake::default()
+    }));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -169,7 +223,7 @@ async fn updates_wait_for_a_heartbeat_and_a_refusal_triggers_one_at_once() {
         .run(),
     );
     wait_for_calls(&fake.0, "the first update", |c| {
-        c == [Call::Heartbeat, Call::Accepted(ClientStatus::Running)]
+        c == [Call::Heartbeat(via), Call::Accepted(ClientStatus::Running)]
     })
     .await;
 
@@ -180,7 +234,7 @@ async fn updates_wait_for_a_heartbeat_and_a_refusal_triggers_one_at_once() {
     wait_for_calls(&fake.0, "the retried update", |c| {
         c.ends_with(&[
             Call::Refused,
-            Call::Heartbeat,
+            Call::Heartbeat(via),
             Call::Accepted(ClientStatus::Complete),
         ])
     })

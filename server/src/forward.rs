@@ -20,6 +20,14 @@
 //! liveness must never queue behind other nodes' writes waiting for a Raft commit, or a
 //! loaded cluster marks its nodes down for its own slowness.
 //!
+//! The heartbeat stream ([`HEARTBEAT_STREAM_PATH`]) is the one leader call a follower does
+//! not forward whole: it serves the stream itself and sends each heartbeat on to the
+//! leader as the unary call, over the heartbeat connection (see [`Directory::heartbeat_lane`]
+//! and `api::heartbeat_stream`). Forwarded whole, every node's stream would sit on the
+//! follower's one heartbeat connection, which the leader caps at 128 streams,
+//! and would end at the first change of leader; relayed, a heartbeat is one call on that
+//! connection for as long as it takes, and each goes to whichever server leads by then.
+//!
 //! A forwarded call never outlives its caller: it runs under a deadline a little shorter
 //! than the caller's own (`grpc-timeout`), and at most [`MAX_FORWARD`]. If the leader this
 //! server knows changes while the call is on its way (a partitioned leader was replaced),
@@ -51,6 +59,9 @@ const MAX_REPLAY_BYTES: u64 = 1 << 20;
 pub const CALL_LANES: usize = 4;
 /// The call that keeps a node alive; it travels on its own connection.
 const HEARTBEAT_PATH: &str = "/drover.v1.NodeService/UpdateStatus";
+/// The heartbeat stream: served by whichever server it reaches, which sends each heartbeat
+/// on as [`HEARTBEAT_PATH`] when it does not lead.
+pub(crate) const HEARTBEAT_STREAM_PATH: &str = "/drover.v1.NodeService/Heartbeats";
 
 /// Set on a call a follower forwarded (to the forwarding server's id).
 pub const FORWARDED_HEADER: &str = "drover-forwarded-by";
@@ -84,7 +95,7 @@ pub fn served_locally(path: &str) -> bool {
         ),
         "drover.v1.NodeService" => matches!(
             method,
-            "WatchAllocations" | "NodeList" | "NodeGet" | "AllocGet" | "AllocList"
+            "Heartbeats" | "WatchAllocations" | "NodeList" | "NodeGet" | "AllocGet" | "AllocList"
         ),
         "drover.v1.OperatorService" => method == "SchedulerGetConfig",
         "drover.v1.DeploymentService" => matches!(method, "List" | "Get"),
@@ -282,13 +293,29 @@ impl Directory {
         Ok(Some(lanes))
     }
 
+    /// Where a heartbeat goes, checked for each one: `None` when this server leads and its
+    /// lease holds (handle it here), the leader's heartbeat connection when another server
+    /// leads, and UNAVAILABLE (as a unary heartbeat would get) when no leader is elected or
+    /// this server leads past its lease.
+    pub(crate) async fn heartbeat_lane(&self) -> Result<Option<Channel>, Status> {
+        Ok(self.leader().await?.map(|lanes| lanes.heartbeats.clone()))
+    }
+
     /// The leader this server knows, if any.
     pub fn known_leader(&self) -> Option<ServerId> {
         self.raft.metrics().borrow().current_leader
     }
 
+    /// Whether the leader this server knows is other than `from` within the wait a call
+    /// gives an election.
+    pub(crate) async fn leader_changes_within_wait(&self, from: Option<ServerId>) -> bool {
+        tokio::time::timeout(self.wait, self.leader_changed(from))
+            .await
+            .is_ok()
+    }
+
     /// Resolves once the leader this server knows is no longer `from`.
-    async fn leader_changed(&self, from: Option<ServerId>) {
+    pub(crate) async fn leader_changed(&self, from: Option<ServerId>) {
         let mut metrics = self.raft.metrics();
         let _ = metrics.wait_for(|m| m.current_leader != from).await;
     }
@@ -361,7 +388,8 @@ where
         let consistent = headers
             .get(CONSISTENCY_HEADER)
             .is_some_and(|v| v == "consistent");
-        let wants_leader = consistent || !served_locally(req.uri().path());
+        let path = req.uri().path();
+        let wants_leader = path != HEARTBEAT_STREAM_PATH && (consistent || !served_locally(path));
         if !wants_leader || headers.contains_key(FORWARDED_HEADER) {
             return Box::pin(inner.call(req));
         }
@@ -506,6 +534,7 @@ mod tests {
             ("/drover.v1.JobService/List", true),
             ("/drover.v1.JobService/Register", false),
             ("/drover.v1.NodeService/UpdateStatus", false),
+            ("/drover.v1.NodeService/Heartbeats", true),
             ("/drover.v1.NodeService/WatchAllocations", true),
             ("/drover.v1.EvalService/BrokerStats", false),
             ("/drover.v1.EvalService/Get", true),

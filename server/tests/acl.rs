@@ -21,6 +21,7 @@ struct Empty {}
 /// bootstrap that creates the first token.
 const NO_TOKEN: &[&str] = &[
     "drover.v1.NodeService/UpdateStatus",
+    "drover.v1.NodeService/Heartbeats",
     "drover.v1.NodeService/WatchAllocations",
     "drover.v1.NodeService/UpdateAllocations",
     "drover.v1.StatusService/Leader",

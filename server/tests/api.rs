@@ -5,6 +5,7 @@
 mod common;
 
 use common::api::Api;
+use common::http::http_get;
 use common::*;
 use drover_core::mock;
 use drover_core::types::*;
@@ -13,7 +14,6 @@ use drover_proto::v1 as pb;
 use drover_proto::v1::event_service_client::EventServiceClient;
 use drover_server::ServerConfig;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tonic::Code;
 
 fn register_request(job: &Job) -> pb::RegisterJobRequest {
@@ -357,21 +357,6 @@ async fn limits_refuse_with_resource_exhausted_and_a_retry_hint() {
         .and_then(|v| v.parse::<u64>().ok());
     assert!(retry.is_some_and(|ms| ms > 0), "retry hint: {retry:?}");
     a.stop().await;
-}
-
-/// A plain HTTP/1.1 GET over loopback; answers the status line and the body.
-async fn http_get(addr: std::net::SocketAddr, path: &str) -> (String, String) {
-    let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    conn.write_all(request.as_bytes()).await.unwrap();
-    let mut raw = String::new();
-    tokio::time::timeout(DEADLINE, conn.read_to_string(&mut raw))
-        .await
-        .expect("answer in time")
-        .unwrap();
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
-    let status = head.lines().next().unwrap_or_default().to_string();
-    (status, body.to_string())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -135,3 +135,107 @@ async fn a_forwarded_heartbeat_passes_calls_that_fill_the_leaders_connections() 
         s.shutdown().await.expect("stops");
     }
 }
+
+/// A heartbeat stream to a follower is served there, each heartbeat sent on to the leader:
+/// the node stays up on the leader for as long as it beats on the follower, and the same
+/// stream keeps it up on the next leader once the first one is gone (a stream the follower
+/// forwarded whole would have ended with the server at its other end).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_heartbeat_stream_to_a_follower_keeps_the_node_up_across_leaders() {
+    use common::beats::{Beats, auth, ready};
+    use drover_core::types::NodeStatus;
+    common::init_tracing();
+    let ttl = Duration::from_millis(500);
+    let grace = Duration::from_millis(300);
+    let (configs, _dirs) = cluster_configs(3, SECRET);
+    let mut servers = Vec::new();
+    let mut apis = Vec::new();
+    for mut config in configs {
+        config.bind_addr = "127.0.0.1:0".into();
+        config.heartbeat.min_ttl = ttl;
+        config.heartbeat.grace = grace;
+        // A new leader's timers are as short: only heartbeats keep the node up on it.
+        config.heartbeat.failover_ttl = ttl;
+        let server = Server::start(config).await.expect("server starts");
+        apis.push(Some(
+            server
+                .serve(ApiOptions::default())
+                .await
+                .expect("api serves"),
+        ));
+        servers.push(Some(server));
+    }
+    let all: Vec<Server> = servers.iter_mut().map(|s| s.take().unwrap()).collect();
+    let first = agreed_leader(&all).await;
+    let mut servers: Vec<Option<Server>> = all.into_iter().map(Some).collect();
+    let handle = |servers: &[Option<Server>], i: usize| servers[i].as_ref().unwrap().handle();
+    let node = join(&handle(&servers, first), 1, "").await.creds;
+    let follower = (first + 1) % servers.len();
+    let follower_addr = apis[follower].as_ref().unwrap().local_addr();
+    let mut beats = Beats::open(connect(follower_addr).await).await;
+
+    let mut leading = first;
+    for round in 0..2 {
+        if round == 1 {
+            apis[first].take().unwrap().shutdown().await.unwrap();
+            servers[first]
+                .take()
+                .unwrap()
+                .shutdown()
+                .await
+                .expect("stops");
+            let deadline = tokio::time::Instant::now() + DEADLINE;
+            leading = loop {
+                let now_leading = (0..servers.len())
+                    .find(|i| servers[*i].as_ref().is_some_and(|s| s.handle().is_leader()));
+                if let Some(i) = now_leading {
+                    break i;
+                }
+                assert!(tokio::time::Instant::now() < deadline, "no new leader");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            };
+        }
+        let until = tokio::time::Instant::now() + (ttl + grace) * 4;
+        let mut tick = tokio::time::interval(ttl / 4);
+        let mut answered = 0;
+        while tokio::time::Instant::now() < until {
+            tick.tick().await;
+            let ack = beats
+                .beat(ready(auth(&node)))
+                .await
+                .unwrap_or_else(|e| panic!("round {round}: the follower relays the beat: {e}"));
+            assert_eq!(ack.status, pb::NodeStatus::Ready as i32, "{ack:?}");
+            answered += 1;
+            let on_leader = handle(&servers, leading)
+                .snapshot()
+                .node(&node.node_id)
+                .map(|n| n.status);
+            assert_eq!(
+                on_leader,
+                Some(NodeStatus::Ready),
+                "round {round}: after {answered} beats"
+            );
+        }
+        assert!(
+            answered >= 8,
+            "round {round}: {answered} heartbeats answered"
+        );
+    }
+    // A refusal on the leader ends the follower's stream with the leader's status.
+    let refused = beats
+        .beat(ready(pb::NodeAuth {
+            secret_id: "not-the-secret".into(),
+            ..auth(&node)
+        }))
+        .await
+        .expect_err("a wrong secret is refused");
+    assert_eq!(refused.code(), Code::Unauthenticated, "{refused:?}");
+    assert!(beats.ended().await, "the stream ends after the refusal");
+
+    for api in apis.into_iter().flatten() {
+        api.shutdown().await.unwrap();
+    }
+    for s in servers.into_iter().flatten() {
+        s.shutdown().await.expect("stops");
+    }
+}

@@ -335,3 +335,103 @@ async fn a_lapsed_lease_suspends_the_duties_and_a_quorum_resumes_them_in_the_sam
         s.shutdown().await.expect("server stops");
     }
 }
+
+/// The heartbeat stream under the same fault: a leader whose answers are lost stops
+/// acknowledging streamed heartbeats once its lease lapses, both on a stream to it and on
+/// one to a follower (which sends each heartbeat on to it): a stream opened before the
+/// lapse never carries an acknowledgement the lease does not allow. Each stream ends
+/// UNAVAILABLE, and once answers return, a new stream to the follower is acknowledged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_leader_past_its_lease_acknowledges_no_streamed_heartbeat() {
+    use common::beats::{Beats, auth, ready};
+    let (mut configs, _dirs) = cluster_configs(3, SECRET);
+    for c in &mut configs {
+        c.bind_addr = "127.0.0.1:0".into();
+    }
+    let faults = Arc::new(Faults::default());
+    let servers = start_faulty(&configs, &faults).await;
+    let mut apis = Vec::new();
+    for s in &servers {
+        apis.push(
+            s.serve(drover_server::api::ApiOptions::default())
+                .await
+                .expect("api serves"),
+        );
+    }
+    let handles: Vec<ServerHandle> = servers.iter().map(Server::handle).collect();
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    let (at, reg) = loop {
+        let at = leader_of(&handles, None).await;
+        if let Ok(reg) = handles[at].register_node(registration(1, "")).await {
+            break (at, reg);
+        }
+        assert!(tokio::time::Instant::now() < deadline, "node registers");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let node = NodeCredentials {
+        node_id: reg.node_id,
+        secret_id: reg.secret_id,
+    };
+    let follower = (at + 1) % servers.len();
+    let open = |i: usize| {
+        let endpoint =
+            tonic::transport::Endpoint::from_shared(format!("http://{}", apis[i].local_addr()))
+                .unwrap();
+        async move { Beats::open(endpoint.connect().await.expect("connects")).await }
+    };
+    let mut streams = vec![
+        ("to the leader", open(at).await),
+        ("to a follower", open(follower).await),
+    ];
+    for (what, stream) in &mut streams {
+        stream
+            .beat(ready(auth(&node)))
+            .await
+            .unwrap_or_else(|e| panic!("{what}: acknowledged before the fault: {e}"));
+    }
+
+    let lease = drover_server::leader::lease(&configs[at].raft);
+    faults.deaf.lock().unwrap().insert(configs[at].server_id);
+    let deaf_at = Instant::now();
+    for (what, stream) in &mut streams {
+        let refused = loop {
+            match stream.beat(ready(auth(&node))).await {
+                Ok(_) => {
+                    let acked_after = deaf_at.elapsed();
+                    assert!(
+                        acked_after < lease + Duration::from_millis(300),
+                        "{what}: acknowledged {acked_after:?} after the fault, past the lease of {lease:?}"
+                    );
+                }
+                Err(status) => break status,
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        assert_eq!(
+            refused.code(),
+            tonic::Code::Unavailable,
+            "{what}: {refused:?}"
+        );
+        assert!(stream.ended().await, "{what}: the stream ends");
+    }
+    faults.deaf.lock().unwrap().clear();
+
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let mut stream = open(follower).await;
+        if stream.beat(ready(auth(&node))).await.is_ok() {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no stream acknowledged after the heal"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for api in apis {
+        api.shutdown().await.unwrap();
+    }
+    for s in servers {
+        s.shutdown().await.expect("server stops");
+    }
+}

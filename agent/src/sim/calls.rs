@@ -1,10 +1,11 @@
-//! The unary calls of a virtual node, with the retry rules they share. Registration retries
+//! The calls of a virtual node, with the retry rules they share. Registration retries
 //! transient failures itself; heartbeats and reports are retried by the engine, which owns
 //! their timing.
 
 use super::connections::Connections;
 use super::layout::Layout;
 use super::{SimConfig, SimError};
+use crate::beat_stream::{BeatStream, unsupported};
 use backon::{ExponentialBuilder, Retryable};
 use drover_core::types::NodeId;
 use drover_proto::v1 as pb;
@@ -80,35 +81,81 @@ pub(crate) async fn register(
 /// the request to leave, far shorter than the server's answer in a storm.
 const CANCEL_AFTER: Duration = Duration::from_millis(1);
 
-/// One heartbeat reporting the node ready; the TTL the server answers with. With
-/// `cancel_rate`, a decoy of the same call is abandoned first (see [`SimConfig`]).
+/// A heartbeat's outcome, with the node's stream to keep for its next one.
+#[derive(Debug)]
+pub(crate) struct Beat {
+    /// The TTL the servers answered with.
+    pub(crate) result: Result<Duration, tonic::Status>,
+    /// The node's heartbeat stream, open after a heartbeat answered on it.
+    pub(crate) stream: Option<BeatStream>,
+    /// The servers have no heartbeat stream: this heartbeat went as the unary call.
+    pub(crate) unsupported: bool,
+}
+
+/// One heartbeat reporting the node ready, on the node's `stream` (opened when `None`) or,
+/// with `unary` (the servers have no stream), as the unary call. With `cancel_rate`, a
+/// unary decoy is abandoned first (see [`SimConfig`]).
 pub(crate) async fn heartbeat(
     conns: &Connections,
     node: u32,
     auth: pb::NodeAuth,
     cancel_rate: f64,
-) -> Result<Duration, tonic::Status> {
+    stream: Option<BeatStream>,
+    unary: bool,
+) -> Beat {
+    let req = pb::UpdateNodeStatusRequest {
+        auth: Some(auth),
+        readiness: pb::Readiness::Ready.into(),
+        last_snapshot: None,
+    };
+    let ttl = |ack: pb::UpdateNodeStatusResponse| Duration::from_millis(ack.heartbeat_ttl_ms);
     if cancel_rate > 0.0 && rand::random::<f64>() < cancel_rate {
         let mut client = conns.heartbeats(node);
-        let decoy = client.update_status(pb::UpdateNodeStatusRequest {
-            auth: Some(auth.clone()),
-            readiness: pb::Readiness::Ready.into(),
-            last_snapshot: None,
-        });
+        let decoy = client.update_status(req.clone());
         if let Ok(answered) = tokio::time::timeout(CANCEL_AFTER, decoy).await {
-            return Ok(Duration::from_millis(
-                answered?.into_inner().heartbeat_ttl_ms,
-            ));
+            return Beat {
+                result: answered.map(|a| ttl(a.into_inner())),
+                stream,
+                unsupported: false,
+            };
         }
     }
-    let resp = conns
+    if !unary {
+        let streamed = async {
+            let mut stream = match stream {
+                Some(stream) => stream,
+                None => BeatStream::open(conns.beat_stream(node)).await?,
+            };
+            let ack = stream.beat(req.clone()).await?;
+            Ok::<_, tonic::Status>((ack, stream))
+        }
+        .await;
+        match streamed {
+            Ok((ack, stream)) => {
+                return Beat {
+                    result: Ok(ttl(ack)),
+                    stream: Some(stream),
+                    unsupported: false,
+                };
+            }
+            Err(status) if !unsupported(&status) => {
+                return Beat {
+                    result: Err(status),
+                    stream: None,
+                    unsupported: false,
+                };
+            }
+            Err(_) => {}
+        }
+    }
+    let result = conns
         .heartbeats(node)
-        .update_status(pb::UpdateNodeStatusRequest {
-            auth: Some(auth),
-            readiness: pb::Readiness::Ready.into(),
-            last_snapshot: None,
-        })
-        .await?
-        .into_inner();
-    Ok(Duration::from_millis(resp.heartbeat_ttl_ms))
+        .update_status(req)
+        .await
+        .map(|a| ttl(a.into_inner()));
+    Beat {
+        result,
+        stream: None,
+        unsupported: !unary,
+    }
 }

@@ -2,10 +2,13 @@
 //!
 //! Watch streams are long-lived, and a server caps the streams open on one connection, so
 //! each watch connection carries at most `streams_per_connection` of them (node `i` watches on
-//! connection `i / streams_per_connection`). Unary calls go over their own few connections so
-//! a full watch connection never delays a heartbeat, and heartbeats over theirs: a server
-//! serves a bounded number of calls of one connection at once, and reports waiting for a
-//! commit must not hold a heartbeat back (a real node has a connection of its own). With several servers every channel
+//! connection `i / streams_per_connection`). Heartbeat streams are long-lived too, and go
+//! the same way over connections of their own, so a watch's large messages never hold a
+//! heartbeat back. Unary calls go over their own few connections so a full watch
+//! connection never delays a heartbeat, and unary heartbeats (against servers without the
+//! stream) over theirs: a server serves a bounded number of calls of one connection at
+//! once, and reports waiting for a commit must not hold a heartbeat back (a real node has a
+//! connection of its own). With several servers every channel
 //! balances over all of them, so a server that is down is skipped.
 
 use super::{SimConfig, SimError};
@@ -23,6 +26,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 pub(crate) struct Connections {
     rpc: Vec<BearerChannel>,
     heartbeats: Vec<BearerChannel>,
+    /// Node `i`'s heartbeat stream goes over `beat_streams[i / streams_per_connection]`.
+    beat_streams: Vec<BearerChannel>,
     /// The same connections without the join token: job reads present a node's identity.
     rpc_plain: Vec<Channel>,
     watch: Vec<BearerChannel>,
@@ -120,6 +125,9 @@ impl Connections {
             watch: (0..watch_count)
                 .map(|_| channel(&endpoints, token))
                 .collect::<Result<_, _>>()?,
+            beat_streams: (0..watch_count)
+                .map(|_| channel(&endpoints, token))
+                .collect::<Result<_, _>>()?,
             streams_per_connection: config.streams_per_connection,
         })
     }
@@ -129,7 +137,13 @@ impl Connections {
         NodeServiceClient::new(self.rpc[node as usize % self.rpc.len()].clone())
     }
 
-    /// The client for node `node`'s heartbeats.
+    /// The client for node `node`'s heartbeat stream.
+    pub(crate) fn beat_stream(&self, node: u32) -> NodeServiceClient<BearerChannel> {
+        let i = (node as usize / self.streams_per_connection).min(self.beat_streams.len() - 1);
+        NodeServiceClient::new(self.beat_streams[i].clone())
+    }
+
+    /// The client for node `node`'s unary heartbeats (and abandoned decoys).
     pub(crate) fn heartbeats(&self, node: u32) -> NodeServiceClient<BearerChannel> {
         NodeServiceClient::new(self.heartbeats[node as usize % self.heartbeats.len()].clone())
     }

@@ -39,6 +39,9 @@ pub struct SimStats {
     pub silent: usize,
     /// Nodes with an open allocation watch.
     pub watching: usize,
+    /// Nodes holding an open heartbeat stream between heartbeats (one in flight holds
+    /// its stream elsewhere); none while the servers have no stream.
+    pub heartbeat_streams: usize,
     /// Allocations whose mock tasks are running now.
     pub running_allocs: usize,
     /// Unary calls running or waiting for a slot.

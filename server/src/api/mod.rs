@@ -18,6 +18,7 @@ mod deployments;
 mod evals;
 mod events;
 mod health;
+mod heartbeat_stream;
 mod jobs;
 mod node_watch;
 mod nodes;

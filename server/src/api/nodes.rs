@@ -19,6 +19,22 @@ fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
+/// One heartbeat, however it came (the unary call or the stream): the only place a
+/// heartbeat request is decoded and handled.
+pub(super) async fn heartbeat(
+    api: &Api,
+    req: pb::UpdateNodeStatusRequest,
+) -> Result<pb::UpdateNodeStatusResponse, Status> {
+    let hb = Heartbeat::try_from(req)?;
+    let ack = api.handle.heartbeat(hb).await?;
+    Ok(pb::UpdateNodeStatusResponse {
+        heartbeat_ttl_ms: ms(ack.heartbeat_ttl),
+        status: ack.status.to_wire(),
+        health: ack.health.to_wire(),
+        index: ack.index,
+    })
+}
+
 type WatchStream = Pin<Box<dyn Stream<Item = Result<pb::WatchAllocationsResponse, Status>> + Send>>;
 
 #[tonic::async_trait]
@@ -85,14 +101,21 @@ impl NodeService for NodeApi {
         &self,
         req: Request<pb::UpdateNodeStatusRequest>,
     ) -> Result<Response<pb::UpdateNodeStatusResponse>, Status> {
-        let hb = Heartbeat::try_from(req.into_inner())?;
-        let ack = self.0.handle.heartbeat(hb).await?;
-        Ok(Response::new(pb::UpdateNodeStatusResponse {
-            heartbeat_ttl_ms: ms(ack.heartbeat_ttl),
-            status: ack.status.to_wire(),
-            health: ack.health.to_wire(),
-            index: ack.index,
-        }))
+        heartbeat(&self.0, req.into_inner())
+            .await
+            .map(Response::new)
+    }
+
+    type HeartbeatsStream = super::heartbeat_stream::Answers;
+
+    async fn heartbeats(
+        &self,
+        req: Request<tonic::Streaming<pb::UpdateNodeStatusRequest>>,
+    ) -> Result<Response<Self::HeartbeatsStream>, Status> {
+        Ok(Response::new(super::heartbeat_stream::answers(
+            self.0.clone(),
+            req,
+        )))
     }
 
     type WatchAllocationsStream = WatchStream;

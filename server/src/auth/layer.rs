@@ -92,6 +92,7 @@ where
 fn takes_no_token<B>(req: &http::Request<B>) -> bool {
     const ANY: &[&str] = &[
         "/drover.v1.NodeService/UpdateStatus",
+        "/drover.v1.NodeService/Heartbeats",
         "/drover.v1.NodeService/WatchAllocations",
         "/drover.v1.NodeService/UpdateAllocations",
         "/drover.v1.StatusService/Leader",

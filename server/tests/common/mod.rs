@@ -5,7 +5,9 @@
 
 pub mod acl;
 pub mod api;
+pub mod beats;
 pub mod faulty;
+pub mod http;
 pub mod raw;
 
 use drover_core::mock;

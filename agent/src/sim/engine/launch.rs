@@ -1,4 +1,4 @@
-//! Starting unary calls inside the engine's loop, in the order [`CallQueue`] gives. A
+//! Starting calls inside the engine's loop, in the order [`CallQueue`] gives. A
 //! report takes its node's updates when it starts, not when it is queued, so it always
 //! carries the newest state.
 //!
@@ -42,10 +42,14 @@ impl Engine {
         let fut: BoxFuture<'static, Done> = match call {
             Call::Heartbeat(n) => {
                 self.heartbeating += 1;
-                let auth = self.nodes[n as usize].auth.clone();
+                let node = &mut self.nodes[n as usize];
+                let auth = node.auth.clone();
+                let stream = node.beat_stream.take();
                 let cancel_rate = self.config.cancel_rate;
+                let unary = self.unary_heartbeats;
                 Box::pin(async move {
-                    Done::Heartbeat(n, calls::heartbeat(&conns, n, auth, cancel_rate).await)
+                    let beat = calls::heartbeat(&conns, n, auth, cancel_rate, stream, unary).await;
+                    Done::Heartbeat(n, beat)
                 })
             }
             Call::Report(n) => {

@@ -2,9 +2,12 @@
 //!
 //! All node state lives here, owned by a single loop: no locks, and no task per node for
 //! heartbeats, timers or reports. One timer wheel (`DelayQueue`) holds every heartbeat and
-//! task exit; unary calls run as futures inside the loop, at most `max_in_flight` at once
-//! (the rest wait in a backlog); only the watch streams run as small tasks of their own
-//! (see [`super::watch`]), because each must be read as messages arrive.
+//! task exit; calls run as futures inside the loop, at most `max_in_flight` at once (the
+//! rest wait in a backlog). A heartbeat is such a call too: it takes its node's heartbeat
+//! stream out of the node's state, sends one heartbeat and reads its answer, and hands the
+//! stream back with the outcome, so a stream between heartbeats costs no task. Only the
+//! watch streams run as small tasks of their own (see [`super::watch`]), because each must
+//! be read as messages arrive.
 //!
 //! A node's [`Phase`] enforces the reconnect order of BEHAVIOUR.md: a node that comes back
 //! heartbeats first, then re-reads its allocations, and only then reports.
@@ -74,6 +77,8 @@ struct Node {
     phase: Phase,
     heartbeat_timer: Option<delay_queue::Key>,
     heartbeat_in_flight: bool,
+    /// The node's heartbeat stream, kept between heartbeats (taken by the one in flight).
+    beat_stream: Option<crate::beat_stream::BeatStream>,
     report_in_flight: bool,
     /// In the engine's list of nodes with updates to send.
     report_queued: bool,
@@ -106,7 +111,7 @@ enum Call {
 
 #[derive(Debug)]
 enum Done {
-    Heartbeat(u32, Result<Duration, tonic::Status>),
+    Heartbeat(u32, super::calls::Beat),
     Report(u32, Vec<AllocId>, Result<(), tonic::Status>),
     Register(u32, Result<(NodeId, pb::NodeAuth), SimError>),
     ReadJob(JobKey, Option<Arc<Job>>),
@@ -138,6 +143,9 @@ pub(crate) struct Engine {
     heartbeating: usize,
     /// Registrations in flight.
     registering: usize,
+    /// The servers answered that they have no heartbeat stream: heartbeats go as unary
+    /// calls from then on.
+    unary_heartbeats: bool,
     to_report: Vec<u32>,
     flush_armed: bool,
     events_tx: mpsc::UnboundedSender<WatchEvent>,
@@ -208,6 +216,7 @@ impl Engine {
             waiting,
             heartbeating: 0,
             registering: 0,
+            unary_heartbeats: false,
             to_report: Vec::new(),
             flush_armed: false,
             events_tx,
@@ -225,6 +234,7 @@ impl Engine {
                 phase: Phase::Starting,
                 heartbeat_timer: None,
                 heartbeat_in_flight: true,
+                beat_stream: None,
                 report_in_flight: false,
                 report_queued: false,
                 watch: None,
@@ -294,6 +304,11 @@ impl Engine {
                     .filter(|n| n.phase == Phase::Silent)
                     .count();
                 s.watching = self.nodes.iter().filter(|n| n.watch.is_some()).count();
+                s.heartbeat_streams = self
+                    .nodes
+                    .iter()
+                    .filter(|n| n.beat_stream.is_some())
+                    .count();
                 s.running_allocs = self.nodes.iter().map(|n| n.allocs.running()).sum();
                 s.in_flight = self.rpcs.len() + self.waiting.len();
                 let _ = reply.send(s);
@@ -308,6 +323,8 @@ impl Engine {
             return;
         }
         node.phase = Phase::Silent;
+        // Cut off: its stream goes with its connection, and it opens another once back.
+        node.beat_stream = None;
         if let Some(w) = node.watch.take() {
             w.abort();
         }

@@ -1,4 +1,4 @@
-//! What the engine does with the answer of each unary call: the heartbeat schedule, the
+//! What the engine does with the answer of each call: the heartbeat schedule, the
 //! reconnect order, report retries, and the end of bring-up.
 
 use super::{Call, Done, Engine, Phase, RETRY};
@@ -7,7 +7,6 @@ use crate::sim::calls;
 use crate::sim::layout::Layout;
 use drover_core::types::{AllocId, NodeId};
 use drover_proto::v1 as pb;
-use std::time::Duration;
 use tonic::Code;
 
 impl Engine {
@@ -70,13 +69,25 @@ impl Engine {
         }
     }
 
-    fn heartbeat_done(&mut self, n: u32, result: Result<Duration, tonic::Status>) {
+    fn heartbeat_done(&mut self, n: u32, beat: calls::Beat) {
         self.heartbeating -= 1;
+        let calls::Beat {
+            result,
+            stream,
+            unsupported,
+        } = beat;
+        if unsupported && !self.unary_heartbeats {
+            tracing::info!(
+                "the servers have no heartbeat stream; simulated nodes heartbeat with unary calls"
+            );
+            self.unary_heartbeats = true;
+        }
         let node = &mut self.nodes[n as usize];
         node.heartbeat_in_flight = false;
         if node.phase == Phase::Silent {
             return;
         }
+        node.beat_stream = stream;
         match result {
             Ok(ttl) => {
                 self.stats.heartbeats += 1;
