@@ -158,7 +158,14 @@ mod tests {
     #[test]
     fn tables_of_every_size_round_trip_through_chunks() {
         let job = mock::service_job("web", 1);
-        for n in [0, 1, ALLOC_CHUNK - 1, ALLOC_CHUNK, ALLOC_CHUNK + 1, 3 * ALLOC_CHUNK + 7] {
+        for n in [
+            0,
+            1,
+            ALLOC_CHUNK - 1,
+            ALLOC_CHUNK,
+            ALLOC_CHUNK + 1,
+            3 * ALLOC_CHUNK + 7,
+        ] {
             let table = Table(
                 (0..n as u64)
                     .map(|i| mock::alloc(i, &job, mock::node_id(i % 7), i as u32))
@@ -172,7 +179,11 @@ mod tests {
             );
             let back: Table = postcard::from_bytes(&bytes).unwrap();
             assert_eq!(back, table, "{n}: decoded table");
-            assert_eq!(postcard::to_allocvec(&back).unwrap(), bytes, "{n}: re-encoded");
+            assert_eq!(
+                postcard::to_allocvec(&back).unwrap(),
+                bytes,
+                "{n}: re-encoded"
+            );
         }
     }
 

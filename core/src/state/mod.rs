@@ -19,9 +19,9 @@
 //! - `latest_index` is the maximum of the table indexes.
 
 mod acl;
+mod alloc_chunks;
 mod deployments;
 mod read;
-mod alloc_chunks;
 mod rebuild;
 mod services;
 mod summary;
