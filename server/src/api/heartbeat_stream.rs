@@ -67,7 +67,9 @@ pub(super) fn answers(api: Api, req: Request<Streaming<pb::UpdateNodeStatusReque
         if beats.node_id.is_none() {
             beats.node_id = request.auth.as_ref().map(|a| a.node_id.clone());
         }
-        match route(&beats.api, &beats.credentials, request).await {
+        // Boxed: a relayed heartbeat's call is kilobytes of future, and inline it would
+        // be held by every idle stream between two heartbeats.
+        match Box::pin(route(&beats.api, &beats.credentials, request)).await {
             Ok(ack) => Some((Ok(ack), Some(beats))),
             Err(status) => {
                 tracing::debug!(node_id = beats.node_id.as_deref().unwrap_or_default(), code = ?status.code(), reason = status.message(), "heartbeat stream ended");
