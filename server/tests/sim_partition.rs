@@ -115,6 +115,20 @@ async fn leader_of(handles: &[ServerHandle], except: Option<usize>) -> usize {
     }
 }
 
+/// Registers node 1 with whichever server leads once the start-up elections are past (the
+/// leader that takes the registration), and says which one that was.
+async fn register_at_leader(handles: &[ServerHandle]) -> (usize, drover_server::NodeRegistered) {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let at = leader_of(handles, None).await;
+        if let Ok(reg) = handles[at].register_node(registration(1, "")).await {
+            return (at, reg);
+        }
+        assert!(tokio::time::Instant::now() < deadline, "node registers");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Starts a server per config, each calling the others through the faults.
 async fn start_faulty(configs: &[ServerConfig], faults: &Arc<Faults>) -> Vec<Server> {
     let mut servers = Vec::new();
@@ -272,16 +286,7 @@ async fn a_lapsed_lease_suspends_the_duties_and_a_quorum_resumes_them_in_the_sam
     let faults = Arc::new(Faults::default());
     let servers = start_faulty(&configs, &faults).await;
     let handles: Vec<ServerHandle> = servers.iter().map(Server::handle).collect();
-    // Past the start-up elections: the leader that takes the node's registration.
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    let (at, reg) = loop {
-        let at = leader_of(&handles, None).await;
-        if let Ok(reg) = handles[at].register_node(registration(1, "")).await {
-            break (at, reg);
-        }
-        assert!(tokio::time::Instant::now() < deadline, "node registers");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let (at, reg) = register_at_leader(&handles).await;
     let leader = &handles[at];
     let auth = NodeCredentials {
         node_id: reg.node_id,
@@ -359,15 +364,7 @@ async fn a_leader_past_its_lease_acknowledges_no_streamed_heartbeat() {
         );
     }
     let handles: Vec<ServerHandle> = servers.iter().map(Server::handle).collect();
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    let (at, reg) = loop {
-        let at = leader_of(&handles, None).await;
-        if let Ok(reg) = handles[at].register_node(registration(1, "")).await {
-            break (at, reg);
-        }
-        assert!(tokio::time::Instant::now() < deadline, "node registers");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let (at, reg) = register_at_leader(&handles).await;
     let node = NodeCredentials {
         node_id: reg.node_id,
         secret_id: reg.secret_id,
