@@ -53,35 +53,36 @@ async fn simulated_nodes_keep_one_heartbeat_stream_each_and_stay_up_on_it() {
 
     let cut = ids[0];
     sim.silence(&[cut]).await.expect("silenced");
-    eventually(
-        "the cut-off node down, its stream gone",
-        Duration::from_secs(30),
-        || async {
-            let stats = sim.stats().await.expect("stats");
-            let down = server
-                .handle()
-                .snapshot()
-                .node(&cut)
-                .is_some_and(|n| n.status == NodeStatus::Down);
-            (down && stats.heartbeat_streams == NODES - 1).then_some(())
-        },
-    )
-    .await;
+    // The cut-off node goes down and its stream is gone.
+    node_and_streams(&server, &sim, cut, NodeStatus::Down, NODES - 1).await;
     sim.restore(&[cut]).await.expect("restored");
-    eventually(
-        "the node back up on a new stream",
-        Duration::from_secs(30),
-        || async {
-            let stats = sim.stats().await.expect("stats");
-            let ready = server
-                .handle()
-                .snapshot()
-                .node(&cut)
-                .is_some_and(|n| n.status == NodeStatus::Ready);
-            (ready && stats.heartbeat_streams == NODES).then_some(())
-        },
-    )
-    .await;
+    // The node is back up on a new stream.
+    node_and_streams(&server, &sim, cut, NodeStatus::Ready, NODES).await;
     sim.shutdown().await;
     server.stop().await;
+}
+
+/// Waits until `node` has `status` on the server and the simulator holds `streams`
+/// heartbeat streams.
+async fn node_and_streams(
+    server: &TestServer,
+    sim: &Simulator,
+    node: drover_core::types::NodeId,
+    status: NodeStatus,
+    streams: usize,
+) {
+    eventually(
+        &format!("node {node} {status:?} with {streams} heartbeat streams"),
+        Duration::from_secs(30),
+        || async {
+            let stats = sim.stats().await.expect("stats");
+            let reached = server
+                .handle()
+                .snapshot()
+                .node(&node)
+                .is_some_and(|n| n.status == status);
+            (reached && stats.heartbeat_streams == streams).then_some(())
+        },
+    )
+    .await;
 }
