@@ -141,6 +141,8 @@ impl GenericScheduler {
         };
         plan.reserve_nodes(place.len());
         let mut stack = Stack::new(state, job, limit);
+        // The counts are the store's: the stack need not read every node's datacenter.
+        stack.set_nodes_available(by_dc.clone());
         stack.set_nodes(nodes, rng);
         let preemption = state.scheduler_config().preemption;
         let allow_preemption = match self.job_type {

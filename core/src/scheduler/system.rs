@@ -146,7 +146,12 @@ impl SystemScheduler {
         Ok(())
     }
 
-    fn compute(&self, state: &StateSnapshot, eval: &Evaluation, rng: &mut ChaCha8Rng) -> Pass {
+    fn compute<'s>(
+        &self,
+        state: &'s StateSnapshot,
+        eval: &Evaluation,
+        rng: &mut ChaCha8Rng,
+    ) -> Pass {
         let key = eval.job_key();
         let mut plan = Plan::new(
             eval.id,
@@ -197,7 +202,7 @@ impl SystemScheduler {
                 finished.insert((a.task_group.as_str(), a.node_id));
             }
         }
-        let mut to_place: Vec<(Arc<Node>, &TaskGroup, Option<Arc<Allocation>>)> = Vec::new();
+        let mut to_place: Vec<(&'s Arc<Node>, &TaskGroup, Option<Arc<Allocation>>)> = Vec::new();
         // Allocations to mark unknown, with the end of their disconnect window.
         let mut unknown: Vec<(Arc<Allocation>, Timestamp)> = Vec::new();
         for group in &job.groups {
@@ -264,7 +269,7 @@ impl SystemScheduler {
                 {
                     continue;
                 }
-                to_place.push((node.clone(), group, None));
+                to_place.push((node, group, None));
             }
         }
         let (marked, follow_ups) = disconnect_follow_ups(job, eval, self.env.now, unknown, rng);
@@ -363,14 +368,14 @@ impl SystemScheduler {
     /// Old-version allocations: in place when possible, else replaced on the same node,
     /// `max_parallel` per pass; a rolling-update eval continues after the stagger.
     #[allow(clippy::too_many_arguments)]
-    fn update_stale<'j>(
+    fn update_stale<'s, 'j>(
         &self,
-        state: &StateSnapshot,
+        state: &'s StateSnapshot,
         job: &Job,
         group: &'j TaskGroup,
         stale: Vec<Arc<Allocation>>,
         plan: &mut Plan,
-        to_place: &mut Vec<(Arc<Node>, &'j TaskGroup, Option<Arc<Allocation>>)>,
+        to_place: &mut Vec<(&'s Arc<Node>, &'j TaskGroup, Option<Arc<Allocation>>)>,
         d: &mut DesiredUpdates,
         rng: &mut ChaCha8Rng,
     ) {
@@ -402,7 +407,7 @@ impl SystemScheduler {
             };
             plan.append_update(a.node_id, AllocTransition::stop(a.id, describe::UPDATING));
             d.destructive_update += 1;
-            to_place.push((node.clone(), group, Some(a)));
+            to_place.push((node, group, Some(a)));
         }
         if !rest.is_empty() {
             d.ignore += rest.len() as u32;

@@ -67,9 +67,12 @@ impl StateStore {
         self.nodes.values()
     }
 
-    /// The node's computed class key ([`Node::computed_class_key`]), as of its last write.
-    pub fn node_class_key(&self, id: &NodeId) -> Option<ComputedClassKey> {
-        self.node_classes.get(id).copied()
+    /// Each datacenter's schedulable nodes ([`Node::is_schedulable`]), in id order; only
+    /// datacenters with at least one.
+    pub fn schedulable_nodes(
+        &self,
+    ) -> impl Iterator<Item = (&str, &imbl::OrdMap<NodeId, Arc<Node>>)> + '_ {
+        self.schedulable.iter().map(|(dc, set)| (dc.as_str(), set))
     }
 
     /// The nodes called `name`, in id order: one range scan.

@@ -113,11 +113,13 @@ impl StateStore {
         for j in parts.job_versions {
             s.job_versions.insert((j.key(), j.version), Arc::new(j));
         }
-        for n in parts.nodes {
+        for mut n in parts.nodes {
             let id = n.id;
             s.nodes_by_name.insert((n.name.clone(), id));
-            s.node_classes.insert(id, n.computed_class_key());
-            s.nodes.insert(id, Arc::new(n));
+            n.stored_class_key = StoredClassKey(Some(n.hash_class_key()));
+            let n = Arc::new(n);
+            s.list_schedulable(&n);
+            s.nodes.insert(id, n);
             s.retaint(&id);
         }
         let summary_index = parts.indexes.job_summaries;
@@ -190,8 +192,15 @@ impl StateStore {
         if self.nodes_by_name != rebuilt.nodes_by_name {
             return Err("nodes_by_name disagrees with the node table".into());
         }
-        if self.node_classes != rebuilt.node_classes {
-            return Err("node_classes disagrees with the node table".into());
+        if let Some(n) = self
+            .nodes
+            .values()
+            .find(|n| n.stored_class_key.0 != Some(n.hash_class_key()))
+        {
+            return Err(format!("node {} holds a stale computed class key", n.id));
+        }
+        if self.schedulable != rebuilt.schedulable {
+            return Err("schedulable disagrees with the node table".into());
         }
         if self.deployments_by_job != rebuilt.deployments_by_job {
             return Err("deployments_by_job disagrees with the deployments table".into());

@@ -205,6 +205,117 @@ fn tainted_nodes_follow_nodes_and_their_allocations() {
     }
 }
 
+/// The schedulable nodes of each datacenter after each step, as `(datacenter, node)`.
+fn schedulable(s: &StateStore) -> Vec<(String, u64)> {
+    let number = |id: &NodeId| {
+        (0..10)
+            .find(|n| mock::node_id(*n) == *id)
+            .expect("a test node")
+    };
+    s.schedulable_nodes()
+        .flat_map(|(dc, set)| set.keys().map(move |id| (dc.to_owned(), number(id))))
+        .collect()
+}
+
+/// Each step, applied in order to one store, and the schedulable set after it: a node is
+/// listed under its datacenter only while it is ready, eligible, healthy and not draining.
+#[test]
+fn schedulable_nodes_follow_each_write_of_a_node() {
+    let in_dc = |n: u64, dc: &str| {
+        let mut node = mock::node(n);
+        node.datacenter = dc.into();
+        node
+    };
+    type Step<'a> = (
+        &'a str,
+        Box<dyn Fn(&mut StateStore) + 'a>,
+        &'a [(&'a str, u64)],
+    );
+    let steps: Vec<Step<'_>> = vec![
+        (
+            "three ready nodes in two datacenters",
+            Box::new(|s| {
+                s.put_node(1, in_dc(0, "dc1"));
+                s.put_node(1, in_dc(1, "dc2"));
+                s.put_node(1, in_dc(2, "dc1"));
+            }),
+            &[("dc1", 0), ("dc1", 2), ("dc2", 1)],
+        ),
+        (
+            "node 0 goes down, node 2 drains",
+            Box::new(|s| {
+                s.put_node(2, with_status(0, NodeStatus::Down, false));
+                let mut draining = with_status(2, NodeStatus::Ready, true);
+                draining.datacenter = "dc1".into();
+                s.put_node(2, draining);
+            }),
+            &[("dc2", 1)],
+        ),
+        (
+            "node 1 moves to dc1, node 0 is back in dc3",
+            Box::new(|s| {
+                s.put_node(3, in_dc(1, "dc1"));
+                s.put_node(3, in_dc(0, "dc3"));
+            }),
+            &[("dc1", 1), ("dc3", 0)],
+        ),
+        (
+            "node 1 is ineligible, node 0 is suspended",
+            Box::new(|s| {
+                let mut ineligible = in_dc(1, "dc1");
+                ineligible.eligibility = Eligibility::Ineligible;
+                s.put_node(4, ineligible);
+                let mut suspended = in_dc(0, "dc3");
+                suspended.health = NodeHealth::Suspended(SuspendReason::Flaky);
+                s.put_node(4, suspended);
+            }),
+            &[],
+        ),
+        (
+            "node 1 is eligible again, node 0 is removed",
+            Box::new(|s| {
+                s.put_node(5, in_dc(1, "dc1"));
+                s.remove_node(5, &mock::node_id(0));
+            }),
+            &[("dc1", 1)],
+        ),
+    ];
+    let mut s = StateStore::new();
+    for (what, step, want) in steps {
+        step(&mut s);
+        let want: Vec<(String, u64)> = want.iter().map(|(d, n)| (d.to_string(), *n)).collect();
+        assert_eq!(schedulable(&s), want, "{what}");
+        s.check_consistency()
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(
+            schedulable(&StateStore::from_parts(s.to_parts())),
+            want,
+            "{what}: rebuilt"
+        );
+    }
+}
+
+/// A node whose stored computed class key is stale, or a schedulable set that misses a
+/// node, is reported.
+#[test]
+fn a_stale_class_key_or_schedulable_set_breaks_consistency() {
+    let mut s = StateStore::new();
+    s.put_node(1, mock::node(0));
+    s.check_consistency().expect("consistent");
+    let mut stale = s.clone();
+    let mut node = (**stale.nodes.get(&mock::node_id(0)).expect("node 0")).clone();
+    node.attributes.insert("kernel.name".into(), "plan9".into());
+    stale.nodes.insert(node.id, Arc::new(node));
+    let err = stale.check_consistency().expect_err("stale class key");
+    assert!(err.contains("stale computed class key"), "{err}");
+    let mut missing = s.clone();
+    missing.schedulable.clear();
+    assert_eq!(
+        missing.check_consistency().expect_err("missing node"),
+        "schedulable disagrees with the node table"
+    );
+}
+
 /// A tainted-node index that misses a node, or keeps one it should not, is reported.
 #[test]
 fn a_wrong_tainted_index_breaks_consistency() {

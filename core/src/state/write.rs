@@ -82,15 +82,17 @@ impl StateStore {
         Some(job)
     }
 
-    pub(crate) fn put_node(&mut self, index: Index, node: Node) -> Arc<Node> {
+    pub(crate) fn put_node(&mut self, index: Index, mut node: Node) -> Arc<Node> {
+        node.stored_class_key = StoredClassKey(Some(node.hash_class_key()));
         let node = Arc::new(node);
-        if let Some(old) = self.nodes.insert(node.id, node.clone())
-            && old.name != node.name
-        {
-            self.nodes_by_name.remove(&(old.name.clone(), old.id));
+        if let Some(old) = self.nodes.insert(node.id, node.clone()) {
+            if old.name != node.name {
+                self.nodes_by_name.remove(&(old.name.clone(), old.id));
+            }
+            self.unlist_schedulable(&old);
         }
         self.nodes_by_name.insert((node.name.clone(), node.id));
-        self.node_classes.insert(node.id, node.computed_class_key());
+        self.list_schedulable(&node);
         self.retaint(&node.id);
         self.touch(Table::Nodes, index);
         node
@@ -99,10 +101,41 @@ impl StateStore {
     pub(crate) fn remove_node(&mut self, index: Index, id: &NodeId) -> Option<Arc<Node>> {
         let node = self.nodes.remove(id)?;
         self.nodes_by_name.remove(&(node.name.clone(), node.id));
-        self.node_classes.remove(id);
+        self.unlist_schedulable(&node);
         self.retaint(id);
         self.touch(Table::Nodes, index);
         Some(node)
+    }
+
+    /// Adds a node to its datacenter's schedulable set, if it is schedulable.
+    pub(super) fn list_schedulable(&mut self, node: &Arc<Node>) {
+        if !node.is_schedulable() {
+            return;
+        }
+        match self.schedulable.get_mut(&node.datacenter) {
+            Some(set) => {
+                set.insert(node.id, node.clone());
+            }
+            None => {
+                self.schedulable.insert(
+                    node.datacenter.clone(),
+                    imbl::OrdMap::unit(node.id, node.clone()),
+                );
+            }
+        }
+    }
+
+    /// Takes a node's old version out of its datacenter's schedulable set.
+    fn unlist_schedulable(&mut self, old: &Node) {
+        if !old.is_schedulable() {
+            return;
+        }
+        if let Some(set) = self.schedulable.get_mut(&old.datacenter) {
+            set.remove(&old.id);
+            if set.is_empty() {
+                self.schedulable.remove(&old.datacenter);
+            }
+        }
     }
 
     /// Brings a node's entry in `tainted_nodes` in line with the node table and the

@@ -123,6 +123,7 @@ pub(crate) fn node(p: pb::Node) -> Result<Node> {
         events: p.events.into_iter().map(node_event).collect(),
         create_index: p.create_index,
         modify_index: p.modify_index,
+        stored_class_key: Default::default(),
     })
 }
 

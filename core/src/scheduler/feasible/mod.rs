@@ -44,40 +44,26 @@ use std::sync::Arc;
 /// A node qualifies when its datacenter matches one of the job's datacenter globs (`dc1`,
 /// `dc*`, `*`) and it is [schedulable](Node::is_schedulable): ready, eligible, not draining
 /// and healthy. Suspended and offlined nodes never receive placements. The nodes come in
-/// node-id order, so the result is a deterministic function of the snapshot.
-pub fn ready_nodes_in_dcs(
-    snapshot: &StateSnapshot,
+/// node-id order, so the result is a deterministic function of the snapshot. They are read
+/// from the store's per-datacenter set of schedulable nodes, so no node is touched here.
+pub fn ready_nodes_in_dcs<'s>(
+    snapshot: &'s StateSnapshot,
     job: &Job,
-) -> (Vec<Arc<Node>>, BTreeMap<String, u32>) {
+) -> (Vec<&'s Arc<Node>>, BTreeMap<String, u32>) {
     let globs = DatacenterGlobs::new(&job.datacenters);
-    // Clusters have a handful of datacenters: remembering each one's verdict keeps the glob
-    // matcher out of the per-node loop.
-    let mut verdicts: Vec<(&str, bool)> = Vec::new();
     let mut nodes = Vec::new();
     let mut per_dc: BTreeMap<String, u32> = BTreeMap::new();
-    for node in snapshot.nodes() {
-        if !node.is_schedulable() {
+    let mut datacenters = 0;
+    for (dc, set) in snapshot.schedulable_nodes() {
+        if !globs.matches(dc) {
             continue;
         }
-        let dc = node.datacenter.as_str();
-        let matched = match verdicts.iter().find(|(d, _)| *d == dc) {
-            Some(&(_, m)) => m,
-            None => {
-                let m = globs.matches(dc);
-                verdicts.push((dc, m));
-                m
-            }
-        };
-        if !matched {
-            continue;
-        }
-        match per_dc.get_mut(dc) {
-            Some(count) => *count += 1,
-            None => {
-                per_dc.insert(dc.to_owned(), 1);
-            }
-        }
-        nodes.push(node.clone());
+        datacenters += 1;
+        per_dc.insert(dc.to_owned(), u32::try_from(set.len()).unwrap_or(u32::MAX));
+        nodes.extend(set.values());
+    }
+    if datacenters > 1 {
+        nodes.sort_unstable_by_key(|n| n.id);
     }
     (nodes, per_dc)
 }

@@ -18,8 +18,11 @@
 //! idle nodes that last ran it (then fresh idle nodes) are looked up first through an index,
 //! so they are found whatever the limit.
 //!
-//! Costs: per select, one lookup per change the plan had since the previous select (usually
-//! the one placement just made), to mark the nodes whose view of the plan is stale. Per
+//! Costs: per eval, a shuffle of references to the candidate nodes; a node's entry (what a
+//! visit reads of it) is built when the walk first reaches it, so nodes never visited cost
+//! nothing more. Per select, one lookup per change the plan had since the previous select
+//! (usually the one placement just made), to mark the nodes whose view of the plan is stale.
+//! Per
 //! visited node, nothing more while the plan leaves the node alone: its view (usage, job and
 //! group counts once the plan is applied) is kept in its entry; otherwise the plan's entries
 //! for it are replayed once. The first visit reads `node_usage` and the job's footprint;
@@ -127,11 +130,76 @@ enum Verdict {
     Fail(usize),
 }
 
+/// One node of the eval's candidate set, in walk order. Its [`Entry`] is built on the first
+/// visit: a select visits a few dozen nodes while an eval may offer 50,000, and building an
+/// entry for every one of those cost more than the eval's selects.
+#[derive(Debug)]
+struct Slot<'s> {
+    node: &'s Arc<Node>,
+    /// Index of the node's entry in [`Walk::entries`], or [`NO_ENTRY`].
+    entry: u32,
+}
+
+const NO_ENTRY: u32 = u32::MAX;
+
+/// How many nodes of the walk [`Walk::entry`] builds entries for at once.
+const BUILD_AHEAD: usize = 16;
+
+/// The candidate nodes in walk order and the entries of those visited so far.
+#[derive(Debug, Default)]
+struct Walk<'s> {
+    slots: Vec<Slot<'s>>,
+    entries: Vec<Entry<'s>>,
+    /// The entry of each visited node, to mark the ones a plan change makes stale.
+    entry_of: FxHashMap<NodeId, u32>,
+}
+
+impl<'s> Walk<'s> {
+    fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// The entry of the node at `idx` of the walk, built now if it has none: its class key
+    /// interned in `classes`, and its revision in `plan` (what [`Stack::follow_plan`] would
+    /// have given it had it existed then).
+    ///
+    /// The next few nodes of the walk get theirs too: the walk visits them next, and reading
+    /// several nodes in one loop lets the processor wait for their memory at once rather
+    /// than one node after another (at 50,000 nodes, a node's first read is a cache miss).
+    fn entry(&mut self, idx: usize, classes: &mut ClassKeys, plan: &Plan) -> &mut Entry<'s> {
+        if self.slots[idx].entry == NO_ENTRY {
+            let end = (idx + BUILD_AHEAD).min(self.slots.len());
+            for slot in &mut self.slots[idx..end] {
+                if slot.entry != NO_ENTRY {
+                    continue;
+                }
+                let mut entry = Entry::new(slot.node, classes.intern(slot.node.class_key()));
+                entry.plan_rev = plan.node_revision(&entry.id);
+                slot.entry = u32::try_from(self.entries.len()).expect("fewer than 2^32 nodes");
+                self.entry_of.insert(entry.id, slot.entry);
+                self.entries.push(entry);
+            }
+        }
+        &mut self.entries[self.slots[idx].entry as usize]
+    }
+
+    /// The entry of a node the walk has visited.
+    fn visited(&mut self, idx: usize) -> &mut Entry<'s> {
+        let e = self.slots[idx].entry;
+        debug_assert_ne!(e, NO_ENTRY, "node {idx} was never visited");
+        &mut self.entries[e as usize]
+    }
+}
+
 /// One candidate node of a select, with what every visit reads copied out of the node so a
 /// visit touches this (contiguous) entry rather than the node itself.
 #[derive(Debug)]
 struct Entry<'s> {
-    node: Arc<Node>,
+    node: &'s Arc<Node>,
     id: NodeId,
     allocatable: Resources,
     schedulable: bool,
@@ -170,7 +238,7 @@ struct PlanView {
 }
 
 impl<'s> Entry<'s> {
-    fn new(node: Arc<Node>, class: usize) -> Self {
+    fn new(node: &'s Arc<Node>, class: usize) -> Self {
         Entry {
             id: node.id,
             allocatable: node.allocatable(),
@@ -332,7 +400,7 @@ pub struct Stack<'s> {
     tally: Tally,
     groups: Vec<GroupChecks>,
     limit: CandidateLimit,
-    nodes: Vec<Entry<'s>>,
+    nodes: Walk<'s>,
     /// Where the round-robin walk resumes.
     offset: usize,
     /// `limit` resolved for the current node set.
@@ -385,7 +453,7 @@ impl<'s> Stack<'s> {
             tally,
             groups: Vec::new(),
             limit,
-            nodes: Vec::new(),
+            nodes: Walk::default(),
             offset: 0,
             candidates: limit.resolve(0),
             tiers: None,
@@ -401,15 +469,17 @@ impl<'s> Stack<'s> {
     /// shuffle them once with `rng` and walk them round-robin across selects; system and
     /// sysbatch jobs keep the order given. Also sets the metrics' `nodes_available` from
     /// these nodes, unless [`Stack::set_nodes_available`] was called.
-    pub fn set_nodes(&mut self, nodes: Vec<Arc<Node>>, rng: &mut impl rand::Rng) {
-        let classes = &mut self.tally.classes;
-        self.nodes.clear();
-        self.nodes.extend(nodes.into_iter().map(|node| {
-            let class = classes.intern(node.class_key());
-            Entry::new(node, class)
+    pub fn set_nodes(&mut self, nodes: Vec<&'s Arc<Node>>, rng: &mut impl rand::Rng) {
+        let walk = &mut self.nodes;
+        walk.entries.clear();
+        walk.entry_of.clear();
+        walk.slots.clear();
+        walk.slots.extend(nodes.into_iter().map(|node| Slot {
+            node,
+            entry: NO_ENTRY,
         }));
         if !self.eval.job.job_type.is_per_node() {
-            self.nodes.shuffle(rng);
+            walk.slots.shuffle(rng);
         }
         if self.eval.job.groups.iter().any(|g| asks_ports(g).is_some()) {
             self.port_rng = Some(rand::SeedableRng::seed_from_u64(rng.random()));
@@ -424,7 +494,7 @@ impl<'s> Stack<'s> {
         }
         let available = &mut self.tally.metrics.nodes_available;
         available.clear();
-        for e in &self.nodes {
+        for e in &self.nodes.slots {
             match available.get_mut(&e.node.datacenter) {
                 Some(n) => *n += 1,
                 None => {
@@ -499,7 +569,7 @@ impl<'s> Stack<'s> {
         };
         self.tally.metrics.score = best.score;
         Some(RankedNode {
-            node: self.nodes[best.idx].node.clone(),
+            node: self.nodes.slots[best.idx].node.clone(),
             score: best.score,
             preempted: best.preempted.into_iter().cloned().collect(),
             ports,
@@ -548,7 +618,7 @@ impl<'s> Stack<'s> {
     /// since the last select when it is the same plan, else by asking the plan per node.
     fn follow_plan(&mut self, plan: &Plan) {
         let Some((token, changes)) = plan.changed_nodes() else {
-            for e in &mut self.nodes {
+            for e in &mut self.nodes.entries {
                 e.plan_rev = Revision::Unknown;
                 e.plan_view = None;
                 e.port_rev = None;
@@ -558,20 +628,17 @@ impl<'s> Stack<'s> {
         };
         match self.plan_sync {
             Some((t, seen)) if t == token && seen <= changes.len() => {
-                if seen < changes.len() {
-                    let nodes = &mut self.nodes;
-                    let index = self.by_id.get_or_insert_with(|| index_by_id(nodes));
-                    for id in &changes[seen..] {
-                        if let Some(&i) = index.get(id) {
-                            nodes[i].plan_rev = plan.node_revision(id);
-                        }
+                let walk = &mut self.nodes;
+                for id in &changes[seen..] {
+                    if let Some(&i) = walk.entry_of.get(id) {
+                        walk.entries[i as usize].plan_rev = plan.node_revision(id);
                     }
                 }
             }
             _ => {
                 // Another plan: revisions are only comparable within one, so what the
                 // entries kept is dropped.
-                for e in &mut self.nodes {
+                for e in &mut self.nodes.entries {
                     e.plan_rev = plan.node_revision(&e.id);
                     e.plan_view = None;
                     e.port_rev = None;
@@ -608,12 +675,14 @@ impl<'s> Stack<'s> {
         }
         // Preferred nodes first: if one is feasible, the best of them wins outright.
         if !sel.opts.preferred_nodes.is_empty() {
-            let index = by_id.get_or_insert_with(|| index_by_id(nodes));
+            let index = by_id.get_or_insert_with(|| index_by_id(&nodes.slots));
             let mut best = None;
             for id in &sel.opts.preferred_nodes {
-                if let Some(&idx) = index.get(id)
-                    && let Some(c) = evaluate(eval, tally, checks, &mut nodes[idx], idx, sel)
-                {
+                let Some(&idx) = index.get(id) else {
+                    continue;
+                };
+                let entry = nodes.entry(idx, &mut tally.classes, sel.plan);
+                if let Some(c) = evaluate(eval, tally, checks, entry, idx, sel) {
                     best = better(best, c);
                 }
             }
@@ -631,17 +700,15 @@ impl<'s> Stack<'s> {
         let mut tiered = [usize::MAX; 2 * TIER_SCAN_BUDGET + 1];
         let mut tiered_len = 0;
         if let Some(snapshot) = sel.snapshot_id {
-            let index = tiers.get_or_insert_with(|| TierIndex::new(nodes));
+            let index = tiers.get_or_insert_with(|| TierIndex::new(&nodes.slots));
             let lists = [index.warm.get_mut(snapshot), Some(&mut index.fresh)];
             'tiers: for list in lists.into_iter().flatten() {
                 let mut budget = TIER_SCAN_BUDGET;
                 let mut i = list.cursor;
                 while i < list.nodes.len() && budget > 0 {
                     let idx = list.nodes[i];
-                    let idle = eval
-                        .view(&mut nodes[idx], sel, &mut tally.scratch)
-                        .usage
-                        .is_zero();
+                    let entry = nodes.entry(idx, &mut tally.classes, sel.plan);
+                    let idle = eval.view(entry, sel, &mut tally.scratch).usage.is_zero();
                     if !idle {
                         if i == list.cursor {
                             list.cursor += 1;
@@ -649,7 +716,8 @@ impl<'s> Stack<'s> {
                     } else {
                         tiered[tiered_len] = idx;
                         tiered_len += 1;
-                        if let Some(c) = evaluate(eval, tally, checks, &mut nodes[idx], idx, sel) {
+                        let entry = nodes.visited(idx);
+                        if let Some(c) = evaluate(eval, tally, checks, entry, idx, sel) {
                             accepted = 1;
                             best = Some(c);
                             break 'tiers;
@@ -674,7 +742,8 @@ impl<'s> Stack<'s> {
             if tiered[..tiered_len].contains(&idx) {
                 continue;
             }
-            let Some(c) = evaluate(eval, tally, checks, &mut nodes[idx], idx, sel) else {
+            let entry = nodes.entry(idx, &mut tally.classes, sel.plan);
+            let Some(c) = evaluate(eval, tally, checks, entry, idx, sel) else {
                 continue;
             };
             if c.score < SKIP_SCORE_THRESHOLD && skips < MAX_SKIP {
@@ -696,12 +765,16 @@ impl<'s> Stack<'s> {
     }
 }
 
-fn index_by_id(nodes: &[Entry]) -> FxHashMap<NodeId, usize> {
-    nodes.iter().enumerate().map(|(i, e)| (e.id, i)).collect()
+fn index_by_id(nodes: &[Slot<'_>]) -> FxHashMap<NodeId, usize> {
+    nodes
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (e.node.id, i))
+        .collect()
 }
 
 impl TierIndex {
-    fn new(nodes: &[Entry]) -> Self {
+    fn new(nodes: &[Slot<'_>]) -> Self {
         let mut index = TierIndex::default();
         for (i, e) in nodes.iter().enumerate() {
             match &e.node.last_snapshot {
@@ -958,15 +1031,11 @@ fn evaluate<'s>(
     if !eval.job_checks.stable.is_empty() || !checks.compiled.stable.is_empty() {
         let cc = match entry.computed {
             Some(cc) => cc,
-            None => {
-                let key = eval
-                    .snapshot
-                    .node_class_key(&entry.id)
-                    .unwrap_or_else(|| entry.node.computed_class_key());
-                *entry.computed.insert(tally.computed.id_of(key))
-            }
+            None => *entry
+                .computed
+                .insert(tally.computed.id_of(entry.node.computed_class_key())),
         };
-        let node = &*entry.node;
+        let node: &Node = entry.node;
         let failed = match stable_verdict(&eval.job_checks, &mut tally.job_verdicts, cc, node) {
             Verdict::Fail(i) => Some(&eval.job_checks.stable[i].key),
             _ => match stable_verdict(&checks.compiled, &mut checks.verdicts, cc, node) {
@@ -981,7 +1050,7 @@ fn evaluate<'s>(
         }
     }
     tally.class_verdict(class, true);
-    let node = &*entry.node;
+    let node: &Node = entry.node;
 
     // Constraints on per-node targets.
     if let Some(c) = eval
@@ -994,7 +1063,7 @@ fn evaluate<'s>(
     }
 
     let view = eval.view(entry, sel, &mut tally.scratch);
-    let node = &*entry.node;
+    let node: &Node = entry.node;
 
     // distinct_hosts and distinct_property.
     let crowded = match (
@@ -1030,7 +1099,7 @@ fn evaluate<'s>(
             }
         },
     };
-    let node = &*entry.node;
+    let node: &Node = entry.node;
 
     // Resources, evicting lower-priority allocations if allowed and needed.
     let allocatable = entry.allocatable;

@@ -176,7 +176,7 @@ impl<'s> Stack<'s> {
             port_rng,
             ..
         } = self;
-        let entry = &mut nodes[best.idx];
+        let entry = nodes.visited(best.idx);
         // The winner was checked, so what its checks read of it is kept.
         let resolved = match &entry.resolved {
             Some((group, Ok(found))) if *group == sel.group_idx => Some(found.clone()),

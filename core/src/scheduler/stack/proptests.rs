@@ -96,7 +96,7 @@ proptest! {
         }
         let mut s = Stack::new(&c.store, &job, limit);
         s.set_nodes(
-            c.store.nodes().cloned().collect(),
+            c.store.nodes().collect(),
             &mut rand_chacha::ChaCha8Rng::seed_from_u64(spec.seed),
         );
         for i in 0..spec.count {

@@ -12,7 +12,7 @@ fn rng() -> ChaCha8Rng {
 /// what keeps unsuitable nodes out.
 fn stack<'s>(c: &'s Cluster, job: &'s Job, limit: CandidateLimit) -> Stack<'s> {
     let mut s = Stack::new(&c.store, job, limit);
-    s.set_nodes(c.store.nodes().cloned().collect(), &mut rng());
+    s.set_nodes(c.store.nodes().collect(), &mut rng());
     s
 }
 
@@ -852,7 +852,7 @@ fn walk_is_deterministic_and_system_keeps_order() {
     let sys = mock::system_job("sys");
     let mut s = Stack::new(&c.store, &sys, CandidateLimit::All);
     for node in c.store.nodes() {
-        s.set_nodes(vec![node.clone()], &mut rng());
+        s.set_nodes(vec![node], &mut rng());
         let r = s
             .select(&sys.groups[0], &new_plan(), &SelectOptions::default())
             .expect("fits");
@@ -862,7 +862,7 @@ fn walk_is_deterministic_and_system_keeps_order() {
     let (nodes, per_dc) = crate::scheduler::feasible::ready_nodes_in_dcs(&c.store, &sys);
     s.set_nodes(nodes, &mut rng());
     assert_eq!(s.metrics().nodes_available, per_dc);
-    let order: Vec<NodeId> = s.nodes.iter().map(|e| e.node.id).collect();
+    let order: Vec<NodeId> = s.nodes.slots.iter().map(|e| e.node.id).collect();
     let mut sorted = order.clone();
     sorted.sort_unstable();
     assert_eq!(order, sorted, "system keeps the given order");
@@ -938,4 +938,26 @@ fn plan_views_are_not_reused_across_plans_with_equal_revisions() {
     b.append_alloc(placement(&job, 0, 2, n0));
     assert_eq!(b.node_revision(&n0), a.node_revision(&n0));
     assert!(s.select(&job.groups[0], &b, &opts).is_none());
+}
+
+/// A select reads only the nodes it walks past: on 1,000 nodes, ten placements with a
+/// limit of log2 build entries for about ten times the limit (and the few the walk reads
+/// ahead), not one per node.
+#[test]
+fn selects_build_entries_only_for_the_nodes_they_walk() {
+    let mut c = Cluster::new();
+    for n in 0..1_000 {
+        c.node(n, |_| {});
+    }
+    let job = job_asking("web", 10, 10, 10);
+    let mut s = stack(&c, &job, CandidateLimit::Log2);
+    assert_eq!(s.nodes.entries.len(), 0, "set_nodes builds no entry");
+    let chosen = place_all(&mut s, &job, 10);
+    assert_eq!(chosen.len(), 10);
+    let walked = 10 * CandidateLimit::Log2.resolve(1_000);
+    let built = s.nodes.entries.len();
+    assert!(
+        (walked..=walked + BUILD_AHEAD).contains(&built),
+        "{built} entries for {walked} nodes walked"
+    );
 }
