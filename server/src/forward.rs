@@ -228,13 +228,14 @@ impl Directory {
                     .await;
             match elected {
                 Ok(Ok(m)) => m.current_leader.map(|leader| {
-                    let addr = m
-                        .membership_config
-                        .membership()
-                        .get_node(&leader)
+                    // Here on every heartbeat: the leader's address is copied only when
+                    // it is another server's.
+                    let me = leader == self.raft.node_id();
+                    let addr = (!me)
+                        .then(|| m.membership_config.membership().get_node(&leader))
+                        .flatten()
                         .map(|n| n.addr.clone());
-                    let lapsed = leader == self.raft.node_id()
-                        && !crate::leader::lease_holds(&m, self.lease);
+                    let lapsed = me && !crate::leader::lease_holds(&m, self.lease);
                     (leader, addr, lapsed)
                 }),
                 _ => None,

@@ -320,3 +320,60 @@ async fn node_secrets_are_kept_as_digests_and_chosen_by_the_server() {
     assert!(h.snapshot().node(&chosen.node_id).is_none());
     server.shutdown().await.unwrap();
 }
+
+/// A heartbeat answers the status and health it leaves the node in: read back after the
+/// write when it wrote one (a node coming up or coming back), taken from the state it was
+/// decided on when it wrote nothing (a steady heartbeat), and a steady heartbeat still
+/// holds the node up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heartbeat_answers_the_status_it_leaves_the_node_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, h) = start_with(short_ttl(dir.path())).await;
+    let reg = h
+        .register_node(registration(1, ""))
+        .await
+        .expect("node registers");
+    let agent = Agent {
+        creds: drover_proto::convert::NodeCredentials {
+            node_id: reg.node_id,
+            secret_id: reg.secret_id,
+        },
+    };
+    let id = agent.creds.node_id;
+    let stored = |h: &ServerHandle| h.snapshot().node(&id).map(|n| (n.status, n.health));
+
+    // Coming up: the heartbeat writes `ready` and answers it.
+    let up = heartbeat(&h, &agent).await;
+    assert_eq!(up.status, NodeStatus::Ready, "{up:?}");
+    assert!(up.index > reg.index, "{up:?} after {}", reg.index);
+
+    // Steady: several TTLs of heartbeats that change nothing keep the node up, each
+    // answering what state holds.
+    let ttl = Duration::from_millis(500);
+    let until = tokio::time::Instant::now() + ttl * 4;
+    let mut tick = tokio::time::interval(ttl / 4);
+    while tokio::time::Instant::now() < until {
+        tick.tick().await;
+        let ack = heartbeat(&h, &agent).await;
+        assert_eq!(Some((ack.status, ack.health)), stored(&h), "{ack:?}");
+        assert_eq!(ack.status, NodeStatus::Ready, "{ack:?}");
+        assert!(ack.index <= h.snapshot().latest_index(), "{ack:?}");
+    }
+
+    // Offlined by an operator: a steady heartbeat answers the health state now holds.
+    h.node_offline(id).await.expect("offlined");
+    let ack = heartbeat(&h, &agent).await;
+    assert_eq!(Some((ack.status, ack.health)), stored(&h), "{ack:?}");
+    assert_ne!(ack.health, NodeHealth::Healthy, "{ack:?}");
+    h.node_online(id).await.expect("onlined");
+
+    // Silent past its TTL: down. The next heartbeat brings it back and answers `ready`.
+    wait_until(&h, "the silent node down", |s| {
+        s.node(&id).is_some_and(|n| n.status == NodeStatus::Down)
+    })
+    .await;
+    let back = heartbeat(&h, &agent).await;
+    assert_eq!(back.status, NodeStatus::Ready, "{back:?}");
+    assert_eq!(stored(&h).map(|(s, _)| s), Some(NodeStatus::Ready));
+    server.shutdown().await.unwrap();
+}

@@ -25,10 +25,14 @@ use std::sync::Arc;
 use std::time::Duration;
 use tonic::Status;
 
-/// How long a watch waits for a wake-up before it looks again (to notice a node that was
-/// removed, or a change it missed, e.g. across a snapshot install). A client that goes
-/// away drops the stream; no poll is needed for that.
-const WATCH_POLL: Duration = Duration::from_secs(5);
+/// How long a watch waits for a wake-up before it walks its node's set anyway: a backstop
+/// only. Every change that touches the node wakes it (its removal too), and so does a
+/// snapshot install, which publishes no events. Each look costs a snapshot, the node's
+/// authentication and a walk, so with tens of thousands of idle watches a short poll
+/// cost an idle server more than their heartbeats did (at 5 s, two looks for every
+/// heartbeat at 50,000 nodes). A client that goes away drops the stream; no poll is
+/// needed for that.
+const WATCH_POLL: Duration = Duration::from_secs(60);
 
 /// What the stream has sent of one allocation: a different server modify index
 /// ([`sent_index`]) means the servers changed it.
@@ -125,6 +129,8 @@ struct Watch {
     metrics: Arc<crate::metrics::Metrics>,
     auth: NodeCredentials,
     wakeups: tokio::sync::watch::Receiver<u64>,
+    /// Changes when a snapshot install replaced the state: the next look walks.
+    installs: tokio::sync::watch::Receiver<u64>,
     /// Which of the node's allocations changed since the last look, when known.
     changes: Arc<NodeWakeups>,
     /// The node's changes taken so far ([`NodeWakeups::changes_since`]).
@@ -148,9 +154,10 @@ type WatchItem = Result<pb::WatchAllocationsResponse, Status>;
 
 impl Watch {
     /// The next message: the node's allocation set first, then what changed whenever an
-    /// applied entry that touched this node changes it (`wakeups`; every `WATCH_POLL` as a
-    /// backstop, e.g. after a snapshot install). `None` once the node is gone or its
-    /// credentials stopped matching (after that error was sent).
+    /// applied entry that touched this node changes it (`wakeups`), or a snapshot install
+    /// replaced the state (`installs`; a walk), and every `WATCH_POLL` as a backstop.
+    /// `None` once the node is gone or its credentials stopped matching (after that error
+    /// was sent).
     async fn next(&mut self) -> Option<WatchItem> {
         if self.ended {
             return None;
@@ -169,6 +176,12 @@ impl Watch {
                     if changed.is_err() {
                         return None;
                     }
+                }
+                installed = self.installs.changed() => {
+                    if installed.is_err() {
+                        return None;
+                    }
+                    self.walk_next = true;
                 }
                 _ = tokio::time::sleep(WATCH_POLL) => self.walk_next = true,
             }
@@ -244,11 +257,13 @@ pub(super) fn watch_stream(
     changes: Arc<NodeWakeups>,
 ) -> impl futures::Stream<Item = WatchItem> + Send + 'static {
     let wakeups = changes.subscribe(auth.node_id);
+    let installs = handle.state().watch_installs();
     let watch = Watch {
         metrics: handle.metrics(),
         handle,
         auth,
         wakeups,
+        installs,
         changes,
         seen: 0,
         walk_next: false,

@@ -115,16 +115,22 @@ impl ServerHandle {
                 now,
             });
         }
+        let wrote = !commands.is_empty();
         for cmd in commands {
             index = self.inner.writer.write(cmd).await?;
         }
-        let after = self.snapshot();
-        let (status, health) = after
-            .node(&node.id)
-            .map_or((node.status, node.health), |n| (n.status, n.health));
+        // A heartbeat that wrote nothing answers from the snapshot it was decided on (at
+        // the index it answers), with no second snapshot; one that wrote reads its writes.
+        let (status, health) = if wrote {
+            self.snapshot()
+                .node(&node.id)
+                .map_or((node.status, node.health), |n| (n.status, n.health))
+        } else {
+            (node.status, node.health)
+        };
         // Only a heartbeat that wrote nothing is a sample of the steady cost: one that
         // waited for a Raft commit (a node coming back) measures the disk.
-        if index == snap.latest_index() {
+        if !wrote {
             self.inner
                 .leadership
                 .heartbeat_cost

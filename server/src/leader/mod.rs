@@ -267,17 +267,15 @@ pub fn lease(timings: &crate::config::RaftTimings) -> Duration {
 
 /// Whether a leader described by `m` still holds its lease of `lease` (see [`lease`]). A
 /// single voter is its own quorum; a leader not yet acknowledged at all has just been
-/// elected by a quorum.
+/// elected by a quorum. Every heartbeat asks, so the voters (which openraft collects into
+/// a new set) are counted only when the acknowledgement is too old.
 pub(crate) fn lease_holds(
     m: &openraft::RaftMetrics<u64, openraft::BasicNode>,
     lease: Duration,
 ) -> bool {
-    let voters = m.membership_config.membership().voter_ids().count();
-    if voters <= 1 {
-        return true;
-    }
     let limit = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
     m.millis_since_quorum_ack.is_none_or(|ms| ms <= limit)
+        || m.membership_config.membership().voter_ids().count() <= 1
 }
 
 /// Resolves once this server leads with a lapsed lease of `lease` (see [`lease`]); never
@@ -362,5 +360,52 @@ pub(crate) async fn monitor(
     }
     if let Some(d) = duties.take() {
         d.stop(&shared).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lease_holds;
+    use openraft::{BasicNode, Membership, RaftMetrics, StoredMembership};
+    use std::collections::BTreeSet;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// A leader holds its lease while a quorum acknowledged it within the lease, from its
+    /// election on, and always when it is its own quorum.
+    #[test]
+    fn a_lease_holds_within_the_last_acknowledgement_or_for_a_single_voter() {
+        let lease = Duration::from_millis(500);
+        let rows: [(&str, u64, Option<u64>, bool); 6] = [
+            ("one voter, never acknowledged", 1, None, true),
+            ("one voter, acknowledged long ago", 1, Some(10_000), true),
+            ("three voters, just elected", 3, None, true),
+            (
+                "three voters, acknowledged at the lease",
+                3,
+                Some(500),
+                true,
+            ),
+            (
+                "three voters, acknowledged past the lease",
+                3,
+                Some(501),
+                false,
+            ),
+            (
+                "three voters, acknowledged long ago",
+                3,
+                Some(10_000),
+                false,
+            ),
+        ];
+        for (what, voters, acked, holds) in rows {
+            let mut m = RaftMetrics::<u64, BasicNode>::new_initial(1);
+            let ids: BTreeSet<u64> = (1..=voters).collect();
+            m.membership_config =
+                Arc::new(StoredMembership::new(None, Membership::new(vec![ids], ())));
+            m.millis_since_quorum_ack = acked;
+            assert_eq!(lease_holds(&m, lease), holds, "{what}");
+        }
     }
 }

@@ -58,6 +58,9 @@ struct Published {
 struct Shared {
     published: Mutex<Published>,
     applied: watch::Sender<Index>,
+    /// How many snapshots from the leader replaced the state: an install publishes no
+    /// events, so what follows state by its events looks again when this moves.
+    installs: watch::Sender<u64>,
 }
 
 impl Shared {
@@ -122,6 +125,12 @@ impl StateHandle {
     /// A receiver that sees every advance of the applied index.
     pub fn watch_applied(&self) -> watch::Receiver<Index> {
         self.shared.applied.subscribe()
+    }
+
+    /// A receiver that changes whenever a snapshot from the leader replaces the state (it
+    /// publishes no events for the entries it covers).
+    pub fn watch_installs(&self) -> watch::Receiver<u64> {
+        self.shared.installs.subscribe()
     }
 
     /// Waits until every entry up to `index` is applied and returns a snapshot that includes
@@ -265,6 +274,7 @@ impl StateMachine {
         };
         let shared = Arc::new(Shared {
             applied: watch::channel(published.index).0,
+            installs: watch::channel(0).0,
             published: Mutex::new(published),
         });
         Ok(StateMachine {
@@ -454,6 +464,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         if let Some(sink) = &self.events {
             sink.snapshot_installed(index);
         }
+        self.shared.installs.send_modify(|n| *n += 1);
         Ok(())
     }
 

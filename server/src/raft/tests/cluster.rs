@@ -180,6 +180,8 @@ async fn a_follower_behind_a_purged_log_catches_up_from_a_snapshot() {
     })
     .await;
     let expected = cluster.node(leader).state().snapshot();
+    // What follows state by its events (a node's allocation watch) learns of the install.
+    let mut installs = cluster.node(lagger).state().watch_installs();
 
     cluster
         .transport
@@ -191,6 +193,10 @@ async fn a_follower_behind_a_purged_log_catches_up_from_a_snapshot() {
         m.snapshot.is_some_and(|s| s.index >= last)
     })
     .await;
+    tokio::time::timeout(DEADLINE, installs.changed())
+        .await
+        .expect("the install is signalled")
+        .expect("the state outlives the receiver");
     cluster.shutdown().await;
 }
 

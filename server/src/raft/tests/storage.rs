@@ -456,9 +456,13 @@ async fn the_state_machine_applies_batches_and_snapshots_round_trip() {
         .await
         .unwrap();
     assert_eq!(from_here, state_bytes(&handle.snapshot()));
+    let mut installs = sm2.handle().watch_installs();
+    assert!(!installs.has_changed().unwrap(), "nothing installed yet");
     sm2.install_snapshot(&data.meta, data.snapshot)
         .await
         .unwrap();
+    assert!(installs.has_changed().unwrap(), "the install is signalled");
+    assert_eq!(*installs.borrow_and_update(), 1);
     assert_eq!(sm2.handle().applied_index(), 5);
     assert_eq!(
         state_bytes(&sm2.handle().snapshot()),
@@ -472,6 +476,7 @@ async fn the_state_machine_applies_batches_and_snapshots_round_trip() {
 
     // A snapshot whose data is not a drover state is refused and changes nothing.
     let mut bad = sm3;
+    let installs = bad.handle().watch_installs();
     let meta = crate::raft::types::SnapshotMeta {
         last_log_id: Some(log_id(2, 9)),
         last_membership: Default::default(),
@@ -488,6 +493,10 @@ async fn the_state_machine_applies_batches_and_snapshots_round_trip() {
         .unwrap_err();
     assert!(err.to_string().contains("bad"), "{err}");
     assert_eq!(bad.handle().applied_index(), 5);
+    assert!(
+        !installs.has_changed().unwrap(),
+        "a refused snapshot is no install"
+    );
 }
 
 /// Builds a fresh log store and state machine in a temp dir for each suite case.
