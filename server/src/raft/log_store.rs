@@ -16,6 +16,7 @@
 
 use super::codec::{self, RecordError};
 use super::log_records::{Flushed, Payload, WalLogId, WalTypes, WalVote, sync_blocking};
+use super::readahead::Readahead;
 use super::types::{Entry, LogId, ServerId, StorageError, TypeConfig, Vote};
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
 use openraft::{AnyError, ErrorSubject, ErrorVerb, OptionalSend, RaftLogReader, StorageIOError};
@@ -92,12 +93,14 @@ pub enum LogStoreError {
 
 type Wal = RaftLog<WalTypes>;
 
-/// The Raft log. Cloning shares it (the clone is the log reader).
+/// The Raft log. Cloning shares it (the clone is the log reader, which reads ahead for
+/// itself).
 #[derive(Clone)]
 pub struct LogStore {
     wal: Arc<Mutex<Wal>>,
     path: Arc<PathBuf>,
     stats: Arc<LogStats>,
+    readahead: Readahead,
 }
 
 /// What the log has appended since the server started: fsyncs, entries and their encoded
@@ -254,6 +257,9 @@ impl LogStore {
             last_log = ?state.last().map(|l| l.index()),
             "raft log opened"
         );
+        let committed_end = state
+            .committed()
+            .map_or(0, |c| LogId::from(*c).index.saturating_add(1));
         let wal = Arc::new(Mutex::new(wal));
         let stats = Arc::new(LogStats::default());
         let _ = stats.wal.set(Arc::downgrade(&wal));
@@ -261,6 +267,7 @@ impl LogStore {
             wal,
             path: Arc::new(dir.to_path_buf()),
             stats,
+            readahead: Readahead::new(committed_end),
         })
     }
 
@@ -276,6 +283,12 @@ impl LogStore {
 
     pub fn stats(&self) -> Arc<LogStats> {
         self.stats.clone()
+    }
+
+    /// How many of this reader's reads were answered by a read ahead.
+    #[cfg(test)]
+    pub(crate) fn readahead_hits(&self) -> u64 {
+        self.readahead.hits()
     }
 
     /// The directory this log lives in.
@@ -310,18 +323,8 @@ impl LogStore {
             .map_err(self.io_error(op))
     }
 
-    /// The entries in `range`, decoded.
-    fn entries(&self, range: (Bound<u64>, Bound<u64>)) -> Result<Vec<Entry>, LogStoreError> {
-        let from = match range.0 {
-            Bound::Included(i) => i,
-            Bound::Excluded(i) => i.saturating_add(1),
-            Bound::Unbounded => 0,
-        };
-        let to = match range.1 {
-            Bound::Included(i) => i.saturating_add(1),
-            Bound::Excluded(i) => i,
-            Bound::Unbounded => u64::MAX,
-        };
+    /// The entries of `[from, to)`, decoded.
+    fn entries(&self, from: u64, to: u64) -> Result<Vec<Entry>, LogStoreError> {
         if from >= to {
             return Ok(Vec::new());
         }
@@ -363,8 +366,19 @@ fn storage_error(
     StorageIOError::new(subject, verb, AnyError::new(&e)).into()
 }
 
-fn bounds<RB: RangeBounds<u64>>(range: &RB) -> (Bound<u64>, Bound<u64>) {
-    (range.start_bound().cloned(), range.end_bound().cloned())
+/// `range` as the half-open `[from, to)` of log indexes it covers.
+fn index_range<RB: RangeBounds<u64>>(range: &RB) -> (u64, u64) {
+    let from = match range.start_bound() {
+        Bound::Included(&i) => i,
+        Bound::Excluded(&i) => i.saturating_add(1),
+        Bound::Unbounded => 0,
+    };
+    let to = match range.end_bound() {
+        Bound::Included(&i) => i.saturating_add(1),
+        Bound::Excluded(&i) => i,
+        Bound::Unbounded => u64::MAX,
+    };
+    (from, to)
 }
 
 impl RaftLogReader<TypeConfig> for LogStore {
@@ -372,12 +386,18 @@ impl RaftLogReader<TypeConfig> for LogStore {
         &mut self,
         range: RB,
     ) -> Result<Vec<Entry>, StorageError> {
-        let range = bounds(&range);
         // Read in place: openraft reads entries to apply them moments after appending
         // them, so they are in memory, and a hop to the blocking pool cost more than the
         // read. Entries no longer cached (a restart's replay, a follower far behind) are
-        // read from their chunk file by `pread` under the log's lock.
-        self.entries(range)
+        // read from their chunk file by `pread` under the log's lock, the next chunk of
+        // those committed at open on another thread meanwhile (see `readahead`).
+        let (from, to) = index_range(&range);
+        let reader = LogStore {
+            readahead: Readahead::default(),
+            ..self.clone()
+        };
+        self.readahead
+            .read((from, to), move |(from, to)| reader.entries(from, to))
             .map_err(|e| storage_error(ErrorSubject::Logs, ErrorVerb::Read, e))
     }
 }

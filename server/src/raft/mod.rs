@@ -27,6 +27,7 @@ pub mod log_store;
 pub mod network;
 mod payload_budget;
 pub mod private;
+mod readahead;
 pub mod runtime;
 pub mod snapshot_cadence;
 pub mod snapshot_data;

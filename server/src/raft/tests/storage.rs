@@ -158,6 +158,46 @@ async fn the_log_store_keeps_everything_across_reopen() {
     assert!(log.try_get_log_entries(..).await.unwrap().is_empty());
 }
 
+/// A restart's replay reads the entries committed before it in openraft's chunks, each
+/// chunk after the first read ahead while the one before it is applied: every chunk holds
+/// exactly its entries, and entries past the committed ones are read as they are asked for.
+#[tokio::test]
+async fn a_replay_reads_each_committed_chunk_ahead_of_its_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(LOG_DIR);
+    {
+        let mut log = LogStore::open(&path, 1, Duration::ZERO).unwrap();
+        append(
+            &mut log,
+            (1..=200).map(|i| command_entry(1, i, i)).collect(),
+        )
+        .await;
+        log.save_committed(Some(log_id(1, 150))).await.unwrap();
+    }
+    let mut log = LogStore::open(&path, 1, Duration::ZERO).unwrap();
+    let mut reader = log.get_log_reader().await;
+    let mut read = Vec::new();
+    for (from, to) in [(1, 65), (65, 129), (129, 151), (151, 201)] {
+        let chunk = reader.try_get_log_entries(from..to).await.unwrap();
+        let indexes: Vec<u64> = chunk.iter().map(|e| e.log_id.index).collect();
+        assert_eq!(
+            indexes,
+            (from..to).collect::<Vec<_>>(),
+            "chunk [{from}, {to})"
+        );
+        read.extend(chunk);
+    }
+    assert_eq!(
+        reader.readahead_hits(),
+        2,
+        "[65, 129) and [129, 151) were read ahead"
+    );
+    assert_eq!(read[99].payload, EntryPayload::Normal(register_node(100)));
+    // The log and any other reader read for themselves.
+    assert_eq!(log.try_get_log_entries(65..129).await.unwrap().len(), 64);
+    assert_eq!(log.readahead_hits(), 0);
+}
+
 /// Appends submitted while a commit is on disk share the next one: a hundred appends
 /// issued together take far fewer than a hundred transactions, and every entry is
 /// readable as soon as its append returns and durable across a reopen once answered.
