@@ -543,6 +543,33 @@ async fn job_eval_and_alloc_lists_page_and_the_client_helpers_follow_them() {
     .await
     .unwrap();
     assert_eq!(allocs.allocations.len(), 5);
+    let listed = job_allocations_all(
+        &a.jobs(),
+        pb::JobAllocationsRequest {
+            job_id: "many".into(),
+            list_fields_only: true,
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let ids = |l: &pb::JobAllocationsResponse| -> Vec<String> {
+        l.allocations.iter().map(|a| a.id.clone()).collect()
+    };
+    assert_eq!(
+        ids(&listed),
+        ids(&allocs),
+        "the same allocations, paged alike"
+    );
+    for (lean, full) in listed.allocations.iter().zip(&allocs.allocations) {
+        assert_eq!(lean.node_id, full.node_id);
+        assert_eq!(lean.resources, full.resources);
+        assert!(!full.eval_id.is_empty() && full.metrics.is_some());
+        assert!(
+            lean.eval_id.is_empty() && lean.metrics.is_none(),
+            "{lean:?}"
+        );
+    }
 
     let evals = eval_list_all(&a.evals(), pb::ListEvalsRequest::default())
         .await

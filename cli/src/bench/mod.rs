@@ -26,6 +26,7 @@ pub mod rolling;
 pub mod scrape;
 pub mod server_figures;
 pub mod services;
+pub mod snapshot_log;
 pub mod storm;
 pub mod target;
 pub mod workload;
@@ -39,6 +40,7 @@ use jobs::{Goal, Tally};
 use progress::Progress;
 use report::{MODE_CHILD, MODE_REMOTE, Report, Settings, secs};
 use server_figures::{Probe, ServerFigures};
+use snapshot_log::SnapshotLines;
 use std::io::Write;
 use std::time::Duration;
 use target::{ServerSettings, Target};
@@ -520,7 +522,11 @@ async fn measure(
 /// Times the console's start-up load against the server; a failure is logged, not fatal
 /// (the placements were measured).
 async fn console_load(target: &Target) -> Option<report::ConsoleLoad> {
-    match drover_tui::net::load::measure_initial_load(target.url(), None).await {
+    let snapshots = || target.child().map(|c| SnapshotLines::count(&c.log_text()));
+    let before = snapshots();
+    let loaded = drover_tui::net::load::measure_initial_load(target.url(), None).await;
+    let server_snapshots_during = before.zip(snapshots()).map(|(b, a)| b.overlapping(a));
+    match loaded {
         Ok(l) => Some(report::ConsoleLoad {
             total_secs: secs(l.total()),
             read_secs: secs(l.read),
@@ -533,6 +539,7 @@ async fn console_load(target: &Target) -> Option<report::ConsoleLoad> {
                 .and_then(|c| c.usage())
                 .map(|u| u.peak_rss_kib as f64 / 1024.0),
             console_resident_mib: l.resident_growth_kib.map(|kib| kib as f64 / 1024.0),
+            server_snapshots_during,
         }),
         Err(error) => {
             tracing::warn!(%error, "the console's load could not be measured");

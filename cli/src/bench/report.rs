@@ -69,6 +69,10 @@ pub struct ConsoleLoad {
     /// The console's memory for the loaded state: how much the bench process's resident
     /// set grew from before the load to its first frame, with that state still held.
     pub console_resident_mib: Option<f64>,
+    /// Raft snapshots the server was writing at some point during the load (from its log;
+    /// `None` for a server the run did not start): each takes a core of the two the
+    /// figures above share, so a load beside one is slower than the read path alone.
+    pub server_snapshots_during: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -186,7 +190,7 @@ impl Report {
                 "Console load",
                 match &self.console_load {
                     Some(c) => format!(
-                        "{:.2}s for {} nodes and {} allocations (read {:.2}s, first frame {:.2}s){}{}",
+                        "{:.2}s for {} nodes and {} allocations (read {:.2}s, first frame {:.2}s){}{}{}",
                         c.total_secs,
                         c.nodes,
                         c.allocations,
@@ -197,7 +201,13 @@ impl Report {
                         )),
                         c.server_peak_rss_mib.map_or_else(String::new, |mib| format!(
                             "; server peak RSS {mib:.1} MiB by its end"
-                        ))
+                        )),
+                        match c.server_snapshots_during {
+                            Some(n) if n > 0 => {
+                                format!("; the server was writing {n} snapshot(s) during it")
+                            }
+                            _ => String::new(),
+                        }
                     ),
                     None => "not measured".into(),
                 },
@@ -302,6 +312,7 @@ mod tests {
                 allocations: 10_000,
                 server_peak_rss_mib: Some(250.5),
                 console_resident_mib: Some(42.0),
+                server_snapshots_during: Some(1),
             }),
             settings: Settings {
                 run_id: "0a1b2c3d".into(),

@@ -113,6 +113,7 @@ async fn allocations(
             job_id: d.job_id.clone(),
             page_size: 0,
             next_token,
+            list_fields_only: false,
         });
         let r = ctx.grpc.jobs().allocations(req).await?.into_inner();
         allocs.extend(

@@ -96,6 +96,7 @@ async fn allocations(
             job_id: eval.job_id.clone(),
             page_size: 0,
             next_token,
+            list_fields_only: false,
         });
         let r = ctx.grpc.jobs().allocations(req).await?.into_inner();
         allocs.extend(r.allocations.into_iter().filter(|a| a.eval_id == eval.id));

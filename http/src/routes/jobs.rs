@@ -146,6 +146,7 @@ async fn allocations(
             job_id: id.clone(),
             page_size,
             next_token,
+            list_fields_only: false,
         });
         let mut jobs = ctx.grpc.jobs();
         async move {

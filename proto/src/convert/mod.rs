@@ -11,6 +11,7 @@
 //! - sub-millisecond parts of durations (the wire counts whole milliseconds).
 
 mod acl;
+mod alloc_fields;
 mod allocs;
 mod deployments;
 mod enums;
@@ -27,6 +28,7 @@ mod status;
 mod task_files;
 mod workers;
 
+pub use alloc_fields::listed_allocation;
 pub use allocs::node_plans;
 pub use enums::WireEnum;
 pub use error::{ConvertError, Problem};

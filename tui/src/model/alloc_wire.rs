@@ -241,7 +241,8 @@ mod tests {
     }
 
     /// Read as a load reads them, allocations with everything an agent reports give the
-    /// same rows as their full conversion: the lean message's tags are the full one's.
+    /// same rows as their full conversion: the lean message's tags are the full one's, and
+    /// the server's listed fields (`list_fields_only`) are all the row needs.
     #[test]
     fn listed_allocations_decode_to_the_rows_of_their_full_conversion() {
         use prost::Message;
@@ -282,18 +283,24 @@ mod tests {
                     ..Default::default()
                 },
             );
-            let answer = pb::JobAllocationsResponse {
-                allocations: vec![pb::Allocation::from(&alloc)],
-                index: 9,
-                next_token: "next".into(),
-            };
-            let page = ListedAllocPage::decode(answer.encode_to_vec().as_slice())
-                .expect("the same wire format");
-            assert_eq!((page.index, page.next_token.as_str()), (9, "next"));
-            let row = decode_listed_alloc(&page.allocations[0], &mut strings)
-                .expect("a well-formed allocation");
-            assert_eq!(row, alloc_row(&alloc));
-            assert_eq!(row.deployment.is_some(), n == 1);
+            // As a server sends it in full, and with the listed fields only (as the load
+            // asks): the same row either way.
+            let full = pb::Allocation::from(&alloc);
+            let listed = drover_proto::convert::listed_allocation(&alloc);
+            for wire in [full, listed] {
+                let answer = pb::JobAllocationsResponse {
+                    allocations: vec![wire],
+                    index: 9,
+                    next_token: "next".into(),
+                };
+                let page = ListedAllocPage::decode(answer.encode_to_vec().as_slice())
+                    .expect("the same wire format");
+                assert_eq!((page.index, page.next_token.as_str()), (9, "next"));
+                let row = decode_listed_alloc(&page.allocations[0], &mut strings)
+                    .expect("a well-formed allocation");
+                assert_eq!(row, alloc_row(&alloc));
+                assert_eq!(row.deployment.is_some(), n == 1);
+            }
         }
     }
 

@@ -61,6 +61,8 @@ pub(super) async fn read_jobs(
             let request = pb::JobAllocationsRequest {
                 namespace: entry.namespace.clone(),
                 job_id: entry.id.clone(),
+                // The rows keep no more (see `ListedAlloc`); an older server sends it all.
+                list_fields_only: true,
                 ..Default::default()
             };
             let row = keep("job", decode_job_entry(entry));
