@@ -392,13 +392,19 @@ impl RaftLogReader<TypeConfig> for LogStore {
         // read from their chunk file by `pread` under the log's lock, the next chunk of
         // those committed at open on another thread meanwhile (see `readahead`).
         let (from, to) = index_range(&range);
-        let reader = LogStore {
-            readahead: Readahead::default(),
-            ..self.clone()
+        let read = if self.readahead.engaged((from, to)) {
+            let reader = LogStore {
+                wal: self.wal.clone(),
+                path: self.path.clone(),
+                stats: self.stats.clone(),
+                readahead: Readahead::default(),
+            };
+            self.readahead
+                .read((from, to), move |(from, to)| reader.entries(from, to))
+        } else {
+            self.entries(from, to)
         };
-        self.readahead
-            .read((from, to), move |(from, to)| reader.entries(from, to))
-            .map_err(|e| storage_error(ErrorSubject::Logs, ErrorVerb::Read, e))
+        read.map_err(|e| storage_error(ErrorSubject::Logs, ErrorVerb::Read, e))
     }
 }
 

@@ -60,13 +60,7 @@ impl Readahead {
             Some((pending, thread)) if pending == range => thread.join().ok().and_then(Result::ok),
             _ => None,
         };
-        let (from, to) = range;
-        let next = (
-            to,
-            to.saturating_add(to.saturating_sub(from))
-                .min(self.committed_end),
-        );
-        if next.0 < next.1 {
+        if let Some(next) = self.next(range) {
             let read = read.clone();
             let spawned = std::thread::Builder::new()
                 .name("raft-log-readahead".into())
@@ -83,6 +77,21 @@ impl Readahead {
             }
             None => read(range),
         }
+    }
+
+    /// Whether a read of `range` would take or start a read ahead; when not, the caller
+    /// reads in place and builds nothing for another thread (the steady state, once the
+    /// entries committed at open are behind).
+    pub(super) fn engaged(&self, range: IndexRange) -> bool {
+        self.pending.is_some() || self.next(range).is_some()
+    }
+
+    /// The range after `range`, as long again and cut at the committed end; `None` when empty.
+    fn next(&self, (from, to): IndexRange) -> Option<IndexRange> {
+        let end = to
+            .saturating_add(to.saturating_sub(from))
+            .min(self.committed_end);
+        (to < end).then_some((to, end))
     }
 
     /// How many reads a read ahead answered.
