@@ -88,11 +88,9 @@ impl HealthCounts {
 pub fn gauges_of(state: &StateStore) -> HealthGauges {
     let mut counts = HealthCounts::default();
     let mut running = 0;
-    for node in state.nodes() {
+    for (node, usage) in state.nodes_with_use() {
         counts.add(node.health, 1);
-        if node.health == NodeHealth::Healthy
-            && state.allocs_by_node(&node.id).any(|a| a.uses_resources())
-        {
+        if node.health == NodeHealth::Healthy && usage.is_some_and(|u| u.runs_allocations()) {
             running += 1;
         }
     }

@@ -12,7 +12,7 @@
 //!   ([`Node::is_tainted`]) and, as `None`, every node id that allocations name but the node
 //!   table does not;
 //! - `node_usage[n]` is the sum of resources of the allocations on `n` that still use them,
-//!   with the ports of exactly those allocations, once per holder;
+//!   with the ports of exactly those allocations, once per holder, and their count;
 //! - job summaries equal a recount from the alloc and eval tables;
 //! - every service registration names a live (not client-terminal) allocation on its node,
 //!   and the catalog's indexes hold exactly its registrations;
@@ -188,11 +188,20 @@ pub struct NodeUse {
     /// scheduler reads it on every visit to a node, and bounds the free dynamic ports by it
     /// without following the pointer (see [`NodeUse::port_holds`]).
     port_holds: u32,
+    /// How many live allocations (those that use resources) the node has: an entry exists
+    /// exactly while this is above zero, so whether a node runs anything is one lookup (or
+    /// one step of a walk beside the node table) rather than a walk of the by-node index.
+    live: u32,
 }
 
 impl NodeUse {
     fn is_empty(&self) -> bool {
-        self.resources.is_zero() && self.ports.is_none()
+        self.live == 0 && self.resources.is_zero() && self.ports.is_none()
+    }
+
+    /// Whether any live allocation is on the node.
+    pub fn runs_allocations(&self) -> bool {
+        self.live > 0
     }
 
     /// How many `(address, port)` holds `ports` has, each once per holder.
@@ -206,8 +215,10 @@ impl NodeUse {
     fn count(&mut self, a: &Allocation, sign: i8) {
         if sign > 0 {
             self.resources += a.resources;
+            self.live += 1;
         } else {
             self.resources = self.resources - a.resources;
+            self.live = self.live.saturating_sub(1);
         }
         if !a.ports.is_empty() {
             self.change_ports(|p| match sign > 0 {

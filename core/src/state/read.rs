@@ -1,6 +1,6 @@
 //! Read access to the store, used by schedulers, the plan applier and the API.
 
-use super::{JobAlloc, JobSummary, NodeTaint, StateStore};
+use super::{JobAlloc, JobSummary, NodeTaint, NodeUse, StateStore};
 use crate::types::*;
 use std::ops::Bound;
 use std::sync::Arc;
@@ -65,6 +65,23 @@ impl StateStore {
 
     pub fn nodes(&self) -> impl Iterator<Item = &Arc<Node>> + '_ {
         self.nodes.values()
+    }
+
+    /// The nodes with an id above `after` (every node for `None`), in id order: a page of a
+    /// node list reads its own range, not every node.
+    pub fn nodes_after(&self, after: Option<&NodeId>) -> impl Iterator<Item = &Arc<Node>> + '_ {
+        let from = after.map_or(Bound::Unbounded, |id| Bound::Excluded(*id));
+        self.nodes.range((from, Bound::Unbounded)).map(|(_, n)| n)
+    }
+
+    /// Every node in id order with what its live allocations hold (`None`: nothing), in one
+    /// walk of the node table beside one of the usage table: no lookup per node.
+    pub fn nodes_with_use(&self) -> impl Iterator<Item = (&Arc<Node>, Option<&NodeUse>)> + '_ {
+        let mut usage = self.node_usage.iter().peekable();
+        self.nodes.iter().map(move |(id, node)| {
+            while usage.next_if(|(used, _)| *used < id).is_some() {}
+            (node, usage.next_if(|(used, _)| *used == id).map(|(_, u)| u))
+        })
     }
 
     /// Each datacenter's schedulable nodes ([`Node::is_schedulable`]), in id order; only
@@ -168,6 +185,21 @@ impl StateStore {
         let lo = lo.map(|k| (k, AllocId::MIN));
         let hi = hi.map(|k| (k, AllocId::MAX));
         self.allocs_by_job.range((lo, hi)).map(|(_, e)| &e.alloc)
+    }
+
+    /// [`StateStore::allocs_by_job`] from the first id above `after` (all for `None`), in id
+    /// order: a page of a job's allocations reads its own range.
+    pub fn allocs_by_job_after(
+        &self,
+        key: &JobKey,
+        after: Option<&AllocId>,
+    ) -> impl Iterator<Item = &Arc<Allocation>> + '_ {
+        let from = match after {
+            Some(id) => Bound::Excluded((key.clone(), *id)),
+            None => Bound::Included((key.clone(), AllocId::MIN)),
+        };
+        let to = Bound::Included((key.clone(), AllocId::MAX));
+        self.allocs_by_job.range((from, to)).map(|(_, e)| &e.alloc)
     }
 
     /// [`StateStore::allocs_by_job`] with each allocation's slot number.

@@ -426,3 +426,129 @@ fn jobs_by_prefix_stay_in_their_namespace() {
     assert!(found("prod", "x").is_empty());
     assert!(found("dev", "").is_empty());
 }
+
+/// Each step, applied in order to one store, and then whether nodes 1 to 4 run a live
+/// allocation, as the walk beside the usage table pairs them. Allocation `n` of job "web"
+/// sits on the node given; node 9 is not in the node table and never listed.
+#[test]
+fn nodes_pair_with_what_their_live_allocations_hold() {
+    let mut s = StateStore::new();
+    let job = mock::service_job("web", 10);
+    s.put_job(1, job.clone());
+    for n in 1..=4 {
+        s.put_node(1 + n, mock::node(n));
+    }
+    let placed = |n: u64, node: u64| mock::alloc(n, &job, mock::node_id(node), n as u32);
+    let mut ended = placed(2, 3);
+    ended.record_client_status(ClientStatus::Complete, Timestamp::ZERO);
+    let mut stopped = placed(1, 2);
+    stopped.record_client_status(ClientStatus::Failed, Timestamp::ZERO);
+    let mut revived = stopped.clone();
+    revived.client_status = ClientStatus::Running;
+    revived.id = mock::alloc_id(5);
+    type Step<'a> = Box<dyn Fn(&mut StateStore, Index) + 'a>;
+    let steps: Vec<(&str, Step, [bool; 4])> = vec![
+        ("nothing placed", Box::new(|_, _| {}), [false; 4]),
+        (
+            "one on node 2, one on the missing node 9",
+            Box::new(|s, i| {
+                s.put_alloc(i, placed(1, 2));
+                s.put_alloc(i, placed(3, 9));
+            }),
+            [false, true, false, false],
+        ),
+        (
+            "a complete one on node 3 holds nothing",
+            Box::new(|s, i| {
+                s.put_alloc(i, ended.clone());
+            }),
+            [false, true, false, false],
+        ),
+        (
+            "two on node 4",
+            Box::new(|s, i| {
+                s.put_alloc(i, placed(4, 4));
+                s.put_alloc(i, placed(6, 4));
+            }),
+            [false, true, false, true],
+        ),
+        (
+            "node 2's one fails in place, another starts there",
+            Box::new(|s, i| {
+                s.put_alloc(i, stopped.clone());
+                assert!(
+                    s.node_use(&mock::node_id(2)).is_none(),
+                    "an emptied node's entry goes"
+                );
+                s.put_alloc(i, revived.clone());
+            }),
+            [false, true, false, true],
+        ),
+        (
+            "one of node 4's two is removed",
+            Box::new(|s, i| {
+                s.remove_alloc(i, &mock::alloc_id(4));
+            }),
+            [false, true, false, true],
+        ),
+        (
+            "and the other",
+            Box::new(|s, i| {
+                s.remove_alloc(i, &mock::alloc_id(6));
+            }),
+            [false, true, false, false],
+        ),
+    ];
+    for (i, (step, write, want)) in steps.into_iter().enumerate() {
+        write(&mut s, 10 + i as u64);
+        s.refresh_job_status(10 + i as u64, &job.key());
+        let got: Vec<(NodeId, bool)> = s
+            .nodes_with_use()
+            .map(|(n, u)| (n.id, u.is_some_and(|u| u.runs_allocations())))
+            .collect();
+        let want: Vec<(NodeId, bool)> = (1..=4).map(|n| mock::node_id(n)).zip(want).collect();
+        assert_eq!(got, want, "after {step}");
+        s.check_consistency().expect(step);
+    }
+}
+
+/// Pages read from a cursor cover a table's range once, in id order, and stay within it.
+#[test]
+fn pages_after_a_cursor_are_range_reads() {
+    let mut s = StateStore::new();
+    let (web, api) = (mock::service_job("web", 5), mock::service_job("api", 5));
+    s.put_job(1, web.clone());
+    s.put_job(1, api.clone());
+    for n in [7, 3, 5, 1] {
+        s.put_node(2, mock::node(n));
+    }
+    for n in 0..5 {
+        s.put_alloc(3, mock::alloc(n, &web, mock::node_id(1), n as u32));
+        s.put_alloc(3, mock::alloc(100 + n, &api, mock::node_id(1), n as u32));
+    }
+    let node = |n| mock::node_id(n);
+    let nodes = |after: Option<u64>| -> Vec<NodeId> {
+        s.nodes_after(after.map(node).as_ref())
+            .map(|n| n.id)
+            .collect()
+    };
+    assert_eq!(nodes(None), [node(1), node(3), node(5), node(7)]);
+    assert_eq!(nodes(Some(3)), [node(5), node(7)]);
+    assert_eq!(
+        nodes(Some(4)),
+        [node(5), node(7)],
+        "a cursor need not exist"
+    );
+    assert!(nodes(Some(7)).is_empty());
+    let mut web_ids: Vec<AllocId> = (0..5).map(mock::alloc_id).collect();
+    web_ids.sort();
+    let allocs = |after: Option<&AllocId>| -> Vec<AllocId> {
+        s.allocs_by_job_after(&web.key(), after)
+            .map(|a| a.id)
+            .collect()
+    };
+    assert_eq!(allocs(None), web_ids);
+    assert_eq!(allocs(Some(&web_ids[1])), web_ids[2..]);
+    assert!(allocs(Some(&web_ids[4])).is_empty());
+    assert!(allocs(Some(&AllocId::MAX)).is_empty());
+}

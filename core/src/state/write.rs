@@ -325,9 +325,11 @@ impl StateStore {
             self.change_use(new.node_id, |u| {
                 if let Some(r) = held(old) {
                     u.resources = u.resources - r;
+                    u.live = u.live.saturating_sub(1);
                 }
                 if let Some(r) = held(new) {
                     u.resources += r;
+                    u.live += 1;
                 }
                 if old_ports != new_ports {
                     u.change_ports(|p| {
