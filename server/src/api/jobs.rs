@@ -225,9 +225,8 @@ impl JobService for JobApi {
         if snap.job(&key).is_none() {
             return Err(not_found(&key));
         }
-        let mut allocs: Vec<_> = snap.allocs_by_job(&key).collect();
-        allocs.sort_by_key(|a| a.id);
-        let (allocs, next_token) = page::take(allocs, |a| a.id, after.as_ref(), size);
+        let allocs = snap.allocs_by_job_after(&key, after.as_ref());
+        let (allocs, next_token) = page::take(allocs, |a| a.id, None, size);
         // A console's load asks for the listed fields only: the rest cost most of the work.
         let convert: fn(&drover_core::Allocation) -> pb::Allocation = match req.list_fields_only {
             true => drover_proto::convert::listed_allocation,

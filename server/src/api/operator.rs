@@ -68,9 +68,10 @@ impl OperatorService for OperatorApi {
         let after: Option<NodeId> = super::page::cursor(&req.next_token)?;
         let size = super::page::size(req.page_size, self.0.handle.config().max_list_page);
         let snap = self.0.read(req.query.as_ref()).await?;
-        let mut nodes: Vec<_> = snap.nodes().filter(|n| filter.matches(n)).collect();
-        nodes.sort_by_key(|n| n.id);
-        let (nodes, next_token) = super::page::take(nodes, |n| n.id, after.as_ref(), size);
+        let nodes = snap
+            .nodes_after(after.as_ref())
+            .filter(|n| filter.matches(n));
+        let (nodes, next_token) = super::page::take(nodes, |n| n.id, None, size);
         let (health, now) = (&self.0.handle.config().health, now());
         Ok(Response::new(pb::NodeListResponse {
             next_token,
