@@ -14,6 +14,7 @@ use serde::ser::{Error as _, SerializeSeq};
 use serde::{Deserializer, Serializer};
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
 
 /// Allocations per chunk: large enough that a chunk's length prefix and thread hand-off
 /// cost nothing, small enough that a million make sixty chunks to share between threads.
@@ -42,26 +43,32 @@ pub(super) fn serialize<'a, S: Serializer>(
 pub(super) mod owned {
     use super::*;
 
-    pub fn serialize<S: Serializer>(allocs: &[Allocation], s: S) -> Result<S::Ok, S::Error> {
-        super::serialize(allocs.len(), allocs.iter(), s)
+    pub fn serialize<S: Serializer>(allocs: &[Arc<Allocation>], s: S) -> Result<S::Ok, S::Error> {
+        super::serialize(allocs.len(), allocs.iter().map(|a| &**a), s)
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Allocation>, D::Error> {
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Arc<Allocation>>, D::Error> {
         let chunks = d.deserialize_seq(ChunksVisitor)?;
         decode_in_parallel(&chunks).map_err(D::Error::custom)
     }
 }
 
 /// Decodes every chunk, on up to as many threads as the machine has cores, and joins
-/// them in order.
-fn decode_in_parallel(chunks: &[Cow<'_, [u8]>]) -> Result<Vec<Allocation>, postcard::Error> {
+/// them in order. Each allocation is put behind its `Arc` on the thread that decoded it,
+/// so the restore after this moves pointers, never the allocations themselves.
+fn decode_in_parallel(chunks: &[Cow<'_, [u8]>]) -> Result<Vec<Arc<Allocation>>, postcard::Error> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(chunks.len());
-    let decode = |part: &[Cow<'_, [u8]>]| -> Result<Vec<Vec<Allocation>>, postcard::Error> {
-        part.iter().map(|c| postcard::from_bytes(c)).collect()
+    let decode = |part: &[Cow<'_, [u8]>]| -> Result<Vec<Vec<Arc<Allocation>>>, postcard::Error> {
+        part.iter()
+            .map(|c| {
+                let chunk: Vec<Allocation> = postcard::from_bytes(c)?;
+                Ok(chunk.into_iter().map(Arc::new).collect())
+            })
+            .collect()
     };
-    let decoded: Vec<Vec<Allocation>> = if threads <= 1 {
+    let decoded: Vec<Vec<Arc<Allocation>>> = if threads <= 1 {
         decode(chunks)?
     } else {
         let per_thread = chunks.len().div_ceil(threads);
@@ -151,7 +158,7 @@ mod tests {
     use crate::mock;
 
     #[derive(serde::Serialize, serde::Deserialize, PartialEq, Debug)]
-    struct Table(#[serde(with = "owned")] Vec<Allocation>);
+    struct Table(#[serde(with = "owned")] Vec<Arc<Allocation>>);
 
     /// Sizes around the chunk boundaries: each decodes to the same table, the encoding of
     /// the decoded table is byte-identical, and the chunk count is what the size says.
@@ -168,7 +175,7 @@ mod tests {
         ] {
             let table = Table(
                 (0..n as u64)
-                    .map(|i| mock::alloc(i, &job, mock::node_id(i % 7), i as u32))
+                    .map(|i| Arc::new(mock::alloc(i, &job, mock::node_id(i % 7), i as u32)))
                     .collect(),
             );
             let bytes = postcard::to_allocvec(&table).unwrap();
@@ -191,7 +198,7 @@ mod tests {
     #[test]
     fn a_corrupt_chunk_is_an_error() {
         let job = mock::service_job("web", 1);
-        let table = Table(vec![mock::alloc(1, &job, mock::node_id(1), 0)]);
+        let table = Table(vec![Arc::new(mock::alloc(1, &job, mock::node_id(1), 0))]);
         let mut bytes = postcard::to_allocvec(&table).unwrap();
         // The chunk's length prefix now says more bytes than the input holds.
         bytes.truncate(bytes.len() - 1);

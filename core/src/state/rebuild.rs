@@ -14,8 +14,10 @@ pub struct StoreParts {
     pub jobs: Vec<Job>,
     pub job_versions: Vec<Job>,
     pub nodes: Vec<Node>,
+    /// Shared with the store they came from (a copy out of a live store copies no
+    /// allocation), and put behind their `Arc`s by the threads that decoded them.
     #[serde(with = "super::alloc_chunks::owned")]
-    pub allocs: Vec<Allocation>,
+    pub allocs: Vec<Arc<Allocation>>,
     pub evals: Vec<Evaluation>,
     pub scheduler_config: SchedulerConfig,
     pub services: Vec<ServiceRegistration>,
@@ -93,7 +95,7 @@ impl StateStore {
             jobs: self.jobs.values().map(|j| (**j).clone()).collect(),
             job_versions: self.job_versions.values().map(|j| (**j).clone()).collect(),
             nodes: self.nodes.values().map(|n| (**n).clone()).collect(),
-            allocs: self.allocs.values().map(|a| (**a).clone()).collect(),
+            allocs: self.allocs.values().cloned().collect(),
             evals: self.evals.values().map(|e| (**e).clone()).collect(),
             scheduler_config: (*self.scheduler_config).clone(),
             services: self.services.values().map(|r| (**r).clone()).collect(),

@@ -552,3 +552,42 @@ fn pages_after_a_cursor_are_range_reads() {
     assert!(allocs(Some(&web_ids[4])).is_empty());
     assert!(allocs(Some(&AllocId::MAX)).is_empty());
 }
+
+/// A restore gives back the store it was taken from whichever order the allocations arrive
+/// in, and every allocation shares its job's key strings: decoding gave each its own copy.
+#[test]
+fn a_restore_shares_each_jobs_key_strings() {
+    let mut s = StateStore::new();
+    for (j, id) in ["web", "api"].into_iter().enumerate() {
+        let job = mock::service_job(id, 3);
+        s.put_job(1, job.clone());
+        for i in 0..3u64 {
+            let n = j as u64 * 10 + i;
+            s.put_alloc(2 + n, mock::alloc(n, &job, mock::node_id(i), i as u32));
+        }
+        s.refresh_job_status(40, &job.key());
+    }
+    let bytes = postcard::to_allocvec(&s.to_parts()).expect("encode");
+    for reversed in [false, true] {
+        let mut parts: super::StoreParts = postcard::from_bytes(&bytes).expect("decode");
+        if reversed {
+            parts.allocs.reverse();
+        }
+        let back = StateStore::from_parts(parts);
+        assert_eq!(back.to_parts(), s.to_parts(), "reversed: {reversed}");
+        back.check_consistency().expect("consistent");
+        for a in back.allocs() {
+            let key = JobKey {
+                namespace: a.namespace.clone(),
+                id: a.job_id.clone(),
+            };
+            let (shared, _) = back.summaries.get_key_value(&key).expect("a summary");
+            assert!(
+                Arc::ptr_eq(&a.namespace, &shared.namespace)
+                    && Arc::ptr_eq(&a.job_id.0, &shared.id.0),
+                "allocation {} keeps its own key strings (reversed: {reversed})",
+                a.id
+            );
+        }
+    }
+}

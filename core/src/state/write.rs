@@ -199,57 +199,76 @@ impl StateStore {
         alloc
     }
 
-    /// Puts a snapshot's allocations (none present yet) in the table and every index in
-    /// bulk, to the same store as one [`put_alloc`](Self::put_alloc) each. Each index is
-    /// filled in its own key order (by job, by node, by id), so every insert lands beside the
-    /// last instead of at a random place, and each job's summary and each node's usage is
-    /// looked up once, not once per allocation: a restart at a million allocations spends
-    /// most of its snapshot load here.
-    pub(super) fn restore_allocs(&mut self, allocs: Vec<Allocation>) {
+    /// Puts a snapshot's allocations (none present yet, `allocs` in id order as a snapshot
+    /// holds them) in the table and every index in bulk, to the same store as one
+    /// [`put_alloc`](Self::put_alloc) each. Each index is filled in its own key order (by
+    /// id, by job, by node), so every insert lands beside the last instead of at a random
+    /// place, and each job's summary and each node's usage is looked up once, not once per
+    /// allocation: a restart at a million allocations spends most of its snapshot load
+    /// here. Only pointers move: each allocation was put behind its `Arc` on the thread
+    /// that decoded it, and is changed in place here only to share its job's key strings.
+    pub(super) fn restore_allocs(&mut self, mut allocs: Vec<Arc<Allocation>>) {
         debug_assert!(self.allocs.is_empty(), "restore into an empty store");
-        let mut by_job: std::collections::HashMap<JobKey, Vec<Allocation>> =
-            std::collections::HashMap::new();
-        for a in allocs {
-            by_job.entry(old_key(&a)).or_default().push(a);
+        if !allocs.is_sorted_by_key(|a| a.id) {
+            allocs.sort_unstable_by_key(|a| a.id);
         }
-        let mut jobs: Vec<(JobKey, Vec<Allocation>)> = by_job.into_iter().collect();
-        jobs.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let mut all: Vec<Arc<Allocation>> = Vec::new();
-        let mut job_index = Vec::new();
-        for (key, mut group) in jobs {
-            group.sort_unstable_by_key(|a| a.id);
-            // The strings the summary's key already holds, or this key's for a new one.
-            let (ns, id) = match self.summaries.get_key_value(&key) {
-                Some((shared, _)) => (shared.namespace.clone(), shared.id.clone()),
-                None => (key.namespace.clone(), key.id.clone()),
-            };
+        /// One job's allocations, in id order, and the key strings they share.
+        struct Group {
+            namespace: Arc<str>,
+            id: JobId,
+            allocs: Vec<Arc<Allocation>>,
+        }
+        let mut groups: std::collections::HashMap<JobKey, Group> = std::collections::HashMap::new();
+        for a in &mut allocs {
+            let group = groups.entry(old_key(a)).or_insert_with_key(|key| {
+                // The strings the summary's key already holds, or this key's for a new one.
+                let (namespace, id) = match self.summaries.get_key_value(key) {
+                    Some((shared, _)) => (shared.namespace.clone(), shared.id.clone()),
+                    None => (key.namespace.clone(), key.id.clone()),
+                };
+                Group {
+                    namespace,
+                    id,
+                    allocs: Vec::new(),
+                }
+            });
+            if !(Arc::ptr_eq(&a.namespace, &group.namespace)
+                && Arc::ptr_eq(&a.job_id.0, &group.id.0))
+            {
+                let a = Arc::make_mut(a);
+                a.namespace = group.namespace.clone();
+                a.job_id = group.id.clone();
+            }
+            group.allocs.push(a.clone());
+        }
+        let mut groups: Vec<(JobKey, Group)> = groups.into_iter().collect();
+        groups.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mut job_index = Vec::with_capacity(allocs.len());
+        for (key, group) in groups {
             let summary = self
                 .summaries
                 .entry(key.clone())
                 .or_insert_with(|| Arc::new(JobSummary::new(key)));
             let summary = Arc::make_mut(summary);
-            for mut a in group {
-                a.namespace = ns.clone();
-                a.job_id = id.clone();
-                let a = Arc::new(a);
+            for a in group.allocs {
                 summary.count_alloc(&a, 1);
-                job_index.push(((old_key(&a), a.id), JobAlloc::new(a.clone())));
-                all.push(a);
+                job_index.push(((old_key(&a), a.id), JobAlloc::new(a)));
             }
         }
-        let by_node: Vec<((NodeId, AllocId), Arc<Allocation>)> =
-            all.iter().map(|a| ((a.node_id, a.id), a.clone())).collect();
+        let by_node: Vec<((NodeId, AllocId), Arc<Allocation>)> = allocs
+            .iter()
+            .map(|a| ((a.node_id, a.id), a.clone()))
+            .collect();
         // The by-job index and the table go on a second thread while this one fills the
         // by-node index and the nodes' usage: the trees are independent, a restart has the
         // machine to itself, and the result is the same whichever finishes first.
         // (A small store is built on this thread: a thread costs more than it saves there.)
         let by_id_and_job = move || {
-            all.sort_unstable_by_key(|a| a.id);
-            let allocs: imbl::OrdMap<AllocId, Arc<Allocation>> =
-                all.into_iter().map(|a| (a.id, a)).collect();
-            (allocs, job_index.into_iter().collect())
+            let table: imbl::OrdMap<AllocId, Arc<Allocation>> =
+                allocs.into_iter().map(|a| (a.id, a)).collect();
+            (table, job_index.into_iter().collect())
         };
-        let (allocs, by_job) = if by_node.len() < PARALLEL_RESTORE_FROM {
+        let (table, by_job) = if by_node.len() < PARALLEL_RESTORE_FROM {
             self.index_by_node(by_node);
             by_id_and_job()
         } else {
@@ -261,7 +280,7 @@ impl StateStore {
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
             })
         };
-        self.allocs = allocs;
+        self.allocs = table;
         self.allocs_by_job = by_job;
     }
 
