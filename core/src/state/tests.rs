@@ -506,7 +506,7 @@ fn nodes_pair_with_what_their_live_allocations_hold() {
             .nodes_with_use()
             .map(|(n, u)| (n.id, u.is_some_and(|u| u.runs_allocations())))
             .collect();
-        let want: Vec<(NodeId, bool)> = (1..=4).map(|n| mock::node_id(n)).zip(want).collect();
+        let want: Vec<(NodeId, bool)> = (1..=4).map(mock::node_id).zip(want).collect();
         assert_eq!(got, want, "after {step}");
         s.check_consistency().expect(step);
     }
