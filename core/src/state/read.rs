@@ -181,10 +181,7 @@ impl StateStore {
     }
 
     pub fn allocs_by_job(&self, key: &JobKey) -> impl Iterator<Item = &Arc<Allocation>> + '_ {
-        let (lo, hi) = job_range(key);
-        let lo = lo.map(|k| (k, AllocId::MIN));
-        let hi = hi.map(|k| (k, AllocId::MAX));
-        self.allocs_by_job.range((lo, hi)).map(|(_, e)| &e.alloc)
+        self.job_entries(key, None).map(|e| &e.alloc)
     }
 
     /// [`StateStore::allocs_by_job`] from the first id above `after` (all for `None`), in id
@@ -194,20 +191,27 @@ impl StateStore {
         key: &JobKey,
         after: Option<&AllocId>,
     ) -> impl Iterator<Item = &Arc<Allocation>> + '_ {
+        self.job_entries(key, after).map(|e| &e.alloc)
+    }
+
+    /// [`StateStore::allocs_by_job`] with each allocation's slot number.
+    pub fn job_allocs(&self, key: &JobKey) -> impl Iterator<Item = &JobAlloc> + '_ {
+        self.job_entries(key, None)
+    }
+
+    /// One job's entries of the per-job index from the first id above `after` (all for
+    /// `None`), in id order: the one range every per-job read of allocations walks.
+    fn job_entries(
+        &self,
+        key: &JobKey,
+        after: Option<&AllocId>,
+    ) -> impl Iterator<Item = &JobAlloc> + '_ {
         let from = match after {
             Some(id) => Bound::Excluded((key.clone(), *id)),
             None => Bound::Included((key.clone(), AllocId::MIN)),
         };
         let to = Bound::Included((key.clone(), AllocId::MAX));
-        self.allocs_by_job.range((from, to)).map(|(_, e)| &e.alloc)
-    }
-
-    /// [`StateStore::allocs_by_job`] with each allocation's slot number.
-    pub fn job_allocs(&self, key: &JobKey) -> impl Iterator<Item = &JobAlloc> + '_ {
-        let (lo, hi) = job_range(key);
-        let lo = lo.map(|k| (k, AllocId::MIN));
-        let hi = hi.map(|k| (k, AllocId::MAX));
-        self.allocs_by_job.range((lo, hi)).map(|(_, e)| e)
+        self.allocs_by_job.range((from, to)).map(|(_, e)| e)
     }
 
     pub fn eval(&self, id: &EvalId) -> Option<&Arc<Evaluation>> {
