@@ -107,7 +107,8 @@ impl Sim {
         }
     }
 
-    /// Waits until a leader leads, every server is up and all have applied its whole log.
+    /// Waits until a leader leads, every server is up and all have applied its whole log, and
+    /// the leader has no eval in flight.
     async fn settled(&self) -> ServerHandle {
         let deadline = tokio::time::Instant::now() + DEADLINE;
         loop {
@@ -118,12 +119,29 @@ impl Sim {
                 let caught_up = handles
                     .iter()
                     .all(|h| h.as_ref().is_some_and(|h| h.applied_index() >= last));
-                let pending = l
-                    .snapshot()
+                let at = l.applied_index();
+                let snap = l.snapshot();
+                let pending = snap
                     .evals()
                     .filter(|e| e.status == EvalStatus::Pending)
                     .count();
-                if caught_up && pending == 0 && l.applied_index() >= last {
+                let blocked = snap
+                    .evals()
+                    .filter(|e| e.status == EvalStatus::Blocked)
+                    .count();
+                // The leader's writes after the log's last entry: an eval the blocked tracker
+                // let go stays `Blocked` in the state until its worker writes the outcome
+                // (after the plan's write), and one a completed eval made obsolete until the
+                // leader's cancellation lands. Settled means the broker and the plan queue
+                // hold nothing and the tracker holds every blocked eval the state does.
+                let idle = l.broker_stats().await.is_ok_and(|s| {
+                    s.broker.total.tracked() == 0
+                        && s.plan_queue.depth == 0
+                        && s.blocked.duplicates == 0
+                        && s.blocked.total_blocked == blocked
+                });
+                let unchanged = l.applied_index() == at;
+                if caught_up && pending == 0 && idle && unchanged && at >= last {
                     return l;
                 }
             }
