@@ -56,17 +56,47 @@ impl Target {
     /// Starts `drover server` (this binary) on free loopback ports and waits until it
     /// leads and answers.
     pub async fn start_child(settings: &ServerSettings) -> Result<Target, BenchError> {
-        let mut server = ChildServer::start(settings, None)?;
-        if let Err(e) = server.wait_until_serving(LEADERSHIP_DEADLINE).await {
-            server.kill();
-            return Err(e);
+        let mut attempt = 1;
+        loop {
+            let mut server = ChildServer::start(settings, None)?;
+            match server.wait_until_serving(LEADERSHIP_DEADLINE).await {
+                Ok(()) => return Ok(Target::Child(Box::new(server))),
+                Err(e) => {
+                    server.kill();
+                    if !lost_a_port(&e) || attempt == PORT_ATTEMPTS {
+                        return Err(e);
+                    }
+                    tracing::info!(
+                        attempt,
+                        "a free port was taken before the server bound it; retrying"
+                    );
+                    attempt += 1;
+                }
+            }
         }
-        Ok(Target::Child(Box::new(server)))
     }
 
     /// Starts `n` servers as one cluster and waits until every one of them knows the
     /// leader.
     pub async fn start_cluster(settings: &ServerSettings, n: usize) -> Result<Target, BenchError> {
+        let mut attempt = 1;
+        loop {
+            match Self::try_start_cluster(settings, n).await {
+                Err(e) if lost_a_port(&e) && attempt < PORT_ATTEMPTS => {
+                    tracing::info!(
+                        attempt,
+                        "a free port was taken before a server bound it; retrying"
+                    );
+                    attempt += 1;
+                }
+                started => return started,
+            }
+        }
+    }
+
+    /// One attempt of [`Self::start_cluster`]; servers already started are killed when
+    /// their `ChildServer`s drop on an error.
+    async fn try_start_cluster(settings: &ServerSettings, n: usize) -> Result<Target, BenchError> {
         let ports = (0..n)
             .map(|_| free_ports())
             .collect::<Result<Vec<_>, _>>()
@@ -89,8 +119,15 @@ impl Target {
             };
             servers.push(ChildServer::start(settings, Some(member))?);
         }
-        for server in &mut servers {
-            server.wait_until_serving(LEADERSHIP_DEADLINE).await?;
+        for i in 0..servers.len() {
+            if let Err(e) = servers[i].wait_until_serving(LEADERSHIP_DEADLINE).await {
+                // A member that lost a port keeps the others from a quorum: say so rather
+                // than that no leader came.
+                return Err(servers
+                    .iter_mut()
+                    .find_map(|s| s.exit_error().filter(lost_a_port))
+                    .unwrap_or(e));
+            }
         }
         let url = servers
             .iter()
@@ -307,16 +344,22 @@ impl ChildServer {
         Ok(())
     }
 
+    /// Why the server is no longer running, with its log's tail; `None` while it runs.
+    fn exit_error(&mut self) -> Option<BenchError> {
+        let status = self.child.try_wait().ok().flatten()?;
+        Some(BenchError::ServerExit {
+            status: status.to_string(),
+            log: self.log_tail(),
+        })
+    }
+
     /// Waits until the server answers as leader, or fails with its log's tail if it
     /// exits or the deadline passes.
     pub async fn wait_until_serving(&mut self, within: Duration) -> Result<(), BenchError> {
         let deadline = Instant::now() + within;
         loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return Err(BenchError::ServerExit {
-                    status: status.to_string(),
-                    log: self.log_tail(),
-                });
+            if let Some(exited) = self.exit_error() {
+                return Err(exited);
             }
             if let Ok(client) = Client::connect(&self.url).await
                 && client
@@ -384,8 +427,19 @@ fn spawn(args: &[String], secret: Option<&str>, log: &Path) -> Result<Child, Ben
         })
 }
 
+/// How many times a run starts its servers on fresh ports when one was taken.
+const PORT_ATTEMPTS: u32 = 3;
+
+/// Whether a server exited because another process bound one of its ports in the moment
+/// between [`free_ports`] closing them and the server binding them (the server's own
+/// message for that: see `conflict.rs`).
+fn lost_a_port(e: &BenchError) -> bool {
+    matches!(e, BenchError::ServerExit { log, .. } if log.contains("is already in use"))
+}
+
 /// Three free loopback ports (API, Raft, metrics), found by binding port 0; the
-/// listeners are closed just before the server binds them.
+/// listeners are closed just before the server binds them, so another process may take
+/// one first: [`lost_a_port`] tells the caller to try again.
 fn free_ports() -> std::io::Result<[u16; 3]> {
     let held = (0..3)
         .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
@@ -410,4 +464,36 @@ fn dir_bytes(dir: &Path) -> u64 {
             Err(_) => 0,
         })
         .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conflict::PortConflict;
+
+    fn exited_with(log: String) -> BenchError {
+        BenchError::ServerExit {
+            status: "exit status: 1".into(),
+            log,
+        }
+    }
+
+    #[test]
+    fn a_port_taken_before_the_server_bound_it_is_retried_and_nothing_else_is() {
+        for flag in ["--bind", "--raft-addr", "--metrics-addr", "--http-addr"] {
+            let conflict = PortConflict {
+                flag,
+                addr: "127.0.0.1:40123".into(),
+            };
+            let log = format!("Error: {conflict}");
+            assert!(lost_a_port(&exited_with(log)), "{flag}");
+        }
+        let others = [
+            exited_with("Error: server does not start: data dir is locked".into()),
+            BenchError::NoLeader(Duration::from_secs(60)),
+        ];
+        for e in others {
+            assert!(!lost_a_port(&e), "{e}");
+        }
+    }
 }
