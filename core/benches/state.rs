@@ -146,6 +146,36 @@ fn apply_rate(c: &mut Criterion) {
             BatchSize::SmallInput,
         )
     });
+    // The same reports as the server's write coalescer groups them: one command of 1,000
+    // nodes' parts, whose indexes change in one batch.
+    let grouped = Command::AllocClientUpdates {
+        nodes: reports
+            .iter()
+            .filter_map(|cmd| match cmd {
+                Command::AllocClientUpdate {
+                    node_id, updates, ..
+                } => Some(fsm::NodeAllocUpdates {
+                    node_id: *node_id,
+                    updates: updates.clone(),
+                    evals: Vec::new(),
+                    services: Vec::new(),
+                }),
+                _ => None,
+            })
+            .collect(),
+        now: T0,
+    };
+    g.bench_function("client_updates_1000_grouped_into_1m", |b| {
+        b.iter_batched(
+            || base.snapshot(),
+            |mut s| {
+                let index = s.latest_index() + 1;
+                fsm::apply(&mut s, index, &grouped).unwrap();
+                s
+            },
+            BatchSize::SmallInput,
+        )
+    });
     g.finish();
 }
 

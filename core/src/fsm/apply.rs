@@ -3,7 +3,7 @@
 
 use super::command::*;
 use super::event::{Event, EventPayload, EventType, Topic};
-use crate::state::StateStore;
+use crate::state::{AllocChange, StateStore};
 use crate::types::*;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -78,8 +78,11 @@ pub fn apply(
         events: Vec::new(),
         touched_jobs: BTreeSet::new(),
         last_touched: None,
+        unindexed: None,
     };
-    fsm.command(cmd)?;
+    let applied = fsm.command(cmd);
+    fsm.end_deferred_indexing();
+    applied?;
     fsm.settle_services();
     fsm.refresh_job_statuses();
     Ok(fsm.events)
@@ -92,6 +95,11 @@ struct Apply<'a> {
     touched_jobs: BTreeSet<JobKey>,
     /// The key `touch_job` recorded last (also in `touched_jobs`).
     last_touched: Option<JobKey>,
+    /// While a command writes many allocations: those written to the by-id table whose
+    /// other indexes change in one batch (`state::alloc_index`). Meanwhile only by-id
+    /// reads of allocations are true, so only the loops of plan and client-report
+    /// writes defer, and they index what waits before writing anything else.
+    unindexed: Option<Vec<AllocChange>>,
 }
 
 impl Apply<'_> {
@@ -317,8 +325,12 @@ impl Apply<'_> {
                 updates,
                 evals,
                 now,
-            } => self.alloc_client_update(*node_id, updates, evals, &[], *now),
+            } => {
+                self.defer_indexing();
+                self.alloc_client_update(*node_id, updates, evals, &[], *now)
+            }
             Command::AllocClientUpdates { nodes, now } => {
+                self.defer_indexing();
                 for part in nodes {
                     // Only a vanished node refuses its part; the others still apply.
                     if let Err(error) = self.alloc_client_update(
@@ -681,7 +693,7 @@ impl Apply<'_> {
             if crate::state::alloc_listed(&old) != crate::state::alloc_listed(&a) {
                 relisted.push(a.id);
             }
-            let a = self.store.put_alloc(self.index, a);
+            let a = self.put_alloc(a);
             self.events.push(Event::alloc(
                 self.index,
                 EventType::AllocationClientUpdated,
@@ -694,7 +706,11 @@ impl Apply<'_> {
         for s in services {
             self.alloc_services(node_id, s);
         }
-        self.upsert_evals(evals);
+        if !evals.is_empty() {
+            // An eval's write changes its job's summary, which waiting writes change too.
+            self.index_deferred_allocs();
+            self.upsert_evals(evals);
+        }
         Ok(())
     }
 
@@ -811,7 +827,7 @@ impl Apply<'_> {
             a.alloc_modify_index = self.index;
             a.modify_time = now;
             self.touch_job(&a.namespace, &a.job_id);
-            let a = self.store.put_alloc(self.index, a);
+            let a = self.put_alloc(a);
             self.events
                 .push(Event::alloc(self.index, EventType::AllocationUpdated, &a));
         }
@@ -833,7 +849,7 @@ impl Apply<'_> {
             a.alloc_modify_index = self.index;
             a.modify_time = now;
             self.touch_job(&a.namespace, &a.job_id);
-            let a = self.store.put_alloc(self.index, a);
+            let a = self.put_alloc(a);
             self.events
                 .push(Event::alloc(self.index, EventType::AllocationUpdated, &a));
         }
@@ -845,6 +861,7 @@ impl Apply<'_> {
         if let Some(d) = &plan.deployment {
             self.plan_deployment(d, now);
         }
+        self.defer_indexing();
         for t in plan
             .node_update
             .values()
@@ -856,6 +873,7 @@ impl Apply<'_> {
         for alloc in plan.node_allocation.values().flatten() {
             self.place(alloc, now);
         }
+        self.end_deferred_indexing();
         self.upsert_evals(&plan.evals);
     }
 
@@ -919,7 +937,7 @@ impl Apply<'_> {
             self.touch_job(&old.namespace, &old.job_id);
         }
         self.touch_job(&a.namespace, &a.job_id);
-        let a = self.store.put_alloc(self.index, a);
+        let a = self.put_alloc(a);
         self.events
             .push(Event::alloc(self.index, EventType::PlanResult, &a));
     }
@@ -937,6 +955,39 @@ impl Apply<'_> {
         };
         self.touched_jobs.insert(key.clone());
         self.last_touched = Some(key);
+    }
+
+    /// Allocation writes from here on wait for [`Self::index_deferred_allocs`].
+    fn defer_indexing(&mut self) {
+        self.unindexed.get_or_insert_with(Vec::new);
+    }
+
+    /// Brings the indexes in step with the allocations written since the last call;
+    /// writes go on waiting.
+    fn index_deferred_allocs(&mut self) {
+        if let Some(waiting) = self.unindexed.as_mut().filter(|w| !w.is_empty()) {
+            let changes = std::mem::take(waiting);
+            self.store.index_alloc_changes(self.index, &changes);
+        }
+    }
+
+    /// Indexes what waits, and writes allocations one by one again.
+    fn end_deferred_indexing(&mut self) {
+        self.index_deferred_allocs();
+        self.unindexed = None;
+    }
+
+    /// Stores an allocation, its indexes now or with the batch being deferred.
+    fn put_alloc(&mut self, a: Allocation) -> Arc<Allocation> {
+        match &mut self.unindexed {
+            Some(waiting) => {
+                let change = self.store.insert_alloc(self.index, a);
+                let new = change.new.clone();
+                waiting.push(change);
+                new
+            }
+            None => self.store.put_alloc(self.index, a),
+        }
     }
 
     fn refresh_job_statuses(&mut self) {

@@ -20,6 +20,8 @@
 
 mod acl;
 mod alloc_chunks;
+mod alloc_index;
+pub(crate) use alloc_index::AllocChange;
 mod deployments;
 mod read;
 mod rebuild;
@@ -101,6 +103,12 @@ impl TableIndexes {
             Table::Services => self.services,
             Table::Deployments => self.deployments,
         }
+    }
+
+    /// Records a write to `t` at `index` (a table's index only grows).
+    fn raise(&mut self, t: Table, index: Index) {
+        let slot = self.slot(t);
+        *slot = (*slot).max(index);
     }
 
     fn slot(&mut self, t: Table) -> &mut Index {
@@ -325,7 +333,6 @@ impl StateStore {
     }
 
     fn touch(&mut self, t: Table, index: Index) {
-        let slot = self.indexes.slot(t);
-        *slot = (*slot).max(index);
+        self.indexes.raise(t, index);
     }
 }

@@ -1,6 +1,7 @@
 //! The store's write primitives. Only the FSM calls them; each keeps every secondary index,
 //! the node usage table and the job summaries in step with the primary table it changes.
 
+use super::alloc_index::{job_key, names_node};
 use super::{
     JOB_VERSIONS_KEPT, JobAlloc, JobSummary, StateStore, Table, summary::derive_job_status,
 };
@@ -158,45 +159,7 @@ impl StateStore {
     }
 
     fn has_allocs_on(&self, id: &NodeId) -> bool {
-        self.allocs_by_node
-            .range((*id, AllocId::MIN)..=(*id, AllocId::MAX))
-            .next()
-            .is_some()
-    }
-
-    /// Stores an allocation, replacing any earlier one with its id.
-    pub(crate) fn put_alloc(&mut self, index: Index, mut alloc: Allocation) -> Arc<Allocation> {
-        self.share_job_key(&mut alloc);
-        let alloc = Arc::new(alloc);
-        let old = self.allocs.insert(alloc.id, alloc.clone());
-        match &old {
-            // The usual write (a client status, a desired transition) keeps every index key:
-            // the entries are replaced where they are rather than removed and re-inserted.
-            Some(old) if same_keys(old, &alloc) => {
-                self.reindex_alloc(index, old, &alloc);
-                self.touch(Table::Allocs, index);
-                return alloc;
-            }
-            Some(old) => self.unindex_alloc(index, old),
-            None => {}
-        }
-        self.index_alloc(index, &alloc);
-        // Only an allocation that moves to a node can change whether a missing node is
-        // named.
-        let moved_from = old.as_ref().map(|o| o.node_id);
-        if moved_from != Some(alloc.node_id) {
-            if !self.nodes.contains_key(&alloc.node_id) {
-                self.tainted_nodes.insert(alloc.node_id, None);
-            }
-            if let Some(from) = moved_from {
-                self.forget_if_unnamed(&from);
-            }
-        }
-        if let Some(old) = &old {
-            self.drop_summary_if_orphaned(index, &old_key(old));
-        }
-        self.touch(Table::Allocs, index);
-        alloc
+        names_node(&self.allocs_by_node, id)
     }
 
     /// Puts a snapshot's allocations (none present yet, `allocs` in id order as a snapshot
@@ -220,7 +183,7 @@ impl StateStore {
         }
         let mut groups: std::collections::HashMap<JobKey, Group> = std::collections::HashMap::new();
         for a in &mut allocs {
-            let group = groups.entry(old_key(a)).or_insert_with_key(|key| {
+            let group = groups.entry(job_key(a)).or_insert_with_key(|key| {
                 // The strings the summary's key already holds, or this key's for a new one.
                 let (namespace, id) = match self.summaries.get_key_value(key) {
                     Some((shared, _)) => (shared.namespace.clone(), shared.id.clone()),
@@ -252,7 +215,7 @@ impl StateStore {
             let summary = Arc::make_mut(summary);
             for a in group.allocs {
                 summary.count_alloc(&a, 1);
-                job_index.push(((old_key(&a), a.id), JobAlloc::new(a)));
+                job_index.push(((job_key(&a), a.id), JobAlloc::new(a)));
             }
         }
         let by_node: Vec<((NodeId, AllocId), Arc<Allocation>)> = allocs
@@ -300,98 +263,6 @@ impl StateStore {
             self.change_use(node, |u| live.for_each(|a| u.count(a, 1)));
         }
         self.allocs_by_node = by_node.into_iter().collect();
-    }
-
-    /// Points the allocation's namespace and job id at the strings its job's summary already
-    /// holds. An allocation decoded from the log carries its own copies; at a million
-    /// allocations those two small heap strings each were tens of megabytes, and shared
-    /// `Arc`s also let job key comparisons settle on pointer equality.
-    fn share_job_key(&self, alloc: &mut Allocation) {
-        let key = old_key(alloc);
-        if let Some((shared, _)) = self.summaries.get_key_value(&key) {
-            alloc.namespace = shared.namespace.clone();
-            alloc.job_id = shared.id.clone();
-        }
-    }
-
-    pub(crate) fn remove_alloc(&mut self, index: Index, id: &AllocId) -> Option<Arc<Allocation>> {
-        let old = self.allocs.remove(id)?;
-        self.unindex_alloc(index, &old);
-        self.forget_if_unnamed(&old.node_id);
-        self.touch(Table::Allocs, index);
-        self.drop_summary_if_orphaned(index, &old_key(&old));
-        Some(old)
-    }
-
-    /// Drops a missing node from `tainted_nodes` once no allocation names it.
-    fn forget_if_unnamed(&mut self, id: &NodeId) {
-        if matches!(self.tainted_nodes.get(id), Some(None)) && !self.has_allocs_on(id) {
-            self.tainted_nodes.remove(id);
-        }
-    }
-
-    /// [`Self::unindex_alloc`] of `old` then [`Self::index_alloc`] of `new`, for two
-    /// versions with the same index keys ([`same_keys`]).
-    fn reindex_alloc(&mut self, index: Index, old: &Allocation, new: &Arc<Allocation>) {
-        let key = old_key(new);
-        self.allocs_by_node
-            .insert((new.node_id, new.id), new.clone());
-        self.allocs_by_job
-            .insert((key.clone(), new.id), JobAlloc::new(new.clone()));
-        let held = |a: &Allocation| a.uses_resources().then_some(a.resources);
-        let (old_ports, new_ports) = (held_ports(old), held_ports(new));
-        if held(old) != held(new) || old_ports != new_ports {
-            self.change_use(new.node_id, |u| {
-                if let Some(r) = held(old) {
-                    u.resources = u.resources - r;
-                    u.live = u.live.saturating_sub(1);
-                }
-                if let Some(r) = held(new) {
-                    u.resources += r;
-                    u.live += 1;
-                }
-                if old_ports != new_ports {
-                    u.change_ports(|p| {
-                        p.remove(old_ports);
-                        p.add(new_ports);
-                    });
-                }
-            });
-        }
-        self.with_summary(index, &key, |s| {
-            s.count_alloc(old, -1);
-            s.count_alloc(new, 1);
-        });
-    }
-
-    /// Changes a node's entry in `node_usage`, dropping it once it holds nothing.
-    fn change_use(&mut self, node: NodeId, f: impl FnOnce(&mut super::NodeUse)) {
-        let entry = self.node_usage.entry(node).or_default();
-        f(entry);
-        if entry.is_empty() {
-            self.node_usage.remove(&node);
-        }
-    }
-
-    fn index_alloc(&mut self, index: Index, a: &Arc<Allocation>) {
-        let key = old_key(a);
-        self.allocs_by_node.insert((a.node_id, a.id), a.clone());
-        self.allocs_by_job
-            .insert((key.clone(), a.id), JobAlloc::new(a.clone()));
-        if a.uses_resources() {
-            self.change_use(a.node_id, |u| u.count(a, 1));
-        }
-        self.with_summary(index, &key, |s| s.count_alloc(a, 1));
-    }
-
-    fn unindex_alloc(&mut self, index: Index, a: &Allocation) {
-        let key = old_key(a);
-        self.allocs_by_node.remove(&(a.node_id, a.id));
-        self.allocs_by_job.remove(&(key.clone(), a.id));
-        if a.uses_resources() {
-            self.change_use(a.node_id, |u| u.count(a, -1));
-        }
-        self.with_summary(index, &key, |s| s.count_alloc(a, -1));
     }
 
     pub(crate) fn put_eval(&mut self, index: Index, eval: Evaluation) -> Arc<Evaluation> {
@@ -452,44 +323,5 @@ impl StateStore {
         self.jobs.insert(key.clone(), job.clone());
         self.touch(Table::Jobs, index);
         Some(job)
-    }
-
-    fn with_summary(&mut self, index: Index, key: &JobKey, f: impl FnOnce(&mut JobSummary)) {
-        let entry = self
-            .summaries
-            .entry(key.clone())
-            .or_insert_with(|| Arc::new(JobSummary::new(key.clone())));
-        let s = Arc::make_mut(entry);
-        f(s);
-        s.modify_index = index;
-        self.touch(Table::JobSummaries, index);
-    }
-
-    fn drop_summary_if_orphaned(&mut self, index: Index, key: &JobKey) {
-        if !self.jobs.contains_key(key) && self.summaries.get(key).is_some_and(|s| s.is_empty()) {
-            self.summaries.remove(key);
-            self.touch(Table::JobSummaries, index);
-        }
-    }
-}
-
-/// Whether two versions of an allocation sit under the same keys in every index (node, job,
-/// eval), so that replacing one by the other changes only the indexes' values.
-fn same_keys(a: &Allocation, b: &Allocation) -> bool {
-    a.node_id == b.node_id
-        && a.eval_id == b.eval_id
-        && a.job_id == b.job_id
-        && a.namespace == b.namespace
-}
-
-/// The ports an allocation holds on its node: all of them while it uses resources.
-fn held_ports(a: &Allocation) -> &[AllocatedPort] {
-    if a.uses_resources() { &a.ports } else { &[] }
-}
-
-fn old_key(a: &Allocation) -> JobKey {
-    JobKey {
-        namespace: a.namespace.clone(),
-        id: a.job_id.clone(),
     }
 }

@@ -1,0 +1,345 @@
+//! What an allocation write changes besides the by-id table, in two halves that share no
+//! tree: by node (the by-node index, each node's usage, the nodes allocations name but the
+//! node table lacks) and by job (the by-job index and the job summaries).
+//!
+//! [`StateStore::put_alloc`] applies both halves at once. A command that writes many
+//! allocations (a plan, a batch of client reports) may instead write each into the by-id
+//! table alone ([`StateStore::insert_alloc`]) and hand the changes over in one batch
+//! ([`StateStore::index_alloc_changes`]): each half then replays the batch in order, so
+//! every tree ends as the writes one by one would leave it, and from
+//! [`PARALLEL_INDEX_FROM`] changes the halves run on two threads. The FSM's apply is the
+//! one serial path every write takes (and a restart's replay is nothing else), so this is
+//! where the second core shortens it.
+
+use super::{JobAlloc, JobSummary, NodeUse, StateStore, Table, TableIndexes};
+use crate::types::*;
+use imbl::OrdMap;
+use std::sync::Arc;
+
+/// From this many changes in a batch the two halves run on two threads: below it a thread
+/// costs more than it saves.
+const PARALLEL_INDEX_FROM: usize = 256;
+
+/// One allocation written into the by-id table whose indexes are not yet changed.
+#[derive(Debug)]
+#[must_use = "pass it to StateStore::index_alloc_changes before anything reads the indexes"]
+pub(crate) struct AllocChange {
+    pub(crate) old: Option<Arc<Allocation>>,
+    pub(crate) new: Arc<Allocation>,
+}
+
+/// The by-node half's trees, borrowed apart from the by-job half's.
+struct ByNode<'a> {
+    by_node: &'a mut OrdMap<(NodeId, AllocId), Arc<Allocation>>,
+    usage: &'a mut OrdMap<NodeId, NodeUse>,
+    tainted: &'a mut OrdMap<NodeId, Option<Arc<Node>>>,
+    nodes: &'a OrdMap<NodeId, Arc<Node>>,
+}
+
+/// The by-job half's trees.
+struct ByJob<'a> {
+    by_job: &'a mut OrdMap<(JobKey, AllocId), JobAlloc>,
+    summaries: &'a mut OrdMap<JobKey, Arc<JobSummary>>,
+    indexes: &'a mut TableIndexes,
+    jobs: &'a OrdMap<JobKey, Arc<Job>>,
+}
+
+impl StateStore {
+    /// Stores an allocation, replacing any earlier one with its id.
+    pub(crate) fn put_alloc(&mut self, index: Index, alloc: Allocation) -> Arc<Allocation> {
+        let change = self.insert_alloc(index, alloc);
+        let new = change.new.clone();
+        self.index_alloc_changes(index, std::slice::from_ref(&change));
+        new
+    }
+
+    /// Writes an allocation into the by-id table only. Until its change has gone through
+    /// [`Self::index_alloc_changes`], only [`Self::alloc`] may be read.
+    pub(crate) fn insert_alloc(&mut self, index: Index, mut alloc: Allocation) -> AllocChange {
+        self.share_job_key(&mut alloc);
+        let new = Arc::new(alloc);
+        let old = self.allocs.insert(new.id, new.clone());
+        self.touch(Table::Allocs, index);
+        AllocChange { old, new }
+    }
+
+    /// Brings every index in step with `changes`, in their order.
+    pub(crate) fn index_alloc_changes(&mut self, index: Index, changes: &[AllocChange]) {
+        let (mut by_node, mut by_job) = self.alloc_halves();
+        if changes.len() < PARALLEL_INDEX_FROM {
+            changes.iter().for_each(|c| by_node.change(c));
+            changes.iter().for_each(|c| by_job.change(index, c));
+            return;
+        }
+        std::thread::scope(|scope| {
+            let by_node = scope.spawn(move || changes.iter().for_each(|c| by_node.change(c)));
+            changes.iter().for_each(|c| by_job.change(index, c));
+            by_node
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        });
+    }
+
+    /// Points the allocation's namespace and job id at the strings its job's summary (or,
+    /// before the summary exists, its job) already holds. An allocation decoded from the
+    /// log carries its own copies; at a million allocations those two small heap strings
+    /// each were tens of megabytes, and shared `Arc`s also let job key comparisons settle
+    /// on pointer equality.
+    fn share_job_key(&self, alloc: &mut Allocation) {
+        let key = job_key(alloc);
+        let shared = match self.summaries.get_key_value(&key) {
+            Some((shared, _)) => Some(shared),
+            None => self.jobs.get_key_value(&key).map(|(shared, _)| shared),
+        };
+        if let Some(shared) = shared {
+            alloc.namespace = shared.namespace.clone();
+            alloc.job_id = shared.id.clone();
+        }
+    }
+
+    fn alloc_halves(&mut self) -> (ByNode<'_>, ByJob<'_>) {
+        (
+            ByNode {
+                by_node: &mut self.allocs_by_node,
+                usage: &mut self.node_usage,
+                tainted: &mut self.tainted_nodes,
+                nodes: &self.nodes,
+            },
+            ByJob {
+                by_job: &mut self.allocs_by_job,
+                summaries: &mut self.summaries,
+                indexes: &mut self.indexes,
+                jobs: &self.jobs,
+            },
+        )
+    }
+
+    /// Changes a node's entry in `node_usage`, dropping it once it holds nothing.
+    pub(super) fn change_use(&mut self, node: NodeId, f: impl FnOnce(&mut NodeUse)) {
+        change_use(&mut self.node_usage, node, f);
+    }
+
+    pub(super) fn with_summary(
+        &mut self,
+        index: Index,
+        key: &JobKey,
+        f: impl FnOnce(&mut JobSummary),
+    ) {
+        with_summary(&mut self.summaries, &mut self.indexes, index, key, f);
+    }
+
+    pub(super) fn drop_summary_if_orphaned(&mut self, index: Index, key: &JobKey) {
+        drop_summary_if_orphaned(
+            &mut self.summaries,
+            &mut self.indexes,
+            &self.jobs,
+            index,
+            key,
+        );
+    }
+
+    pub(crate) fn remove_alloc(&mut self, index: Index, id: &AllocId) -> Option<Arc<Allocation>> {
+        let old = self.allocs.remove(id)?;
+        let (mut by_node, mut by_job) = self.alloc_halves();
+        by_node.remove(&old);
+        by_job.remove(index, &old);
+        self.touch(Table::Allocs, index);
+        Some(old)
+    }
+}
+
+impl ByNode<'_> {
+    fn change(&mut self, AllocChange { old, new }: &AllocChange) {
+        match old {
+            Some(old) if same_keys(old, new) => return self.replace(old, new),
+            Some(old) => self.unindex(old),
+            None => {}
+        }
+        self.index(new);
+        // Only an allocation that moves to a node can change whether a missing node is
+        // named.
+        let moved_from = old.as_ref().map(|o| o.node_id);
+        if moved_from != Some(new.node_id) {
+            if !self.nodes.contains_key(&new.node_id) {
+                self.tainted.insert(new.node_id, None);
+            }
+            if let Some(from) = moved_from {
+                forget_if_unnamed(self.tainted, self.by_node, &from);
+            }
+        }
+    }
+
+    fn remove(&mut self, old: &Allocation) {
+        self.unindex(old);
+        forget_if_unnamed(self.tainted, self.by_node, &old.node_id);
+    }
+
+    /// Two versions under the same keys: the entry is replaced where it is.
+    fn replace(&mut self, old: &Allocation, new: &Arc<Allocation>) {
+        self.by_node.insert((new.node_id, new.id), new.clone());
+        let held = |a: &Allocation| a.uses_resources().then_some(a.resources);
+        let (old_ports, new_ports) = (held_ports(old), held_ports(new));
+        if held(old) == held(new) && old_ports == new_ports {
+            return;
+        }
+        change_use(self.usage, new.node_id, |u| {
+            if let Some(r) = held(old) {
+                u.resources = u.resources - r;
+                u.live = u.live.saturating_sub(1);
+            }
+            if let Some(r) = held(new) {
+                u.resources += r;
+                u.live += 1;
+            }
+            if old_ports != new_ports {
+                u.change_ports(|p| {
+                    p.remove(old_ports);
+                    p.add(new_ports);
+                });
+            }
+        });
+    }
+
+    fn index(&mut self, a: &Arc<Allocation>) {
+        self.by_node.insert((a.node_id, a.id), a.clone());
+        if a.uses_resources() {
+            change_use(self.usage, a.node_id, |u| u.count(a, 1));
+        }
+    }
+
+    fn unindex(&mut self, a: &Allocation) {
+        self.by_node.remove(&(a.node_id, a.id));
+        if a.uses_resources() {
+            change_use(self.usage, a.node_id, |u| u.count(a, -1));
+        }
+    }
+}
+
+impl ByJob<'_> {
+    fn change(&mut self, index: Index, AllocChange { old, new }: &AllocChange) {
+        match old {
+            Some(old) if same_keys(old, new) => {
+                let key = job_key(new);
+                self.by_job
+                    .insert((key.clone(), new.id), JobAlloc::new(new.clone()));
+                self.summary(index, &key, |s| {
+                    s.count_alloc(old, -1);
+                    s.count_alloc(new, 1);
+                });
+                return;
+            }
+            Some(old) => self.unindex(index, old),
+            None => {}
+        }
+        self.index(index, new);
+        if let Some(old) = old {
+            self.drop_if_orphaned(index, &job_key(old));
+        }
+    }
+
+    fn remove(&mut self, index: Index, old: &Allocation) {
+        self.unindex(index, old);
+        self.drop_if_orphaned(index, &job_key(old));
+    }
+
+    fn index(&mut self, index: Index, a: &Arc<Allocation>) {
+        let key = job_key(a);
+        self.by_job
+            .insert((key.clone(), a.id), JobAlloc::new(a.clone()));
+        self.summary(index, &key, |s| s.count_alloc(a, 1));
+    }
+
+    fn unindex(&mut self, index: Index, a: &Allocation) {
+        let key = job_key(a);
+        self.by_job.remove(&(key.clone(), a.id));
+        self.summary(index, &key, |s| s.count_alloc(a, -1));
+    }
+
+    fn summary(&mut self, index: Index, key: &JobKey, f: impl FnOnce(&mut JobSummary)) {
+        with_summary(self.summaries, self.indexes, index, key, f);
+    }
+
+    fn drop_if_orphaned(&mut self, index: Index, key: &JobKey) {
+        drop_summary_if_orphaned(self.summaries, self.indexes, self.jobs, index, key);
+    }
+}
+
+fn change_use(usage: &mut OrdMap<NodeId, NodeUse>, node: NodeId, f: impl FnOnce(&mut NodeUse)) {
+    let entry = usage.entry(node).or_default();
+    f(entry);
+    if entry.is_empty() {
+        usage.remove(&node);
+    }
+}
+
+fn with_summary(
+    summaries: &mut OrdMap<JobKey, Arc<JobSummary>>,
+    indexes: &mut TableIndexes,
+    index: Index,
+    key: &JobKey,
+    f: impl FnOnce(&mut JobSummary),
+) {
+    let entry = summaries
+        .entry(key.clone())
+        .or_insert_with(|| Arc::new(JobSummary::new(key.clone())));
+    let s = Arc::make_mut(entry);
+    f(s);
+    s.modify_index = index;
+    indexes.raise(Table::JobSummaries, index);
+}
+
+fn drop_summary_if_orphaned(
+    summaries: &mut OrdMap<JobKey, Arc<JobSummary>>,
+    indexes: &mut TableIndexes,
+    jobs: &OrdMap<JobKey, Arc<Job>>,
+    index: Index,
+    key: &JobKey,
+) {
+    if !jobs.contains_key(key) && summaries.get(key).is_some_and(|s| s.is_empty()) {
+        summaries.remove(key);
+        indexes.raise(Table::JobSummaries, index);
+    }
+}
+
+/// Drops a missing node from `tainted_nodes` once no allocation names it.
+fn forget_if_unnamed(
+    tainted: &mut OrdMap<NodeId, Option<Arc<Node>>>,
+    by_node: &OrdMap<(NodeId, AllocId), Arc<Allocation>>,
+    id: &NodeId,
+) {
+    if matches!(tainted.get(id), Some(None)) && !names_node(by_node, id) {
+        tainted.remove(id);
+    }
+}
+
+/// Whether any allocation in the by-node index is on `id`.
+pub(super) fn names_node(
+    by_node: &OrdMap<(NodeId, AllocId), Arc<Allocation>>,
+    id: &NodeId,
+) -> bool {
+    by_node
+        .range((*id, AllocId::MIN)..=(*id, AllocId::MAX))
+        .next()
+        .is_some()
+}
+
+/// Whether two versions of an allocation sit under the same keys in every index (node, job,
+/// eval), so that replacing one by the other changes only the indexes' values.
+fn same_keys(a: &Allocation, b: &Allocation) -> bool {
+    a.node_id == b.node_id
+        && a.eval_id == b.eval_id
+        && a.job_id == b.job_id
+        && a.namespace == b.namespace
+}
+
+/// The ports an allocation holds on its node: all of them while it uses resources.
+fn held_ports(a: &Allocation) -> &[AllocatedPort] {
+    if a.uses_resources() { &a.ports } else { &[] }
+}
+
+pub(super) fn job_key(a: &Allocation) -> JobKey {
+    JobKey {
+        namespace: a.namespace.clone(),
+        id: a.job_id.clone(),
+    }
+}
