@@ -686,10 +686,7 @@ impl Apply<'_> {
             }
             a.modify_index = self.index;
             a.modify_time = now;
-            self.touched_jobs.insert(JobKey {
-                namespace: a.namespace.clone(),
-                id: a.job_id.clone(),
-            });
+            self.touched_jobs.insert(a.job_key());
             if crate::state::alloc_listed(&old) != crate::state::alloc_listed(&a) {
                 relisted.push(a.id);
             }

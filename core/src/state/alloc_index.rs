@@ -86,7 +86,7 @@ impl StateStore {
     /// each were tens of megabytes, and shared `Arc`s also let job key comparisons settle
     /// on pointer equality.
     fn share_job_key(&self, alloc: &mut Allocation) {
-        let key = job_key(alloc);
+        let key = alloc.job_key();
         let shared = match self.summaries.get_key_value(&key) {
             Some((shared, _)) => Some(shared),
             None => self.jobs.get_key_value(&key).map(|(shared, _)| shared),
@@ -219,7 +219,7 @@ impl ByJob<'_> {
     fn change(&mut self, index: Index, AllocChange { old, new }: &AllocChange) {
         match old {
             Some(old) if same_keys(old, new) => {
-                let key = job_key(new);
+                let key = new.job_key();
                 self.by_job
                     .insert((key.clone(), new.id), JobAlloc::new(new.clone()));
                 self.summary(index, &key, |s| {
@@ -233,24 +233,24 @@ impl ByJob<'_> {
         }
         self.index(index, new);
         if let Some(old) = old {
-            self.drop_if_orphaned(index, &job_key(old));
+            self.drop_if_orphaned(index, &old.job_key());
         }
     }
 
     fn remove(&mut self, index: Index, old: &Allocation) {
         self.unindex(index, old);
-        self.drop_if_orphaned(index, &job_key(old));
+        self.drop_if_orphaned(index, &old.job_key());
     }
 
     fn index(&mut self, index: Index, a: &Arc<Allocation>) {
-        let key = job_key(a);
+        let key = a.job_key();
         self.by_job
             .insert((key.clone(), a.id), JobAlloc::new(a.clone()));
         self.summary(index, &key, |s| s.count_alloc(a, 1));
     }
 
     fn unindex(&mut self, index: Index, a: &Allocation) {
-        let key = job_key(a);
+        let key = a.job_key();
         self.by_job.remove(&(key.clone(), a.id));
         self.summary(index, &key, |s| s.count_alloc(a, -1));
     }
@@ -335,11 +335,4 @@ fn same_keys(a: &Allocation, b: &Allocation) -> bool {
 /// The ports an allocation holds on its node: all of them while it uses resources.
 fn held_ports(a: &Allocation) -> &[AllocatedPort] {
     if a.uses_resources() { &a.ports } else { &[] }
-}
-
-pub(super) fn job_key(a: &Allocation) -> JobKey {
-    JobKey {
-        namespace: a.namespace.clone(),
-        id: a.job_id.clone(),
-    }
 }

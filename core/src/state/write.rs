@@ -1,7 +1,7 @@
 //! The store's write primitives. Only the FSM calls them; each keeps every secondary index,
 //! the node usage table and the job summaries in step with the primary table it changes.
 
-use super::alloc_index::{job_key, names_node};
+use super::alloc_index::names_node;
 use super::{
     JOB_VERSIONS_KEPT, JobAlloc, JobSummary, StateStore, Table, summary::derive_job_status,
 };
@@ -183,7 +183,7 @@ impl StateStore {
         }
         let mut groups: std::collections::HashMap<JobKey, Group> = std::collections::HashMap::new();
         for a in &mut allocs {
-            let group = groups.entry(job_key(a)).or_insert_with_key(|key| {
+            let group = groups.entry(a.job_key()).or_insert_with_key(|key| {
                 // The strings the summary's key already holds, or this key's for a new one.
                 let (namespace, id) = match self.summaries.get_key_value(key) {
                     Some((shared, _)) => (shared.namespace.clone(), shared.id.clone()),
@@ -215,7 +215,7 @@ impl StateStore {
             let summary = Arc::make_mut(summary);
             for a in group.allocs {
                 summary.count_alloc(&a, 1);
-                job_index.push(((job_key(&a), a.id), JobAlloc::new(a)));
+                job_index.push(((a.job_key(), a.id), JobAlloc::new(a)));
             }
         }
         let by_node: Vec<((NodeId, AllocId), Arc<Allocation>)> = allocs

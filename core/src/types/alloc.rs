@@ -5,7 +5,7 @@
 //! (schedulers look up the version an allocation was placed with in the job versions table).
 
 use super::{
-    AllocId, AllocatedPort, Dimension, EvalId, Index, JobId, Links, NodeId, PortShortage,
+    AllocId, AllocatedPort, Dimension, EvalId, Index, JobId, JobKey, Links, NodeId, PortShortage,
     Resources, TaskStates, Timestamp,
 };
 use compact_str::CompactString;
@@ -212,6 +212,14 @@ pub struct Allocation {
 }
 
 impl Allocation {
+    /// The key of the job this allocation belongs to (as [`Evaluation::job_key`]).
+    pub fn job_key(&self) -> JobKey {
+        JobKey {
+            namespace: self.namespace.clone(),
+            id: self.job_id.clone(),
+        }
+    }
+
     /// `job.group[index]`, the name every allocation of a group slot carries.
     pub fn name_for(job: &str, group: &str, index: u32) -> CompactString {
         // Schedulers name every placement: built by hand, as `format!` costs several times
