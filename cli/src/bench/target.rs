@@ -56,42 +56,23 @@ impl Target {
     /// Starts `drover server` (this binary) on free loopback ports and waits until it
     /// leads and answers.
     pub async fn start_child(settings: &ServerSettings) -> Result<Target, BenchError> {
-        let mut attempt = 1;
-        loop {
+        let attempt = || async {
             let mut server = ChildServer::start(settings, None)?;
             match server.wait_until_serving(LEADERSHIP_DEADLINE).await {
-                Ok(()) => return Ok(Target::Child(Box::new(server))),
+                Ok(()) => Ok(Target::Child(Box::new(server))),
                 Err(e) => {
                     server.kill();
-                    if !lost_a_port(&e) || attempt == PORT_ATTEMPTS {
-                        return Err(e);
-                    }
-                    tracing::info!(
-                        attempt,
-                        "a free port was taken before the server bound it; retrying"
-                    );
-                    attempt += 1;
+                    Err(e)
                 }
             }
-        }
+        };
+        on_fresh_ports(attempt).await
     }
 
     /// Starts `n` servers as one cluster and waits until every one of them knows the
     /// leader.
     pub async fn start_cluster(settings: &ServerSettings, n: usize) -> Result<Target, BenchError> {
-        let mut attempt = 1;
-        loop {
-            match Self::try_start_cluster(settings, n).await {
-                Err(e) if lost_a_port(&e) && attempt < PORT_ATTEMPTS => {
-                    tracing::info!(
-                        attempt,
-                        "a free port was taken before a server bound it; retrying"
-                    );
-                    attempt += 1;
-                }
-                started => return started,
-            }
-        }
+        on_fresh_ports(|| Self::try_start_cluster(settings, n)).await
     }
 
     /// One attempt of [`Self::start_cluster`]; servers already started are killed when
@@ -427,8 +408,27 @@ fn spawn(args: &[String], secret: Option<&str>, log: &Path) -> Result<Child, Ben
         })
 }
 
-/// How many times a run starts its servers on fresh ports when one was taken.
-const PORT_ATTEMPTS: u32 = 3;
+/// How many times a run starts its servers again, on fresh ports, when one was taken.
+const PORT_RETRIES: usize = 2;
+
+/// Runs `start` (which picks its own free ports each time) again while it fails because
+/// a port was taken before a server bound it ([`lost_a_port`]).
+async fn on_fresh_ports<F, Fut>(start: F) -> Result<Target, BenchError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<Target, BenchError>>,
+{
+    use backon::Retryable;
+    start
+        .retry(
+            backon::ConstantBuilder::new()
+                .with_delay(Duration::ZERO)
+                .with_max_times(PORT_RETRIES),
+        )
+        .when(lost_a_port)
+        .notify(|_, _| tracing::info!("a free port was taken before a server bound it; retrying"))
+        .await
+}
 
 /// Whether a server exited because another process bound one of its ports in the moment
 /// between [`free_ports`] closing them and the server binding them (the server's own
