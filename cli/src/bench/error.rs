@@ -20,6 +20,8 @@ pub enum BenchError {
     Spawn { exe: String, source: std::io::Error },
     #[error("the benchmarked server exited ({status}); its log ends:\n{log}")]
     ServerExit { status: String, log: String },
+    #[error("the benchmarked server was still running {} after SIGINT, so it was killed; its last lines:\n{log}", humantime::format_duration(*.waited))]
+    ServerHung { waited: Duration, log: String },
     #[error("the benchmarked server did not become leader within {}", humantime::format_duration(*.0))]
     NoLeader(Duration),
     #[error(transparent)]

@@ -231,8 +231,9 @@ impl ChildServer {
             format!("127.0.0.1:{metrics}"),
             "--log-level".into(),
             // Raft's own lines are few (start, membership, a restart's phases) and the
-            // restart scenario reads its phases from them.
-            "warn,drover_server::raft=info".into(),
+            // restart scenario reads its phases from them; the server's, leadership's and
+            // workers' few lines show how far a stop got if it hangs.
+            "warn,drover_server::raft=info,drover_server::server=info,drover_server::leader=info,drover_server::worker=info".into(),
         ];
         if let Some(m) = &member {
             args.extend(["--server-id".into(), m.id.to_string()]);
@@ -256,18 +257,24 @@ impl ChildServer {
     }
 
     /// SIGINT (as Ctrl-C), then waits for it to exit and removes its data.
+    /// A server still running [`STOP_DEADLINE`] after SIGINT is killed and reported with
+    /// the last lines of its own (not Raft's) log, which show how far its shutdown got.
     async fn stop(mut self) -> Result<(), BenchError> {
         self.interrupt();
         let status = tokio::task::spawn_blocking(move || {
-            let status = self.child.wait();
+            let status = wait_or_kill(&mut self.child, STOP_DEADLINE);
             (status, self)
         })
         .await;
         match status {
-            Ok((Ok(status), _)) if status.success() => Ok(()),
-            Ok((Ok(status), server)) => Err(BenchError::ServerExit {
+            Ok((Ok(Stopped::Exited(status)), _)) if status.success() => Ok(()),
+            Ok((Ok(Stopped::Exited(status)), server)) => Err(BenchError::ServerExit {
                 status: status.to_string(),
                 log: server.log_tail(),
+            }),
+            Ok((Ok(Stopped::Killed), server)) => Err(BenchError::ServerHung {
+                waited: STOP_DEADLINE,
+                log: server.own_log_tail(),
             }),
             Ok((Err(e), _)) => Err(io("waiting for the server to stop")(e)),
             Err(e) => Err(io("waiting for the server to stop")(std::io::Error::other(
@@ -368,6 +375,46 @@ impl ChildServer {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
         lines[lines.len().saturating_sub(10)..].join("\n")
+    }
+
+    /// The last lines drover's own modules logged: a server without its peers fills the
+    /// rest of its log with openraft's retries.
+    fn own_log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("drover_server"))
+            .collect();
+        lines[lines.len().saturating_sub(10)..].join("\n")
+    }
+}
+
+/// How long a server may take to stop after SIGINT: a clean stop, even at millions of
+/// allocations, takes about a second, so one still running after this is hung.
+const STOP_DEADLINE: Duration = Duration::from_secs(60);
+
+/// How a child ended once asked to stop.
+#[derive(Debug)]
+enum Stopped {
+    Exited(std::process::ExitStatus),
+    /// Still running at the deadline, so killed.
+    Killed,
+}
+
+/// Waits up to `deadline` for `child` to exit, then kills it (blocking: run it off the
+/// runtime).
+fn wait_or_kill(child: &mut Child, deadline: Duration) -> std::io::Result<Stopped> {
+    let until = std::time::Instant::now() + deadline;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(Stopped::Exited(status));
+        }
+        if std::time::Instant::now() >= until {
+            child.kill()?;
+            child.wait()?;
+            return Ok(Stopped::Killed);
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -494,6 +541,53 @@ mod tests {
         ];
         for e in others {
             assert!(!lost_a_port(&e), "{e}");
+        }
+    }
+
+    /// A child that ignores SIGINT, as a hung server does: started, asked to stop, then
+    /// waited for with `deadline`.
+    fn stop_one(ignore_sigint: bool, deadline: Duration) -> Stopped {
+        let script = if ignore_sigint {
+            "trap '' INT; exec sleep 30"
+        } else {
+            "exec sleep 30"
+        };
+        let mut child = Command::new("sh").args(["-c", script]).spawn().unwrap();
+        // Signal only once `sh` has become `sleep`: before, the trap may not be set yet.
+        let started = std::time::Instant::now();
+        while std::fs::read_to_string(format!("/proc/{}/comm", child.id()))
+            .is_ok_and(|comm| comm.trim() != "sleep")
+        {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "sh never ran sleep"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(child.id() as i32),
+            nix::sys::signal::Signal::SIGINT,
+        )
+        .unwrap();
+        let stopped = wait_or_kill(&mut child, deadline).unwrap();
+        assert!(
+            child.try_wait().unwrap().is_some(),
+            "the child is gone either way"
+        );
+        stopped
+    }
+
+    #[test]
+    fn a_server_that_ignores_sigint_is_killed_at_the_deadline_and_one_that_stops_is_not() {
+        let started = std::time::Instant::now();
+        assert!(matches!(
+            stop_one(true, Duration::from_millis(300)),
+            Stopped::Killed
+        ));
+        assert!(started.elapsed() >= Duration::from_millis(300));
+        match stop_one(false, Duration::from_secs(30)) {
+            Stopped::Exited(status) => assert!(!status.success(), "{status}"),
+            Stopped::Killed => panic!("a child that stops on SIGINT was killed"),
         }
     }
 }
