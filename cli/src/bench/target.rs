@@ -381,12 +381,22 @@ impl ChildServer {
     /// rest of its log with openraft's retries.
     fn own_log_tail(&self) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = text
-            .lines()
-            .filter(|l| l.contains("drover_server"))
-            .collect();
-        lines[lines.len().saturating_sub(10)..].join("\n")
+        own_lines(&text, 10)
     }
+}
+
+/// The last `n` lines that drover's own modules logged: the target (the word after the
+/// timestamp and level) is `drover_server`'s, whatever the message names.
+fn own_lines(log: &str, n: usize) -> String {
+    let own: Vec<&str> = log
+        .lines()
+        .filter(|l| {
+            l.split_whitespace()
+                .nth(2)
+                .is_some_and(|target| target.starts_with("drover_server"))
+        })
+        .collect();
+    own[own.len().saturating_sub(n)..].join("\n")
 }
 
 /// How long a server may take to stop after SIGINT: a clean stop takes seconds, so one
@@ -589,5 +599,23 @@ mod tests {
             Stopped::Exited(status) => assert!(!status.success(), "{status}"),
             Stopped::Killed => panic!("a child that stops on SIGINT was killed"),
         }
+    }
+
+    #[test]
+    fn a_hung_servers_report_keeps_its_own_lines_and_not_raft_retries_naming_it() {
+        let log = "\
+2026-11-28T11:41:47.1Z  INFO drover_server::server: server shutting down server_id=3
+2026-11-28T11:41:47.2Z  INFO drover_server::leader: leader duties revoked plans_dropped=0
+2026-11-28T11:42:48.1Z  WARN openraft::replication: error replication to target=1 error=drover_server::raft::network::TransportError
+2026-11-28T11:42:48.2Z ERROR openraft::replication: RPCError err=drover_server::raft::network::TransportError";
+        assert_eq!(
+            own_lines(log, 10),
+            "2026-11-28T11:41:47.1Z  INFO drover_server::server: server shutting down server_id=3\n\
+             2026-11-28T11:41:47.2Z  INFO drover_server::leader: leader duties revoked plans_dropped=0"
+        );
+        assert_eq!(
+            own_lines(log, 1),
+            "2026-11-28T11:41:47.2Z  INFO drover_server::leader: leader duties revoked plans_dropped=0"
+        );
     }
 }
