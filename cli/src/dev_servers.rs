@@ -183,20 +183,18 @@ impl DevServers {
         }
         let deadline = std::time::Instant::now() + STOP_DEADLINE;
         for s in &mut self.servers {
-            while matches!(s.child.try_wait(), Ok(None)) && std::time::Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            if matches!(s.child.try_wait(), Ok(None)) {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if let Ok(crate::child::Stopped::Killed) =
+                crate::child::wait_or_kill(&mut s.child, left)
+            {
                 eprintln!(
-                    "    server {} (pid {}) did not stop within {}s of SIGINT; killing it (see {})",
+                    "    server {} (pid {}) did not stop within {}s of SIGINT; killed it (see {})",
                     s.id,
                     s.child.id(),
                     STOP_DEADLINE.as_secs(),
                     s.log.display()
                 );
-                let _ = s.child.kill();
             }
-            let _ = s.child.wait();
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod agent;
 pub mod allocs;
 pub mod argv;
 pub mod bench;
+pub mod child;
 pub mod client;
 pub mod conflict;
 pub mod console;
