@@ -341,6 +341,67 @@ async fn a_lapsed_lease_suspends_the_duties_and_a_quorum_resumes_them_in_the_sam
     }
 }
 
+/// A leader whose first entry never commits (the three-server bench stopped its last peer
+/// just after electing it; here entries are lost while heartbeats pass, so a quorum still
+/// confirms it) never establishes its duties, and stopping it must not wait for that entry
+/// to apply: openraft's own barrier waits for it without a limit, and once held a stopped
+/// server up forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_leader_whose_first_entry_never_commits_stops_without_waiting_for_it() {
+    let (configs, _dirs) = cluster_configs(3, SECRET);
+    let faults = Arc::new(Faults::default());
+    let mut servers = start_faulty(&configs, &faults).await;
+    let handles: Vec<ServerHandle> = servers.iter().map(Server::handle).collect();
+    let old = leader_of(&handles, None).await;
+    let old_term = handles[old].raft_metrics().current_term;
+    faults.entries_lost.store(true, Ordering::SeqCst);
+    faults
+        .isolated
+        .lock()
+        .unwrap()
+        .insert(configs[old].server_id);
+
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    let elected = loop {
+        let raft_leader = (0..handles.len()).find(|&i| {
+            let m = handles[i].raft_metrics();
+            i != old
+                && m.current_term > old_term
+                && m.state == openraft::ServerState::Leader
+                && m.current_leader == Some(configs[i].server_id)
+        });
+        if let Some(i) = raft_leader {
+            break i;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no new leader elected"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let lease = drover_server::leader::lease(&configs[elected].raft);
+    tokio::time::sleep(lease * 2).await;
+    let m = handles[elected].raft_metrics();
+    assert_eq!(
+        m.state,
+        openraft::ServerState::Leader,
+        "still Raft's leader"
+    );
+    assert!(!handles[elected].is_leader(), "duties never established");
+
+    let stopping = Instant::now();
+    let stopped =
+        tokio::time::timeout(Duration::from_secs(10), servers.remove(elected).shutdown()).await;
+    assert!(
+        matches!(stopped, Ok(Ok(()))),
+        "the unconfirmed leader did not stop within 10 s: {stopped:?}"
+    );
+    eprintln!("unconfirmed leader stopped in {:?}", stopping.elapsed());
+    for s in servers {
+        s.shutdown().await.expect("server stops");
+    }
+}
+
 /// The heartbeat stream under the same fault: a leader whose answers are lost stops
 /// acknowledging streamed heartbeats once its lease lapses, both on a stream to it and on
 /// one to a follower (which sends each heartbeat on to it): a stream opened before the

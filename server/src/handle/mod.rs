@@ -120,7 +120,6 @@ impl ServerHandle {
         self.inner.metrics.clone()
     }
 
-    /// Whether this server runs the leader duties.
     /// Hands leadership to voter `target` (or the most caught-up other voter); on the
     /// leader only. Returns the new leader and its term.
     pub async fn transfer_leadership(
@@ -130,6 +129,7 @@ impl ServerHandle {
         self.inner.membership.transfer(target).await
     }
 
+    /// Whether this server runs the leader duties.
     pub fn is_leader(&self) -> bool {
         self.inner.leadership.is_leading()
     }

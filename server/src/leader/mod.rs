@@ -195,21 +195,32 @@ struct Duties {
 }
 
 impl Duties {
+    /// Establishes the duties once a quorum confirms this leader and the state has applied
+    /// everything up to the read point Raft names (its first entry of this term at least).
+    /// `None` when it cannot yet, and the monitor retries while this server still leads.
+    /// Every wait here is bounded: openraft's own `ensure_linearizable` waits for that
+    /// entry to apply without a limit, and an entry whose quorum was stopped before it
+    /// committed never applies. Cancelling this future is safe up to the restore, which
+    /// changes nothing before it holds the core's lock.
     async fn start(shared: &Arc<Leadership>, raft: &RaftNode) -> Option<Duties> {
         // Subscribe before the barrier, so no entry applied after the restore is missed;
         // events at or below the restore index are skipped.
         let events = shared.events.subscribe();
-        match raft.raft().ensure_linearizable().await {
-            Ok(Some(log_id)) => {
+        match raft.raft().get_read_log_id().await {
+            Ok((Some(read_point), _)) => {
                 let limit = shared.config.plan_wait_limit;
-                if let Err(e) = shared.state.wait_for_index(log_id.index, limit).await {
-                    tracing::warn!(error = %e, "leader barrier not applied in time");
+                if let Err(e) = shared.state.wait_for_index(read_point.index, limit).await {
+                    tracing::warn!(
+                        error = %e,
+                        index = read_point.index,
+                        "leader barrier not applied in time; retrying"
+                    );
                     return None;
                 }
             }
-            Ok(None) => {}
+            Ok((None, _)) => {}
             Err(e) => {
-                tracing::info!(error = %e, "lost leadership before establishing it");
+                tracing::info!(error = %e, "leadership not confirmed by a quorum; retrying while leading");
                 return None;
             }
         }
@@ -316,7 +327,12 @@ pub(crate) async fn monitor(
         match (leader, holds, duties.is_some()) {
             (true, true, false) => {
                 tracing::info!(server_id = me, "gained leadership");
-                duties = Duties::start(&shared, &raft).await;
+                // A stop must not wait on a quorum that may never answer again (a leader
+                // whose peers were stopped first).
+                duties = tokio::select! {
+                    d = Duties::start(&shared, &raft) => d,
+                    _ = shutdown.wait_for(|stop| *stop) => None,
+                };
                 suspended = false;
             }
             (true, true, true) if suspended => {

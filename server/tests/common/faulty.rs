@@ -1,12 +1,16 @@
 //! A Raft transport with faults laid over it, for the simulations: messages lost at a
 //! rate, servers cut off both ways, servers whose own calls are lost (one way), servers
-//! whose calls arrive but whose answers are lost (the other way).
+//! whose calls arrive but whose answers are lost (the other way), and log entries lost
+//! while heartbeats and votes pass.
 
+use drover_server::raft::codec::decode_rpc;
+use drover_server::raft::types::TypeConfig;
 use drover_server::raft::{RaftRpc, RaftTransport, RpcFuture, ServerId, TransportError};
+use openraft::raft::AppendEntriesRequest;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// What the seed's schedule does to the Raft transport right now.
@@ -22,6 +26,9 @@ pub struct Faults {
     /// Servers whose own calls arrive but whose answers are lost: the others hear them,
     /// they hear nothing back.
     pub deaf: Mutex<BTreeSet<ServerId>>,
+    /// Every `AppendEntries` that carries entries is lost, while heartbeats (empty ones)
+    /// and votes pass: a leader can be elected and confirmed but commits nothing.
+    pub entries_lost: AtomicBool,
     /// Drives the losses (the schedule has its own generator).
     pub rng: Mutex<Option<ChaCha8Rng>>,
 }
@@ -77,6 +84,12 @@ impl RaftTransport for FaultyTransport {
             if self.faults.lose() {
                 return Err(lost("request lost"));
             }
+            if rpc == RaftRpc::AppendEntries
+                && self.faults.entries_lost.load(Ordering::SeqCst)
+                && carries_entries(&payload)
+            {
+                return Err(lost("entries lost"));
+            }
             let answer = self.inner.call(rpc, target, addr, payload).await;
             if self.faults.deaf.lock().unwrap().contains(&self.from) {
                 return Err(lost("answer lost to a one-way partition"));
@@ -87,4 +100,9 @@ impl RaftTransport for FaultyTransport {
             answer
         })
     }
+}
+
+fn carries_entries(payload: &[u8]) -> bool {
+    decode_rpc::<AppendEntriesRequest<TypeConfig>>("append entries", payload)
+        .is_ok_and(|rpc| !rpc.entries.is_empty())
 }
