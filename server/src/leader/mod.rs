@@ -317,6 +317,8 @@ pub(crate) async fn monitor(
     let mut metrics = raft.metrics();
     let mut duties: Option<Duties> = None;
     let mut suspended = false;
+    // Whether this term's start was already tried (and said so): retries log nothing new.
+    let mut starting = false;
     let lease = lease(&shared.config.raft);
     loop {
         let (leader, holds) = {
@@ -326,7 +328,10 @@ pub(crate) async fn monitor(
         };
         match (leader, holds, duties.is_some()) {
             (true, true, false) => {
-                tracing::info!(server_id = me, "gained leadership");
+                if !starting {
+                    tracing::info!(server_id = me, "gained leadership");
+                    starting = true;
+                }
                 // A stop must not wait on a quorum that may never answer again (a leader
                 // whose peers were stopped first).
                 duties = tokio::select! {
@@ -361,6 +366,7 @@ pub(crate) async fn monitor(
             }
             _ => {}
         }
+        starting &= leader;
         if *shutdown.borrow() {
             break;
         }
