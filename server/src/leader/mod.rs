@@ -367,7 +367,9 @@ pub(crate) async fn monitor(
             _ => {}
         }
         starting &= leader;
-        if *shutdown.borrow() {
+        // A server dropped without a stop closes the channel: that is a stop too, and
+        // without this check every wait on the channel would end at once, in a busy loop.
+        if *shutdown.borrow() || shutdown.has_changed().is_err() {
             break;
         }
         // A failed start while still leading is retried shortly. Raft reports its metrics
