@@ -2,6 +2,7 @@
 //! processes forming one Raft cluster on loopback, so failover can be tried by hand
 //! (`kill -9` the leader's pid and watch the console).
 
+use crate::child::{Stopped, wait_or_kill};
 use anyhow::Context;
 use rand::RngCore;
 use std::os::unix::process::CommandExt;
@@ -184,9 +185,7 @@ impl DevServers {
         let deadline = std::time::Instant::now() + STOP_DEADLINE;
         for s in &mut self.servers {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
-            if let Ok(crate::child::Stopped::Killed) =
-                crate::child::wait_or_kill(&mut s.child, left)
-            {
+            if let Ok(Stopped::Killed) = wait_or_kill(&mut s.child, left) {
                 eprintln!(
                     "    server {} (pid {}) did not stop within {}s of SIGINT; killed it (see {})",
                     s.id,

@@ -373,31 +373,30 @@ impl ChildServer {
 
     /// The last lines the server logged, to explain why it stopped.
     fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(10)..].join("\n")
+        last_lines(&self.log_text(), 10, |_| true)
     }
 
     /// The last lines drover's own modules logged: a server without its peers fills the
     /// rest of its log with openraft's retries.
     fn own_log_tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        own_lines(&text, 10)
+        own_lines(&self.log_text(), 10)
     }
+}
+
+/// The last `n` lines of `log` that `keep` keeps.
+fn last_lines(log: &str, n: usize, keep: impl Fn(&str) -> bool) -> String {
+    let kept: Vec<&str> = log.lines().filter(|l| keep(l)).collect();
+    kept[kept.len().saturating_sub(n)..].join("\n")
 }
 
 /// The last `n` lines that drover's own modules logged: the target (the word after the
 /// timestamp and level) is `drover_server`'s, whatever the message names.
 fn own_lines(log: &str, n: usize) -> String {
-    let own: Vec<&str> = log
-        .lines()
-        .filter(|l| {
-            l.split_whitespace()
-                .nth(2)
-                .is_some_and(|target| target.starts_with("drover_server"))
-        })
-        .collect();
-    own[own.len().saturating_sub(n)..].join("\n")
+    last_lines(log, n, |l| {
+        l.split_whitespace()
+            .nth(2)
+            .is_some_and(|target| target.starts_with("drover_server"))
+    })
 }
 
 /// How long a server may take to stop after SIGINT: a clean stop takes seconds, so one
