@@ -964,7 +964,7 @@ impl Apply<'_> {
     fn index_deferred_allocs(&mut self) {
         if let Some(waiting) = self.unindexed.as_mut().filter(|w| !w.is_empty()) {
             let changes = std::mem::take(waiting);
-            self.store.index_alloc_changes(self.index, &changes);
+            self.store.index_alloc_changes(self.index, changes);
         }
     }
 

@@ -7,7 +7,8 @@
 //! table alone ([`StateStore::insert_alloc`]) and hand the changes over in one batch
 //! ([`StateStore::index_alloc_changes`]): each half then replays the batch in order, so
 //! every tree ends as the writes one by one would leave it, and from
-//! [`PARALLEL_INDEX_FROM`] changes the halves run on two threads. The FSM's apply is the
+//! [`PARALLEL_INDEX_FROM`] changes the by-node half runs on the store's helper thread
+//! ([`super::helper`]), its trees moved out of the store and back. The FSM's apply is the
 //! one serial path every write takes (and a restart's replay is nothing else), so this is
 //! where the second core shortens it.
 
@@ -16,8 +17,8 @@ use crate::types::*;
 use imbl::OrdMap;
 use std::sync::Arc;
 
-/// From this many changes in a batch the two halves run on two threads: below it a thread
-/// costs more than it saves.
+/// From this many changes in a batch the two halves run on two threads: below it waking the
+/// helper costs more than it saves.
 const PARALLEL_INDEX_FROM: usize = 256;
 
 /// One allocation written into the by-id table whose indexes are not yet changed.
@@ -36,6 +37,27 @@ struct ByNode<'a> {
     nodes: &'a OrdMap<NodeId, Arc<Node>>,
 }
 
+/// The by-node half's trees moved out of the store, for the helper thread to write. `nodes`
+/// is a copy of the node table's root (read only, and dropped before the store writes a
+/// node again, so the table is still written in place).
+struct ByNodeTrees {
+    by_node: OrdMap<(NodeId, AllocId), Arc<Allocation>>,
+    usage: OrdMap<NodeId, NodeUse>,
+    tainted: OrdMap<NodeId, Option<Arc<Node>>>,
+    nodes: OrdMap<NodeId, Arc<Node>>,
+}
+
+impl ByNodeTrees {
+    fn half(&mut self) -> ByNode<'_> {
+        ByNode {
+            by_node: &mut self.by_node,
+            usage: &mut self.usage,
+            tainted: &mut self.tainted,
+            nodes: &self.nodes,
+        }
+    }
+}
+
 /// The by-job half's trees.
 struct ByJob<'a> {
     by_job: &'a mut OrdMap<(JobKey, AllocId), JobAlloc>,
@@ -48,9 +70,10 @@ impl StateStore {
     /// Stores an allocation, replacing any earlier one with its id.
     pub(crate) fn put_alloc(&mut self, index: Index, alloc: Allocation) -> Arc<Allocation> {
         let change = self.insert_alloc(index, alloc);
-        let new = change.new.clone();
-        self.index_alloc_changes(index, std::slice::from_ref(&change));
-        new
+        let (mut by_node, mut by_job) = self.alloc_halves();
+        by_node.change(&change);
+        by_job.change(index, &change);
+        change.new
     }
 
     /// Writes an allocation into the by-id table only. Until its change has gone through
@@ -64,20 +87,37 @@ impl StateStore {
     }
 
     /// Brings every index in step with `changes`, in their order.
-    pub(crate) fn index_alloc_changes(&mut self, index: Index, changes: &[AllocChange]) {
-        let (mut by_node, mut by_job) = self.alloc_halves();
+    pub(crate) fn index_alloc_changes(&mut self, index: Index, changes: Vec<AllocChange>) {
         if changes.len() < PARALLEL_INDEX_FROM {
+            let (mut by_node, mut by_job) = self.alloc_halves();
             changes.iter().for_each(|c| by_node.change(c));
             changes.iter().for_each(|c| by_job.change(index, c));
             return;
         }
-        std::thread::scope(|scope| {
-            let by_node = scope.spawn(move || changes.iter().for_each(|c| by_node.change(c)));
-            changes.iter().for_each(|c| by_job.change(index, c));
-            by_node
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        let changes = Arc::new(changes);
+        let mut trees = ByNodeTrees {
+            by_node: std::mem::take(&mut self.allocs_by_node),
+            usage: std::mem::take(&mut self.node_usage),
+            tainted: std::mem::take(&mut self.tainted_nodes),
+            nodes: self.nodes.clone(),
+        };
+        let for_helper = changes.clone();
+        let by_node = super::helper::spawn(move || {
+            let mut half = trees.half();
+            for_helper.iter().for_each(|c| half.change(c));
+            trees
         });
+        let (_, mut by_job) = self.alloc_halves();
+        changes.iter().for_each(|c| by_job.change(index, c));
+        let ByNodeTrees {
+            by_node,
+            usage,
+            tainted,
+            nodes: _,
+        } = by_node.wait();
+        self.allocs_by_node = by_node;
+        self.node_usage = usage;
+        self.tainted_nodes = tainted;
     }
 
     /// Points the allocation's namespace and job id at the strings its job's summary (or,

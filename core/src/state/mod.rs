@@ -23,6 +23,7 @@ mod alloc_chunks;
 mod alloc_index;
 pub(crate) use alloc_index::AllocChange;
 mod deployments;
+mod helper;
 mod read;
 mod rebuild;
 mod services;

@@ -657,13 +657,13 @@ proptest::proptest! {
                     one_by_one.put_alloc(index, a.clone());
                     waiting.push(batched.insert_alloc(index, a));
                     if waiting.len() == batch {
-                        batched.index_alloc_changes(index, &std::mem::take(&mut waiting));
+                        batched.index_alloc_changes(index, std::mem::take(&mut waiting));
                         index += 1;
                     }
                 }
                 AllocWrite::Remove { alloc } => {
                     // The FSM indexes what waits before any other write.
-                    batched.index_alloc_changes(index, &std::mem::take(&mut waiting));
+                    batched.index_alloc_changes(index, std::mem::take(&mut waiting));
                     index += 1;
                     one_by_one.remove_alloc(index, &mock::alloc_id(*alloc));
                     batched.remove_alloc(index, &mock::alloc_id(*alloc));
@@ -671,7 +671,7 @@ proptest::proptest! {
                 }
             }
         }
-        batched.index_alloc_changes(index, &waiting);
+        batched.index_alloc_changes(index, waiting);
         let end = index + 1;
         // As the FSM does after each command: jobs' statuses follow their summaries.
         for s in [&mut batched, &mut one_by_one] {

@@ -235,13 +235,9 @@ impl StateStore {
             self.index_by_node(by_node);
             by_id_and_job()
         } else {
-            std::thread::scope(|scope| {
-                let built = scope.spawn(by_id_and_job);
-                self.index_by_node(by_node);
-                built
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
+            let built = super::helper::spawn(by_id_and_job);
+            self.index_by_node(by_node);
+            built.wait()
         };
         self.allocs = table;
         self.allocs_by_job = by_job;
