@@ -1,12 +1,12 @@
 //! The second core's share of a write: one helper thread that lives as long as the process.
 //!
 //! The FSM's apply splits an allocation batch's index work into two halves that share no
-//! tree, and runs one of them on a second thread. A thread spawned per batch cost more than
-//! the half it ran: on this project's 2-core test machine a restart's replay spent a third
-//! of its time waiting to join batch threads that had used less CPU than the caller, the
-//! rest being thread creation, a fresh allocator heap per thread and the first touch of its
-//! pages. A long-lived thread keeps its heap and is only woken. It blocks while idle (a
-//! spinning pool such as rayon's took the caller's core in the benches and was slower).
+//! tree, and runs one of them on a second thread. On this project's 2-core test machine a
+//! restart's replay spent a third of its time joining the thread spawned for each batch,
+//! though those threads used less CPU than the caller's own half; creating and joining a
+//! thread there costs over 100 µs and a fresh allocator heap each time. A long-lived thread
+//! keeps its heap and is only woken. It blocks while idle: a pool whose idle workers spin
+//! (rayon's) would take CPU the caller and the API need on two cores.
 //!
 //! Jobs are owned (`'static`): the caller moves the trees a job writes out of the store and
 //! takes them back from [`Pending::wait`], so no borrow crosses threads and no unsafe code
