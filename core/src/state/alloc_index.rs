@@ -70,9 +70,7 @@ impl StateStore {
     /// Stores an allocation, replacing any earlier one with its id.
     pub(crate) fn put_alloc(&mut self, index: Index, alloc: Allocation) -> Arc<Allocation> {
         let change = self.insert_alloc(index, alloc);
-        let (mut by_node, mut by_job) = self.alloc_halves();
-        by_node.change(&change);
-        by_job.change(index, &change);
+        self.index_here(index, std::slice::from_ref(&change));
         change.new
     }
 
@@ -89,10 +87,7 @@ impl StateStore {
     /// Brings every index in step with `changes`, in their order.
     pub(crate) fn index_alloc_changes(&mut self, index: Index, changes: Vec<AllocChange>) {
         if changes.len() < PARALLEL_INDEX_FROM {
-            let (mut by_node, mut by_job) = self.alloc_halves();
-            changes.iter().for_each(|c| by_node.change(c));
-            changes.iter().for_each(|c| by_job.change(index, c));
-            return;
+            return self.index_here(index, &changes);
         }
         let changes = Arc::new(changes);
         let mut trees = ByNodeTrees {
@@ -118,6 +113,13 @@ impl StateStore {
         self.allocs_by_node = by_node;
         self.node_usage = usage;
         self.tainted_nodes = tainted;
+    }
+
+    /// Both halves of `changes`, one after the other on this thread.
+    fn index_here(&mut self, index: Index, changes: &[AllocChange]) {
+        let (mut by_node, mut by_job) = self.alloc_halves();
+        changes.iter().for_each(|c| by_node.change(c));
+        changes.iter().for_each(|c| by_job.change(index, c));
     }
 
     /// Points the allocation's namespace and job id at the strings its job's summary (or,
