@@ -283,13 +283,14 @@ impl fmt::Debug for RaftNode {
     }
 }
 
-async fn blocking<T, E, F>(f: F) -> Result<T, RaftError>
+async fn blocking<T, E, F>(runtime: &RaftRuntime, f: F) -> Result<T, RaftError>
 where
     T: Send + 'static,
     E: Into<RaftError> + Send + 'static,
     F: FnOnce() -> Result<T, E> + Send + 'static,
 {
-    tokio::task::spawn_blocking(f)
+    runtime
+        .blocking(f)
         .await
         .map_err(|e| RaftError::Task {
             reason: e.to_string(),
@@ -391,8 +392,15 @@ impl RaftNode {
             source,
         })?;
 
+        // Everything from here runs on Raft's runtime (see `RaftRuntime::blocking`).
+        let runtime = RaftRuntime::start(node_id).map_err(|e| RaftError::Task {
+            reason: format!("cannot start the raft runtime: {e}"),
+        })?;
         let migrate_from = data_dir.clone();
-        blocking(move || legacy_log::migrate(&migrate_from, node_id)).await?;
+        blocking(&runtime, move || {
+            legacy_log::migrate(&migrate_from, node_id)
+        })
+        .await?;
         let log_dir = data_dir.join(LOG_DIR);
         private::private_dir(&log_dir).map_err(|source| RaftError::DataDir {
             path: log_dir.clone(),
@@ -400,16 +408,17 @@ impl RaftNode {
         })?;
         let wait = config.open_timeout;
         let started = std::time::Instant::now();
-        let log_store = blocking(move || LogStore::open(&log_dir, node_id, wait)).await?;
+        let log_store = blocking(&runtime, move || LogStore::open(&log_dir, node_id, wait)).await?;
         let log_opened = started.elapsed();
         let log_stats = log_store.stats();
         let snap_dir = data_dir.join(SNAPSHOT_DIR);
         let snapshot_file = snap_dir.join(SNAPSHOT_FILE);
         let events = config.events.clone();
         let committed = log_store.committed_hint();
-        let sm =
-            blocking(move || StateMachine::open_replaying(node_id, &snap_dir, events, committed))
-                .await?;
+        let sm = blocking(&runtime, move || {
+            StateMachine::open_replaying(node_id, &snap_dir, events, committed)
+        })
+        .await?;
         let state = sm.handle();
         let state_loaded = started.elapsed();
         let snapshot_index = sm.applied_index();
@@ -418,9 +427,6 @@ impl RaftNode {
             .transport
             .clone()
             .unwrap_or_else(|| Arc::new(NoTransport));
-        let runtime = RaftRuntime::start(node_id).map_err(|e| RaftError::Task {
-            reason: format!("cannot start the raft runtime: {e}"),
-        })?;
         let network = Network::new(transport, config.max_payload_bytes);
         // Built on the Raft runtime, so openraft spawns its core and workers there.
         let raft = runtime

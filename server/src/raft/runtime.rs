@@ -1,6 +1,8 @@
 //! Raft's own tokio runtime: openraft's core, its state machine worker, the replication
 //! streams and the Raft listener run on threads of their own, so a heartbeat or a vote
-//! never waits behind the scheduler workers, the API or the allocation watches.
+//! never waits behind the scheduler workers, the API or the allocation watches. The
+//! threads Raft's work starts outside tokio (the log's flush worker, the FSM's index
+//! helper) are started from the runtime's blocking threads, so they share its priority.
 //!
 //! openraft 0.9 gives every AppendEntries one heartbeat interval to be answered; on a busy
 //! machine a follower whose Raft shared the runtime with its scheduler answered later than
@@ -87,6 +89,18 @@ impl RaftRuntime {
         F::Output: Send + 'static,
     {
         self.runtime().spawn(fut).await
+    }
+
+    /// Runs blocking `f` on one of the Raft runtime's blocking threads, which start at Raft's
+    /// priority. Threads that `f` starts inherit it: opening the log there starts its flush
+    /// worker, whose fsync every commit waits for, and loading the state there starts the
+    /// FSM's index helper, which shares each batch's apply.
+    pub async fn blocking<F, R>(&self, f: F) -> Result<R, tokio::task::JoinError>
+    where
+        F: FnOnce() -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        self.runtime().spawn_blocking(f).await
     }
 
     /// Starts `fut` on the Raft runtime without waiting for it; it ends with the runtime
