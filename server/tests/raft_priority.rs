@@ -1,11 +1,13 @@
-//! The threads a commit waits for run at Raft's priority. Raft's runtime threads ask for a
-//! higher priority than the API's (`raft::runtime`); the log's flush worker, whose fsync
-//! every commit waits for, is a plain thread that inherits the priority of the thread that
-//! opened the log. Opened from an API thread, it competed with the API's workers at their
-//! priority, and a commit's fsync waited behind them under load.
+//! The FSM's index helper runs at Raft's priority. Raft's runtime threads ask for a higher
+//! priority than the API's (`raft::runtime`); the helper, which runs half of each large
+//! batch's apply while openraft's state machine worker waits for it, is a plain thread that
+//! inherits the priority of whichever thread first used it. A restart that loaded its
+//! snapshot on an API thread left it there, preempted by Raft's own threads while the replay
+//! waited for it.
 //!
 //! Linux only: a thread's nice value is read from `/proc`. Where the process may not raise
-//! a priority, every thread keeps the process's and the check holds trivially.
+//! a priority, every thread keeps the process's and the check holds trivially. One test in
+//! this binary: the helper is one per process.
 
 mod common;
 
@@ -45,23 +47,30 @@ fn nice_of_threads(prefix: &str) -> BTreeMap<u32, i64> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn the_logs_flush_worker_runs_at_rafts_priority() {
+async fn the_index_helper_runs_at_rafts_priority_whoever_started_it() {
+    // Started from this test's thread, at the process's priority, as a snapshot loaded
+    // outside Raft's runtime would.
+    assert_eq!(
+        drover_core::state::run_on_index_helper(|| 7),
+        Some(7),
+        "the helper runs jobs"
+    );
     let dir = tempfile::tempdir().unwrap();
     let (server, _h) = start(dir.path()).await;
 
     let raft = nice_of_threads("raft-");
-    let flush = nice_of_threads("chunked_wal");
+    let helper = nice_of_threads("drover-index");
     assert!(!raft.is_empty(), "no raft runtime thread found");
-    assert_eq!(flush.len(), 1, "one log, one flush worker: {flush:?}");
+    assert_eq!(helper.len(), 1, "one helper per process: {helper:?}");
     let raft_nice: Vec<i64> = raft.values().copied().collect();
     assert!(
         raft_nice.windows(2).all(|w| w[0] == w[1]),
         "raft's threads disagree on their priority: {raft:?}"
     );
     assert_eq!(
-        flush.values().next(),
+        helper.values().next(),
         raft_nice.first(),
-        "the flush worker {flush:?} does not run at raft's priority {raft:?}"
+        "the index helper {helper:?} does not run at raft's priority {raft:?}"
     );
 
     server.shutdown().await.unwrap();

@@ -71,6 +71,18 @@ where
     }
 }
 
+/// Runs `job` on the helper thread and waits for it; `None`, without running it, where the
+/// process has no helper. What it is for: a job that changes the thread itself (its
+/// scheduling priority), which must not run on the caller instead.
+pub fn run_on_helper<R, F>(job: F) -> Option<R>
+where
+    F: FnOnce() -> R + Send + 'static,
+    R: Send + 'static,
+{
+    helper()?;
+    Some(spawn(job).wait())
+}
+
 impl<R> Pending<R> {
     /// The job's result, once it has run. A panic in the job is resumed here.
     pub(super) fn wait(self) -> R {
@@ -90,6 +102,12 @@ impl<R> Pending<R> {
 #[cfg(test)]
 mod tests {
     use super::spawn;
+
+    #[test]
+    fn a_job_run_on_the_helper_runs_on_its_thread() {
+        let name = super::run_on_helper(|| std::thread::current().name().map(str::to_owned));
+        assert_eq!(name, Some(Some("drover-index".to_owned())));
+    }
 
     #[test]
     fn a_job_returns_what_it_owns_while_the_caller_works() {

@@ -35,6 +35,7 @@ mod tests;
 
 pub use acl::AclParts;
 pub use deployments::DEPLOYMENTS_KEPT;
+pub use helper::run_on_helper as run_on_index_helper;
 pub use rebuild::StoreParts;
 pub use services::{ServiceChanges, ServiceSummary, alloc_listed};
 pub use summary::{GroupSummary, JobSummary, derive_job_status};

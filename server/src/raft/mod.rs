@@ -283,19 +283,23 @@ impl fmt::Debug for RaftNode {
     }
 }
 
-async fn blocking<T, E, F>(runtime: &RaftRuntime, f: F) -> Result<T, RaftError>
+async fn blocking<T, E, F>(f: F) -> Result<T, RaftError>
 where
     T: Send + 'static,
     E: Into<RaftError> + Send + 'static,
     F: FnOnce() -> Result<T, E> + Send + 'static,
 {
-    runtime
-        .blocking(f)
-        .await
-        .map_err(|e| RaftError::Task {
-            reason: e.to_string(),
-        })?
-        .map_err(Into::into)
+    joined(tokio::task::spawn_blocking(f).await)
+}
+
+/// A blocking task's result, its panic or cancellation as a task error.
+fn joined<T, E: Into<RaftError>>(
+    done: Result<Result<T, E>, tokio::task::JoinError>,
+) -> Result<T, RaftError> {
+    done.map_err(|e| RaftError::Task {
+        reason: e.to_string(),
+    })?
+    .map_err(Into::into)
 }
 
 /// Logs a restart's phases once the log written before it is applied again (openraft
@@ -392,15 +396,8 @@ impl RaftNode {
             source,
         })?;
 
-        // Everything from here runs on Raft's runtime (see `RaftRuntime::blocking`).
-        let runtime = RaftRuntime::start(node_id).map_err(|e| RaftError::Task {
-            reason: format!("cannot start the raft runtime: {e}"),
-        })?;
         let migrate_from = data_dir.clone();
-        blocking(&runtime, move || {
-            legacy_log::migrate(&migrate_from, node_id)
-        })
-        .await?;
+        blocking(move || legacy_log::migrate(&migrate_from, node_id)).await?;
         let log_dir = data_dir.join(LOG_DIR);
         private::private_dir(&log_dir).map_err(|source| RaftError::DataDir {
             path: log_dir.clone(),
@@ -408,17 +405,28 @@ impl RaftNode {
         })?;
         let wait = config.open_timeout;
         let started = std::time::Instant::now();
-        let log_store = blocking(&runtime, move || LogStore::open(&log_dir, node_id, wait)).await?;
+        // Opened here, not on Raft's runtime: the log's flush worker inherits the opener's
+        // priority, and with it at Raft's, c1m's commits carried fewer entries each (8 %
+        // more of them) and took 14 % more server CPU at the median.
+        let log_store = blocking(move || LogStore::open(&log_dir, node_id, wait)).await?;
         let log_opened = started.elapsed();
         let log_stats = log_store.stats();
         let snap_dir = data_dir.join(SNAPSHOT_DIR);
         let snapshot_file = snap_dir.join(SNAPSHOT_FILE);
         let events = config.events.clone();
         let committed = log_store.committed_hint();
-        let sm = blocking(&runtime, move || {
-            StateMachine::open_replaying(node_id, &snap_dir, events, committed)
-        })
-        .await?;
+        let runtime = RaftRuntime::start(node_id).map_err(|e| RaftError::Task {
+            reason: format!("cannot start the raft runtime: {e}"),
+        })?;
+        // Loaded at Raft's priority: a restart's snapshot load competes with the nodes
+        // reconnecting to the API meanwhile.
+        let sm = joined(
+            runtime
+                .blocking(move || {
+                    StateMachine::open_replaying(node_id, &snap_dir, events, committed)
+                })
+                .await,
+        )?;
         let state = sm.handle();
         let state_loaded = started.elapsed();
         let snapshot_index = sm.applied_index();

@@ -1,8 +1,9 @@
 //! Raft's own tokio runtime: openraft's core, its state machine worker, the replication
 //! streams and the Raft listener run on threads of their own, so a heartbeat or a vote
-//! never waits behind the scheduler workers, the API or the allocation watches. The
-//! threads Raft's work starts outside tokio (the log's flush worker, the FSM's index
-//! helper) are started from the runtime's blocking threads, so they share its priority.
+//! never waits behind the scheduler workers, the API or the allocation watches. The FSM's
+//! index helper (`drover_core::state::run_on_index_helper`), which runs half of each large
+//! batch's apply beside openraft's state machine worker, is raised with them, whichever
+//! thread first used it. The log's flush worker is not: see `RaftNode::start`.
 //!
 //! openraft 0.9 gives every AppendEntries one heartbeat interval to be answered; on a busy
 //! machine a follower whose Raft shared the runtime with its scheduler answered later than
@@ -69,6 +70,7 @@ impl RaftRuntime {
                 }
             })
             .build()?;
+        raise_index_helper();
         Ok(RaftRuntime {
             inner: Arc::new(Owned(Some(rt))),
         })
@@ -92,9 +94,7 @@ impl RaftRuntime {
     }
 
     /// Runs blocking `f` on one of the Raft runtime's blocking threads, which start at Raft's
-    /// priority. Threads that `f` starts inherit it: opening the log there starts its flush
-    /// worker, whose fsync every commit waits for, and loading the state there starts the
-    /// FSM's index helper, which shares each batch's apply.
+    /// priority (a restart's snapshot load).
     pub async fn blocking<F, R>(&self, f: F) -> Result<R, tokio::task::JoinError>
     where
         F: FnOnce() -> R + Send + 'static,
@@ -116,6 +116,19 @@ impl RaftRuntime {
     pub fn enter(&self) -> tokio::runtime::EnterGuard<'_> {
         self.runtime().enter()
     }
+}
+
+/// Raises the FSM's index helper to Raft's priority, once per process. A thread inherits
+/// the priority of the thread that started it, and the helper starts on first use: a restart
+/// that loaded its snapshot elsewhere left it at the process's, preempted by Raft's threads
+/// while the replay waited for it.
+fn raise_index_helper() {
+    static RAISED: std::sync::Once = std::sync::Once::new();
+    RAISED.call_once(|| {
+        if let Some(Err(reason)) = drover_core::state::run_on_index_helper(raise_priority) {
+            tracing::info!(%reason, "the index helper runs at the process's priority");
+        }
+    });
 }
 
 /// Lowers the calling thread's nice value to [`RAFT_NICE`]. On Linux a nice value belongs to
