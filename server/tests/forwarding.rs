@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{DEADLINE, agreed_leader, cluster_configs, join};
+use common::{DEADLINE, agreed_leader, cluster_configs, join, join_many};
 use drover_proto::v1 as pb;
 use drover_server::Server;
 use drover_server::api::ApiOptions;
@@ -68,9 +68,13 @@ async fn a_forwarded_heartbeat_passes_calls_that_fill_the_leaders_connections() 
         servers.push(server);
     }
     let leader = agreed_leader(&servers).await;
-    // Ready before the test: the heartbeat under test then writes nothing, which would
-    // answer the held calls.
-    let node = join(&servers[leader].handle(), 1, "").await.creds;
+    // Ready and healthy before the test: the heartbeat under test then writes nothing, and
+    // neither does the leader's health tracker (a new node's move to healthy is a write of
+    // its own, after its first ready heartbeat); a write would answer the held calls.
+    let node = join_many(&servers[leader].handle(), 1)
+        .await
+        .remove(0)
+        .creds;
     let follower = (leader + 1) % servers.len();
     let follower_addr = apis[follower].local_addr();
     let next = servers[leader].handle().snapshot().latest_index() + 1;
