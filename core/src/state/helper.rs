@@ -53,19 +53,12 @@ where
     F: FnOnce() -> R + Send + 'static,
     R: Send + 'static,
 {
-    let Some(queue) = helper() else {
-        return Pending::Done(job());
-    };
-    let (tx, rx) = sync_channel(1);
-    let boxed: Job = Box::new(move || {
-        // The caller may have unwound meanwhile; then nobody wants the result.
-        let _ = tx.send(catch_unwind(AssertUnwindSafe(job)));
-    });
-    match queue.send(boxed) {
-        Ok(()) => Pending::Running(rx),
+    match enqueue(job) {
+        Queued::Running(rx) => Pending::Running(rx),
+        Queued::NoHelper(job) => Pending::Done(job()),
         // The helper is gone (it only ends with the process): run the job here.
-        Err(returned) => {
-            (returned.0)();
+        Queued::HelperGone(wrapped, rx) => {
+            wrapped();
             Pending::Running(rx)
         }
     }
@@ -79,8 +72,38 @@ where
     F: FnOnce() -> R + Send + 'static,
     R: Send + 'static,
 {
-    helper()?;
-    Some(spawn(job).wait())
+    match enqueue(job) {
+        Queued::Running(rx) => Some(Pending::Running(rx).wait()),
+        Queued::NoHelper(_) | Queued::HelperGone(..) => None,
+    }
+}
+
+/// Where [`enqueue`] left a job.
+enum Queued<R, F> {
+    Running(Receiver<Outcome<R>>),
+    /// No helper thread was ever started: the job, untouched.
+    NoHelper(F),
+    /// The helper's queue is closed: the job wrapped to send its outcome to the receiver.
+    HelperGone(Job, Receiver<Outcome<R>>),
+}
+
+fn enqueue<R, F>(job: F) -> Queued<R, F>
+where
+    F: FnOnce() -> R + Send + 'static,
+    R: Send + 'static,
+{
+    let Some(queue) = helper() else {
+        return Queued::NoHelper(job);
+    };
+    let (tx, rx) = sync_channel(1);
+    let wrapped: Job = Box::new(move || {
+        // The caller may have unwound meanwhile; then nobody wants the result.
+        let _ = tx.send(catch_unwind(AssertUnwindSafe(job)));
+    });
+    match queue.send(wrapped) {
+        Ok(()) => Queued::Running(rx),
+        Err(returned) => Queued::HelperGone(returned.0, rx),
+    }
 }
 
 impl<R> Pending<R> {
