@@ -2,7 +2,7 @@
 //! `drover acl bootstrap`, a policy, a read-only token for the console, and an agent that
 //! joins with an introduction token.
 
-mod cli_support;
+use crate::cli_support;
 
 use cli_support::{code, drover_at, spawn, stderr, stdout};
 use drover_tests::{DEADLINE, eventually};

@@ -1,7 +1,7 @@
 //! `drover alloc logs|restart|stop` from the binary against a real server and a real
 //! agent (`drover agent`) running a real process that prints numbered lines.
 
-mod cli_support;
+use crate::cli_support;
 
 use cli_support::{assert_code, drover, spawn, stdout, wait_for_line};
 use drover_core::{AllocId, ClientStatus, DesiredStatus};

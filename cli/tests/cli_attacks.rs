@@ -2,7 +2,7 @@
 //! (issue 28): what an unauthenticated client can make it allocate, and whether idle
 //! connections can lock everyone else out.
 
-mod cli_support;
+use crate::cli_support;
 
 #[path = "../../server/tests/common/raw.rs"]
 mod raw;

@@ -2,7 +2,7 @@
 //! simulated nodes, places every allocation and reports figures that add up; flags that
 //! cannot work are refused before anything starts, naming the flag.
 
-mod cli_support;
+use crate::cli_support;
 
 use cli_support::{code, json, stderr};
 use std::process::Output;

@@ -1,7 +1,7 @@
 //! `drover server --peer ... --cluster-secret ...`: three real server processes form one
 //! cluster over their Raft listeners, and a write on the leader is read on every server.
 
-mod cli_support;
+use crate::cli_support;
 
 use cli_support::{Three, drover_at, stdout};
 use drover_tests::{DEADLINE, eventually};

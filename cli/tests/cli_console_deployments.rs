@@ -4,7 +4,7 @@
 //! server's refusal of an early promotion told in the status line. The console's state
 //! and its real background tasks are driven without a terminal.
 
-mod cli_support;
+use crate::cli_support;
 
 use cli_support::{Running, assert_code, drover, stdout};
 use drover_core::{Deployment, DeploymentStatus, JobKey};

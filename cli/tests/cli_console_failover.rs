@@ -5,7 +5,7 @@
 //! view reads what `operator workers list` reads. The console's state and its real
 //! background tasks are driven without a terminal.
 
-mod cli_support;
+use crate::cli_support;
 
 use cli_support::{Three, drover_at, leader_seen_by, stdout};
 use drover_tests::DEADLINE;

@@ -3,7 +3,7 @@
 //! version; a canary waits beside the old version until `deployment promote`; the
 //! progress deadline fails a deployment that makes no progress.
 
-mod cli_support;
+use crate::cli_support;
 
 use cli_support::{Running, assert_code, drover, json, stdout};
 use drover_core::{ClientStatus, DesiredStatus, JobKey};

@@ -3,7 +3,7 @@
 //! agent), answers the gRPC health service and `/metrics`, and stops cleanly on Ctrl-C
 //! (SIGINT).
 
-mod cli_support;
+use crate::cli_support;
 
 use cli_support::{drover_at, json, spawn, wait_for_line};
 use drover_tests::{DEADLINE, eventually};

@@ -10,7 +10,7 @@
 //! serve), with `docker import`: no registry is reachable. Without an engine these tests
 //! fail, saying how to get one; `.ci/run` installs and starts it.
 
-mod cli_support;
+use crate::cli_support;
 
 use cli_support::printed_address;
 

@@ -2,7 +2,7 @@
 //! moves is left on the node, as Nomad's does); `-detach` returns at once; a deadline moves
 //! what pacing holds back.
 
-mod cli_support;
+use crate::cli_support;
 
 use cli_support::{assert_code, drover, json, stdout};
 use drover_agent::sim::{SimConfig, Simulator};

@@ -5,7 +5,7 @@
 //! every acknowledged job is there, scheduling goes on, and no node is marked down because
 //! of the election.
 
-mod cli_support;
+use crate::cli_support;
 
 use cli_support::{Three, drover_at, leader_seen_by, spawn, stdout, write_job};
 use drover_tests::{DEADLINE, eventually};

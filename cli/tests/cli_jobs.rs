@@ -1,7 +1,7 @@
 //! The `drover job ...` commands against a real server: run, plan, status, history,
 //! inspect and stop, their `-json` output, exit codes and one-line errors.
 
-mod cli_support;
+use crate::cli_support;
 
 use cli_support::{
     assert_code, code, drover, drover_at, join_nodes, json, stderr, stdout, write_job,

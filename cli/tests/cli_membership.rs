@@ -5,7 +5,7 @@
 //! since the entries it lacks are gone from every log. Registrations go on throughout and
 //! every acknowledged job is on every server at the end.
 
-mod cli_support;
+use crate::cli_support;
 
 use cli_support::{Running, drover_at, free_ports, json, spawn, stderr, stdout, write_job};
 use drover_tests::{DEADLINE, eventually};

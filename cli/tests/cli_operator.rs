@@ -1,7 +1,7 @@
 //! The operator's commands against a real server: node status, offline / online,
 //! eligibility, workers pause / resume, the scheduler configuration, the event stream.
 
-mod cli_support;
+use crate::cli_support;
 
 use cli_support::{assert_code, drover, join_nodes, json, spawn, stdout, wait_for_line};
 use drover_tests::{DEADLINE, TestServer, eventually};

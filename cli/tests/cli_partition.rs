@@ -7,7 +7,7 @@
 //! Needs root and iproute2/iptables (CI installs them): without them the test fails,
 //! saying so, rather than passing without running.
 
-mod cli_support;
+use crate::cli_support;
 
 use cli_support::{Running, drover_at, leader_seen_by, spawn, stdout};
 use drover_tests::{DEADLINE, eventually};

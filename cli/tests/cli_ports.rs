@@ -3,7 +3,7 @@
 //! `${NOMAD_PORT_http}`, a dynamic port) on its one real agent, and an HTTP GET reaches each
 //! copy on the address `drover alloc status` prints for it.
 
-mod cli_support;
+use crate::cli_support;
 
 use cli_support::printed_address;
 

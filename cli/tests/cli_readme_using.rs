@@ -5,7 +5,7 @@
 //! error until stopped, the logs printing at once; `drover console` needs a terminal and is
 //! left to the console's own tests.
 
-mod cli_support;
+use crate::cli_support;
 
 use cli_support::{drover_at, spawn, wait_for_line};
 use drover_tests::{DEADLINE, eventually};

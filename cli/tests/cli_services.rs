@@ -7,7 +7,7 @@
 //! again, `service info` and `alloc status` showing the tcp check critical with what it
 //! said, then passing; stopping the job removes every registration.
 
-mod cli_support;
+use crate::cli_support;
 
 use cli_support::{Running, assert_code, drover, json, stdout};
 use drover_core::{ClientStatus, DesiredStatus, JobKey, ServiceHealth};

@@ -2,7 +2,7 @@
 //! and the logs before it plain (no colour codes into a pipe), filtered by `--log-level`,
 //! as JSON with `--log-json`, and without openraft's state dumps.
 
-mod cli_support;
+use crate::cli_support;
 
 use cli_support::{assert_code, drover_at, stderr};
 

@@ -5,7 +5,7 @@
 //! not parse fail the allocation with what is wrong and leave the node healthy; a
 //! dispatched job's meta and payload reach its task (`NOMAD_META_*`, `dispatch_payload`).
 
-mod cli_support;
+use crate::cli_support;
 
 use cli_support::{Running, assert_code, drover, stdout};
 use drover_core::{ClientStatus, JobKey};

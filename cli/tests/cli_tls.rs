@@ -3,7 +3,7 @@
 //! only under the node name its certificate carries, and reaches that agent for task logs
 //! over mutual TLS.
 
-mod cli_support;
+use crate::cli_support;
 
 use cli_support::{code, drover_at, make_certs, spawn, stdout};
 use drover_tests::{DEADLINE, eventually};

@@ -5,7 +5,7 @@
 //! server's, TLS to a server that does not speak it. Real `drover server` processes,
 //! certificates from `drover tls`.
 
-mod cli_support;
+use crate::cli_support;
 
 use cli_support::{Running, code, drover_at, free_ports, make_certs, spawn, stderr, stdout};
 use drover_tests::{DEADLINE, eventually};

@@ -4,7 +4,7 @@
 //! --acl` with them on), and the README's python-nomad block runs as a reader pastes it.
 //! A venv or pip that cannot be made fails the test: it never skips.
 
-mod cli_support;
+use crate::cli_support;
 
 use cli_support::{Running, spawn, wait_for_line};
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! the capability, and lets the right token through; and the console's case, a read-only
 //! token that cannot offline a node.
 
-mod common;
+use crate::common;
 
 use common::acl::Acl;
 use common::api::Api;

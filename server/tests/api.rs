@@ -2,7 +2,7 @@
 //! health gauges, event replay and the end of a lagging subscriber, limits, the
 //! `/metrics` endpoint, and a server started from an HCL config file.
 
-mod common;
+use crate::common;
 
 use common::api::Api;
 use common::http::http_get;

@@ -1,7 +1,7 @@
 //! Attacks from outside, each kept as a test (issue 28): what a node, a task or an
 //! unauthenticated client on the same machine tried, and what the servers must answer.
 
-mod common;
+use crate::common;
 
 use common::acl::Acl;
 use common::{Agent, heartbeat, register, wait_until};

@@ -2,7 +2,7 @@
 //! written in a few Raft entries (the server's write coalescer), and every report still
 //! lands and is answered.
 
-mod common;
+use crate::common;
 
 use common::*;
 use drover_core::fsm::AllocClientUpdate;

@@ -3,7 +3,7 @@
 //! pause the broker and reject registrations, health that follows leadership, and bounds
 //! on what a node may send.
 
-mod common;
+use crate::common;
 
 use common::api::Api;
 use common::*;

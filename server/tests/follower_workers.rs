@@ -2,7 +2,7 @@
 //! dequeue from the leader's broker, submit their plans to its applier and write their
 //! evals through it, so a job is placed all the same.
 
-mod common;
+use crate::common;
 
 use common::{
     agreed_leader, big_service_job, cluster_configs, join_many, live_allocs, register, wait_until,

@@ -2,7 +2,7 @@
 //! their own: a leader serves a bounded number of calls per connection, and a node's
 //! heartbeat must not wait behind other calls holding those slots.
 
-mod common;
+use crate::common;
 
 use common::{DEADLINE, agreed_leader, cluster_configs, join, join_many};
 use drover_proto::v1 as pb;

@@ -2,7 +2,7 @@
 //! was wrong (never a panic, never INTERNAL or UNKNOWN), and the server keeps serving.
 //! Seeded, so a failure replays; bounded, so CI stays fast.
 
-mod common;
+use crate::common;
 
 use common::api::Api;
 use common::raw::Raw;

@@ -3,7 +3,7 @@
 //! call would refuse ends the stream with that call's status; streamed heartbeats count
 //! in `drover_heartbeats_total` as unary ones do.
 
-mod common;
+use crate::common;
 
 use common::api::Api;
 use common::beats::{Beats, auth, ready};

@@ -1,7 +1,7 @@
 //! Nomad's HTTP API on a real server: every route meets the gRPC API's ACL checks (it
 //! calls the gRPC stack in process), and bad requests are refused as Nomad refuses them.
 
-mod common;
+use crate::common;
 
 use common::api::Api;
 use drover_proto::bearer::BearerChannel;

@@ -2,7 +2,7 @@
 //! follow-ups, cancelling duplicate blocked evals, garbage collection, periodic launches,
 //! dispatch, and the node health sweeps (flaky cool-down, lost-grace deletion).
 
-mod common;
+use crate::common;
 
 use common::*;
 use drover_core::blocked::DUPLICATE_CANCEL_REASON;

@@ -1,7 +1,7 @@
 //! Node life through the server handle: heartbeats, disconnects, offline / online and
 //! node authentication.
 
-mod common;
+use crate::common;
 
 use common::*;
 use drover_core::fsm::AllocClientUpdate;

@@ -1,7 +1,7 @@
 //! The server-to-server transport: Raft is served on its own listener, only to servers
 //! that present the cluster secret, and servers with the secret form a cluster over it.
 
-mod common;
+use crate::common;
 
 use common::{
     DEADLINE, cluster_configs, init_tracing, register_on_leader, registration, start_with,

@@ -4,7 +4,7 @@
 //! default sends GOAWAY `too_many_resets` after 20 streams reset before the server took
 //! them; the server allows what a busy, honest connection produces, bounded still.
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use common::api::Api;

@@ -1,7 +1,7 @@
 //! Scheduling through the server handle: system and service placements, blocked evals,
 //! restarts, invalid jobs.
 
-mod common;
+use crate::common;
 
 use common::*;
 use drover_core::mock;

@@ -3,7 +3,7 @@
 //! that may not register another node's allocation, and registrations that end with their
 //! allocation.
 
-mod common;
+use crate::common;
 
 use common::api::Api;
 use common::*;

@@ -19,7 +19,7 @@
 //! CI runs `DEFAULT_SEEDS` seeds; a long run: `DROVER_SIM_SEEDS=200 cargo test --release
 //! -p drover-server --test sim_cluster -- --nocapture`.
 
-mod common;
+use crate::common;
 
 use common::faulty::{Faults, FaultyTransport};
 use common::{DEADLINE, cluster_configs, registration};

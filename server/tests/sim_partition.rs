@@ -8,7 +8,7 @@
 //! lead (none is marked down), and once the partition heals every acknowledged write is on
 //! all three servers.
 
-mod common;
+use crate::common;
 
 use common::faulty::{Faults, FaultyTransport};
 use common::{DEADLINE, cluster_configs, registration};

@@ -3,7 +3,7 @@
 //! none is `snapshot_cadence::due`'s unit test: proving an absence here would mean
 //! sleeping a fixed time.)
 
-mod common;
+use crate::common;
 
 use common::*;
 use drover_core::mock;

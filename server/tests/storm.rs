@@ -3,7 +3,7 @@
 //! the storm runs no job has more than two evals pending or blocked in state (one running,
 //! one waiting: node changes join the waiting one), sampled on every applied entry.
 
-mod common;
+use crate::common;
 
 use common::*;
 use drover_core::mock;

@@ -1,7 +1,7 @@
 //! TLS with a generated cluster CA: the API refuses clients without a certificate when
 //! `verify_incoming` is set, serves those with one, and servers form a cluster over TLS.
 
-mod common;
+use crate::common;
 
 use common::{DEADLINE, cluster_configs, init_tracing, register_on_leader, start_with};
 use drover_proto::tls::{TlsFiles, endpoint};

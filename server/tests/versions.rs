@@ -4,7 +4,7 @@
 //! is down; once it is back upgraded, the bootstrap goes through. `Members` on a follower
 //! shows each server's own name and version, learnt from the server itself.
 
-mod common;
+use crate::common;
 
 use common::{cluster_configs, eventually};
 use drover_proto::bearer::BearerChannel;

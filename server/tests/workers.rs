@@ -1,6 +1,6 @@
 //! Worker pool control through the server handle.
 
-mod common;
+use crate::common;
 
 use common::*;
 use drover_core::SchedulerType;

@@ -3,7 +3,7 @@
 //! starting a duplicate; an agent cut off from the servers keeps its task running, and on
 //! reconnect heartbeats first and then reports, so the servers keep the original.
 
-mod agent_support;
+use crate::agent_support;
 
 use agent_support::*;
 use drover_core::mock;

@@ -2,7 +2,7 @@
 //! in through the gRPC JobService; what the tests check is what the servers record and
 //! what the process table shows.
 
-mod agent_support;
+use crate::agent_support;
 
 use agent_support::*;
 use drover_core::mock;

@@ -4,7 +4,7 @@
 //! limits); an `exec` task sees only its own processes, runs as `nobody`, and finds no
 //! `/root` and no agent state; a fork bomb runs into its `pids` limit and the agent lives.
 
-mod agent_support;
+use crate::agent_support;
 
 use agent_support::*;
 use drover_core::mock;

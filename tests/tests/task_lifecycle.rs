@@ -3,7 +3,7 @@
 //! it; a failing prestart keeps the main task from ever starting and fails the
 //! allocation with the reason.
 
-mod agent_support;
+use crate::agent_support;
 
 use agent_support::*;
 use drover_core::mock;

@@ -5,7 +5,7 @@
 //! allocations, read the agent's `/proc` environ. Then the modes of the data dir are
 //! checked as the issue states them.
 
-mod agent_support;
+use crate::agent_support;
 
 use agent_support::*;
 use drover_core::mock;

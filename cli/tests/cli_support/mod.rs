@@ -1,9 +1,6 @@
 //! What the CLI end-to-end tests share: running the real `drover` binary against a
 //! [`TestServer`], nodes that register and keep heartbeating, and job files on disk.
 
-// Every cli_*.rs test binary compiles this module and uses a different part of it.
-#![allow(dead_code)]
-
 use drover_core::mock;
 use drover_proto::v1 as pb;
 use drover_proto::v1::node_service_client::NodeServiceClient;

@@ -1,6 +1,7 @@
 //! Shared helpers for the server tests: start a server on a temp dir, act as node agents
 //! through the handle, and wait for state with deadlines (never fixed sleeps).
 
+// `raft_priority.rs`, a binary of its own, uses only part of this module.
 #![allow(dead_code)]
 
 pub mod acl;

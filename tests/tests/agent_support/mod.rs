@@ -2,8 +2,6 @@
 //! the servers' allocations, the process table, and a TCP proxy that can cut the agent off
 //! from the servers (a network partition) and let it back.
 
-#![allow(dead_code)]
-
 use drover_agent::{Agent, AgentConfig};
 use drover_core::types::{Allocation, Job, JobKey, NodeId, TaskEvent};
 use drover_proto::v1 as pb;
