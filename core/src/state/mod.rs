@@ -24,6 +24,7 @@ mod alloc_index;
 pub(crate) use alloc_index::AllocChange;
 mod deployments;
 mod helper;
+mod packed;
 mod read;
 mod rebuild;
 mod services;

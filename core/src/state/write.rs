@@ -227,9 +227,8 @@ impl StateStore {
         // machine to itself, and the result is the same whichever finishes first.
         // (A small store is built on this thread: a thread costs more than it saves there.)
         let by_id_and_job = move || {
-            let table: imbl::OrdMap<AllocId, Arc<Allocation>> =
-                allocs.into_iter().map(|a| (a.id, a)).collect();
-            (table, job_index.into_iter().collect())
+            let table = super::packed::from_sorted(allocs.into_iter().map(|a| (a.id, a)).collect());
+            (table, super::packed::from_sorted(job_index))
         };
         let (table, by_job) = if by_node.len() < PARALLEL_RESTORE_FROM {
             self.index_by_node(by_node);
@@ -258,7 +257,7 @@ impl StateStore {
                 .filter(|a| a.uses_resources());
             self.change_use(node, |u| live.for_each(|a| u.count(a, 1)));
         }
-        self.allocs_by_node = by_node.into_iter().collect();
+        self.allocs_by_node = super::packed::from_sorted(by_node);
     }
 
     pub(crate) fn put_eval(&mut self, index: Index, eval: Evaluation) -> Arc<Evaluation> {
