@@ -37,6 +37,7 @@ mod tests;
 pub use acl::AclParts;
 pub use deployments::DEPLOYMENTS_KEPT;
 pub use helper::run_on_helper as run_on_index_helper;
+pub use packed::from_sorted as ordmap_from_sorted;
 pub use rebuild::StoreParts;
 pub use services::{ServiceChanges, ServiceSummary, alloc_listed};
 pub use summary::{GroupSummary, JobSummary, derive_job_status};

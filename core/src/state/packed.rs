@@ -15,7 +15,7 @@ use imbl::OrdMap;
 /// The map of `entries`, with its leaves as full as the B-tree allows when the keys ascend
 /// with none twice. Otherwise (never so for the callers, whose entries come from a map) it
 /// is built by inserting them in order, so a later entry for a key wins as it would there.
-pub(crate) fn from_sorted<K: Ord + Clone, V: Clone>(entries: Vec<(K, V)>) -> OrdMap<K, V> {
+pub fn from_sorted<K: Ord + Clone, V: Clone>(entries: Vec<(K, V)>) -> OrdMap<K, V> {
     if !entries.windows(2).all(|w| w[0].0 < w[1].0) {
         return entries.into_iter().collect();
     }
