@@ -194,9 +194,13 @@ mod tests {
     fn a_failed_read_ahead_is_read_again() {
         let made = Arc::new(AtomicU64::new(0));
         let counted = made.clone();
-        // The read of [4, 7) fails the first time (a purge raced it), then succeeds.
+        let failed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        // The read of [4, 7) fails the first time (a purge raced it), then succeeds. Keyed
+        // on the range, not on the order of calls: the read ahead of [4, 7) runs on its own
+        // thread and may start before the read of [1, 4) in place.
         let read = move |range: IndexRange| {
-            if counted.fetch_add(1, Ordering::SeqCst) == 1 {
+            counted.fetch_add(1, Ordering::SeqCst);
+            if range == (4, 7) && !failed.swap(true, Ordering::SeqCst) {
                 return Err(LogStoreError::Task {
                     path: "log".into(),
                     reason: "purged meanwhile".into(),
