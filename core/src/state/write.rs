@@ -170,76 +170,70 @@ impl StateStore {
     /// allocation: a restart at a million allocations spends most of its snapshot load
     /// here. Only pointers move: each allocation was put behind its `Arc` on the thread
     /// that decoded it, and is changed in place here only to share its job's key strings.
+    ///
+    /// After one pass that groups the allocations by job, the work splits in two halves
+    /// that share no tree and cost about the same: the by-job half (summaries and the
+    /// by-job index) on the store's helper thread, the by-node half and the table here.
     pub(super) fn restore_allocs(&mut self, mut allocs: Vec<Arc<Allocation>>) {
         debug_assert!(self.allocs.is_empty(), "restore into an empty store");
         if !allocs.is_sorted_by_key(|a| a.id) {
             allocs.sort_unstable_by_key(|a| a.id);
         }
-        /// One job's allocations, in id order, and the key strings they share.
-        struct Group {
-            namespace: Arc<str>,
-            id: JobId,
-            allocs: Vec<Arc<Allocation>>,
-        }
-        let mut groups: std::collections::HashMap<JobKey, Group> = std::collections::HashMap::new();
-        for a in &mut allocs {
-            let group = groups.entry(a.job_key()).or_insert_with_key(|key| {
-                // The strings the summary's key already holds, or this key's for a new one.
-                let (namespace, id) = match self.summaries.get_key_value(key) {
-                    Some((shared, _)) => (shared.namespace.clone(), shared.id.clone()),
-                    None => (key.namespace.clone(), key.id.clone()),
-                };
-                Group {
-                    namespace,
-                    id,
-                    allocs: Vec::new(),
-                }
-            });
-            if !(Arc::ptr_eq(&a.namespace, &group.namespace)
-                && Arc::ptr_eq(&a.job_id.0, &group.id.0))
-            {
-                let a = Arc::make_mut(a);
-                a.namespace = group.namespace.clone();
-                a.job_id = group.id.clone();
-            }
-            group.allocs.push(a.clone());
-        }
-        let mut groups: Vec<(JobKey, Group)> = groups.into_iter().collect();
-        groups.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let mut job_index = Vec::with_capacity(allocs.len());
-        for (key, group) in groups {
-            let summary = self
-                .summaries
-                .entry(key.clone())
-                .or_insert_with(|| Arc::new(JobSummary::new(key)));
-            let summary = Arc::make_mut(summary);
-            for a in group.allocs {
-                summary.count_alloc(&a, 1);
-                job_index.push(((a.job_key(), a.id), JobAlloc::new(a)));
-            }
-        }
+        let groups = self.group_by_job(&mut allocs);
         let by_node: Vec<((NodeId, AllocId), Arc<Allocation>)> = allocs
             .iter()
             .map(|a| ((a.node_id, a.id), a.clone()))
             .collect();
-        // The by-job index and the table go on a second thread while this one fills the
-        // by-node index and the nodes' usage: the trees are independent, a restart has the
-        // machine to itself, and the result is the same whichever finishes first.
+        let summaries = std::mem::take(&mut self.summaries);
+        let by_job_half = move || index_by_job(summaries, groups);
         // (A small store is built on this thread: a thread costs more than it saves there.)
-        let by_id_and_job = move || {
-            let table = super::packed::from_sorted(allocs.into_iter().map(|a| (a.id, a)).collect());
-            (table, super::packed::from_sorted(job_index))
-        };
-        let (table, by_job) = if by_node.len() < PARALLEL_RESTORE_FROM {
-            self.index_by_node(by_node);
-            by_id_and_job()
+        let by_job_half = if allocs.len() < PARALLEL_RESTORE_FROM {
+            super::helper::Pending::Done(by_job_half())
         } else {
-            let built = super::helper::spawn(by_id_and_job);
-            self.index_by_node(by_node);
-            built.wait()
+            super::helper::spawn(by_job_half)
         };
-        self.allocs = table;
+        self.index_by_node(by_node);
+        self.allocs = super::packed::from_sorted(allocs.into_iter().map(|a| (a.id, a)).collect());
+        let (summaries, by_job) = by_job_half.wait();
+        self.summaries = summaries;
         self.allocs_by_job = by_job;
+    }
+
+    /// Groups `allocs` by job, each group in id order, and points every allocation's
+    /// namespace and job id at the strings its job's summary already holds (or one copy per
+    /// job where it has none yet). Groups come out in job key order.
+    fn group_by_job(&self, allocs: &mut [Arc<Allocation>]) -> Vec<JobGroup> {
+        let mut at: rustc_hash::FxHashMap<JobKey, usize> = Default::default();
+        let mut groups: Vec<JobGroup> = Vec::new();
+        for a in allocs {
+            let i = match at.get(&a.job_key()) {
+                Some(&i) => i,
+                None => {
+                    // The strings the summary's key already holds, or this key's for a new one.
+                    let key = match self.summaries.get_key_value(&a.job_key()) {
+                        Some((shared, _)) => shared.clone(),
+                        None => a.job_key(),
+                    };
+                    at.insert(key.clone(), groups.len());
+                    groups.push(JobGroup {
+                        key,
+                        allocs: Vec::new(),
+                    });
+                    groups.len() - 1
+                }
+            };
+            let group = &mut groups[i];
+            if !(Arc::ptr_eq(&a.namespace, &group.key.namespace)
+                && Arc::ptr_eq(&a.job_id.0, &group.key.id.0))
+            {
+                let a = Arc::make_mut(a);
+                a.namespace = group.key.namespace.clone();
+                a.job_id = group.key.id.clone();
+            }
+            group.allocs.push(a.clone());
+        }
+        groups.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+        groups
     }
 
     /// The by-node half of [`restore_allocs`](Self::restore_allocs): the index, each node's
@@ -319,4 +313,33 @@ impl StateStore {
         self.touch(Table::Jobs, index);
         Some(job)
     }
+}
+
+/// One job's allocations, in id order, under the key whose strings they share.
+struct JobGroup {
+    key: JobKey,
+    allocs: Vec<Arc<Allocation>>,
+}
+
+/// The by-job half of [`StateStore::restore_allocs`]: counts each group into its job's
+/// summary (made where the job has none) and builds the by-job index; `groups` in key order.
+fn index_by_job(
+    mut summaries: imbl::OrdMap<JobKey, Arc<JobSummary>>,
+    groups: Vec<JobGroup>,
+) -> (
+    imbl::OrdMap<JobKey, Arc<JobSummary>>,
+    imbl::OrdMap<(JobKey, AllocId), JobAlloc>,
+) {
+    let mut job_index = Vec::with_capacity(groups.iter().map(|g| g.allocs.len()).sum());
+    for JobGroup { key, allocs } in groups {
+        let summary = summaries
+            .entry(key.clone())
+            .or_insert_with(|| Arc::new(JobSummary::new(key.clone())));
+        let summary = Arc::make_mut(summary);
+        for a in allocs {
+            summary.count_alloc(&a, 1);
+            job_index.push(((key.clone(), a.id), JobAlloc::new(a)));
+        }
+    }
+    (summaries, super::packed::from_sorted(job_index))
 }
