@@ -128,14 +128,18 @@ impl StateStore {
     /// each were tens of megabytes, and shared `Arc`s also let job key comparisons settle
     /// on pointer equality.
     fn share_job_key(&self, alloc: &mut Allocation) {
-        let key = alloc.job_key();
-        let shared = match self.summaries.get_key_value(&key) {
-            Some((shared, _)) => Some(shared),
-            None => self.jobs.get_key_value(&key).map(|(shared, _)| shared),
-        };
-        if let Some(shared) = shared {
+        if let Some(shared) = self.shared_job_key(&alloc.job_key()) {
             alloc.namespace = shared.namespace.clone();
             alloc.job_id = shared.id.clone();
+        }
+    }
+
+    /// The key whose strings the allocations of job `key` share: its summary's, or before
+    /// the summary exists its job's; `None` when the store has neither.
+    pub(super) fn shared_job_key(&self, key: &JobKey) -> Option<&JobKey> {
+        match self.summaries.get_key_value(key) {
+            Some((shared, _)) => Some(shared),
+            None => self.jobs.get_key_value(key).map(|(shared, _)| shared),
         }
     }
 

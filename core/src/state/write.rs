@@ -200,20 +200,18 @@ impl StateStore {
     }
 
     /// Groups `allocs` by job, each group in id order, and points every allocation's
-    /// namespace and job id at the strings its job's summary already holds (or one copy per
-    /// job where it has none yet). Groups come out in job key order.
+    /// namespace and job id at the strings [`Self::shared_job_key`] names (or one copy per
+    /// job the store lacks). Groups come out in job key order.
     fn group_by_job(&self, allocs: &mut [Arc<Allocation>]) -> Vec<JobGroup> {
         let mut at: rustc_hash::FxHashMap<JobKey, usize> = Default::default();
         let mut groups: Vec<JobGroup> = Vec::new();
         for a in allocs {
-            let i = match at.get(&a.job_key()) {
+            let probe = a.job_key();
+            let i = match at.get(&probe) {
                 Some(&i) => i,
                 None => {
-                    // The strings the summary's key already holds, or this key's for a new one.
-                    let key = match self.summaries.get_key_value(&a.job_key()) {
-                        Some((shared, _)) => shared.clone(),
-                        None => a.job_key(),
-                    };
+                    // The allocations of a job the store lacks share the first one's strings.
+                    let key = self.shared_job_key(&probe).cloned().unwrap_or(probe);
                     at.insert(key.clone(), groups.len());
                     groups.push(JobGroup {
                         key,
