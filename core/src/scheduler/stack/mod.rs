@@ -167,17 +167,25 @@ impl<'s> Walk<'s> {
     /// interned in `classes`, and its revision in `plan` (what [`Stack::follow_plan`] would
     /// have given it had it existed then).
     ///
-    /// The next few nodes of the walk get theirs too: the walk visits them next, and reading
-    /// several nodes in one loop lets the processor wait for their memory at once rather
-    /// than one node after another (at 50,000 nodes, a node's first read is a cache miss).
+    /// The next few nodes of the walk get theirs too: the walk visits them next. At 50,000
+    /// nodes a node's first read is a cache miss, so what an entry copies of each node is
+    /// read first, in a loop that does nothing else ([`NodeFacts::read`]): the processor
+    /// then waits for all of those nodes' memory at once rather than one node after
+    /// another, as it did while each node's entry was built before the next node was read.
     fn entry(&mut self, idx: usize, classes: &mut ClassKeys, plan: &Plan) -> &mut Entry<'s> {
         if self.slots[idx].entry == NO_ENTRY {
             let end = (idx + BUILD_AHEAD).min(self.slots.len());
-            for slot in &mut self.slots[idx..end] {
+            let mut facts = [NodeFacts::EMPTY; BUILD_AHEAD];
+            for (slot, facts) in self.slots[idx..end].iter().zip(&mut facts) {
+                if slot.entry == NO_ENTRY {
+                    *facts = NodeFacts::read(slot.node);
+                }
+            }
+            for (slot, facts) in self.slots[idx..end].iter_mut().zip(&facts) {
                 if slot.entry != NO_ENTRY {
                     continue;
                 }
-                let mut entry = Entry::new(slot.node, classes.intern(slot.node.class_key()));
+                let mut entry = Entry::new(slot.node, facts, classes.intern(facts.class_key));
                 entry.plan_rev = plan.node_revision(&entry.id);
                 slot.entry = u32::try_from(self.entries.len()).expect("fewer than 2^32 nodes");
                 self.entry_of.insert(entry.id, slot.entry);
@@ -237,12 +245,40 @@ struct PlanView {
     view: View,
 }
 
-impl<'s> Entry<'s> {
-    fn new(node: &'s Arc<Node>, class: usize) -> Self {
-        Entry {
+/// What an [`Entry`] copies of its node, read apart from the rest of the entry's building
+/// (see [`Walk::entry`]).
+#[derive(Clone, Copy, Debug)]
+struct NodeFacts<'s> {
+    id: NodeId,
+    allocatable: Resources,
+    schedulable: bool,
+    class_key: &'s str,
+}
+
+impl<'s> NodeFacts<'s> {
+    const EMPTY: Self = NodeFacts {
+        id: NodeId::MIN,
+        allocatable: Resources::ZERO,
+        schedulable: false,
+        class_key: "",
+    };
+
+    fn read(node: &'s Node) -> Self {
+        NodeFacts {
             id: node.id,
             allocatable: node.allocatable(),
             schedulable: node.is_schedulable(),
+            class_key: node.class_key(),
+        }
+    }
+}
+
+impl<'s> Entry<'s> {
+    fn new(node: &'s Arc<Node>, facts: &NodeFacts<'s>, class: usize) -> Self {
+        Entry {
+            id: facts.id,
+            allocatable: facts.allocatable,
+            schedulable: facts.schedulable,
             class,
             computed: None,
             usage: None,
