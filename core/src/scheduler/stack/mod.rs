@@ -175,16 +175,17 @@ impl<'s> Walk<'s> {
     fn entry(&mut self, idx: usize, classes: &mut ClassKeys, plan: &Plan) -> &mut Entry<'s> {
         if self.slots[idx].entry == NO_ENTRY {
             let end = (idx + BUILD_AHEAD).min(self.slots.len());
-            let mut facts = [NodeFacts::EMPTY; BUILD_AHEAD];
+            // `None` for the nodes that have their entry already.
+            let mut facts: [Option<NodeFacts<'s>>; BUILD_AHEAD] = [None; BUILD_AHEAD];
             for (slot, facts) in self.slots[idx..end].iter().zip(&mut facts) {
                 if slot.entry == NO_ENTRY {
-                    *facts = NodeFacts::read(slot.node);
+                    *facts = Some(NodeFacts::read(slot.node));
                 }
             }
             for (slot, facts) in self.slots[idx..end].iter_mut().zip(&facts) {
-                if slot.entry != NO_ENTRY {
+                let Some(facts) = facts else {
                     continue;
-                }
+                };
                 let mut entry = Entry::new(slot.node, facts, classes.intern(facts.class_key));
                 entry.plan_rev = plan.node_revision(&entry.id);
                 slot.entry = u32::try_from(self.entries.len()).expect("fewer than 2^32 nodes");
@@ -256,13 +257,6 @@ struct NodeFacts<'s> {
 }
 
 impl<'s> NodeFacts<'s> {
-    const EMPTY: Self = NodeFacts {
-        id: NodeId::MIN,
-        allocatable: Resources::ZERO,
-        schedulable: false,
-        class_key: "",
-    };
-
     fn read(node: &'s Node) -> Self {
         NodeFacts {
             id: node.id,
