@@ -10,7 +10,8 @@ use super::config::{ASSUMED_HEARTBEAT_COST, MIN_DERIVED_RATE};
 use super::{HeartbeatConfig, NodeHealthError};
 use crate::{NodeId, Timestamp};
 use rand::Rng;
-use std::collections::{BTreeMap, BTreeSet};
+use rustc_hash::FxHashMap;
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 impl HeartbeatConfig {
@@ -58,23 +59,48 @@ impl HeartbeatConfig {
 /// When each node's heartbeat is due at the latest, on the leader.
 ///
 /// Held as due times the runtime polls ([`next_deadline`](Self::next_deadline), then
-/// [`expired`](Self::expired)) rather than as one OS timer per node. Invariant: `by_node`
-/// and `due` hold the same (node, deadline) pairs, one per node.
+/// [`expired`](Self::expired)) rather than as one OS timer per node.
+///
+/// A steady heartbeat only moves its node's deadline later, and that is all it changes:
+/// the node's entry in the ordered set stays where it was filed and is moved to the real
+/// deadline only when it comes near the front (a heartbeat tidies the front, and
+/// [`expired`](Self::expired) re-files what it meets). So the common heartbeat costs one
+/// hash lookup instead of two ordered-set updates at 50,000 nodes.
+///
+/// Invariant: `by_node` and `due` name the same nodes, one entry each, and a node's entry
+/// in `due` is at its [`Timer::filed`] time, never after its deadline. So the front of
+/// `due` is never later than the earliest deadline.
 #[derive(Debug)]
 pub struct HeartbeatTimers {
     config: HeartbeatConfig,
-    by_node: BTreeMap<NodeId, Timestamp>,
+    by_node: FxHashMap<NodeId, Timer>,
     due: BTreeSet<(Timestamp, NodeId)>,
     /// What one heartbeat costs the leader, as the runtime last measured it.
     cost: Option<Duration>,
 }
+
+/// One node's heartbeat deadline and where its entry in the ordered set is filed.
+#[derive(Clone, Copy, Debug)]
+struct Timer {
+    deadline: Timestamp,
+    /// `<= deadline`; equal once the entry was moved to the deadline.
+    filed: Timestamp,
+}
+
+/// A heartbeat re-files stale entries due within this of its time, so the runtime is not
+/// woken for a deadline that moved on.
+const TIDY_HORIZON: Duration = Duration::from_secs(1);
+
+/// At most this many entries re-filed by one heartbeat: more than one, so the tidying
+/// keeps up with the heartbeats that make entries stale (one each at most).
+const TIDY_BATCH: usize = 2;
 
 impl HeartbeatTimers {
     pub fn new(config: HeartbeatConfig) -> Result<Self, NodeHealthError> {
         config.validate()?;
         Ok(Self {
             config,
-            by_node: BTreeMap::new(),
+            by_node: FxHashMap::default(),
             due: BTreeSet::new(),
             cost: None,
         })
@@ -105,6 +131,7 @@ impl HeartbeatTimers {
             node_id,
             now.saturating_add(ttl).saturating_add(self.config.grace),
         );
+        self.tidy(now.saturating_add(TIDY_HORIZON));
         ttl
     }
 
@@ -119,7 +146,7 @@ impl HeartbeatTimers {
     ) {
         let at = now.saturating_add(self.config.failover_ttl);
         for id in node_ids {
-            self.set(id, at);
+            self.file(id, at);
         }
     }
 
@@ -129,11 +156,12 @@ impl HeartbeatTimers {
         let early: Vec<NodeId> = self
             .due
             .iter()
-            .take_while(|(due, _)| *due < at)
+            .take_while(|(filed, _)| *filed < at)
             .map(|(_, id)| *id)
             .collect();
         for id in early {
-            self.set(id, at);
+            let deadline = self.deadline(&id).map_or(at, |d| d.max(at));
+            self.file(id, deadline);
         }
     }
 
@@ -141,7 +169,7 @@ impl HeartbeatTimers {
     /// `disconnected` is looked at once more when its disconnect windows end, and goes
     /// `down` then (Nomad's disconnect: the node does not stay disconnected for ever).
     pub fn expire_at(&mut self, node_id: NodeId, at: Timestamp) {
-        self.set(node_id, at);
+        self.file(node_id, at);
     }
 
     /// Removes and returns the nodes whose deadline is at or before `now`, earliest first.
@@ -153,13 +181,27 @@ impl HeartbeatTimers {
                 break;
             }
             self.due.pop_first();
+            let Some(timer) = self.by_node.get_mut(&id) else {
+                debug_assert!(false, "an entry without a timer: {id}");
+                continue;
+            };
+            if timer.deadline > at {
+                // Moved on since it was filed: file it at its deadline, met again in
+                // deadline order if that too has passed.
+                timer.filed = timer.deadline;
+                self.due.insert((timer.deadline, id));
+                continue;
+            }
             self.by_node.remove(&id);
             out.push(id);
         }
         out
     }
 
-    /// The earliest deadline, if any node has a timer.
+    /// When the runtime should next call [`expired`](Self::expired), if any node has a
+    /// timer: the earliest deadline, or earlier when the front entry's node heartbeated
+    /// since it was filed and no heartbeat has tidied it yet (`expired` then re-files it
+    /// and reports nothing). Only heartbeats leave entries stale.
     pub fn next_deadline(&self) -> Option<Timestamp> {
         self.due.first().map(|(at, _)| *at)
     }
@@ -168,8 +210,8 @@ impl HeartbeatTimers {
     /// whether it had a timer.
     pub fn remove(&mut self, node_id: &NodeId) -> bool {
         match self.by_node.remove(node_id) {
-            Some(at) => {
-                self.due.remove(&(at, *node_id));
+            Some(timer) => {
+                self.due.remove(&(timer.filed, *node_id));
                 true
             }
             None => false,
@@ -184,7 +226,7 @@ impl HeartbeatTimers {
 
     /// The node's current deadline, if it has a timer.
     pub fn deadline(&self, node_id: &NodeId) -> Option<Timestamp> {
-        self.by_node.get(node_id).copied()
+        self.by_node.get(node_id).map(|t| t.deadline)
     }
 
     /// How many nodes have a timer.
@@ -196,10 +238,47 @@ impl HeartbeatTimers {
         self.by_node.is_empty()
     }
 
+    /// Gives `node_id` the deadline `at` as a heartbeat does: only a deadline earlier than
+    /// where the node's entry is filed moves the entry.
     fn set(&mut self, node_id: NodeId, at: Timestamp) {
-        if let Some(old) = self.by_node.insert(node_id, at) {
-            self.due.remove(&(old, node_id));
+        match self.by_node.get_mut(&node_id) {
+            Some(timer) if at >= timer.filed => timer.deadline = at,
+            _ => self.file(node_id, at),
+        }
+    }
+
+    /// Gives `node_id` the deadline `at` and files its entry there: the rarer changes
+    /// (failover, a disconnect's end, a pause) leave no stale entry behind.
+    fn file(&mut self, node_id: NodeId, at: Timestamp) {
+        let timer = Timer {
+            deadline: at,
+            filed: at,
+        };
+        if let Some(old) = self.by_node.insert(node_id, timer) {
+            self.due.remove(&(old.filed, node_id));
         }
         self.due.insert((at, node_id));
+    }
+
+    /// Re-files up to [`TIDY_BATCH`] front entries filed at or before `horizon` whose
+    /// node's deadline moved on, so the front is a deadline and not a stale filing.
+    fn tidy(&mut self, horizon: Timestamp) {
+        for _ in 0..TIDY_BATCH {
+            let Some(&(at, id)) = self.due.first() else {
+                return;
+            };
+            if at > horizon {
+                return;
+            }
+            let Some(timer) = self.by_node.get_mut(&id) else {
+                return;
+            };
+            if timer.deadline == at {
+                return;
+            }
+            self.due.pop_first();
+            timer.filed = timer.deadline;
+            self.due.insert((timer.deadline, id));
+        }
     }
 }

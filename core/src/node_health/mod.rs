@@ -34,6 +34,8 @@ mod view;
 mod proptests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod timer_proptests;
 
 pub use config::{HealthConfig, HeartbeatConfig};
 pub use error::NodeHealthError;

@@ -1050,6 +1050,39 @@ fn heartbeat_timers_add_the_grace_and_expire_once() {
 }
 
 #[test]
+fn a_steady_heartbeat_leaves_its_entry_until_it_nears_the_front() {
+    let mut timers = HeartbeatTimers::new(nomad_heartbeats()).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(4);
+    timers.reset(n(1), T0, &mut rng);
+    let filed = timers.deadline(&n(1)).unwrap();
+    timers.reset(n(2), T0, &mut rng);
+    timers.expire_at(n(2), at(3600));
+
+    // Far from the front: the deadline moves, the entry stays, so the runtime is asked
+    // to look earlier than needed (never later).
+    timers.reset(n(1), at(5), &mut rng);
+    let moved = timers.deadline(&n(1)).unwrap();
+    assert!(moved > filed);
+    assert_eq!(timers.next_deadline(), Some(filed));
+    assert_eq!(
+        timers.expired(filed),
+        vec![],
+        "looked at early, nothing expires"
+    );
+    assert_eq!(
+        timers.next_deadline(),
+        Some(moved),
+        "re-filed at its deadline"
+    );
+
+    // Within a second of the front: the heartbeat itself re-files it.
+    let before_front = Timestamp(moved.0 - 500);
+    timers.reset(n(1), before_front, &mut rng);
+    assert_eq!(timers.next_deadline(), timers.deadline(&n(1)));
+    assert_eq!(timers.len(), 2);
+}
+
+#[test]
 fn ttl_scales_with_the_number_of_timers() {
     let config = HeartbeatConfig {
         max_heartbeats_per_second: Some(1.0),

@@ -19,6 +19,7 @@ use super::{HealthConfig, NodeHealthError};
 use crate::fsm::Command;
 use crate::state::StateStore;
 use crate::{Node, NodeHealth, NodeId, SuspendReason, Timestamp};
+use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
@@ -249,7 +250,7 @@ impl NodeState {
 #[derive(Debug)]
 pub struct NodeHealthTracker {
     config: HealthConfig,
-    nodes: BTreeMap<NodeId, NodeState>,
+    nodes: FxHashMap<NodeId, NodeState>,
     sets: BTreeMap<NodeHealth, BTreeSet<NodeId>>,
     timers: BTreeSet<(Timestamp, NodeId, TimerKind)>,
 }
@@ -269,7 +270,7 @@ impl NodeHealthTracker {
     fn with_valid_config(config: HealthConfig) -> Self {
         Self {
             config,
-            nodes: BTreeMap::new(),
+            nodes: FxHashMap::default(),
             sets: BTreeMap::new(),
             timers: BTreeSet::new(),
         }
