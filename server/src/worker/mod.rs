@@ -413,6 +413,12 @@ mod tests {
     async fn a_current_thread_runtime_runs_the_scheduler_on_the_blocking_pool() {
         let rt = tokio::runtime::Handle::current();
         assert_eq!(off_the_runtime(move || schedule_like(rt)).await, Ok(42));
+        let caller = std::thread::current().id();
+        let ran_on = off_the_runtime(|| std::thread::current().id()).await;
+        assert!(
+            ran_on.is_ok_and(|t| t != caller),
+            "the runtime's only thread is not lent"
+        );
         let panicked = off_the_runtime(|| -> u32 { panic!("boom") }).await;
         assert!(panicked.is_err_and(|e| e.contains("panicked")));
     }
