@@ -180,20 +180,17 @@ impl HeartbeatTimers {
             if at > now {
                 break;
             }
-            self.due.pop_first();
-            let Some(timer) = self.by_node.get_mut(&id) else {
-                debug_assert!(false, "an entry without a timer: {id}");
-                continue;
-            };
-            if timer.deadline > at {
-                // Moved on since it was filed: file it at its deadline, met again in
-                // deadline order if that too has passed.
-                timer.filed = timer.deadline;
-                self.due.insert((timer.deadline, id));
+            // Moved on since it was filed: met again in deadline order, if that too has
+            // passed.
+            if self.refile_if_stale(at, id) {
                 continue;
             }
-            self.by_node.remove(&id);
-            out.push(id);
+            self.due.pop_first();
+            if self.by_node.remove(&id).is_some() {
+                out.push(id);
+            } else {
+                debug_assert!(false, "an entry without a timer: {id}");
+            }
         }
         out
     }
@@ -264,21 +261,26 @@ impl HeartbeatTimers {
     /// node's deadline moved on, so the front is a deadline and not a stale filing.
     fn tidy(&mut self, horizon: Timestamp) {
         for _ in 0..TIDY_BATCH {
-            let Some(&(at, id)) = self.due.first() else {
-                return;
-            };
-            if at > horizon {
-                return;
+            let front = self.due.first().copied();
+            match front {
+                Some((at, id)) if at <= horizon && self.refile_if_stale(at, id) => {}
+                _ => return,
             }
-            let Some(timer) = self.by_node.get_mut(&id) else {
-                return;
-            };
-            if timer.deadline == at {
-                return;
+        }
+    }
+
+    /// Moves the front entry `(at, id)` to its node's deadline if the node heartbeated
+    /// since it was filed; whether it did.
+    fn refile_if_stale(&mut self, at: Timestamp, id: NodeId) -> bool {
+        match self.by_node.get_mut(&id) {
+            Some(timer) if timer.deadline > at => {
+                let popped = self.due.pop_first();
+                debug_assert_eq!(popped, Some((at, id)), "called on the front entry");
+                timer.filed = timer.deadline;
+                self.due.insert((timer.deadline, id));
+                true
             }
-            self.due.pop_first();
-            timer.filed = timer.deadline;
-            self.due.insert((timer.deadline, id));
+            _ => false,
         }
     }
 }

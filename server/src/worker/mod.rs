@@ -379,11 +379,11 @@ async fn off_the_runtime<R: Send + 'static>(
 }
 
 fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    match (panic.downcast_ref::<&str>(), panic.downcast_ref::<String>()) {
-        (Some(s), _) => format!("panicked: {s}"),
-        (None, Some(s)) => format!("panicked: {s}"),
-        (None, None) => "panicked".to_string(),
-    }
+    let message = panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str));
+    message.map_or_else(|| "panicked".to_string(), |m| format!("panicked: {m}"))
 }
 
 #[cfg(test)]
