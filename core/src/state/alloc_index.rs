@@ -12,7 +12,7 @@
 //! one serial path every write takes (and a restart's replay is nothing else), so this is
 //! where the second core shortens it.
 
-use super::{JobAlloc, JobSummary, NodeUse, StateStore, Table, TableIndexes};
+use super::{JobAlloc, JobAllocs, JobSummary, NodeUse, StateStore, Table, TableIndexes};
 use crate::types::*;
 use imbl::OrdMap;
 use std::sync::Arc;
@@ -60,7 +60,7 @@ impl ByNodeTrees {
 
 /// The by-job half's trees.
 struct ByJob<'a> {
-    by_job: &'a mut OrdMap<(JobKey, AllocId), JobAlloc>,
+    by_job: &'a mut OrdMap<JobKey, JobAllocs>,
     summaries: &'a mut OrdMap<JobKey, Arc<JobSummary>>,
     indexes: &'a mut TableIndexes,
     jobs: &'a OrdMap<JobKey, Arc<Job>>,
@@ -266,8 +266,7 @@ impl ByJob<'_> {
         match old {
             Some(old) if same_keys(old, new) => {
                 let key = new.job_key();
-                self.by_job
-                    .insert((key.clone(), new.id), JobAlloc::new(new.clone()));
+                self.put_entry(&key, new);
                 self.summary(index, &key, |s| {
                     s.count_alloc(old, -1);
                     s.count_alloc(new, 1);
@@ -290,15 +289,33 @@ impl ByJob<'_> {
 
     fn index(&mut self, index: Index, a: &Arc<Allocation>) {
         let key = a.job_key();
-        self.by_job
-            .insert((key.clone(), a.id), JobAlloc::new(a.clone()));
+        self.put_entry(&key, a);
         self.summary(index, &key, |s| s.count_alloc(a, 1));
     }
 
     fn unindex(&mut self, index: Index, a: &Allocation) {
         let key = a.job_key();
-        self.by_job.remove(&(key.clone(), a.id));
+        if let Some(entries) = self.by_job.get_mut(&key) {
+            entries.remove(&a.id);
+            if entries.is_empty() {
+                self.by_job.remove(&key);
+            }
+        }
         self.summary(index, &key, |s| s.count_alloc(a, -1));
+    }
+
+    /// Puts `a`'s entry in its job's map, making the map for the job's first allocation.
+    fn put_entry(&mut self, key: &JobKey, a: &Arc<Allocation>) {
+        let entry = JobAlloc::new(a.clone());
+        match self.by_job.get_mut(key) {
+            Some(entries) => {
+                entries.insert(a.id, entry);
+            }
+            None => {
+                let entries = JobAllocs::from_sorted(vec![(a.id, entry)]);
+                self.by_job.insert(key.clone(), entries);
+            }
+        }
     }
 
     fn summary(&mut self, index: Index, key: &JobKey, f: impl FnOnce(&mut JobSummary)) {

@@ -24,6 +24,8 @@ mod alloc_index;
 pub(crate) use alloc_index::AllocChange;
 mod deployments;
 mod helper;
+mod job_allocs;
+pub use job_allocs::JobAllocs;
 mod packed;
 mod read;
 mod rebuild;
@@ -289,8 +291,9 @@ pub struct StateStore {
     allocs_by_node: OrdMap<(NodeId, AllocId), Arc<Allocation>>,
     /// Holds the allocation itself, not only its id: the reconciler reads every allocation of
     /// a job per eval, and a second lookup into `allocs` per allocation was most of its cost.
-    /// Each value holds the same `Arc` as in `allocs` (`check_consistency` checks it).
-    allocs_by_job: OrdMap<(JobKey, AllocId), JobAlloc>,
+    /// Each value holds the same `Arc` as in `allocs` (`check_consistency` checks it). One
+    /// [`JobAllocs`] per job, absent once the job has no allocation.
+    allocs_by_job: OrdMap<JobKey, JobAllocs>,
     /// What each node's live allocations hold (nodes holding nothing are absent).
     node_usage: OrdMap<NodeId, NodeUse>,
     evals: OrdMap<EvalId, Arc<Evaluation>>,

@@ -1,5 +1,6 @@
 //! Read access to the store, used by schedulers, the plan applier and the API.
 
+use super::job_allocs::Entries;
 use super::{JobAlloc, JobSummary, NodeTaint, NodeUse, StateStore};
 use crate::types::*;
 use std::ops::Bound;
@@ -206,12 +207,12 @@ impl StateStore {
         key: &JobKey,
         after: Option<&AllocId>,
     ) -> impl Iterator<Item = &JobAlloc> + '_ {
-        let from = match after {
-            Some(id) => Bound::Excluded((key.clone(), *id)),
-            None => Bound::Included((key.clone(), AllocId::MIN)),
+        let after = after.copied();
+        let entries = match self.allocs_by_job.get(key) {
+            Some(entries) => entries.after(after),
+            None => Entries::none(),
         };
-        let to = Bound::Included((key.clone(), AllocId::MAX));
-        self.allocs_by_job.range((from, to)).map(|(_, e)| e)
+        entries.map(|(_, e)| e)
     }
 
     pub fn eval(&self, id: &EvalId) -> Option<&Arc<Evaluation>> {

@@ -72,9 +72,9 @@ fn stale_copied_fields_break_consistency() {
     ];
     for (field, break_it) in stale {
         let (mut s, key) = store_with_allocs();
-        let index_key = s.allocs_by_job.keys().next().expect("an entry").clone();
-        let id = index_key.1;
-        let entry = s.allocs_by_job.get_mut(&index_key).expect("the entry");
+        let entries = s.allocs_by_job.get_mut(&key).expect("the job's entries");
+        let id = *entries.iter().next().expect("an entry").0;
+        let entry = entries.get_mut(&id).expect("the entry");
         break_it(entry);
         assert!(!entry.is_current(), "{field}");
         let err = s.check_consistency().expect_err(field);

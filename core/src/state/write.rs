@@ -3,7 +3,8 @@
 
 use super::alloc_index::names_node;
 use super::{
-    JOB_VERSIONS_KEPT, JobAlloc, JobSummary, StateStore, Table, summary::derive_job_status,
+    JOB_VERSIONS_KEPT, JobAlloc, JobAllocs, JobSummary, StateStore, Table,
+    summary::derive_job_status,
 };
 use crate::types::*;
 use std::sync::Arc;
@@ -326,18 +327,20 @@ fn index_by_job(
     groups: Vec<JobGroup>,
 ) -> (
     imbl::OrdMap<JobKey, Arc<JobSummary>>,
-    imbl::OrdMap<(JobKey, AllocId), JobAlloc>,
+    imbl::OrdMap<JobKey, JobAllocs>,
 ) {
-    let mut job_index = Vec::with_capacity(groups.iter().map(|g| g.allocs.len()).sum());
+    let mut job_index = Vec::with_capacity(groups.len());
     for JobGroup { key, allocs } in groups {
         let summary = summaries
             .entry(key.clone())
             .or_insert_with(|| Arc::new(JobSummary::new(key.clone())));
         let summary = Arc::make_mut(summary);
+        let mut entries = Vec::with_capacity(allocs.len());
         for a in allocs {
             summary.count_alloc(&a, 1);
-            job_index.push(((key.clone(), a.id), JobAlloc::new(a)));
+            entries.push((a.id, JobAlloc::new(a)));
         }
+        job_index.push((key, JobAllocs::from_sorted(entries)));
     }
     (summaries, super::packed::from_sorted(job_index))
 }

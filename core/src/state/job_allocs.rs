@@ -1,0 +1,242 @@
+//! One job's entries in the per-job allocation index, by allocation id.
+//!
+//! The index is a map of jobs, each holding a map of its allocations, so an entry's key is
+//! the allocation id alone: under a `(JobKey, AllocId)` key each entry carried the job's two
+//! strings (a third of its bytes), and every leaf copied on write cloned them. But a B-tree
+//! leaf is a fixed array of sixteen entries whatever it holds, so a job of one allocation
+//! would pay for sixteen. A job's entries therefore sit in one exact-size slice while they
+//! are few, and in a B-tree once they are many; which one is a function of the count alone
+//! ([`FEW`]), so a store restored from a snapshot holds what the live one did.
+
+use super::JobAlloc;
+use crate::types::AllocId;
+use imbl::OrdMap;
+use std::ops::Bound;
+use std::sync::Arc;
+
+/// Up to this many entries sit in one slice: rewriting a slice to insert costs about what
+/// copying a B-tree leaf on write does, and the slice wastes nothing.
+pub const FEW: usize = 32;
+
+/// One job's entries, in id order; never empty in the index (an empty job has no entry).
+#[derive(Clone, Debug)]
+pub enum JobAllocs {
+    /// At most [`FEW`] entries, sorted by id, exactly as many as held.
+    Few(Arc<[(AllocId, JobAlloc)]>),
+    /// More than [`FEW`].
+    Many(OrdMap<AllocId, JobAlloc>),
+}
+
+impl JobAllocs {
+    /// Entries sorted by id, with no id twice.
+    pub fn from_sorted(entries: Vec<(AllocId, JobAlloc)>) -> Self {
+        debug_assert!(entries.windows(2).all(|w| w[0].0 < w[1].0));
+        if entries.len() <= FEW {
+            Self::Few(entries.into())
+        } else {
+            Self::Many(super::packed::from_sorted(entries))
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Self::Few(few) => few.len(),
+            Self::Many(many) => many.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Puts `entry` under `id`, replacing any entry there.
+    pub fn insert(&mut self, id: AllocId, entry: JobAlloc) {
+        match self {
+            Self::Few(few) => match few.binary_search_by_key(&id, |(k, _)| *k) {
+                Ok(at) => Arc::make_mut(few)[at].1 = entry,
+                Err(at) if few.len() < FEW => {
+                    let mut grown = Vec::with_capacity(few.len() + 1);
+                    grown.extend_from_slice(&few[..at]);
+                    grown.push((id, entry));
+                    grown.extend_from_slice(&few[at..]);
+                    *few = grown.into();
+                }
+                Err(_) => {
+                    let mut many: OrdMap<AllocId, JobAlloc> = few.iter().cloned().collect();
+                    many.insert(id, entry);
+                    *self = Self::Many(many);
+                }
+            },
+            Self::Many(many) => {
+                many.insert(id, entry);
+            }
+        }
+    }
+
+    /// Removes the entry under `id`, if any.
+    pub fn remove(&mut self, id: &AllocId) {
+        match self {
+            Self::Few(few) => {
+                if let Ok(at) = few.binary_search_by_key(id, |(k, _)| *k) {
+                    let kept: Vec<_> = few[..at].iter().chain(&few[at + 1..]).cloned().collect();
+                    *few = kept.into();
+                }
+            }
+            Self::Many(many) => {
+                many.remove(id);
+                if many.len() <= FEW {
+                    *self = Self::Few(many.iter().map(|(k, e)| (*k, e.clone())).collect());
+                }
+            }
+        }
+    }
+
+    /// The entry under `id`, to change in place.
+    pub fn get_mut(&mut self, id: &AllocId) -> Option<&mut JobAlloc> {
+        match self {
+            Self::Few(few) => {
+                let at = few.binary_search_by_key(id, |(k, _)| *k).ok()?;
+                Some(&mut Arc::make_mut(few)[at].1)
+            }
+            Self::Many(many) => many.get_mut(id),
+        }
+    }
+
+    /// The entries in id order.
+    pub fn iter(&self) -> Entries<'_> {
+        self.after(None)
+    }
+
+    /// The entries with ids above `after` (all for `None`), in id order.
+    pub fn after(&self, after: Option<AllocId>) -> Entries<'_> {
+        match self {
+            Self::Few(few) => {
+                let from = match after {
+                    Some(id) => few.partition_point(|(k, _)| *k <= id),
+                    None => 0,
+                };
+                Entries::Few(few[from..].iter())
+            }
+            Self::Many(many) => {
+                let from = match after {
+                    Some(id) => Bound::Excluded(id),
+                    None => Bound::Unbounded,
+                };
+                Entries::Many(many.range((from, Bound::Unbounded)))
+            }
+        }
+    }
+}
+
+/// Equal when they hold the same entries, whichever form holds them.
+impl PartialEq for JobAllocs {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+/// [`JobAllocs::after`]'s iterator.
+pub enum Entries<'a> {
+    Few(std::slice::Iter<'a, (AllocId, JobAlloc)>),
+    Many(imbl::ordmap::RangedIter<'a, AllocId, JobAlloc, imbl::shared_ptr::DefaultSharedPtr>),
+}
+
+impl std::fmt::Debug for Entries<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Entries").finish_non_exhaustive()
+    }
+}
+
+impl Entries<'_> {
+    /// The entries of a job that has none.
+    pub fn none() -> Self {
+        Self::Few([].iter())
+    }
+}
+
+impl<'a> Iterator for Entries<'a> {
+    type Item = (&'a AllocId, &'a JobAlloc);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Self::Few(few) => few.next().map(|(k, e)| (k, e)),
+            Self::Many(many) => many.next(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mock;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    fn entry(n: u64) -> JobAlloc {
+        JobAlloc::new(Arc::new(mock::alloc(
+            n,
+            &mock::service_job("web", 80),
+            mock::node_id(n % 3),
+            n as u32,
+        )))
+    }
+
+    /// The form is a function of the count alone.
+    fn form_fits(m: &JobAllocs) -> bool {
+        matches!(
+            (m, m.len() <= FEW),
+            (JobAllocs::Few(_), true) | (JobAllocs::Many(_), false)
+        )
+    }
+
+    proptest! {
+        /// Inserts and removes hold what a plain sorted map holds, in the form its count
+        /// names, and read the same from any starting id.
+        #[test]
+        fn holds_what_a_sorted_map_holds(
+            ops in proptest::collection::vec((any::<bool>(), 0u64..80), 1..400),
+            after in 0u64..80,
+        ) {
+            let entries: Vec<JobAlloc> = (0..80).map(entry).collect();
+            let mut m = JobAllocs::from_sorted(Vec::new());
+            let mut model: BTreeMap<AllocId, u64> = BTreeMap::new();
+            for (put, n) in ops {
+                let id = entries[n as usize].id;
+                if put {
+                    m.insert(id, entries[n as usize].clone());
+                    model.insert(id, n);
+                } else {
+                    m.remove(&id);
+                    model.remove(&id);
+                }
+                prop_assert!(form_fits(&m), "{} entries in the wrong form", m.len());
+                prop_assert_eq!(m.len(), model.len());
+            }
+            let held: Vec<AllocId> = m.iter().map(|(k, e)| { assert_eq!(*k, e.id); *k }).collect();
+            prop_assert_eq!(held, model.keys().copied().collect::<Vec<_>>());
+            let from = entries[after as usize].id;
+            let tail: Vec<AllocId> = m.after(Some(from)).map(|(k, _)| *k).collect();
+            let model_tail: Vec<AllocId> = model
+                .range((Bound::Excluded(from), Bound::Unbounded))
+                .map(|(k, _)| *k)
+                .collect();
+            prop_assert_eq!(tail, model_tail);
+            let rebuilt = JobAllocs::from_sorted(m.iter().map(|(k, e)| (*k, e.clone())).collect());
+            prop_assert!(form_fits(&rebuilt));
+            prop_assert_eq!(rebuilt, m);
+        }
+    }
+
+    #[test]
+    fn a_write_to_a_shared_slice_leaves_the_other_copy_alone() {
+        let mut m = JobAllocs::from_sorted((0..3).map(|n| (entry(n).id, entry(n))).collect());
+        let before = m.clone();
+        let id = entry(1).id;
+        m.get_mut(&id).expect("held").job_version += 1;
+        m.remove(&entry(0).id);
+        assert_eq!(before.len(), 3);
+        assert!(before.iter().all(|(_, e)| e.is_current()));
+        assert_eq!(m.len(), 2);
+        assert!(!m.iter().next().expect("an entry").1.is_current());
+    }
+}
