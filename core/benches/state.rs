@@ -45,6 +45,11 @@ const BATCH: u64 = 1_000;
 /// A store with `allocs` running allocations spread over up to 10,000 nodes and 1 job per
 /// 10 allocations, written through the FSM in plan-sized batches.
 fn store_with(allocs: u64) -> StateStore {
+    store_of_jobs(allocs, 10)
+}
+
+/// [`store_with`] with `per_job` allocations to each job.
+fn store_of_jobs(allocs: u64, per_job: u64) -> StateStore {
     let mut s = StateStore::new();
     let mut index = 0;
     for n in 0..NODES.min(allocs.max(1)) {
@@ -63,8 +68,8 @@ fn store_with(allocs: u64) -> StateStore {
     while next < allocs {
         let batch: Vec<Allocation> = (next..(next + BATCH).min(allocs))
             .map(|i| {
-                let job = mock::service_job(&format!("job-{}", i / 10), 10);
-                mock::alloc(i, &job, mock::node_id(i % NODES), (i % 10) as u32)
+                let job = mock::service_job(&format!("job-{}", i / per_job), per_job as u32);
+                mock::alloc(i, &job, mock::node_id(i % NODES), (i % per_job) as u32)
             })
             .collect();
         next += batch.len() as u64;
@@ -273,6 +278,19 @@ fn footprint(_: &mut Criterion) {
         one.len()
     );
     black_box((s, restored));
+    // Jobs of one allocation and of a thousand, beside the ten above: the per-job index
+    // holds a small job's entries apart from a large one's.
+    const SHAPE_N: u64 = 100_000;
+    for per_job in [1, 1_000] {
+        let before = LIVE.load(Ordering::Relaxed);
+        let s = store_of_jobs(SHAPE_N, per_job);
+        let placed = LIVE.load(Ordering::Relaxed);
+        println!(
+            "report: memory per allocation at {SHAPE_N} allocs in jobs of {per_job}: {:.0} bytes placed",
+            (placed - before) as f64 / SHAPE_N as f64,
+        );
+        black_box(s);
+    }
 }
 
 criterion_group!(benches, footprint, snapshot_cost, snapshot_load, apply_rate);
