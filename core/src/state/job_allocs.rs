@@ -21,8 +21,9 @@ pub const FEW: usize = 32;
 /// One job's entries, in id order; never empty in the index (an empty job has no entry).
 #[derive(Clone, Debug)]
 pub enum JobAllocs {
-    /// At most [`FEW`] entries, sorted by id, exactly as many as held.
-    Few(Arc<[(AllocId, JobAlloc)]>),
+    /// At most [`FEW`] entries, sorted by id, exactly as many as held; each entry's own
+    /// [`JobAlloc::id`] is its key.
+    Few(Arc<[JobAlloc]>),
     /// More than [`FEW`].
     Many(OrdMap<AllocId, JobAlloc>),
 }
@@ -32,7 +33,7 @@ impl JobAllocs {
     pub fn from_sorted(entries: Vec<(AllocId, JobAlloc)>) -> Self {
         debug_assert!(entries.windows(2).all(|w| w[0].0 < w[1].0));
         if entries.len() <= FEW {
-            Self::Few(entries.into())
+            Self::Few(entries.into_iter().map(|(_, e)| e).collect())
         } else {
             Self::Many(super::packed::from_sorted(entries))
         }
@@ -49,20 +50,22 @@ impl JobAllocs {
         self.len() == 0
     }
 
-    /// Puts `entry` under `id`, replacing any entry there.
+    /// Puts `entry` under `id` (its own [`JobAlloc::id`]), replacing any entry there.
     pub fn insert(&mut self, id: AllocId, entry: JobAlloc) {
+        debug_assert_eq!(id, entry.id, "an entry is keyed by its allocation's id");
         match self {
-            Self::Few(few) => match few.binary_search_by_key(&id, |(k, _)| *k) {
-                Ok(at) => Arc::make_mut(few)[at].1 = entry,
+            Self::Few(few) => match few.binary_search_by_key(&id, |e| e.id) {
+                Ok(at) => Arc::make_mut(few)[at] = entry,
                 Err(at) if few.len() < FEW => {
                     let mut grown = Vec::with_capacity(few.len() + 1);
                     grown.extend_from_slice(&few[..at]);
-                    grown.push((id, entry));
+                    grown.push(entry);
                     grown.extend_from_slice(&few[at..]);
                     *few = grown.into();
                 }
                 Err(_) => {
-                    let mut many: OrdMap<AllocId, JobAlloc> = few.iter().cloned().collect();
+                    let mut many: OrdMap<AllocId, JobAlloc> =
+                        few.iter().map(|e| (e.id, e.clone())).collect();
                     many.insert(id, entry);
                     *self = Self::Many(many);
                 }
@@ -77,7 +80,7 @@ impl JobAllocs {
     pub fn remove(&mut self, id: &AllocId) {
         match self {
             Self::Few(few) => {
-                if let Ok(at) = few.binary_search_by_key(id, |(k, _)| *k) {
+                if let Ok(at) = few.binary_search_by_key(id, |e| e.id) {
                     let kept: Vec<_> = few[..at].iter().chain(&few[at + 1..]).cloned().collect();
                     *few = kept.into();
                 }
@@ -85,18 +88,20 @@ impl JobAllocs {
             Self::Many(many) => {
                 many.remove(id);
                 if many.len() <= FEW {
-                    *self = Self::Few(many.iter().map(|(k, e)| (*k, e.clone())).collect());
+                    *self = Self::Few(many.values().cloned().collect());
                 }
             }
         }
     }
 
-    /// The entry under `id`, to change in place.
+    /// The entry under `id`, for tests that break an entry on purpose (changing its `id`
+    /// would unsort a slice).
+    #[cfg(test)]
     pub fn get_mut(&mut self, id: &AllocId) -> Option<&mut JobAlloc> {
         match self {
             Self::Few(few) => {
-                let at = few.binary_search_by_key(id, |(k, _)| *k).ok()?;
-                Some(&mut Arc::make_mut(few)[at].1)
+                let at = few.binary_search_by_key(id, |e| e.id).ok()?;
+                Some(&mut Arc::make_mut(few)[at])
             }
             Self::Many(many) => many.get_mut(id),
         }
@@ -112,7 +117,7 @@ impl JobAllocs {
         match self {
             Self::Few(few) => {
                 let from = match after {
-                    Some(id) => few.partition_point(|(k, _)| *k <= id),
+                    Some(id) => few.partition_point(|e| e.id <= id),
                     None => 0,
                 };
                 Entries::Few(few[from..].iter())
@@ -137,7 +142,7 @@ impl PartialEq for JobAllocs {
 
 /// [`JobAllocs::after`]'s iterator.
 pub enum Entries<'a> {
-    Few(std::slice::Iter<'a, (AllocId, JobAlloc)>),
+    Few(std::slice::Iter<'a, JobAlloc>),
     Many(imbl::ordmap::RangedIter<'a, AllocId, JobAlloc, imbl::shared_ptr::DefaultSharedPtr>),
 }
 
@@ -159,7 +164,7 @@ impl<'a> Iterator for Entries<'a> {
 
     fn next(&mut self) -> Option<Self::Item> {
         match self {
-            Self::Few(few) => few.next().map(|(k, e)| (k, e)),
+            Self::Few(few) => few.next().map(|e| (&e.id, e)),
             Self::Many(many) => many.next(),
         }
     }
