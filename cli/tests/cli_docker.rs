@@ -298,10 +298,10 @@ async fn a_docker_job_serves_logs_restarts_survives_the_agent_and_stops() {
     let events = &failed.task_states.get("http").expect("task state").events;
     let failure = events
         .iter()
-        .find(|e| e.kind.as_str() == "Driver Failure")
+        .find(|e| e.kind() == "Driver Failure")
         .unwrap_or_else(|| panic!("no driver failure in {events:?}"));
     assert!(
-        failure.message.contains("127.0.0.1:1") && !failure.infra_failure,
+        failure.message().contains("127.0.0.1:1") && !failure.infra_failure(),
         "{failure:?}"
     );
     let out = drover(&server, &["node", "status", "-json"]).await;
@@ -373,17 +373,17 @@ async fn a_container_over_its_memory_is_reported_oom_killed_and_the_node_stays_h
     let events = &failed.task_states.get("http").expect("task state").events;
     let oom = events
         .iter()
-        .find(|e| e.kind.as_str() == "OOM Killed")
+        .find(|e| e.kind() == "OOM Killed")
         .unwrap_or_else(|| panic!("no OOM Killed event in {events:?}"));
     assert!(
-        oom.message.contains("32 MB") && !oom.infra_failure,
+        oom.message().contains("32 MB") && !oom.infra_failure(),
         "{oom:?}"
     );
     let terminated = events
         .iter()
-        .find(|e| e.kind.as_str() == "Terminated")
+        .find(|e| e.kind() == "Terminated")
         .expect("terminated");
-    assert_eq!(terminated.exit_code, Some(137), "{terminated:?}");
+    assert_eq!(terminated.exit_code(), Some(137), "{terminated:?}");
     let status = stdout(&drover(&server, &["alloc", "status", &failed.id.to_string()]).await);
     assert!(
         status.contains("was OOM killed (exit code 137)"),

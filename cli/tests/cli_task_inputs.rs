@@ -114,10 +114,10 @@ async fn failure(server: &TestServer, job: &str, task: &str, kind: &str) -> Stri
             .get(task)?
             .events
             .iter()
-            .find(|e| e.kind.as_str() == kind)?
+            .find(|e| e.kind() == kind)?
             .clone();
-        assert!(!event.infra_failure, "{event:?}");
-        Some(event.message.to_string())
+        assert!(!event.infra_failure(), "{event:?}");
+        Some(event.message().to_string())
     })
     .await
 }

@@ -187,13 +187,7 @@ fn apply_rate(c: &mut Criterion) {
 /// What a node reports once an allocation's one task runs: the status, a description and
 /// the task's state with the two events an agent sends (received, started).
 fn running_report(alloc: AllocId) -> fsm::AllocClientUpdate {
-    let event = |kind: &str, message: &str| TaskEvent {
-        time: T0,
-        kind: kind.into(),
-        message: message.into(),
-        exit_code: None,
-        infra_failure: false,
-    };
+    let event = |kind: &str, message: &str| TaskEvent::new(T0, kind, message);
     let state = TaskState {
         state: TaskRunState::Running,
         failed: false,

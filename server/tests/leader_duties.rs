@@ -411,13 +411,14 @@ async fn a_flaky_node_says_why_and_online_overrides_it() {
             u.update.task_states.insert(
                 "t",
                 TaskState {
-                    events: vec![TaskEvent {
-                        time: Timestamp::from_millis(1),
-                        kind: "Setup Failure".into(),
-                        message: "cannot create alloc dir: No space left on device".into(),
-                        exit_code: None,
-                        infra_failure: true,
-                    }],
+                    events: vec![
+                        TaskEvent::new(
+                            Timestamp::from_millis(1),
+                            "Setup Failure",
+                            "cannot create alloc dir: No space left on device",
+                        )
+                        .with_infra_failure(true),
+                    ],
                     ..TaskState::default()
                 },
             );

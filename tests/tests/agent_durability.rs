@@ -43,7 +43,7 @@ async fn sigkill(child: &mut tokio::process::Child) {
 fn kinds(alloc: &drover_core::types::Allocation) -> Vec<String> {
     events(alloc, "server")
         .iter()
-        .map(|e| e.kind.to_string())
+        .map(|e| e.kind().to_string())
         .collect()
 }
 
@@ -100,7 +100,7 @@ async fn an_agent_killed_with_sigkill_re_attaches_instead_of_duplicating() {
     .await;
     let unknown_exit = events(&restarted, "server")
         .iter()
-        .any(|e| e.kind == "Terminated" && e.message.contains("exit code unknown"));
+        .any(|e| e.kind() == "Terminated" && e.message().contains("exit code unknown"));
     assert!(unknown_exit, "{:?}", kinds(&restarted));
     assert_eq!(processes_with(&marker), vec![new_pid]);
 

@@ -80,7 +80,7 @@ async fn a_sleep_job_runs_and_stopping_it_kills_the_process() {
     assert!(processes_with(&marker).is_empty());
     let kinds: Vec<_> = events(&stopped, "server")
         .iter()
-        .map(|e| e.kind.as_str())
+        .map(|e| e.kind())
         .collect();
     assert!(
         kinds.contains(&"Killing") && kinds.contains(&"Killed"),
@@ -124,14 +124,14 @@ async fn a_failing_task_restarts_per_policy_then_fails_and_is_rescheduled() {
     assert!(task.failed);
     assert_eq!(task.state, TaskRunState::Dead);
     let evs = events(&first, "server");
-    assert!(evs.iter().any(|e| e.kind == "Not Restarting"), "{evs:?}");
+    assert!(evs.iter().any(|e| e.kind() == "Not Restarting"), "{evs:?}");
     assert!(
         evs.iter()
-            .any(|e| e.kind == "Terminated" && e.exit_code == Some(1)),
+            .any(|e| e.kind() == "Terminated" && e.exit_code() == Some(1)),
         "{evs:?}"
     );
     assert!(
-        evs.iter().all(|e| !e.infra_failure),
+        evs.iter().all(|e| !e.infra_failure()),
         "a task's own exit is not the node's fault"
     );
 
@@ -166,11 +166,11 @@ async fn a_missing_executable_is_a_clear_failure_of_the_job_and_the_agent_keeps_
     let evs = events(&failed, "server");
     let failure = evs
         .iter()
-        .find(|e| e.kind == "Driver Failure")
+        .find(|e| e.kind() == "Driver Failure")
         .unwrap_or_else(|| panic!("no driver failure in {evs:?}"));
-    assert!(failure.message.contains(missing), "{}", failure.message);
+    assert!(failure.message().contains(missing), "{}", failure.message());
     // Issue 14, item 4: the job's own mistake, never counted against the node.
-    assert!(!failure.infra_failure);
+    assert!(!failure.infra_failure());
 
     // The agent is unaffected: the next job runs.
     let marker = sleep_marker();

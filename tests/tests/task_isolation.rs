@@ -65,10 +65,10 @@ async fn a_task_over_its_memory_is_oom_killed_and_the_node_stays_healthy() {
         let task = alloc.task_states.keys().next().expect("a task").to_string();
         let oom = events(&alloc, &task)
             .iter()
-            .find(|e| e.kind == "OOM Killed")
+            .find(|e| e.kind() == "OOM Killed")
             .unwrap_or_else(|| panic!("{driver}: no OOM event in {:?}", events(&alloc, &task)));
-        assert!(oom.message.contains("32 MB"), "{}", oom.message);
-        assert!(!oom.infra_failure);
+        assert!(oom.message().contains("32 MB"), "{}", oom.message());
+        assert!(!oom.infra_failure());
         assert!(
             log(dir.path(), &alloc, "stdout").contains("hogging"),
             "{driver}"
@@ -287,7 +287,7 @@ async fn a_long_running_exec_task_starts_at_once_and_stops_cleanly() {
     assert!(
         events(&stopped, &task)
             .iter()
-            .any(|e| e.message.contains("SIGTERM")),
+            .any(|e| e.message().contains("SIGTERM")),
         "{:?}",
         events(&stopped, &task)
     );

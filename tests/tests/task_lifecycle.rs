@@ -106,7 +106,7 @@ async fn hooks_run_around_the_main_task_and_a_failed_prestart_stops_it() {
     assert!(
         events(&alloc, "init")
             .iter()
-            .any(|e| e.message.contains("exited with code 3")),
+            .any(|e| e.message().contains("exited with code 3")),
         "{:?}",
         events(&alloc, "init")
     );

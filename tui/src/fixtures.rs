@@ -418,13 +418,11 @@ pub fn alloc_detail(a: u64, nodes: u64) -> Allocation {
         TaskState {
             state: TaskRunState::Running,
             started_at: Some(ago(50)),
-            events: vec![TaskEvent {
-                time: ago(50),
-                kind: "Started".into(),
-                message: "task started by the raw_exec driver".into(),
-                exit_code: None,
-                infra_failure: false,
-            }],
+            events: vec![TaskEvent::new(
+                ago(50),
+                "Started",
+                "task started by the raw_exec driver",
+            )],
             usage: Some(drover_core::TaskUsage {
                 cpu_mhz: 37,
                 memory_mb: 112,

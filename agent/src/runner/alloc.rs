@@ -280,13 +280,11 @@ async fn run_alloc(
                 tracing::warn!(%alloc_id, task = %task.name, error = %e, "task cannot start");
                 entry.state.state = TaskRunState::Dead;
                 entry.state.failed = true;
-                entry.state.events.push(TaskEvent {
-                    time: super::task::now(),
-                    kind: "Driver Failure".into(),
-                    message: e.to_string().into(),
-                    exit_code: None,
-                    infra_failure: false,
-                });
+                entry.state.events.push(TaskEvent::new(
+                    super::task::now(),
+                    "Driver Failure",
+                    &e.to_string(),
+                ));
                 commands.send_replace(TaskCommand::Kill);
                 continue;
             }
@@ -303,13 +301,14 @@ async fn run_alloc(
             tracing::warn!(%alloc_id, task = %task.name, error = %e, "cannot create task directories");
             entry.state.state = TaskRunState::Dead;
             entry.state.failed = true;
-            entry.state.events.push(TaskEvent {
-                time: super::task::now(),
-                kind: "Setup Failure".into(),
-                message: format!("cannot create alloc dir {}: {e}", dirs.work.display()).into(),
-                exit_code: None,
-                infra_failure: true,
-            });
+            entry.state.events.push(
+                TaskEvent::new(
+                    super::task::now(),
+                    "Setup Failure",
+                    &format!("cannot create alloc dir {}: {e}", dirs.work.display()),
+                )
+                .with_infra_failure(true),
+            );
             record.infra_failure = true;
             commands.send_replace(TaskCommand::Kill);
             continue;

@@ -93,13 +93,11 @@ struct Runner {
 impl Runner {
     fn event(&mut self, kind: &str, message: String, exit_code: Option<i32>, infra: bool) {
         let events = &mut self.record.state.events;
-        events.push(TaskEvent {
-            time: now(),
-            kind: kind.into(),
-            message: message.into(),
-            exit_code,
-            infra_failure: infra,
-        });
+        events.push(
+            TaskEvent::new(now(), kind, &message)
+                .with_exit_code(exit_code)
+                .with_infra_failure(infra),
+        );
         if events.len() > MAX_TASK_EVENTS {
             events.drain(..events.len() - MAX_TASK_EVENTS);
         }

@@ -249,13 +249,13 @@ pub fn alloc_details(a: &Allocation, verbose: bool, now: Timestamp) -> String {
         );
         let mut table = Table::new(["Time", "Type", "Description"]);
         for e in state.events.iter().rev() {
-            let mut description = e.message.to_string();
-            if let Some(code) = e.exit_code {
+            let mut description = e.message().to_string();
+            if let Some(code) = e.exit_code() {
                 description = format!("{description} (exit code {code})")
                     .trim()
                     .to_string();
             }
-            table.row([output::time(e.time), e.kind.to_string(), description]);
+            table.row([output::time(e.time()), e.kind().to_string(), description]);
         }
         text.push_str(&table.render());
     }
@@ -294,20 +294,12 @@ mod tests {
                 state: TaskRunState::Running,
                 started_at: Some(Timestamp::from_millis(1_700_000_030_000)),
                 events: vec![
-                    TaskEvent {
-                        time: Timestamp::from_millis(1_700_000_010_000),
-                        kind: "Received".into(),
-                        message: Default::default(),
-                        exit_code: None,
-                        infra_failure: false,
-                    },
-                    TaskEvent {
-                        time: Timestamp::from_millis(1_700_000_030_000),
-                        kind: "Started".into(),
-                        message: "task started".into(),
-                        exit_code: None,
-                        infra_failure: false,
-                    },
+                    TaskEvent::new(Timestamp::from_millis(1_700_000_010_000), "Received", ""),
+                    TaskEvent::new(
+                        Timestamp::from_millis(1_700_000_030_000),
+                        "Started",
+                        "task started",
+                    ),
                 ],
                 usage: Some(drover_core::TaskUsage {
                     cpu_mhz: 42,

@@ -137,11 +137,11 @@ fn infra_reason(u: &AllocClientUpdate) -> String {
     u.task_states
         .values()
         .flat_map(|t| t.events.iter())
-        .filter(|e| e.infra_failure)
-        .max_by_key(|e| e.time)
+        .filter(|e| e.infra_failure())
+        .max_by_key(|e| e.time())
         .map_or_else(
             || "infrastructure failure".to_string(),
-            |e| e.message.to_string(),
+            |e| e.message().to_string(),
         )
 }
 

@@ -6,7 +6,7 @@
 
 use super::{
     AllocId, AllocatedPort, Dimension, EvalId, Index, JobId, JobKey, Links, NodeId, PortShortage,
-    Resources, TaskStates, Timestamp,
+    Resources, TaskEvent, TaskStates, Timestamp,
 };
 use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
@@ -110,19 +110,6 @@ pub enum TaskRunState {
 
 /// The newest task events kept per task.
 pub const MAX_TASK_EVENTS: usize = 10;
-
-#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
-pub struct TaskEvent {
-    pub time: Timestamp,
-    /// `Received`, `Started`, `Terminated`, `Restarting`, `Killing`, `Driver Failure`, ...
-    pub kind: CompactString,
-    pub message: CompactString,
-    pub exit_code: Option<i32>,
-    /// The failure was the node's fault (disk full, fork failed), never the job's (missing
-    /// command, bad arguments, exit code); feeds flakiness, and its message is the reason
-    /// the node's health event gives.
-    pub infra_failure: bool,
-}
 
 /// The reschedule attempts that led to an allocation, oldest first.
 #[derive(Clone, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]

@@ -18,6 +18,7 @@ mod scheduler_config;
 mod service;
 mod task;
 mod task_blocks;
+mod task_event;
 mod task_states;
 
 pub use alloc::*;
@@ -38,4 +39,5 @@ pub use scheduler_config::*;
 pub use service::*;
 pub use task::*;
 pub use task_blocks::*;
+pub use task_event::{KNOWN_KINDS, TaskEvent};
 pub use task_states::TaskStates;

@@ -23,11 +23,11 @@ impl From<&AllocStateEntry> for pb::AllocStateEntry {
 impl From<&TaskEvent> for pb::TaskEvent {
     fn from(e: &TaskEvent) -> Self {
         pb::TaskEvent {
-            time_unix_ms: e.time.as_millis(),
-            kind: e.kind.to_string(),
-            message: e.message.to_string(),
-            exit_code: e.exit_code,
-            infra_failure: e.infra_failure,
+            time_unix_ms: e.time().as_millis(),
+            kind: e.kind().to_string(),
+            message: e.message().to_string(),
+            exit_code: e.exit_code(),
+            infra_failure: e.infra_failure(),
         }
     }
 }
@@ -237,13 +237,9 @@ fn state_entry(p: pb::AllocStateEntry) -> Result<AllocStateEntry> {
 }
 
 fn task_event(p: pb::TaskEvent) -> TaskEvent {
-    TaskEvent {
-        time: Timestamp::from_millis(p.time_unix_ms),
-        kind: p.kind.into(),
-        message: p.message.into(),
-        exit_code: p.exit_code,
-        infra_failure: p.infra_failure,
-    }
+    TaskEvent::new(Timestamp::from_millis(p.time_unix_ms), &p.kind, &p.message)
+        .with_exit_code(p.exit_code)
+        .with_infra_failure(p.infra_failure)
 }
 
 pub(crate) fn task_state(p: pb::TaskState) -> Result<TaskState> {

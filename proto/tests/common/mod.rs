@@ -222,20 +222,14 @@ pub fn full_alloc() -> Allocation {
                 started_at: Some(Timestamp::from_millis(11)),
                 finished_at: Some(Timestamp::from_millis(29)),
                 events: vec![
-                    TaskEvent {
-                        time: Timestamp::from_millis(12),
-                        kind: "Started".into(),
-                        message: Default::default(),
-                        exit_code: None,
-                        infra_failure: false,
-                    },
-                    TaskEvent {
-                        time: Timestamp::from_millis(28),
-                        kind: "Driver Failure".into(),
-                        message: "executable not found".into(),
-                        exit_code: Some(-127),
-                        infra_failure: true,
-                    },
+                    TaskEvent::new(Timestamp::from_millis(12), "Started", ""),
+                    TaskEvent::new(
+                        Timestamp::from_millis(28),
+                        "Driver Failure",
+                        "executable not found",
+                    )
+                    .with_exit_code(Some(-127))
+                    .with_infra_failure(true),
                 ],
                 usage: Some(drover_core::types::TaskUsage {
                     cpu_mhz: 250,

@@ -142,8 +142,8 @@ pub fn started_pid(alloc: &Allocation, task: &str) -> Option<i32> {
     events(alloc, task)
         .iter()
         .rev()
-        .find(|e| e.kind == "Started")?
-        .message
+        .find(|e| e.kind() == "Started")?
+        .message()
         .strip_prefix("task started as pid ")?
         .parse()
         .ok()

@@ -273,13 +273,14 @@ mod tests {
                 "server",
                 drover_core::TaskState {
                     state: drover_core::TaskRunState::Dead,
-                    events: vec![drover_core::TaskEvent {
-                        time: Timestamp::from_millis(8_000),
-                        kind: "Terminated".into(),
-                        message: "exit 0".into(),
-                        exit_code: Some(0),
-                        infra_failure: false,
-                    }],
+                    events: vec![
+                        drover_core::TaskEvent::new(
+                            Timestamp::from_millis(8_000),
+                            "Terminated",
+                            "exit 0",
+                        )
+                        .with_exit_code(Some(0)),
+                    ],
                     ..Default::default()
                 },
             );

@@ -192,14 +192,14 @@ impl TableView for AllocsView {
                         state.restarts
                     )));
                     for e in &state.events {
-                        let mut text = e.message.clone();
-                        if let Some(code) = e.exit_code {
+                        let mut text = e.message().to_string();
+                        if let Some(code) = e.exit_code() {
                             text.push_str(&format!(" (exit {code})"));
                         }
                         lines.push(DetailLine::toned(
-                            format!("{} ago {}", age(e.time, ctx.now), e.kind),
+                            format!("{} ago {}", age(e.time(), ctx.now), e.kind()),
                             text,
-                            if e.infra_failure {
+                            if e.infra_failure() {
                                 Tone::Bad
                             } else {
                                 Tone::Normal

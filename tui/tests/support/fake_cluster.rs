@@ -120,13 +120,7 @@ impl FakeCluster {
         let core = mock::service_job(&job.id, 10);
         let mut alloc = mock::alloc(0, &core, mock::node_id(0), 0);
         let at = |s: u64| Timestamp::from_millis(1_767_225_600_000 + s * 1_000);
-        let event = |s: u64, kind: &str, message: &str| TaskEvent {
-            time: at(s),
-            kind: kind.into(),
-            message: message.into(),
-            exit_code: None,
-            infra_failure: false,
-        };
+        let event = |s: u64, kind: &str, message: &str| TaskEvent::new(at(s), kind, message);
         alloc.task_states.insert(
             "server",
             TaskState {
