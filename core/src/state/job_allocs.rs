@@ -6,11 +6,15 @@
 //! leaf is a fixed array of sixteen entries whatever it holds, so a job of one allocation
 //! would pay for sixteen. A job's entries therefore sit in one exact-size slice while they
 //! are few, and in a B-tree once they are many; which one is a function of the count alone
-//! ([`FEW`]), so a store restored from a snapshot holds what the live one did.
+//! ([`FEW`]), so a store restored from a snapshot holds what the live one did. Either form
+//! holds the entries alone, each keyed by its own [`JobAlloc::id`]: a separate key would be
+//! a copy of it (16 bytes of every entry).
 
 use super::JobAlloc;
 use crate::types::AllocId;
-use imbl::OrdMap;
+use imbl::OrdSet;
+use std::borrow::Borrow;
+use std::cmp::Ordering;
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -25,7 +29,38 @@ pub enum JobAllocs {
     /// [`JobAlloc::id`] is its key.
     Few(Arc<[JobAlloc]>),
     /// More than [`FEW`].
-    Many(OrdMap<AllocId, JobAlloc>),
+    Many(OrdSet<ById>),
+}
+
+/// An entry as a B-tree holds it: ordered, equal and looked up by its allocation's id alone
+/// (no two entries of a job share one); compare the entries inside to compare them whole.
+#[derive(Clone, Debug)]
+pub struct ById(pub JobAlloc);
+
+impl PartialEq for ById {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.id == other.0.id
+    }
+}
+
+impl Eq for ById {}
+
+impl PartialOrd for ById {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ById {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.id.cmp(&other.0.id)
+    }
+}
+
+impl Borrow<AllocId> for ById {
+    fn borrow(&self) -> &AllocId {
+        &self.0.id
+    }
 }
 
 impl JobAllocs {
@@ -35,7 +70,11 @@ impl JobAllocs {
         if entries.len() <= FEW {
             Self::Few(entries.into_iter().map(|(_, e)| e).collect())
         } else {
-            Self::Many(super::packed::from_sorted(entries))
+            let mut many = OrdSet::new();
+            super::packed::insert_in_packing_order(entries, |(_, e)| {
+                many.insert(ById(e));
+            });
+            Self::Many(many)
         }
     }
 
@@ -64,14 +103,13 @@ impl JobAllocs {
                     *few = grown.into();
                 }
                 Err(_) => {
-                    let mut many: OrdMap<AllocId, JobAlloc> =
-                        few.iter().map(|e| (e.id, e.clone())).collect();
-                    many.insert(id, entry);
+                    let mut many: OrdSet<ById> = few.iter().cloned().map(ById).collect();
+                    many.insert(ById(entry));
                     *self = Self::Many(many);
                 }
             },
             Self::Many(many) => {
-                many.insert(id, entry);
+                many.insert(ById(entry));
             }
         }
     }
@@ -88,22 +126,23 @@ impl JobAllocs {
             Self::Many(many) => {
                 many.remove(id);
                 if many.len() <= FEW {
-                    *self = Self::Few(many.values().cloned().collect());
+                    *self = Self::Few(many.iter().map(|e| e.0.clone()).collect());
                 }
             }
         }
     }
 
-    /// The entry under `id`, for tests that break an entry on purpose (changing its `id`
-    /// would unsort a slice).
+    /// The entry under `id` of a job of few entries, for tests that break an entry on
+    /// purpose (changing its `id` unsorts the slice). A B-tree's entries cannot be reached in
+    /// place: their ids place them.
     #[cfg(test)]
-    pub fn get_mut(&mut self, id: &AllocId) -> Option<&mut JobAlloc> {
+    pub fn few_entry_mut(&mut self, id: &AllocId) -> Option<&mut JobAlloc> {
         match self {
             Self::Few(few) => {
                 let at = few.binary_search_by_key(id, |e| e.id).ok()?;
                 Some(&mut Arc::make_mut(few)[at])
             }
-            Self::Many(many) => many.get_mut(id),
+            Self::Many(_) => None,
         }
     }
 
@@ -143,7 +182,7 @@ impl PartialEq for JobAllocs {
 /// [`JobAllocs::after`]'s iterator.
 pub enum Entries<'a> {
     Few(std::slice::Iter<'a, JobAlloc>),
-    Many(imbl::ordmap::RangedIter<'a, AllocId, JobAlloc, imbl::shared_ptr::DefaultSharedPtr>),
+    Many(imbl::ordset::RangedIter<'a, ById, imbl::shared_ptr::DefaultSharedPtr>),
 }
 
 impl std::fmt::Debug for Entries<'_> {
@@ -165,7 +204,7 @@ impl<'a> Iterator for Entries<'a> {
     fn next(&mut self) -> Option<Self::Item> {
         match self {
             Self::Few(few) => few.next().map(|e| (&e.id, e)),
-            Self::Many(many) => many.next(),
+            Self::Many(many) => many.next().map(|e| (&e.0.id, &e.0)),
         }
     }
 }
@@ -196,20 +235,23 @@ mod tests {
 
     proptest! {
         /// Inserts and removes hold what a plain sorted map holds, in the form its count
-        /// names, and read the same from any starting id.
+        /// names, and read the same from any starting id; an insert under a held id
+        /// replaces the entry.
         #[test]
         fn holds_what_a_sorted_map_holds(
-            ops in proptest::collection::vec((any::<bool>(), 0u64..80), 1..400),
+            ops in proptest::collection::vec((any::<bool>(), 0u64..80, 0u64..4), 1..400),
             after in 0u64..80,
         ) {
             let entries: Vec<JobAlloc> = (0..80).map(entry).collect();
             let mut m = JobAllocs::from_sorted(Vec::new());
             let mut model: BTreeMap<AllocId, u64> = BTreeMap::new();
-            for (put, n) in ops {
+            for (put, n, version) in ops {
                 let id = entries[n as usize].id;
                 if put {
-                    m.insert(id, entries[n as usize].clone());
-                    model.insert(id, n);
+                    let mut e = entries[n as usize].clone();
+                    e.job_version = version;
+                    m.insert(id, e);
+                    model.insert(id, version);
                 } else {
                     m.remove(&id);
                     model.remove(&id);
@@ -217,8 +259,11 @@ mod tests {
                 prop_assert!(form_fits(&m), "{} entries in the wrong form", m.len());
                 prop_assert_eq!(m.len(), model.len());
             }
-            let held: Vec<AllocId> = m.iter().map(|(k, e)| { assert_eq!(*k, e.id); *k }).collect();
-            prop_assert_eq!(held, model.keys().copied().collect::<Vec<_>>());
+            let held: Vec<(AllocId, u64)> = m
+                .iter()
+                .map(|(k, e)| { assert_eq!(*k, e.id); (*k, e.job_version) })
+                .collect();
+            prop_assert_eq!(held, model.iter().map(|(k, v)| (*k, *v)).collect::<Vec<_>>());
             let from = entries[after as usize].id;
             let tail: Vec<AllocId> = m.after(Some(from)).map(|(k, _)| *k).collect();
             let model_tail: Vec<AllocId> = model
@@ -237,7 +282,7 @@ mod tests {
         let mut m = JobAllocs::from_sorted((0..3).map(|n| (entry(n).id, entry(n))).collect());
         let before = m.clone();
         let id = entry(1).id;
-        m.get_mut(&id).expect("held").job_version += 1;
+        m.few_entry_mut(&id).expect("held").job_version += 1;
         m.remove(&entry(0).id);
         assert_eq!(before.len(), 3);
         assert!(before.iter().all(|(_, e)| e.is_current()));

@@ -1,4 +1,4 @@
-//! Ordered maps built from sorted entries with full leaves.
+//! Ordered maps and sets built from sorted entries with full leaves.
 //!
 //! imbl's B-tree splits a full leaf at its middle. Entries inserted in ascending order
 //! therefore leave every leaf but the last half full: each split keeps the lower half and
@@ -20,18 +20,24 @@ pub fn from_sorted<K: Ord + Clone, V: Clone>(entries: Vec<(K, V)>) -> OrdMap<K, 
         return entries.into_iter().collect();
     }
     let mut map = OrdMap::new();
-    let mut between = Vec::with_capacity(entries.len() / 2);
-    for (i, (key, value)) in entries.into_iter().enumerate() {
+    insert_in_packing_order(entries, |(key, value)| {
+        map.insert(key, value);
+    });
+    map
+}
+
+/// Hands `insert` the entries, sorted by key, in the order that fills a B-tree's leaves:
+/// every second one, then the ones between.
+pub fn insert_in_packing_order<T>(sorted: Vec<T>, mut insert: impl FnMut(T)) {
+    let mut between = Vec::with_capacity(sorted.len() / 2);
+    for (i, entry) in sorted.into_iter().enumerate() {
         if i % 2 == 0 {
-            map.insert(key, value);
+            insert(entry);
         } else {
-            between.push((key, value));
+            between.push(entry);
         }
     }
-    for (key, value) in between {
-        map.insert(key, value);
-    }
-    map
+    between.into_iter().for_each(insert);
 }
 
 #[cfg(test)]
