@@ -283,7 +283,7 @@ async fn run_alloc(
                 entry.state.events.push(TaskEvent::new(
                     super::task::now(),
                     "Driver Failure",
-                    &e.to_string(),
+                    e.to_string(),
                 ));
                 commands.send_replace(TaskCommand::Kill);
                 continue;
@@ -305,7 +305,7 @@ async fn run_alloc(
                 TaskEvent::new(
                     super::task::now(),
                     "Setup Failure",
-                    &format!("cannot create alloc dir {}: {e}", dirs.work.display()),
+                    format!("cannot create alloc dir {}: {e}", dirs.work.display()),
                 )
                 .with_infra_failure(true),
             );

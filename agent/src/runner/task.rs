@@ -94,7 +94,7 @@ impl Runner {
     fn event(&mut self, kind: &str, message: String, exit_code: Option<i32>, infra: bool) {
         let events = &mut self.record.state.events;
         events.push(
-            TaskEvent::new(now(), kind, &message)
+            TaskEvent::new(now(), kind, message)
                 .with_exit_code(exit_code)
                 .with_infra_failure(infra),
         );

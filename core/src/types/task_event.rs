@@ -65,9 +65,12 @@ pub struct TaskEvent {
 }
 
 impl TaskEvent {
-    pub fn new(time: Timestamp, kind: &str, message: &str) -> Self {
+    /// An event of `kind` with `message`, which it keeps without copying when it is owned
+    /// (as decoded from a report, a log entry or a snapshot) and the kind is a known one.
+    pub fn new(time: Timestamp, kind: &str, message: impl Into<CompactString>) -> Self {
+        let message = message.into();
         let (kind, text) = match KNOWN_KINDS.iter().position(|k| *k == kind) {
-            Some(at) => (at as u8, CompactString::from(message)),
+            Some(at) => (at as u8, message),
             None => {
                 let mut text = CompactString::with_capacity(kind.len() + message.len() + 4);
                 let _ = write!(text, "{}:{kind}{message}", kind.len());
@@ -194,7 +197,7 @@ impl Serialize for TaskEvent {
 impl<'de> Deserialize<'de> for TaskEvent {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let f = OwnedFields::deserialize(deserializer)?;
-        Ok(TaskEvent::new(f.time, &f.kind, &f.message)
+        Ok(TaskEvent::new(f.time, &f.kind, f.message)
             .with_exit_code(f.exit_code)
             .with_infra_failure(f.infra_failure))
     }

@@ -237,7 +237,7 @@ fn state_entry(p: pb::AllocStateEntry) -> Result<AllocStateEntry> {
 }
 
 fn task_event(p: pb::TaskEvent) -> TaskEvent {
-    TaskEvent::new(Timestamp::from_millis(p.time_unix_ms), &p.kind, &p.message)
+    TaskEvent::new(Timestamp::from_millis(p.time_unix_ms), &p.kind, p.message)
         .with_exit_code(p.exit_code)
         .with_infra_failure(p.infra_failure)
 }

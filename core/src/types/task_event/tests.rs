@@ -25,7 +25,7 @@ fn plain(time: u64, kind: &str, message: &str, exit_code: Option<i32>, infra: bo
 /// Packs `p`, then checks every field reads back and both encodings are the plain struct's,
 /// in both directions.
 fn check(p: &PlainEvent) -> Result<(), TestCaseError> {
-    let e = TaskEvent::new(p.time, &p.kind, &p.message)
+    let e = TaskEvent::new(p.time, &p.kind, p.message.as_str())
         .with_exit_code(p.exit_code)
         .with_infra_failure(p.infra_failure);
     prop_assert_eq!(e.time(), p.time);
