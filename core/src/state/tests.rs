@@ -1,7 +1,7 @@
 //! The per-job index's copied fields are checked against the allocation they summarise, and
 //! the tainted-node index follows the nodes and the allocations that name them.
 
-use super::{JobAlloc, NodeTaint, StateStore};
+use super::{JobAlloc, NodeTaint, Slot, StateStore};
 use crate::mock;
 use crate::types::*;
 use std::sync::Arc;
@@ -44,7 +44,12 @@ fn written_entries_copy_their_allocation() {
             )
         );
         assert_eq!(
-            (e.slot, e.desired_status, e.client_status, e.last_state),
+            (
+                e.slot.get(),
+                e.desired_status,
+                e.client_status,
+                e.last_state
+            ),
             (
                 a.name_index(),
                 a.desired_status,
@@ -65,7 +70,7 @@ fn stale_copied_fields_break_consistency() {
         ("group", |e| e.group = "other".into()),
         ("job version", |e| e.job_version += 1),
         ("create index", |e| e.create_index += 1),
-        ("slot", |e| e.slot = Some(7)),
+        ("slot", |e| e.slot = Slot::of(Some(7))),
         ("desired status", |e| e.desired_status = DesiredStatus::Stop),
         ("client status", |e| e.client_status = ClientStatus::Failed),
         ("last state", |e| e.last_state = Some(ClientStatus::Unknown)),
@@ -686,4 +691,25 @@ proptest::proptest! {
         proptest::prop_assert_eq!(batched.to_parts(), one_by_one.to_parts());
         proptest::prop_assert_eq!(batched.table_indexes(), one_by_one.table_indexes());
     }
+}
+
+/// A large job's index holds sixteen entries per B-tree leaf, and a small job's one slice
+/// holds them side by side: each byte here is megabytes at millions of allocations.
+#[test]
+fn a_job_alloc_is_88_bytes() {
+    assert_eq!(std::mem::size_of::<JobAlloc>(), 88);
+}
+
+#[test]
+fn a_slot_reads_back_what_the_name_gave() {
+    for index in [
+        None,
+        Some(0),
+        Some(7),
+        Some(999_999_999),
+        Some(u32::MAX - 1),
+    ] {
+        assert_eq!(Slot::of(index).get(), index);
+    }
+    assert_eq!(Slot::of(Some(u32::MAX)).get(), None);
 }

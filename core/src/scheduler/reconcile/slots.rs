@@ -25,7 +25,7 @@ type Rank = (u32, bool, Index, AllocId);
 
 fn rank(a: &JobAlloc) -> Rank {
     (
-        a.slot.unwrap_or(u32::MAX),
+        a.slot.get().unwrap_or(u32::MAX),
         a.client_status != ClientStatus::Running,
         a.create_index,
         a.id,
@@ -117,7 +117,7 @@ impl<'s> Slots<'s> {
             .collect();
         let mut replaced = Vec::new();
         for (a, why) in self.replacing {
-            let place = a.slot.is_some_and(|i| taken.take(i));
+            let place = a.slot.get().is_some_and(|i| taken.take(i));
             replaced.push((a, why, place));
         }
         let free = (0..self.count)
