@@ -308,12 +308,9 @@ impl ByJob<'_> {
     fn put_entry(&mut self, key: &JobKey, a: &Arc<Allocation>) {
         let entry = JobAlloc::new(a.clone());
         match self.by_job.get_mut(key) {
-            Some(entries) => {
-                entries.insert(a.id, entry);
-            }
+            Some(entries) => entries.insert(entry),
             None => {
-                let entries = JobAllocs::from_sorted(vec![(a.id, entry)]);
-                self.by_job.insert(key.clone(), entries);
+                self.by_job.insert(key.clone(), JobAllocs::one(entry));
             }
         }
     }

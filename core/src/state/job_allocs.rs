@@ -65,17 +65,22 @@ impl Borrow<AllocId> for ById {
 
 impl JobAllocs {
     /// Entries sorted by id, with no id twice.
-    pub fn from_sorted(entries: Vec<(AllocId, JobAlloc)>) -> Self {
-        debug_assert!(entries.windows(2).all(|w| w[0].0 < w[1].0));
+    pub fn from_sorted(entries: Vec<JobAlloc>) -> Self {
+        debug_assert!(entries.windows(2).all(|w| w[0].id < w[1].id));
         if entries.len() <= FEW {
-            Self::Few(entries.into_iter().map(|(_, e)| e).collect())
+            Self::Few(entries.into())
         } else {
             let mut many = OrdSet::new();
-            super::packed::insert_in_packing_order(entries, |(_, e)| {
+            super::packed::insert_in_packing_order(entries, |e| {
                 many.insert(ById(e));
             });
             Self::Many(many)
         }
+    }
+
+    /// A job's first entry.
+    pub fn one(entry: JobAlloc) -> Self {
+        Self::Few(Arc::new([entry]))
     }
 
     pub fn len(&self) -> usize {
@@ -89,9 +94,9 @@ impl JobAllocs {
         self.len() == 0
     }
 
-    /// Puts `entry` under `id` (its own [`JobAlloc::id`]), replacing any entry there.
-    pub fn insert(&mut self, id: AllocId, entry: JobAlloc) {
-        debug_assert_eq!(id, entry.id, "an entry is keyed by its allocation's id");
+    /// Puts `entry` under its own id, replacing any entry there.
+    pub fn insert(&mut self, entry: JobAlloc) {
+        let id = entry.id;
         match self {
             Self::Few(few) => match few.binary_search_by_key(&id, |e| e.id) {
                 Ok(at) => Arc::make_mut(few)[at] = entry,
@@ -250,7 +255,7 @@ mod tests {
                 if put {
                     let mut e = entries[n as usize].clone();
                     e.job_version = version;
-                    m.insert(id, e);
+                    m.insert(e);
                     model.insert(id, version);
                 } else {
                     m.remove(&id);
@@ -271,7 +276,7 @@ mod tests {
                 .map(|(k, _)| *k)
                 .collect();
             prop_assert_eq!(tail, model_tail);
-            let rebuilt = JobAllocs::from_sorted(m.iter().map(|(k, e)| (*k, e.clone())).collect());
+            let rebuilt = JobAllocs::from_sorted(m.iter().map(|(_, e)| e.clone()).collect());
             prop_assert!(form_fits(&rebuilt));
             prop_assert_eq!(rebuilt, m);
         }
@@ -279,7 +284,7 @@ mod tests {
 
     #[test]
     fn a_write_to_a_shared_slice_leaves_the_other_copy_alone() {
-        let mut m = JobAllocs::from_sorted((0..3).map(|n| (entry(n).id, entry(n))).collect());
+        let mut m = JobAllocs::from_sorted((0..3).map(entry).collect());
         let before = m.clone();
         let id = entry(1).id;
         m.few_entry_mut(&id).expect("held").job_version += 1;
