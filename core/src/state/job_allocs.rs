@@ -203,13 +203,14 @@ impl Entries<'_> {
     }
 }
 
+/// Yields the entries alone: each carries its id.
 impl<'a> Iterator for Entries<'a> {
-    type Item = (&'a AllocId, &'a JobAlloc);
+    type Item = &'a JobAlloc;
 
     fn next(&mut self) -> Option<Self::Item> {
         match self {
-            Self::Few(few) => few.next().map(|e| (&e.id, e)),
-            Self::Many(many) => many.next().map(|e| (&e.0.id, &e.0)),
+            Self::Few(few) => few.next(),
+            Self::Many(many) => many.next().map(|e| &e.0),
         }
     }
 }
@@ -264,19 +265,16 @@ mod tests {
                 prop_assert!(form_fits(&m), "{} entries in the wrong form", m.len());
                 prop_assert_eq!(m.len(), model.len());
             }
-            let held: Vec<(AllocId, u64)> = m
-                .iter()
-                .map(|(k, e)| { assert_eq!(*k, e.id); (*k, e.job_version) })
-                .collect();
+            let held: Vec<(AllocId, u64)> = m.iter().map(|e| (e.id, e.job_version)).collect();
             prop_assert_eq!(held, model.iter().map(|(k, v)| (*k, *v)).collect::<Vec<_>>());
             let from = entries[after as usize].id;
-            let tail: Vec<AllocId> = m.after(Some(from)).map(|(k, _)| *k).collect();
+            let tail: Vec<AllocId> = m.after(Some(from)).map(|e| e.id).collect();
             let model_tail: Vec<AllocId> = model
                 .range((Bound::Excluded(from), Bound::Unbounded))
                 .map(|(k, _)| *k)
                 .collect();
             prop_assert_eq!(tail, model_tail);
-            let rebuilt = JobAllocs::from_sorted(m.iter().map(|(_, e)| e.clone()).collect());
+            let rebuilt = JobAllocs::from_sorted(m.iter().cloned().collect());
             prop_assert!(form_fits(&rebuilt));
             prop_assert_eq!(rebuilt, m);
         }
@@ -290,8 +288,8 @@ mod tests {
         m.few_entry_mut(&id).expect("held").job_version += 1;
         m.remove(&entry(0).id);
         assert_eq!(before.len(), 3);
-        assert!(before.iter().all(|(_, e)| e.is_current()));
+        assert!(before.iter().all(|e| e.is_current()));
         assert_eq!(m.len(), 2);
-        assert!(!m.iter().next().expect("an entry").1.is_current());
+        assert!(!m.iter().next().expect("an entry").is_current());
     }
 }

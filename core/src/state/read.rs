@@ -208,11 +208,10 @@ impl StateStore {
         after: Option<&AllocId>,
     ) -> impl Iterator<Item = &JobAlloc> + '_ {
         let after = after.copied();
-        let entries = match self.allocs_by_job.get(key) {
+        match self.allocs_by_job.get(key) {
             Some(entries) => entries.after(after),
             None => Entries::none(),
-        };
-        entries.map(|(_, e)| e)
+        }
     }
 
     pub fn eval(&self, id: &EvalId) -> Option<&Arc<Evaluation>> {

@@ -178,8 +178,7 @@ impl StateStore {
             .allocs_by_job
             .values()
             .flat_map(|entries| entries.iter())
-            .find(|(_, e)| !e.is_current())
-            .map(|(_, e)| e)
+            .find(|e| !e.is_current())
         {
             return Err(format!(
                 "allocs_by_job entry of alloc {} disagrees with the allocation it summarises",
@@ -189,15 +188,11 @@ impl StateStore {
         if self.allocs_by_job != rebuilt.allocs_by_job {
             return Err("allocs_by_job disagrees with the allocs table".into());
         }
-        let shared = self
-            .allocs_by_job
-            .values()
-            .flat_map(|m| m.iter())
-            .all(|(id, e)| {
-                self.allocs
-                    .get(id)
-                    .is_some_and(|b| Arc::ptr_eq(&e.alloc, b))
-            });
+        let shared = self.allocs_by_job.values().flat_map(|m| m.iter()).all(|e| {
+            self.allocs
+                .get(&e.id)
+                .is_some_and(|b| Arc::ptr_eq(&e.alloc, b))
+        });
         if !shared {
             return Err("allocs_by_job holds an allocation that is not the allocs table's".into());
         }

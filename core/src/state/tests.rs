@@ -78,7 +78,7 @@ fn stale_copied_fields_break_consistency() {
     for (field, break_it) in stale {
         let (mut s, key) = store_with_allocs();
         let entries = s.allocs_by_job.get_mut(&key).expect("the job's entries");
-        let id = *entries.iter().next().expect("an entry").0;
+        let id = entries.iter().next().expect("an entry").id;
         let entry = entries.few_entry_mut(&id).expect("the entry");
         break_it(entry);
         assert!(!entry.is_current(), "{field}");

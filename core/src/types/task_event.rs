@@ -51,8 +51,8 @@ const HAS_EXIT_CODE: u8 = 1;
 const INFRA_FAILURE: u8 = 2;
 
 /// Invariant: `kind` is the position of the kind's name in [`KNOWN_KINDS`] whenever the name
-/// is there, so equal events have equal fields (equality and hashing compare fields).
-#[derive(Clone, PartialEq, Eq, Hash)]
+/// is there, so equal events have equal fields (equality compares fields).
+#[derive(Clone, PartialEq, Eq)]
 pub struct TaskEvent {
     time: Timestamp,
     /// The message; for an [`OTHER_KIND`] event, `"{len}:{kind}"` and then the message, the
