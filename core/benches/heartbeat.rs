@@ -21,7 +21,7 @@ fn steady_heartbeats(c: &mut Criterion) {
     let mut now = Timestamp::from_millis(1_700_000_000_000);
     for (index, n) in (1..).zip(0..NODES) {
         let node = mock::node(n);
-        fsm::apply(&mut store, index, &Command::NodeRegister { node, now })
+        fsm::apply(&mut store, index, Command::NodeRegister { node, now })
             .expect("a mock node registers");
     }
     let mut engine: LeaderEngine<Plan> =
@@ -50,7 +50,7 @@ fn steady_heartbeats(c: &mut Criterion) {
                 .expect("tracked");
             for cmd in outcome.commands {
                 index += 1;
-                fsm::apply(&mut store, index, &cmd).expect("the engine's own write applies");
+                fsm::apply(&mut store, index, cmd).expect("the engine's own write applies");
             }
         }
         now = now.saturating_add(Duration::from_secs(1));

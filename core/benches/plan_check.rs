@@ -38,7 +38,7 @@ fn cluster() -> StateStore {
         fsm::apply(
             &mut s,
             index,
-            &Command::NodeRegister {
+            Command::NodeRegister {
                 node: mock::node(n),
                 now: T0,
             },
@@ -51,7 +51,7 @@ fn cluster() -> StateStore {
     fsm::apply(
         &mut s,
         index + 1,
-        &mock::place(mock::eval_id(0), existing, T0),
+        mock::place(mock::eval_id(0), existing, T0),
     )
     .expect("place");
     s

@@ -37,7 +37,7 @@ fn cluster_of(nodes: u64) -> StateStore {
     let mut s = StateStore::new();
     for n in 0..nodes {
         let node = mock::node(n);
-        fsm::apply(&mut s, n + 1, &Command::NodeRegister { node, now: T0 }).unwrap();
+        fsm::apply(&mut s, n + 1, Command::NodeRegister { node, now: T0 }).unwrap();
     }
     s
 }
@@ -51,7 +51,7 @@ fn registered(base: &StateStore, job: &Job) -> (StateStore, Evaluation) {
         eval: Some(eval.clone()),
         now: T0,
     };
-    fsm::apply(&mut s, base.latest_index() + 1, &cmd).unwrap();
+    fsm::apply(&mut s, base.latest_index() + 1, cmd).unwrap();
     let eval = (**s.eval(&eval.id).unwrap()).clone();
     (s, eval)
 }
@@ -123,7 +123,7 @@ fn commit_only(c: &mut Criterion, name: &str, job: &Job) {
                     plan: apply,
                     now: T0,
                 };
-                fsm::apply(&mut s, index, &cmd).unwrap();
+                fsm::apply(&mut s, index, cmd).unwrap();
                 assert_eq!(s.alloc_count(), 10_000);
                 s
             },

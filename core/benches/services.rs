@@ -88,7 +88,7 @@ fn store(services: bool) -> StateStore {
             node: mock::node(n),
             now: T0,
         };
-        fsm::apply(&mut s, index, &node).unwrap();
+        fsm::apply(&mut s, index, node).unwrap();
     }
     let total = REGISTERED + BATCH;
     for from in (0..total).step_by(1_000) {
@@ -103,12 +103,7 @@ fn store(services: bool) -> StateStore {
             })
             .collect();
         index += 1;
-        fsm::apply(
-            &mut s,
-            index,
-            &mock::place(mock::eval_id(index), allocs, T0),
-        )
-        .unwrap();
+        fsm::apply(&mut s, index, mock::place(mock::eval_id(index), allocs, T0)).unwrap();
     }
     for from in (0..REGISTERED).step_by(1_000) {
         index += 1;
@@ -116,7 +111,7 @@ fn store(services: bool) -> StateStore {
         fsm::apply(
             &mut s,
             index,
-            &Command::AllocClientUpdates { nodes, now: T0 },
+            Command::AllocClientUpdates { nodes, now: T0 },
         )
         .unwrap();
     }
@@ -142,10 +137,10 @@ fn client_updates(c: &mut Criterion) {
         let cmd = batch(services);
         g.bench_function(name, |b| {
             b.iter_batched(
-                || base.snapshot(),
-                |mut s| {
+                || (base.snapshot(), cmd.clone()),
+                |(mut s, cmd)| {
                     let index = s.latest_index() + 1;
-                    fsm::apply(&mut s, index, &cmd).unwrap();
+                    fsm::apply(&mut s, index, cmd).unwrap();
                     s
                 },
                 BatchSize::SmallInput,

@@ -31,7 +31,7 @@ fn cluster() -> StateStore {
             node: mock::node(n),
             now: Timestamp(1_700_000_000_000),
         };
-        fsm::apply(&mut s, n + 1, &cmd).expect("register");
+        fsm::apply(&mut s, n + 1, cmd).expect("register");
     }
     s
 }

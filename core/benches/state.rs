@@ -57,7 +57,7 @@ fn store_of_jobs(allocs: u64, per_job: u64) -> StateStore {
         fsm::apply(
             &mut s,
             index,
-            &Command::NodeRegister {
+            Command::NodeRegister {
                 node: mock::node(n),
                 now: T0,
             },
@@ -74,7 +74,7 @@ fn store_of_jobs(allocs: u64, per_job: u64) -> StateStore {
             .collect();
         next += batch.len() as u64;
         index += 1;
-        fsm::apply(&mut s, index, &mock::place(mock::eval_id(index), batch, T0)).unwrap();
+        fsm::apply(&mut s, index, mock::place(mock::eval_id(index), batch, T0)).unwrap();
     }
     s
 }
@@ -111,11 +111,14 @@ fn apply_rate(c: &mut Criterion) {
         .map(|i| mock::alloc(10_000_000 + i, &job, mock::node_id(i % NODES), i as u32))
         .collect();
     let cmd = mock::place(mock::eval_id(1), batch, T0);
+    // Each run applies the command as the log hands it over: decoded, owning its
+    // allocations.
+    let encoded = fsm::encode_command(&cmd);
     g.bench_function("alloc_upsert_1000_into_100k", |b| {
         b.iter_batched(
-            || base.snapshot(),
-            |mut s| {
-                fsm::apply(&mut s, 1_000_000, &cmd).unwrap();
+            || (base.snapshot(), fsm::decode_command(&encoded).unwrap()),
+            |(mut s, cmd)| {
+                fsm::apply(&mut s, 1_000_000, cmd).unwrap();
                 s
             },
             BatchSize::SmallInput,
@@ -139,10 +142,10 @@ fn apply_rate(c: &mut Criterion) {
         .collect();
     g.bench_function("client_update_1000_into_1m", |b| {
         b.iter_batched(
-            || base.snapshot(),
-            |mut s| {
+            || (base.snapshot(), reports.clone()),
+            |(mut s, reports)| {
                 let mut index = s.latest_index();
-                for cmd in &reports {
+                for cmd in reports {
                     index += 1;
                     fsm::apply(&mut s, index, cmd).unwrap();
                 }
@@ -172,10 +175,10 @@ fn apply_rate(c: &mut Criterion) {
     };
     g.bench_function("client_updates_1000_grouped_into_1m", |b| {
         b.iter_batched(
-            || base.snapshot(),
-            |mut s| {
+            || (base.snapshot(), grouped.clone()),
+            |(mut s, grouped)| {
                 let index = s.latest_index() + 1;
-                fsm::apply(&mut s, index, &grouped).unwrap();
+                fsm::apply(&mut s, index, grouped).unwrap();
                 s
             },
             BatchSize::SmallInput,
@@ -225,7 +228,7 @@ fn report_running(s: &mut StateStore) {
             evals: Vec::new(),
             now: T0,
         };
-        fsm::apply(s, index, &cmd).unwrap();
+        fsm::apply(s, index, cmd).unwrap();
     }
 }
 

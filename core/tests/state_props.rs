@@ -293,7 +293,9 @@ fn run(ops: &[Op]) -> Result<(StateStore, Vec<Command>), TestCaseError> {
         prop_assert_eq!(&fsm::decode_command(&bytes).unwrap(), &cmd);
         let before = fsm::encode_snapshot(&store);
         let index = commands.len() as u64 + 1;
-        match fsm::apply(&mut store, index, &cmd) {
+        // Applied from a copy that shares the command's allocations, as the leader's own
+        // plans are; the replay below applies each decoded, owning them, as a restart does.
+        match fsm::apply(&mut store, index, cmd.clone()) {
             Ok(_) => {}
             Err(_) => prop_assert_eq!(
                 fsm::encode_snapshot(&store),
@@ -329,7 +331,8 @@ proptest! {
         let (a, commands) = run(&ops)?;
         let mut b = StateStore::new();
         for (i, cmd) in commands.iter().enumerate() {
-            let _ = fsm::apply(&mut b, i as u64 + 1, cmd);
+            let decoded = fsm::decode_command(&fsm::encode_command(cmd)).unwrap();
+            let _ = fsm::apply(&mut b, i as u64 + 1, decoded);
         }
         prop_assert_eq!(fsm::encode_snapshot(&a), fsm::encode_snapshot(&b));
     }
@@ -375,7 +378,7 @@ fn a_large_restore_on_two_threads_rebuilds_the_same_indexes() {
     let mut index = 0;
     let mut apply = |store: &mut StateStore, cmd: Command| {
         index += 1;
-        fsm::apply(store, index, &cmd).expect("applied");
+        fsm::apply(store, index, cmd).expect("applied");
     };
     // Nodes 0..90 registered; 90..100 named by allocations only.
     for n in 0..90 {

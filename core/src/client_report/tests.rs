@@ -44,7 +44,8 @@ fn state(others: &[(u64, u64, ClientStatus)]) -> crate::state::StateSnapshot {
     let mut index = 0;
     let mut write = |store: &mut StateStore, cmd: Command| {
         index += 1;
-        apply(store, index, &cmd).unwrap_or_else(|e| panic!("{} refused: {e}", cmd.kind()));
+        let kind = cmd.kind();
+        apply(store, index, cmd).unwrap_or_else(|e| panic!("{kind} refused: {e}"));
     };
     for n in 1..=4 {
         write(

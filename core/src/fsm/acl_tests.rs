@@ -38,7 +38,7 @@ fn check(steps: &[(Command, Option<&str>)]) -> StateStore {
     let mut store = StateStore::new();
     for (i, (cmd, refused)) in steps.iter().enumerate() {
         let before = encode_snapshot(&store);
-        let got = apply(&mut store, i as Index + 1, cmd);
+        let got = apply(&mut store, i as Index + 1, cmd.clone());
         match (got, refused) {
             (Ok(_), None) => {}
             (Err(e), Some(want)) => {

@@ -67,11 +67,10 @@ pub enum ApplyError {
 }
 
 /// Applies `cmd` at Raft index `index` and returns the events it produced, in order.
-pub fn apply(
-    store: &mut StateStore,
-    index: Index,
-    cmd: &Command,
-) -> Result<Vec<Event>, ApplyError> {
+/// The command is taken by value: the log hands each entry over freshly decoded, so what
+/// it carries (a plan's allocations, a report's task states) moves into the store rather
+/// than being copied and then dropped with the entry.
+pub fn apply(store: &mut StateStore, index: Index, cmd: Command) -> Result<Vec<Event>, ApplyError> {
     let mut fsm = Apply {
         store,
         index,
@@ -103,22 +102,22 @@ struct Apply<'a> {
 }
 
 impl Apply<'_> {
-    fn command(&mut self, cmd: &Command) -> Result<(), ApplyError> {
+    fn command(&mut self, cmd: Command) -> Result<(), ApplyError> {
         match cmd {
-            Command::NodeRegister { node, now } => self.node_register(node, *now),
+            Command::NodeRegister { node, now } => self.node_register(&node, now),
             Command::NodeStatus {
                 node_id,
                 status,
                 description,
                 now,
                 evals,
-            } => self.node_change(*node_id, EventType::NodeStatus, *now, evals, |n| {
-                if n.status == *status && n.status_description == *description {
+            } => self.node_change(node_id, EventType::NodeStatus, now, &evals, |n| {
+                if n.status == status && n.status_description == description {
                     return None;
                 }
-                n.status = *status;
-                n.status_description = description.clone();
-                n.status_updated_at = *now;
+                n.status = status;
+                n.status_description = description;
+                n.status_updated_at = now;
                 Some(format!("node status is now {}", status.as_str()))
             }),
             Command::NodeEligibility {
@@ -126,9 +125,9 @@ impl Apply<'_> {
                 eligibility,
                 now,
                 evals,
-            } => self.node_change(*node_id, EventType::NodeEligibility, *now, evals, |n| {
-                (n.eligibility != *eligibility).then(|| {
-                    n.eligibility = *eligibility;
+            } => self.node_change(node_id, EventType::NodeEligibility, now, &evals, |n| {
+                (n.eligibility != eligibility).then(|| {
+                    n.eligibility = eligibility;
                     format!("node marked {}", eligibility.as_str())
                 })
             }),
@@ -138,14 +137,13 @@ impl Apply<'_> {
                 now,
                 evals,
             } => {
-                self.node_change(*node_id, EventType::NodeDrain, *now, evals, |n| {
-                    if n.drain == *drain {
+                self.node_change(node_id, EventType::NodeDrain, now, &evals, |n| {
+                    if n.drain == drain {
                         return None;
                     }
-                    n.drain = drain.clone();
                     // A drain makes the node ineligible; ending it makes it eligible again,
                     // as `nomad node drain -disable` does without `-keep-ineligible`.
-                    Some(match drain {
+                    let message = match &drain {
                         Some(_) => {
                             n.eligibility = Eligibility::Ineligible;
                             "node drain started".to_string()
@@ -154,17 +152,19 @@ impl Apply<'_> {
                             n.eligibility = Eligibility::Eligible;
                             "node drain ended".to_string()
                         }
-                    })
+                    };
+                    n.drain = drain;
+                    Some(message)
                 })
             }
             Command::NodeOffline {
                 node_id,
                 now,
                 evals,
-            } => self.node_change(*node_id, EventType::NodeHealth, *now, evals, |n| {
+            } => self.node_change(node_id, EventType::NodeHealth, now, &evals, |n| {
                 (n.health != NodeHealth::Offlined).then(|| {
                     n.health = NodeHealth::Offlined;
-                    n.health_since = *now;
+                    n.health_since = now;
                     "node offlined by operator".to_string()
                 })
             }),
@@ -172,14 +172,14 @@ impl Apply<'_> {
                 node_id,
                 now,
                 evals,
-            } => self.node_change(*node_id, EventType::NodeHealth, *now, evals, |n| {
+            } => self.node_change(node_id, EventType::NodeHealth, now, &evals, |n| {
                 (n.health == NodeHealth::Offlined).then(|| {
                     n.health = if n.status == NodeStatus::Ready {
                         NodeHealth::Healthy
                     } else {
                         NodeHealth::Suspended(SuspendReason::New)
                     };
-                    n.health_since = *now;
+                    n.health_since = now;
                     "node onlined by operator".to_string()
                 })
             }),
@@ -188,13 +188,13 @@ impl Apply<'_> {
                 health,
                 now,
                 evals,
-            } => self.node_health(*node_id, *health, None, *now, evals),
-            Command::AclBootstrap { .. }
+            } => self.node_health(node_id, health, None, now, &evals),
+            acl @ (Command::AclBootstrap { .. }
             | Command::AclPolicyUpsert { .. }
             | Command::AclPolicyDelete { .. }
             | Command::AclTokenUpsert { .. }
-            | Command::AclTokenDelete { .. } => {
-                super::apply_acl::apply(self.store, self.index, cmd)
+            | Command::AclTokenDelete { .. }) => {
+                super::apply_acl::apply(self.store, self.index, &acl)
             }
             Command::NodeHealthExplained {
                 node_id,
@@ -202,18 +202,18 @@ impl Apply<'_> {
                 reason,
                 now,
                 evals,
-            } => self.node_health(*node_id, *health, Some(reason), *now, evals),
+            } => self.node_health(node_id, health, Some(&reason), now, &evals),
             Command::AllocStop {
                 alloc_id,
                 eval,
                 now,
-            } => self.alloc_stop(*alloc_id, eval, *now),
+            } => self.alloc_stop(alloc_id, &eval, now),
             Command::AllocsMigrate { allocs, evals, now } => {
-                self.allocs_migrate(allocs, evals, *now);
+                self.allocs_migrate(&allocs, &evals, now);
                 Ok(())
             }
             Command::NodeDrainComplete { node_id, now } => {
-                self.node_change(*node_id, EventType::NodeDrain, *now, &[], |n| {
+                self.node_change(node_id, EventType::NodeDrain, now, &[], |n| {
                     n.drain.take().map(|_| {
                         n.eligibility = Eligibility::Ineligible;
                         "node drain complete: nothing left to move (the node stays ineligible)"
@@ -225,14 +225,14 @@ impl Apply<'_> {
                 node_id,
                 snapshot,
                 now,
-            } => self.node_change(*node_id, EventType::NodeSnapshot, *now, &[], |n| {
-                (n.last_snapshot != *snapshot).then(|| {
-                    n.last_snapshot = snapshot.clone();
+            } => self.node_change(node_id, EventType::NodeSnapshot, now, &[], |n| {
+                (n.last_snapshot != snapshot).then(|| {
+                    n.last_snapshot = snapshot;
                     String::new()
                 })
             }),
             Command::NodeDeregister { node_ids, .. } => {
-                for id in node_ids {
+                for id in &node_ids {
                     if let Some(n) = self.store.remove_node(self.index, id) {
                         self.push(
                             Topic::Node,
@@ -244,7 +244,7 @@ impl Apply<'_> {
                 }
                 Ok(())
             }
-            Command::JobRegister { job, eval, now } => self.job_register(job, eval.as_ref(), *now),
+            Command::JobRegister { job, eval, now } => self.job_register(job, eval, now),
             Command::JobRegisterChecked {
                 job,
                 eval,
@@ -253,23 +253,23 @@ impl Apply<'_> {
             } => {
                 let key = job.key();
                 let actual = self.store.job(&key).map_or(0, |j| j.job_modify_index);
-                if actual != *enforce_index {
+                if actual != enforce_index {
                     return Err(ApplyError::JobIndexMismatch {
                         job: key,
-                        expected: *enforce_index,
+                        expected: enforce_index,
                         actual,
                     });
                 }
-                self.job_register(job, eval.as_ref(), *now)
+                self.job_register(job, eval, now)
             }
             Command::JobDeregister {
                 job,
                 purge,
                 eval,
                 now,
-            } => self.job_deregister(job, *purge, eval.as_ref(), *now),
+            } => self.job_deregister(&job, purge, eval, now),
             Command::EvalUpsert { evals } => {
-                self.upsert_evals(evals);
+                self.upsert_evals(&evals);
                 Ok(())
             }
             Command::EvalCancel {
@@ -277,14 +277,14 @@ impl Apply<'_> {
                 reason,
                 now,
             } => {
-                for id in eval_ids {
+                for id in &eval_ids {
                     let Some(e) = self.store.eval(id).filter(|e| !e.is_terminal()) else {
                         continue;
                     };
                     let mut e = (**e).clone();
                     e.status = EvalStatus::Canceled;
                     e.status_description = reason.clone();
-                    e.modify_time = *now;
+                    e.modify_time = now;
                     self.put_eval(e);
                 }
                 Ok(())
@@ -294,18 +294,18 @@ impl Apply<'_> {
                 alloc_ids,
             } => {
                 for id in eval_ids {
-                    if let Some(e) = self.store.remove_eval(self.index, id) {
+                    if let Some(e) = self.store.remove_eval(self.index, &id) {
                         self.touched_jobs.insert(e.job_key());
                         self.push(
                             Topic::Evaluation,
                             EventType::EvaluationDeleted,
                             id.to_string(),
-                            EventPayload::EvalId(*id),
+                            EventPayload::EvalId(id),
                         );
                     }
                 }
                 for id in alloc_ids {
-                    if let Some(a) = self.store.remove_alloc(self.index, id) {
+                    if let Some(a) = self.store.remove_alloc(self.index, &id) {
                         self.touched_jobs.insert(JobKey {
                             namespace: a.namespace.clone(),
                             id: a.job_id.clone(),
@@ -314,7 +314,7 @@ impl Apply<'_> {
                             Topic::Allocation,
                             EventType::AllocationDeleted,
                             id.to_string(),
-                            EventPayload::AllocId(*id),
+                            EventPayload::AllocId(id),
                         );
                     }
                 }
@@ -327,26 +327,27 @@ impl Apply<'_> {
                 now,
             } => {
                 self.defer_indexing();
-                self.alloc_client_update(*node_id, updates, evals, &[], *now)
+                self.alloc_client_update(node_id, updates, &evals, &[], now)
             }
             Command::AllocClientUpdates { nodes, now } => {
                 self.defer_indexing();
                 for part in nodes {
                     // Only a vanished node refuses its part; the others still apply.
+                    let node_id = part.node_id;
                     if let Err(error) = self.alloc_client_update(
-                        part.node_id,
-                        &part.updates,
+                        node_id,
+                        part.updates,
                         &part.evals,
                         &part.services,
-                        *now,
+                        now,
                     ) {
-                        tracing::debug!(node_id = %part.node_id, %error, "client updates of a gone node skipped");
+                        tracing::debug!(%node_id, %error, "client updates of a gone node skipped");
                     }
                 }
                 Ok(())
             }
             Command::ApplyPlan { plan, now } => {
-                self.apply_plan(plan, *now);
+                self.apply_plan(plan, now);
                 Ok(())
             }
             Command::DeploymentStatus {
@@ -354,24 +355,21 @@ impl Apply<'_> {
                 revert,
                 evals,
                 now,
-            } => self.deployment_status(updates, revert.as_ref(), evals, *now),
+            } => self.deployment_status(&updates, revert, &evals, now),
             Command::DeploymentPromote {
                 deployment_id,
                 groups,
                 eval,
                 now: _,
-            } => self.deployment_promote(*deployment_id, groups, eval),
+            } => self.deployment_promote(deployment_id, &groups, &eval),
             Command::SchedulerConfig { config, cas_index } => {
                 let actual = self.store.scheduler_config().modify_index;
                 if let Some(expected) = cas_index
-                    && *expected != actual
+                    && expected != actual
                 {
-                    return Err(ApplyError::CasMismatch {
-                        expected: *expected,
-                        actual,
-                    });
+                    return Err(ApplyError::CasMismatch { expected, actual });
                 }
-                self.store.set_scheduler_config(self.index, config.clone());
+                self.store.set_scheduler_config(self.index, config);
                 let cfg = self.store.scheduler_config().clone();
                 self.push(
                     Topic::Operator,
@@ -503,15 +501,14 @@ impl Apply<'_> {
 
     fn job_register(
         &mut self,
-        job: &Job,
-        eval: Option<&Evaluation>,
+        mut j: Job,
+        eval: Option<Evaluation>,
         now: Timestamp,
     ) -> Result<(), ApplyError> {
-        let mut j = job.clone();
-        match self.store.job(&job.key()) {
+        match self.store.job(&j.key()) {
             Some(old) => {
                 j.create_index = old.create_index;
-                if old.spec_differs(job) {
+                if old.spec_differs(&j) {
                     j.version = old.version + 1;
                     j.job_modify_index = self.index;
                     j.submit_time = now;
@@ -539,8 +536,7 @@ impl Apply<'_> {
         self.events
             .push(Event::job(self.index, EventType::JobRegistered, &j));
         self.touched_jobs.insert(key);
-        if let Some(e) = eval {
-            let mut e = e.clone();
+        if let Some(mut e) = eval {
             e.job_modify_index = j.job_modify_index;
             self.put_eval(e);
         }
@@ -551,7 +547,7 @@ impl Apply<'_> {
         &mut self,
         key: &JobKey,
         purge: bool,
-        eval: Option<&Evaluation>,
+        eval: Option<Evaluation>,
         now: Timestamp,
     ) -> Result<(), ApplyError> {
         let old = self
@@ -593,8 +589,7 @@ impl Apply<'_> {
         }
         self.touched_jobs.insert(key.clone());
         self.cancel_blocked_evals(key, now);
-        if let Some(e) = eval {
-            let mut e = e.clone();
+        if let Some(mut e) = eval {
             e.job_modify_index = self.index;
             self.put_eval(e);
         }
@@ -652,7 +647,7 @@ impl Apply<'_> {
     fn alloc_client_update(
         &mut self,
         node_id: NodeId,
-        updates: &[AllocClientUpdate],
+        updates: Vec<AllocClientUpdate>,
         evals: &[Evaluation],
         services: &[AllocServices],
         now: Timestamp,
@@ -672,9 +667,9 @@ impl Apply<'_> {
             let old = old.clone();
             let mut a = (*old).clone();
             a.client_status = u.client_status;
-            a.client_description = u.client_description.clone();
+            a.client_description = u.client_description;
             if !u.task_states.is_empty() {
-                a.task_states = u.task_states.clone();
+                a.task_states = u.task_states;
             }
             // A failure the agent reported before its verdict still fails the allocation's
             // deployment (an allocation that failed never turns healthy).
@@ -853,7 +848,7 @@ impl Apply<'_> {
         self.upsert_evals(evals);
     }
 
-    fn apply_plan(&mut self, plan: &PlanApply, now: Timestamp) {
+    fn apply_plan(&mut self, plan: PlanApply, now: Timestamp) {
         self.set_statuses(&plan.deployment_updates, now);
         if let Some(d) = &plan.deployment {
             self.plan_deployment(d, now);
@@ -867,8 +862,17 @@ impl Apply<'_> {
         {
             self.transition(t, now);
         }
-        for alloc in plan.node_allocation.values().flatten() {
-            self.place(alloc, now);
+        // A plan read back from the log owns its allocations, and each moves into the
+        // store; the leader's own plan shares them with its applier, so they are copied.
+        match Arc::try_unwrap(plan.node_allocation) {
+            Ok(owned) => owned
+                .into_values()
+                .flatten()
+                .for_each(|a| self.place(a, now)),
+            Err(shared) => shared
+                .values()
+                .flatten()
+                .for_each(|a| self.place(a.clone(), now)),
         }
         self.end_deferred_indexing();
         self.upsert_evals(&plan.evals);
@@ -894,8 +898,8 @@ impl Apply<'_> {
         self.stamp_and_put(a, Some(&old), now);
     }
 
-    fn place(&mut self, alloc: &Allocation, now: Timestamp) {
-        let mut a = alloc.clone();
+    fn place(&mut self, alloc: Arc<Allocation>, now: Timestamp) {
+        let mut a = Arc::unwrap_or_clone(alloc);
         let old = self.store.alloc(&a.id).cloned();
         match &old {
             Some(old) => {

@@ -67,7 +67,7 @@ fn run(cmds: &[Command]) -> (StateStore, Vec<(EventType, String)>) {
     let mut store = StateStore::new();
     let mut last = Vec::new();
     for (i, c) in cmds.iter().enumerate() {
-        let events = apply(&mut store, i as Index + 1, c)
+        let events = apply(&mut store, i as Index + 1, c.clone())
             .unwrap_or_else(|e| panic!("{} failed: {e}", c.kind()));
         store
             .check_consistency()
@@ -454,7 +454,7 @@ fn a_registrations_definition_is_the_block_of_the_version_its_allocation_runs() 
     .iter()
     .enumerate()
     {
-        apply(&mut s, 10 + i as Index, c).expect("applied");
+        apply(&mut s, 10 + i as Index, c.clone()).expect("applied");
     }
     assert_eq!(s.job(&job.key()).expect("job").version, 1);
     let on_update = |task: Option<&str>, index: usize| {

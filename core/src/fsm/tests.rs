@@ -15,12 +15,13 @@ fn check(setup: &[Command], cmd: Command) -> (StateStore, Vec<(Topic, EventType,
     let mut index = 0;
     for c in setup {
         index += 1;
-        apply(&mut store, index, c).unwrap_or_else(|e| panic!("setup {} failed: {e}", c.kind()));
+        apply(&mut store, index, c.clone())
+            .unwrap_or_else(|e| panic!("setup {} failed: {e}", c.kind()));
         store.check_consistency().unwrap();
     }
     index += 1;
-    let events =
-        apply(&mut store, index, &cmd).unwrap_or_else(|e| panic!("{} failed: {e}", cmd.kind()));
+    let kind = cmd.kind();
+    let events = apply(&mut store, index, cmd).unwrap_or_else(|e| panic!("{kind} failed: {e}"));
     store.check_consistency().unwrap();
     assert!(
         events.iter().all(|e| e.index == index),
@@ -130,9 +131,9 @@ fn a_live_node_name_is_not_taken_twice() {
     for (name, setup, cmd, ok) in rows {
         let mut store = StateStore::new();
         for (i, c) in setup.iter().enumerate() {
-            apply(&mut store, i as u64 + 1, c).expect("setup");
+            apply(&mut store, i as u64 + 1, c.clone()).expect("setup");
         }
-        let got = apply(&mut store, setup.len() as u64 + 1, &cmd);
+        let got = apply(&mut store, setup.len() as u64 + 1, cmd);
         store.check_consistency().expect("consistent");
         match (got, ok) {
             (Ok(_), true) => {}
@@ -337,17 +338,13 @@ fn node_commands_on_missing_node_are_refused_and_change_nothing() {
     ];
     for cmd in cmds {
         let mut s = StateStore::new();
-        apply(&mut s, 1, &register_node(1)).unwrap();
+        apply(&mut s, 1, register_node(1)).unwrap();
         let before = encode_snapshot(&s);
-        let err = apply(&mut s, 2, &cmd).unwrap_err();
+        let kind = cmd.kind();
+        let err = apply(&mut s, 2, cmd).unwrap_err();
         assert_eq!(err, ApplyError::NodeNotFound(id));
         assert_eq!(err.to_string(), format!("node {id} not found"));
-        assert_eq!(
-            encode_snapshot(&s),
-            before,
-            "{} changed the store",
-            cmd.kind()
-        );
+        assert_eq!(encode_snapshot(&s), before, "{kind} changed the store");
     }
 }
 
@@ -475,7 +472,7 @@ fn job_deregister_stops_or_purges() {
         now: T0,
     };
     assert!(matches!(
-        apply(&mut StateStore::new(), 1, &missing),
+        apply(&mut StateStore::new(), 1, missing),
         Err(ApplyError::JobNotFound(_))
     ));
 }
@@ -739,14 +736,14 @@ fn coalesced_client_updates_apply_each_part_as_its_own_report() {
     let mut index = 0;
     for c in &setup {
         index += 1;
-        apply(&mut one_by_one, index, c).unwrap();
+        apply(&mut one_by_one, index, c.clone()).unwrap();
     }
     index += 1;
     for p in parts {
         let _ = apply(
             &mut one_by_one,
             index,
-            &Command::AllocClientUpdate {
+            Command::AllocClientUpdate {
                 node_id: p.node_id,
                 updates: p.updates,
                 evals: p.evals,
@@ -851,7 +848,7 @@ fn scheduler_config_compare_and_set() {
     let err = apply(
         &mut s,
         idx + 1,
-        &Command::SchedulerConfig {
+        Command::SchedulerConfig {
             config: cfg,
             cas_index: Some(0),
         },
@@ -914,13 +911,13 @@ fn codec_round_trips_and_refuses_foreign_bytes() {
 fn snapshots_encoded_in_place_are_the_copied_parts_byte_for_byte() {
     let job = mock::service_job("web", 3);
     let mut s = StateStore::new();
-    apply(&mut s, 1, &register_node(1)).unwrap();
-    apply(&mut s, 2, &register_node(2)).unwrap();
-    apply(&mut s, 3, &register_job(&job, 1)).unwrap();
+    apply(&mut s, 1, register_node(1)).unwrap();
+    apply(&mut s, 2, register_node(2)).unwrap();
+    apply(&mut s, 3, register_job(&job, 1)).unwrap();
     apply(
         &mut s,
         4,
-        &mock::place(
+        mock::place(
             mock::eval_id(1),
             (0..3)
                 .map(|i| mock::alloc(i, &job, mock::node_id(1 + i % 2), i as u32))
@@ -967,8 +964,8 @@ impl std::io::Write for FullAfter {
 fn a_streamed_snapshot_reports_the_writers_own_error() {
     let job = mock::service_job("web", 3);
     let mut s = StateStore::new();
-    apply(&mut s, 1, &register_node(1)).unwrap();
-    apply(&mut s, 2, &register_job(&job, 1)).unwrap();
+    apply(&mut s, 1, register_node(1)).unwrap();
+    apply(&mut s, 2, register_job(&job, 1)).unwrap();
     for room in [0, 2, 40] {
         let e = super::encode_snapshot_to(&s, FullAfter { room }).unwrap_err();
         assert_eq!(
@@ -983,14 +980,14 @@ fn a_streamed_snapshot_reports_the_writers_own_error() {
 fn snapshots_do_not_change_after_later_writes() {
     let job = mock::service_job("web", 1);
     let mut s = StateStore::new();
-    apply(&mut s, 1, &register_node(1)).unwrap();
+    apply(&mut s, 1, register_node(1)).unwrap();
     let snap = s.snapshot();
     let before = encode_snapshot(&snap);
-    apply(&mut s, 2, &register_job(&job, 1)).unwrap();
+    apply(&mut s, 2, register_job(&job, 1)).unwrap();
     apply(
         &mut s,
         3,
-        &mock::place(
+        mock::place(
             mock::eval_id(1),
             vec![mock::alloc(1, &job, mock::node_id(1), 0)],
             T0,
@@ -1090,7 +1087,7 @@ fn job_register_checked_applies_only_at_the_enforced_index() {
     let mut changed = job.clone();
     changed.groups[0].count = 5;
     let before = s.latest_index();
-    let err = apply(&mut s, idx + 1, &register_checked(&changed, 2, 0)).unwrap_err();
+    let err = apply(&mut s, idx + 1, register_checked(&changed, 2, 0)).unwrap_err();
     assert_eq!(
         err,
         ApplyError::JobIndexMismatch {
@@ -1107,7 +1104,7 @@ fn job_register_checked_applies_only_at_the_enforced_index() {
     assert!(s.eval(&mock::eval_id(2)).is_none(), "no eval written");
     assert_eq!(s.latest_index(), before, "nothing written");
     // The current index is accepted.
-    let events = apply(&mut s, idx + 1, &register_checked(&changed, 2, idx)).unwrap();
+    let events = apply(&mut s, idx + 1, register_checked(&changed, 2, idx)).unwrap();
     assert!(!events.is_empty());
     assert_eq!(s.job(&keys(&job)).unwrap().groups[0].count, 5);
     s.check_consistency().unwrap();
@@ -1163,7 +1160,7 @@ fn job_deregister_cancels_the_jobs_blocked_evals_in_the_same_entry() {
         let mut s = s;
         let mut dereg = (**s.eval(&mock::eval_id(2)).unwrap()).clone();
         dereg.status = EvalStatus::Complete;
-        apply(&mut s, idx + 1, &Command::EvalUpsert { evals: vec![dereg] }).unwrap();
+        apply(&mut s, idx + 1, Command::EvalUpsert { evals: vec![dereg] }).unwrap();
         let open = s
             .evals_by_job(&keys(&job))
             .filter(|e| !e.is_terminal())
@@ -1221,7 +1218,7 @@ fn alloc_stop_marks_the_allocation_and_writes_the_replacing_eval() {
         eval,
         now: T0,
     };
-    let err = apply(&mut store, 1, &unknown).unwrap_err();
+    let err = apply(&mut store, 1, unknown).unwrap_err();
     assert_eq!(
         err.to_string(),
         format!("allocation {} not found", mock::alloc_id(9))

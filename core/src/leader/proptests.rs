@@ -184,7 +184,7 @@ impl Model {
                 break;
             };
             self.index += 1;
-            let evs = apply(&mut self.store, self.index, &entry.cmd)
+            let evs = apply(&mut self.store, self.index, entry.cmd.clone())
                 .unwrap_or_else(|e| panic!("{} refused: {e}", entry.cmd.kind()));
             match &entry.cmd {
                 Command::NodeRegister { node, .. } => {

@@ -646,7 +646,7 @@ fn gauges_equal_a_recount() {
         ),
     ];
     for (i, c) in cmds.iter().enumerate() {
-        apply(&mut store, i as u64 + 1, c).unwrap();
+        apply(&mut store, i as u64 + 1, c.clone()).unwrap();
     }
     let g = t.gauges_from_state(&store);
     assert_eq!((g.healthy, g.running, g.free), (3, 1, 2));
@@ -1183,7 +1183,7 @@ fn expiry_state(status: NodeStatus, jobs: &[Job], allocs: &[(usize, A)]) -> Stat
     }
     cmds.push(mock::place(mock::eval_id(1), placed, T0));
     for (i, c) in cmds.iter().enumerate() {
-        apply(&mut store, i as u64 + 1, c).unwrap();
+        apply(&mut store, i as u64 + 1, c.clone()).unwrap();
     }
     store
 }
@@ -1371,7 +1371,7 @@ fn expiry_falls_back_to_the_current_job_when_the_version_is_gone() {
     let mut store = expiry_state(NodeStatus::Ready, std::slice::from_ref(&job), &[]);
     let mut a = mock::alloc(1, &job, n(1), 0);
     a.job_version = 42;
-    apply(&mut store, 10, &mock::place(mock::eval_id(2), vec![a], T0)).unwrap();
+    apply(&mut store, 10, mock::place(mock::eval_id(2), vec![a], T0)).unwrap();
     let d = on_heartbeat_expiry(&store, n(1), at(10)).unwrap();
     assert_eq!(d.status, ExpiryStatus::Disconnected { until: at(310) });
 }

@@ -283,7 +283,7 @@ impl World {
 
     fn apply(&mut self, cmd: Command) {
         self.index += 1;
-        fsm::apply(&mut self.state, self.index, &cmd).expect("command applies");
+        fsm::apply(&mut self.state, self.index, cmd).expect("command applies");
     }
 
     fn register(&mut self, job: Job, now: Timestamp) {
@@ -798,7 +798,7 @@ fn track_reports_what_it_cannot_schedule() {
             eval: None,
             now: at("10:00:00"),
         };
-        fsm::apply(&mut state, i as Index + 1, &cmd).unwrap();
+        fsm::apply(&mut state, i as Index + 1, cmd).unwrap();
     }
     let errors = launcher.restore(&state.snapshot(), at("10:30:00"));
     assert_eq!(errors.len(), 1);

@@ -229,7 +229,7 @@ impl InFlight {
             Some((base, overlay)) if base == at => overlay,
             _ => {
                 let mut overlay = latest.clone();
-                fsm::apply(&mut overlay, at + 1, &self.command)?;
+                fsm::apply(&mut overlay, at + 1, self.command.clone())?;
                 overlay
             }
         };

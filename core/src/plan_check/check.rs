@@ -681,7 +681,7 @@ mod fsm_agreement {
         fsm::apply(
             &mut base,
             1,
-            &Command::NodeRegister {
+            Command::NodeRegister {
                 node: mock::node(1),
                 now: T0,
             },
@@ -695,7 +695,7 @@ mod fsm_agreement {
                 fsm::apply(
                     &mut s,
                     2,
-                    &mock::place(mock::eval_id(0), vec![a.clone()], T0),
+                    mock::place(mock::eval_id(0), vec![a.clone()], T0),
                 )
                 .expect("place");
             }
@@ -730,7 +730,7 @@ mod fsm_agreement {
                     fsm::apply(
                         &mut after,
                         3,
-                        &Command::ApplyPlan {
+                        Command::ApplyPlan {
                             plan: apply,
                             now: T0,
                         },

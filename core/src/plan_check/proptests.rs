@@ -160,7 +160,7 @@ fn address() -> std::net::IpAddr {
 /// Applies `cmd` at the next index.
 fn write(s: &mut StateStore, cmd: &Command) -> Index {
     let index = s.latest_index() + 1;
-    fsm::apply(s, index, cmd).expect("the fsm accepts the command");
+    fsm::apply(s, index, cmd.clone()).expect("the fsm accepts the command");
     index
 }
 

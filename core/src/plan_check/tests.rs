@@ -102,7 +102,7 @@ fn store(nodes: &[Node], existing: &[Allocation]) -> StateStore {
         fsm::apply(
             &mut s,
             index,
-            &Command::NodeRegister {
+            Command::NodeRegister {
                 node: n.clone(),
                 now: T0,
             },
@@ -114,7 +114,7 @@ fn store(nodes: &[Node], existing: &[Allocation]) -> StateStore {
         fsm::apply(
             &mut s,
             index,
-            &mock::place(mock::eval_id(0), existing.to_vec(), T0),
+            mock::place(mock::eval_id(0), existing.to_vec(), T0),
         )
         .expect("store allocs");
     }
@@ -161,7 +161,7 @@ fn commit(s: &StateStore, apply: &PlanApply) -> StateStore {
     fsm::apply(
         &mut next,
         index,
-        &Command::ApplyPlan {
+        Command::ApplyPlan {
             plan: apply.clone(),
             now: T0,
         },
@@ -834,7 +834,7 @@ fn check_and_begin(applier: &mut PlanApplier, latest: &StateStore, plan: &Plan) 
 /// What the runtime does when a write commits: apply it and tell the applier.
 fn finish(applier: &mut PlanApplier, s: &mut StateStore, cmd: &Command) -> Index {
     let index = s.latest_index() + 1;
-    fsm::apply(s, index, cmd).expect("apply");
+    fsm::apply(s, index, cmd.clone()).expect("apply");
     applier.committed(index).expect("in flight");
     index
 }

@@ -95,7 +95,7 @@ pub fn dry_run(
         now: env.now,
     };
     // Registration of a valid job cannot be refused by the FSM.
-    fsm::apply(&mut state, index, &cmd).map_err(|e| PlannerError::PlanNotApplied {
+    fsm::apply(&mut state, index, cmd).map_err(|e| PlannerError::PlanNotApplied {
         eval_id,
         cause: e.into(),
     })?;

@@ -42,8 +42,9 @@ impl Harness {
     /// Applies a setup command at the next index; setup must be valid.
     pub fn apply(&mut self, cmd: Command) {
         self.index += 1;
-        if let Err(e) = fsm::apply(&mut self.state, self.index, &cmd) {
-            panic!("harness setup {} failed: {e}", cmd.kind());
+        let kind = cmd.kind();
+        if let Err(e) = fsm::apply(&mut self.state, self.index, cmd) {
+            panic!("harness setup {kind} failed: {e}");
         }
     }
 
@@ -80,7 +81,7 @@ impl Harness {
         let _ = fsm::apply(
             &mut self.state,
             self.index,
-            &Command::EvalUpsert { evals: vec![eval] },
+            Command::EvalUpsert { evals: vec![eval] },
         );
     }
 
@@ -118,7 +119,7 @@ impl Planner for Harness {
             let applied = fsm::apply(
                 &mut self.state,
                 self.index,
-                &Command::ApplyPlan {
+                Command::ApplyPlan {
                     plan: apply,
                     now: self.now,
                 },

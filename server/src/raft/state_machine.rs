@@ -368,18 +368,21 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             let index = entry.log_id.index;
             let result = match entry.payload {
                 EntryPayload::Blank => Ok(()),
-                EntryPayload::Normal(cmd) => match fsm::apply(&mut self.store, index, &cmd) {
-                    Ok(evs) => {
-                        if !evs.is_empty() {
-                            events.push(Arc::new(evs));
+                EntryPayload::Normal(cmd) => {
+                    let kind = cmd.kind();
+                    match fsm::apply(&mut self.store, index, cmd) {
+                        Ok(evs) => {
+                            if !evs.is_empty() {
+                                events.push(Arc::new(evs));
+                            }
+                            Ok(())
                         }
-                        Ok(())
+                        Err(e) => {
+                            tracing::debug!(index, kind, error = %e, "command refused");
+                            Err(e)
+                        }
                     }
-                    Err(e) => {
-                        tracing::debug!(index, kind = cmd.kind(), error = %e, "command refused");
-                        Err(e)
-                    }
-                },
+                }
                 EntryPayload::Membership(m) => {
                     tracing::info!(index, membership = %m, "membership applied");
                     self.last_membership = StoredMembership::new(Some(entry.log_id), m);

@@ -143,7 +143,7 @@ impl Apply<'_> {
     pub(super) fn deployment_status(
         &mut self,
         updates: &[DeploymentStatusUpdate],
-        revert: Option<&Job>,
+        revert: Option<Job>,
         evals: &[Evaluation],
         now: Timestamp,
     ) -> Result<(), ApplyError> {

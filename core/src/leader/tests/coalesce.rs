@@ -279,7 +279,7 @@ fn a_new_leader_evaluates_system_jobs_that_missed_a_node_change() {
     apply(
         &mut old.store,
         old.index,
-        &Command::NodeRegister { node, now: old.now },
+        Command::NodeRegister { node, now: old.now },
     )
     .unwrap();
     assert_eq!(old.live_evals("agent"), 0, "the gap: nothing covers node 1");
@@ -350,7 +350,7 @@ fn a_lost_eval_write_is_made_again() {
     let mut actions = Vec::new();
     for cmd in outcome.commands {
         sim.index += 1;
-        let events = apply(&mut sim.store, sim.index, &cmd).unwrap();
+        let events = apply(&mut sim.store, sim.index, cmd).unwrap();
         let snap = sim.store.snapshot();
         let step = sim
             .engine

@@ -69,8 +69,9 @@ impl Sim {
     /// Applies `cmd` as Raft would and hands its events to the engine.
     fn write(&mut self, cmd: Command) {
         self.index += 1;
-        let events = apply(&mut self.store, self.index, &cmd)
-            .unwrap_or_else(|e| panic!("{} refused: {e}", cmd.kind()));
+        let kind = cmd.kind();
+        let events = apply(&mut self.store, self.index, cmd)
+            .unwrap_or_else(|e| panic!("{kind} refused: {e}"));
         let snap = self.store.snapshot();
         let mut live: std::collections::BTreeMap<JobKey, usize> = Default::default();
         for e in snap.evals() {

@@ -24,7 +24,7 @@ impl Cluster {
 
     pub(crate) fn apply(&mut self, cmd: Command) {
         self.index += 1;
-        fsm::apply(&mut self.store, self.index, &cmd).expect("command applies");
+        fsm::apply(&mut self.store, self.index, cmd).expect("command applies");
     }
 
     /// Registers `mock::node(n)` after `edit` (a ready, healthy `dc1` node with 4,000 MHz and

@@ -311,7 +311,7 @@ fn a_failed_allocation_of_the_running_deployment_is_not_rescheduled() {
 fn refused(w: &World, cmd: Command) -> crate::fsm::ApplyError {
     let mut s = w.h.state.clone();
     let before = s.to_parts();
-    let err = crate::fsm::apply(&mut s, w.h.state.latest_index() + 1, &cmd)
+    let err = crate::fsm::apply(&mut s, w.h.state.latest_index() + 1, cmd)
         .expect_err("the command is refused");
     assert_eq!(s.to_parts(), before, "a refused command changes nothing");
     err
