@@ -681,7 +681,7 @@ impl Apply<'_> {
             }
             a.modify_index = self.index;
             a.modify_time = now;
-            self.touched_jobs.insert(a.job_key());
+            self.touch_job(&a.namespace, &a.job_id);
             if crate::state::alloc_listed(&old) != crate::state::alloc_listed(&a) {
                 relisted.push(a.id);
             }
@@ -900,6 +900,14 @@ impl Apply<'_> {
 
     fn place(&mut self, alloc: Arc<Allocation>, now: Timestamp) {
         let mut a = Arc::unwrap_or_clone(alloc);
+        // Most of a plan is new allocations that replace none: each is written in the one
+        // walk of the by-id table that finds its id free. Any other goes the general way.
+        if a.links.get().previous_allocation.is_none() {
+            match self.place_new(a, now) {
+                Ok(()) => return,
+                Err(taken) => a = Arc::unwrap_or_clone(taken),
+            }
+        }
         let old = self.store.alloc(&a.id).cloned();
         match &old {
             Some(old) => {
@@ -928,12 +936,35 @@ impl Apply<'_> {
         self.stamp_and_put(a, old.as_deref(), now);
     }
 
-    /// Stamps and stores `a`, which replaces `old` (the stored allocation with its id, if
-    /// any; the caller has already looked it up).
-    fn stamp_and_put(&mut self, mut a: Allocation, old: Option<&Allocation>, now: Timestamp) {
+    /// Places `a` as a new allocation, as [`Self::place`] would with no stored allocation
+    /// under its id; hands it back if its id is taken.
+    fn place_new(&mut self, mut a: Allocation, now: Timestamp) -> Result<(), Arc<Allocation>> {
+        a.create_index = self.index;
+        a.create_time = now;
+        self.stamp(&mut a, now);
+        let change = self.store.insert_new_alloc(self.index, a)?;
+        let a = change.new.clone();
+        match &mut self.unindexed {
+            Some(waiting) => waiting.push(change),
+            None => self.store.index_alloc_changes(self.index, vec![change]),
+        }
+        self.count_placement(&a, None, now);
+        self.touch_job(&a.namespace, &a.job_id);
+        self.events
+            .push(Event::alloc(self.index, EventType::PlanResult, &a));
+        Ok(())
+    }
+
+    fn stamp(&self, a: &mut Allocation, now: Timestamp) {
         a.modify_index = self.index;
         a.alloc_modify_index = self.index;
         a.modify_time = now;
+    }
+
+    /// Stamps and stores `a`, which replaces `old` (the stored allocation with its id, if
+    /// any; the caller has already looked it up).
+    fn stamp_and_put(&mut self, mut a: Allocation, old: Option<&Allocation>, now: Timestamp) {
+        self.stamp(&mut a, now);
         if let Some(old) = old {
             self.touch_job(&old.namespace, &old.job_id);
         }
@@ -944,7 +975,8 @@ impl Apply<'_> {
     }
 
     /// Records that a job's status may need refreshing. A plan's allocations all belong to
-    /// one job, so the last job recorded is checked first (no key copy, no set search).
+    /// one job, and a node's report names few, so the last job recorded is checked first
+    /// (no key copy, no set search).
     fn touch_job(&mut self, namespace: &Arc<str>, id: &JobId) {
         let same = |k: &JobKey| k.id == *id && k.namespace == *namespace;
         if self.last_touched.as_ref().is_some_and(same) {

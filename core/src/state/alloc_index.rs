@@ -84,6 +84,30 @@ impl StateStore {
         AllocChange { old, new }
     }
 
+    /// [`Self::insert_alloc`] for an allocation whose id should be free, as a new
+    /// placement's is: one walk down the by-id table (a cold one, at a million entries)
+    /// instead of a lookup and then an insert. If the id is taken after all, the table is
+    /// put back as it was and `alloc` is handed back (in the `Arc` made for it, which
+    /// nothing else holds).
+    pub(crate) fn insert_new_alloc(
+        &mut self,
+        index: Index,
+        mut alloc: Allocation,
+    ) -> Result<AllocChange, Arc<Allocation>> {
+        self.share_job_key(&mut alloc);
+        let new = Arc::new(alloc);
+        match self.allocs.insert(new.id, new.clone()) {
+            None => {
+                self.touch(Table::Allocs, index);
+                Ok(AllocChange { old: None, new })
+            }
+            Some(old) => {
+                self.allocs.insert(old.id, old);
+                Err(new)
+            }
+        }
+    }
+
     /// Brings every index in step with `changes`, in their order.
     pub(crate) fn index_alloc_changes(&mut self, index: Index, changes: Vec<AllocChange>) {
         if changes.len() < PARALLEL_INDEX_FROM {

@@ -660,7 +660,13 @@ proptest::proptest! {
                     a.resources = Resources::new(*cpu * 100, 64, 0);
                     a.record_client_status(*status, Timestamp::ZERO);
                     one_by_one.put_alloc(index, a.clone());
-                    waiting.push(batched.insert_alloc(index, a));
+                    // As a plan's placements are written: first as new, then, when the
+                    // id is taken, as a replacement.
+                    let change = match batched.insert_new_alloc(index, a) {
+                        Ok(change) => change,
+                        Err(taken) => batched.insert_alloc(index, Arc::unwrap_or_clone(taken)),
+                    };
+                    waiting.push(change);
                     if waiting.len() == batch {
                         batched.index_alloc_changes(index, std::mem::take(&mut waiting));
                         index += 1;
@@ -691,6 +697,29 @@ proptest::proptest! {
         proptest::prop_assert_eq!(batched.to_parts(), one_by_one.to_parts());
         proptest::prop_assert_eq!(batched.table_indexes(), one_by_one.table_indexes());
     }
+}
+
+/// A new allocation written under an id already taken changes nothing and comes back
+/// whole, so its writer can place it as the replacement it is.
+#[test]
+fn a_new_allocation_under_a_taken_id_is_handed_back() {
+    let (mut s, _) = store_with_allocs();
+    let before = (s.to_parts(), s.table_indexes());
+    let mut again = (**s.alloc(&mock::alloc_id(1)).unwrap()).clone();
+    again.job_version = 7;
+    let back = s.insert_new_alloc(9, again.clone()).unwrap_err();
+    assert_eq!(*back, again);
+    assert_eq!(
+        Arc::strong_count(&back),
+        1,
+        "nothing else holds what came back"
+    );
+    assert_eq!((s.to_parts(), s.table_indexes()), before);
+    s.check_consistency().unwrap();
+    let fresh = mock::alloc(5, &mock::service_job("web", 2), mock::node_id(1), 5);
+    let change = s.insert_new_alloc(9, fresh.clone()).unwrap();
+    assert!(change.old.is_none());
+    assert_eq!(*change.new, fresh);
 }
 
 /// A large job's index holds sixteen entries per B-tree leaf, and a small job's one slice
