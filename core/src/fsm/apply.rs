@@ -862,8 +862,9 @@ impl Apply<'_> {
         {
             self.transition(t, now);
         }
-        // A plan read back from the log owns its allocations, and each moves into the
-        // store; the leader's own plan shares them with its applier, so they are copied.
+        // A plan decoded from the log owns its allocations, and each moves into the store.
+        // One still shared (the plan applier's overlay applies a copy of the command it
+        // has in flight) has its allocations copied.
         match Arc::try_unwrap(plan.node_allocation) {
             Ok(owned) => owned
                 .into_values()
