@@ -944,11 +944,7 @@ impl Apply<'_> {
         a.create_time = now;
         self.stamp(&mut a, now);
         let change = self.store.insert_new_alloc(self.index, a)?;
-        let a = change.new.clone();
-        match &mut self.unindexed {
-            Some(waiting) => waiting.push(change),
-            None => self.store.index_alloc_changes(self.index, vec![change]),
-        }
+        let a = self.index_or_defer(change);
         self.count_placement(&a, None, now);
         self.touch_job(&a.namespace, &a.job_id);
         self.events
@@ -1013,15 +1009,19 @@ impl Apply<'_> {
 
     /// Stores an allocation, its indexes now or with the batch being deferred.
     fn put_alloc(&mut self, a: Allocation) -> Arc<Allocation> {
+        let change = self.store.insert_alloc(self.index, a);
+        self.index_or_defer(change)
+    }
+
+    /// Brings the other indexes in step with a by-id write now, or with the batch when
+    /// indexing is deferred; returns the written allocation.
+    fn index_or_defer(&mut self, change: AllocChange) -> Arc<Allocation> {
+        let new = change.new.clone();
         match &mut self.unindexed {
-            Some(waiting) => {
-                let change = self.store.insert_alloc(self.index, a);
-                let new = change.new.clone();
-                waiting.push(change);
-                new
-            }
-            None => self.store.put_alloc(self.index, a),
+            Some(waiting) => waiting.push(change),
+            None => self.store.index_alloc_change(self.index, &change),
         }
+        new
     }
 
     fn refresh_job_statuses(&mut self) {

@@ -67,11 +67,18 @@ struct ByJob<'a> {
 }
 
 impl StateStore {
-    /// Stores an allocation, replacing any earlier one with its id.
+    /// Stores an allocation, replacing any earlier one with its id: the FSM's two steps
+    /// ([`Self::insert_alloc`], then indexing) in one, for tests.
+    #[cfg(test)]
     pub(crate) fn put_alloc(&mut self, index: Index, alloc: Allocation) -> Arc<Allocation> {
         let change = self.insert_alloc(index, alloc);
-        self.index_here(index, std::slice::from_ref(&change));
+        self.index_alloc_change(index, &change);
         change.new
+    }
+
+    /// Brings every index in step with one by-id write.
+    pub(crate) fn index_alloc_change(&mut self, index: Index, change: &AllocChange) {
+        self.index_here(index, std::slice::from_ref(change));
     }
 
     /// Writes an allocation into the by-id table only. Until its change has gone through
