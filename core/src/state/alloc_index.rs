@@ -2,11 +2,12 @@
 //! tree: by node (the by-node index, each node's usage, the nodes allocations name but the
 //! node table lacks) and by job (the by-job index and the job summaries).
 //!
-//! [`StateStore::put_alloc`] applies both halves at once. A command that writes many
-//! allocations (a plan, a batch of client reports) may instead write each into the by-id
-//! table alone ([`StateStore::insert_alloc`]) and hand the changes over in one batch
-//! ([`StateStore::index_alloc_changes`]): each half then replays the batch in order, so
-//! every tree ends as the writes one by one would leave it, and from
+//! Every write goes into the by-id table first ([`StateStore::insert_alloc`], or
+//! [`StateStore::insert_new_alloc`] for an id that should be free), and its change is then
+//! indexed on its own ([`StateStore::index_alloc_change`]). A command that writes many
+//! allocations (a plan, a batch of client reports) may instead hand the changes over in
+//! one batch ([`StateStore::index_alloc_changes`]): each half then replays the batch in
+//! order, so every tree ends as the writes one by one would leave it, and from
 //! [`PARALLEL_INDEX_FROM`] changes the by-node half runs on the store's helper thread
 //! ([`super::helper`]), its trees moved out of the store and back. The FSM's apply is the
 //! one serial path every write takes (and a restart's replay is nothing else), so this is
@@ -23,7 +24,7 @@ const PARALLEL_INDEX_FROM: usize = 256;
 
 /// One allocation written into the by-id table whose indexes are not yet changed.
 #[derive(Debug)]
-#[must_use = "pass it to StateStore::index_alloc_changes before anything reads the indexes"]
+#[must_use = "index it (StateStore::index_alloc_change or _changes) before reading the indexes"]
 pub(crate) struct AllocChange {
     pub(crate) old: Option<Arc<Allocation>>,
     pub(crate) new: Arc<Allocation>,
@@ -81,8 +82,9 @@ impl StateStore {
         self.index_here(index, std::slice::from_ref(change));
     }
 
-    /// Writes an allocation into the by-id table only. Until its change has gone through
-    /// [`Self::index_alloc_changes`], only [`Self::alloc`] may be read.
+    /// Writes an allocation into the by-id table only. Until its change has been indexed
+    /// ([`Self::index_alloc_change`] or [`Self::index_alloc_changes`]), only
+    /// [`Self::alloc`] may be read.
     pub(crate) fn insert_alloc(&mut self, index: Index, mut alloc: Allocation) -> AllocChange {
         self.share_job_key(&mut alloc);
         let new = Arc::new(alloc);

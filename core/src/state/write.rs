@@ -164,8 +164,8 @@ impl StateStore {
     }
 
     /// Puts a snapshot's allocations (none present yet, `allocs` in id order as a snapshot
-    /// holds them) in the table and every index in bulk, to the same store as one
-    /// [`put_alloc`](Self::put_alloc) each. Each index is filled in its own key order (by
+    /// holds them) in the table and every index in bulk, to the same store as writing and
+    /// indexing each in turn. Each index is filled in its own key order (by
     /// id, by job, by node), so every insert lands beside the last instead of at a random
     /// place, and each job's summary and each node's usage is looked up once, not once per
     /// allocation: a restart at a million allocations spends most of its snapshot load
