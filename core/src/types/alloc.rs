@@ -182,7 +182,7 @@ pub struct Allocation {
     pub state_history: ThinVec<AllocStateEntry>,
     pub task_states: TaskStates,
     /// What links this allocation to others; read with [`Links::get`], set with
-    /// [`Links::get_mut`].
+    /// [`Links::update`].
     pub links: Links,
     pub resources: Resources,
     /// The ports it holds on its node, in the order of its group's `port` blocks; empty
@@ -199,7 +199,8 @@ pub struct Allocation {
 }
 
 impl Allocation {
-    /// The key of the job this allocation belongs to (as [`Evaluation::job_key`]).
+    /// The key of the job this allocation belongs to (as
+    /// [`Evaluation::job_key`](super::Evaluation::job_key)).
     pub fn job_key(&self) -> JobKey {
         JobKey {
             namespace: self.namespace.clone(),
