@@ -10,6 +10,8 @@ use std::sync::Arc;
 
 mod deployment;
 
+use deployment::mark_health;
+
 /// Why a command was refused. The store is unchanged when this is returned. Serializable,
 /// because the Raft layer hands it back to the writer as the entry's answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
@@ -657,35 +659,43 @@ impl Apply<'_> {
         }
         let mut relisted = Vec::new();
         for u in updates {
-            // A node updates only its own allocations, and terminal client states are final.
-            let Some(old) = self.store.alloc(&u.alloc_id) else {
-                continue;
-            };
-            if old.node_id != node_id || old.client_status.is_terminal() {
-                continue;
-            }
-            let old = old.clone();
-            let mut a = (*old).clone();
-            a.client_status = u.client_status;
-            a.client_description = u.client_description;
-            if !u.task_states.is_empty() {
-                a.task_states = u.task_states;
-            }
             // A failure the agent reported before its verdict still fails the allocation's
             // deployment (an allocation that failed never turns healthy).
             let verdict = u
                 .deployment_health
                 .or((u.client_status == ClientStatus::Failed).then_some(false));
-            if let Some(healthy) = verdict {
-                a = self.record_health(a, healthy, now);
+            let mut verdict_recorded = None;
+            let index = self.index;
+            // A node updates only its own allocations, and terminal client states are final.
+            let revised = self.store.revise_alloc(index, &u.alloc_id, |old| {
+                if old.node_id != node_id || old.client_status.is_terminal() {
+                    return None;
+                }
+                let mut a =
+                    old.with_client_report(u.client_status, u.client_description, u.task_states);
+                if let Some(healthy) = verdict {
+                    verdict_recorded = mark_health(&mut a, healthy, now);
+                }
+                a.modify_index = index;
+                a.modify_time = now;
+                Some(a)
+            });
+            let Some(change) = revised else {
+                continue;
+            };
+            if let (Some(deployment), Some(healthy)) = (verdict_recorded, verdict) {
+                self.count_health(deployment, &change.new.task_group, healthy, now);
             }
-            a.modify_index = self.index;
-            a.modify_time = now;
-            self.touch_job(&a.namespace, &a.job_id);
-            if crate::state::alloc_listed(&old) != crate::state::alloc_listed(&a) {
-                relisted.push(a.id);
+            self.touch_job(&change.new.namespace, &change.new.job_id);
+            let listed = crate::state::alloc_listed;
+            if change
+                .old
+                .as_deref()
+                .is_some_and(|old| listed(old) != listed(&change.new))
+            {
+                relisted.push(change.new.id);
             }
-            let a = self.put_alloc(a);
+            let a = self.index_or_defer(change);
             self.events.push(Event::alloc(
                 self.index,
                 EventType::AllocationClientUpdated,

@@ -683,6 +683,68 @@ fn alloc_client_update_applies_only_to_own_and_non_terminal_allocs() {
     assert!(ev.is_empty());
 }
 
+/// A report replaces the allocation's client status, description and, when it carries
+/// any, task states; a report without task states keeps the stored ones, and nothing else
+/// of the allocation changes but its modify index and time.
+#[test]
+fn a_report_replaces_only_what_it_carries() {
+    const LATER: Timestamp = Timestamp(T0.0 + 5);
+    let job = mock::batch_job("batch", 1);
+    let n1 = mock::node_id(1);
+    let placed = mock::place(mock::eval_id(1), vec![mock::alloc(1, &job, n1, 0)], T0);
+    let report = |status, description: &str, task_states| Command::AllocClientUpdate {
+        node_id: n1,
+        updates: vec![AllocClientUpdate {
+            deployment_health: None,
+            alloc_id: mock::alloc_id(1),
+            client_status: status,
+            client_description: description.into(),
+            task_states,
+        }],
+        evals: vec![],
+        now: LATER,
+    };
+    let mut states = TaskStates::new();
+    states.insert(
+        "work",
+        TaskState {
+            state: TaskRunState::Running,
+            events: vec![TaskEvent::new(T0, "Started", "task started")],
+            ..TaskState::default()
+        },
+    );
+    let (before, _, _) = check(&[register_node(1), register_job(&job, 1)], placed.clone());
+    let before = (**before.alloc(&mock::alloc_id(1)).unwrap()).clone();
+    let setup = [register_node(1), register_job(&job, 1), placed];
+    let first = report(ClientStatus::Running, "running", states.clone());
+    let (s, _, idx) = check(&setup, first.clone());
+    let after = s.alloc(&mock::alloc_id(1)).unwrap();
+    assert_eq!(after.task_states, states);
+    let mut expected = before.clone();
+    expected.client_status = ClientStatus::Running;
+    expected.client_description = "running".into();
+    expected.task_states = states.clone();
+    expected.modify_index = idx;
+    expected.modify_time = LATER;
+    assert_eq!(**after, expected);
+
+    let mut setup2 = setup.to_vec();
+    setup2.push(first);
+    let (s, _, _) = check(
+        &setup2,
+        report(ClientStatus::Complete, "done", TaskStates::new()),
+    );
+    let after = s.alloc(&mock::alloc_id(1)).unwrap();
+    assert_eq!(
+        after.task_states, states,
+        "a report without task states keeps them"
+    );
+    assert_eq!(
+        (after.client_status, after.client_description.as_str()),
+        (ClientStatus::Complete, "done")
+    );
+}
+
 /// A coalesced entry of several nodes' reports changes state exactly as the nodes'
 /// separate reports would, and a part whose node is gone is skipped, not the whole entry.
 #[test]

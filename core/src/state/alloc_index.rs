@@ -117,6 +117,32 @@ impl StateStore {
         }
     }
 
+    /// Writes the next version of stored allocation `id` in one walk of the by-id table:
+    /// `revise` is handed the stored version and returns the next, or `None` to leave it
+    /// (the walk has then copied its path out of any snapshot, which changes no value).
+    /// The next version must keep the stored one's job key, whose strings are then
+    /// already the shared ones. `None` when `id` is not stored or `revise` declined.
+    pub(crate) fn revise_alloc(
+        &mut self,
+        index: Index,
+        id: &AllocId,
+        revise: impl FnOnce(&Allocation) -> Option<Allocation>,
+    ) -> Option<AllocChange> {
+        let slot = self.allocs.get_mut(id)?;
+        let next = revise(slot)?;
+        debug_assert!(
+            next.id == *id && next.job_id == slot.job_id && next.namespace == slot.namespace,
+            "a revision keeps the allocation's id and job"
+        );
+        let new = Arc::new(next);
+        let old = std::mem::replace(slot, new.clone());
+        self.touch(Table::Allocs, index);
+        Some(AllocChange {
+            old: Some(old),
+            new,
+        })
+    }
+
     /// Brings every index in step with `changes`, in their order.
     pub(crate) fn index_alloc_changes(&mut self, index: Index, changes: Vec<AllocChange>) {
         if changes.len() < PARALLEL_INDEX_FROM {

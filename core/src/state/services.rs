@@ -249,6 +249,11 @@ impl StateStore {
     /// without changing a registration: the allocation's registrations became listed or
     /// stopped being listed.
     pub(crate) fn touch_alloc_services(&mut self, index: Index, alloc: AllocId) {
+        // Asked of every allocation that starts or stops running: most clusters register
+        // no service, and a lookup costs a key allocation.
+        if self.services.is_empty() {
+            return;
+        }
         let names: Vec<NameKey> = self.alloc_services(alloc).map(|r| name_key(r)).collect();
         if names.is_empty() {
             return;

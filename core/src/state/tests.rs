@@ -722,6 +722,39 @@ fn a_new_allocation_under_a_taken_id_is_handed_back() {
     assert_eq!(*change.new, fresh);
 }
 
+/// A revision is written over the stored allocation in place, or not at all: a missing id
+/// or a declined revision leaves every table and its index as they were.
+#[test]
+fn a_revision_is_written_in_place_or_declined() {
+    let (mut s, _) = store_with_allocs();
+    let before = (s.to_parts(), s.table_indexes());
+    assert!(
+        s.revise_alloc(9, &mock::alloc_id(7), |_| unreachable!())
+            .is_none()
+    );
+    assert!(s.revise_alloc(9, &mock::alloc_id(1), |_| None).is_none());
+    assert_eq!((s.to_parts(), s.table_indexes()), before);
+    let stored = s.alloc(&mock::alloc_id(1)).unwrap().clone();
+    let change = s
+        .revise_alloc(9, &mock::alloc_id(1), |a| {
+            Some(a.with_client_report(ClientStatus::Complete, "done".into(), TaskStates::new()))
+        })
+        .expect("a revision");
+    assert!(Arc::ptr_eq(change.old.as_ref().unwrap(), &stored));
+    assert_eq!(change.new.client_status, ClientStatus::Complete);
+    assert!(Arc::ptr_eq(
+        s.alloc(&mock::alloc_id(1)).unwrap(),
+        &change.new
+    ));
+    assert_eq!(s.table_index(super::Table::Allocs), 9);
+    s.index_alloc_change(9, &change);
+    s.check_consistency().unwrap();
+    assert!(
+        Arc::ptr_eq(&change.new.job_id.0, &stored.job_id.0),
+        "a revision keeps the shared key strings"
+    );
+}
+
 /// A large job's index holds sixteen entries per B-tree leaf, and a small job's one slice
 /// holds them side by side: each byte here is megabytes at millions of allocations.
 #[test]

@@ -234,6 +234,47 @@ impl Allocation {
         name
     }
 
+    /// The next version after its node reports `status`, `description` and (when not empty)
+    /// `task_states`; everything else is this version's, its key strings shared. Built field
+    /// by field: a node reports every allocation it runs, and copying the old task states
+    /// and description only to drop them was a fifth of applying a report.
+    pub fn with_client_report(
+        &self,
+        status: ClientStatus,
+        description: CompactString,
+        task_states: TaskStates,
+    ) -> Allocation {
+        Allocation {
+            id: self.id,
+            eval_id: self.eval_id,
+            name: self.name.clone(),
+            namespace: self.namespace.clone(),
+            job_id: self.job_id.clone(),
+            job_version: self.job_version,
+            task_group: self.task_group.clone(),
+            node_id: self.node_id,
+            desired_status: self.desired_status,
+            desired_description: self.desired_description.clone(),
+            client_status: status,
+            client_description: description,
+            state_history: self.state_history.clone(),
+            task_states: if task_states.is_empty() {
+                self.task_states.clone()
+            } else {
+                task_states
+            },
+            links: self.links.clone(),
+            resources: self.resources,
+            ports: self.ports.clone(),
+            metrics: self.metrics,
+            create_index: self.create_index,
+            modify_index: self.modify_index,
+            alloc_modify_index: self.alloc_modify_index,
+            create_time: self.create_time,
+            modify_time: self.modify_time,
+        }
+    }
+
     /// The slot number parsed from the name, if it has one.
     pub fn name_index(&self) -> Option<u32> {
         // The reconciler parses every allocation's name per eval: the usual `...[digits]`

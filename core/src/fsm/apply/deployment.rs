@@ -75,42 +75,32 @@ impl Apply<'_> {
         });
     }
 
-    /// Records the agent's health verdict on `a` (the first one stands) and counts it.
-    /// Returns the allocation to store.
-    pub(super) fn record_health(
+    /// Counts a health verdict [`mark_health`] recorded on an allocation of `group`, while
+    /// its deployment is active.
+    pub(super) fn count_health(
         &mut self,
-        mut a: Allocation,
+        deployment: DeploymentId,
+        group: &str,
         healthy: bool,
         now: Timestamp,
-    ) -> Allocation {
-        let Some(link) = a.links.get().deployment.clone() else {
-            return a;
-        };
-        if link.health.is_some() {
-            return a;
-        }
-        let active = self
+    ) {
+        if !self
             .store
-            .deployment(&link.id)
-            .is_some_and(|d| d.is_active());
-        a.links.update(|l| {
-            if let Some(d) = &mut l.deployment {
-                d.health = Some(DeploymentHealth { healthy, time: now });
+            .deployment(&deployment)
+            .is_some_and(|d| d.is_active())
+        {
+            return;
+        }
+        self.change_group(deployment, group, now, |g, now| {
+            if healthy {
+                g.healthy += 1;
+                if !g.progress_deadline.is_zero() {
+                    g.require_progress_by = Some(now.saturating_add(g.progress_deadline));
+                }
+            } else {
+                g.unhealthy += 1;
             }
         });
-        if active {
-            self.change_group(link.id, &a.task_group, now, |g, now| {
-                if healthy {
-                    g.healthy += 1;
-                    if !g.progress_deadline.is_zero() {
-                        g.require_progress_by = Some(now.saturating_add(g.progress_deadline));
-                    }
-                } else {
-                    g.unhealthy += 1;
-                }
-            });
-        }
-        a
     }
 
     fn change_group(
@@ -266,4 +256,25 @@ impl Apply<'_> {
         self.put_eval(eval.clone());
         Ok(())
     }
+}
+
+/// Records the agent's health verdict on `a`, an allocation of a deployment that has none
+/// yet (the first verdict stands). Returns the deployment, for
+/// [`Apply::count_health`], when the verdict was recorded.
+pub(super) fn mark_health(
+    a: &mut Allocation,
+    healthy: bool,
+    now: Timestamp,
+) -> Option<DeploymentId> {
+    let link = a.links.get().deployment.as_ref()?;
+    if link.health.is_some() {
+        return None;
+    }
+    let id = link.id;
+    a.links.update(|l| {
+        if let Some(d) = &mut l.deployment {
+            d.health = Some(DeploymentHealth { healthy, time: now });
+        }
+    });
+    Some(id)
 }
