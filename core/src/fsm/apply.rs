@@ -79,6 +79,7 @@ pub fn apply(store: &mut StateStore, index: Index, cmd: Command) -> Result<Vec<E
         events: Vec::new(),
         touched_jobs: BTreeSet::new(),
         last_touched: None,
+        last_shared: None,
         unindexed: None,
     };
     let applied = fsm.command(cmd);
@@ -96,6 +97,8 @@ struct Apply<'a> {
     touched_jobs: BTreeSet<JobKey>,
     /// The key `touch_job` recorded last (also in `touched_jobs`).
     last_touched: Option<JobKey>,
+    /// The store's shared key `share_job_key` found last.
+    last_shared: Option<JobKey>,
     /// While a command writes many allocations: those written to the by-id table whose
     /// other indexes change in one batch (`state::alloc_index`). Meanwhile only by-id
     /// reads of allocations are true, so only the loops of plan and client-report
@@ -953,6 +956,7 @@ impl Apply<'_> {
         a.create_index = self.index;
         a.create_time = now;
         self.stamp(&mut a, now);
+        self.share_job_key(&mut a);
         let change = self.store.insert_new_alloc(self.index, a)?;
         let a = self.index_or_defer(change);
         self.count_placement(&a, None, now);
@@ -972,6 +976,7 @@ impl Apply<'_> {
     /// any; the caller has already looked it up).
     fn stamp_and_put(&mut self, mut a: Allocation, old: Option<&Allocation>, now: Timestamp) {
         self.stamp(&mut a, now);
+        self.share_job_key(&mut a);
         if let Some(old) = old {
             self.touch_job(&old.namespace, &old.job_id);
         }
@@ -995,6 +1000,21 @@ impl Apply<'_> {
         };
         self.touched_jobs.insert(key.clone());
         self.last_touched = Some(key);
+    }
+
+    /// Points a plan's allocation's namespace and job id at the strings the store shares
+    /// for its job ([`StateStore::shared_job_key`]). A plan's allocations are one job's,
+    /// so after the first each settles on a compare of two short strings instead of a walk
+    /// of the summaries. (Versions made from a stored allocation share them already.)
+    fn share_job_key(&mut self, a: &mut Allocation) {
+        let same = |k: &JobKey| k.id == a.job_id && k.namespace == a.namespace;
+        if !self.last_shared.as_ref().is_some_and(same) {
+            self.last_shared = self.store.shared_job_key(&a.job_key()).cloned();
+        }
+        if let Some(k) = &self.last_shared {
+            a.namespace = k.namespace.clone();
+            a.job_id = k.id.clone();
+        }
     }
 
     /// Allocation writes from here on wait for [`Self::index_deferred_allocs`].

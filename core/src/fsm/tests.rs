@@ -4,6 +4,7 @@ use super::*;
 use crate::mock;
 use crate::state::{StateStore, Table};
 use crate::types::*;
+use std::sync::Arc;
 
 const T0: Timestamp = Timestamp(1_700_000_000_000);
 
@@ -615,6 +616,72 @@ fn plan_apply_in_place_update_keeps_client_view_and_links_replacements() {
     );
     assert_eq!(a.create_index, 3);
     assert_eq!(a.links.get().next_allocation, Some(mock::alloc_id(2)));
+}
+
+/// Every allocation a plan writes, and every version a report writes after it, points at
+/// its job's key strings as the store shares them, even when the plan arrives decoded from
+/// the log (each allocation with its own copies) and its allocations change job midway.
+#[test]
+fn written_allocations_share_their_jobs_key_strings() {
+    let (web, api) = (mock::service_job("web", 2), mock::service_job("api", 2));
+    let n1 = mock::node_id(1);
+    let mut replacement = mock::alloc(5, &web, n1, 0);
+    replacement
+        .links
+        .update(|l| l.previous_allocation = Some(mock::alloc_id(1)));
+    let plan = mock::place(
+        mock::eval_id(3),
+        vec![
+            mock::alloc(3, &web, n1, 1),
+            mock::alloc(4, &api, n1, 1),
+            replacement,
+        ],
+        T0,
+    );
+    let setup = [
+        register_node(1),
+        register_job(&web, 1),
+        register_job(&api, 2),
+        decode_command(&encode_command(&mock::place(
+            mock::eval_id(1),
+            vec![mock::alloc(1, &web, n1, 0), mock::alloc(2, &api, n1, 0)],
+            T0,
+        )))
+        .unwrap(),
+        decode_command(&encode_command(&plan)).unwrap(),
+    ];
+    let report = Command::AllocClientUpdate {
+        node_id: n1,
+        updates: (1..=5)
+            .map(|n| AllocClientUpdate {
+                deployment_health: None,
+                alloc_id: mock::alloc_id(n),
+                client_status: ClientStatus::Running,
+                client_description: "running".into(),
+                task_states: Default::default(),
+            })
+            .collect(),
+        evals: vec![],
+        now: T0,
+    };
+    let (s, _, _) = check(&setup, report);
+    assert_eq!(s.allocs().count(), 5);
+    for a in s.allocs() {
+        let shared = s.shared_job_key(&a.job_key()).expect("a summary");
+        assert!(
+            Arc::ptr_eq(&a.namespace, &shared.namespace) && Arc::ptr_eq(&a.job_id.0, &shared.id.0),
+            "allocation {} of {} keeps its own key strings",
+            a.id,
+            a.job_id
+        );
+        assert_eq!(a.client_status, ClientStatus::Running);
+        let expected = if [2, 4].map(mock::alloc_id).contains(&a.id) {
+            &api
+        } else {
+            &web
+        };
+        assert_eq!(a.job_id, expected.id, "allocation {}", a.id);
+    }
 }
 
 #[test]

@@ -71,7 +71,11 @@ impl StateStore {
     /// Stores an allocation, replacing any earlier one with its id: the FSM's two steps
     /// ([`Self::insert_alloc`], then indexing) in one, for tests.
     #[cfg(test)]
-    pub(crate) fn put_alloc(&mut self, index: Index, alloc: Allocation) -> Arc<Allocation> {
+    pub(crate) fn put_alloc(&mut self, index: Index, mut alloc: Allocation) -> Arc<Allocation> {
+        if let Some(shared) = self.shared_job_key(&alloc.job_key()) {
+            alloc.namespace = shared.namespace.clone();
+            alloc.job_id = shared.id.clone();
+        }
         let change = self.insert_alloc(index, alloc);
         self.index_alloc_change(index, &change);
         change.new
@@ -84,9 +88,10 @@ impl StateStore {
 
     /// Writes an allocation into the by-id table only. Until its change has been indexed
     /// ([`Self::index_alloc_change`] or [`Self::index_alloc_changes`]), only
-    /// [`Self::alloc`] may be read.
-    pub(crate) fn insert_alloc(&mut self, index: Index, mut alloc: Allocation) -> AllocChange {
-        self.share_job_key(&mut alloc);
+    /// [`Self::alloc`] may be read. Its namespace and job id are stored as they are: an
+    /// allocation decoded from the log should first point them at
+    /// [`Self::shared_job_key`]'s strings.
+    pub(crate) fn insert_alloc(&mut self, index: Index, alloc: Allocation) -> AllocChange {
         let new = Arc::new(alloc);
         let old = self.allocs.insert(new.id, new.clone());
         self.touch(Table::Allocs, index);
@@ -97,13 +102,13 @@ impl StateStore {
     /// placement's is: one walk down the by-id table (a cold one, at a million entries)
     /// instead of a lookup and then an insert. If the id is taken after all, the table is
     /// put back as it was and `alloc` is handed back (in the `Arc` made for it, which
-    /// nothing else holds).
+    /// nothing else holds). Its key strings are stored as they are, as
+    /// [`Self::insert_alloc`]'s are.
     pub(crate) fn insert_new_alloc(
         &mut self,
         index: Index,
-        mut alloc: Allocation,
+        alloc: Allocation,
     ) -> Result<AllocChange, Arc<Allocation>> {
-        self.share_job_key(&mut alloc);
         let new = Arc::new(alloc);
         match self.allocs.insert(new.id, new.clone()) {
             None => {
@@ -181,21 +186,12 @@ impl StateStore {
         changes.iter().for_each(|c| by_job.change(index, c));
     }
 
-    /// Points the allocation's namespace and job id at the strings its job's summary (or,
-    /// before the summary exists, its job) already holds. An allocation decoded from the
-    /// log carries its own copies; at a million allocations those two small heap strings
-    /// each were tens of megabytes, and shared `Arc`s also let job key comparisons settle
-    /// on pointer equality.
-    fn share_job_key(&self, alloc: &mut Allocation) {
-        if let Some(shared) = self.shared_job_key(&alloc.job_key()) {
-            alloc.namespace = shared.namespace.clone();
-            alloc.job_id = shared.id.clone();
-        }
-    }
-
     /// The key whose strings the allocations of job `key` share: its summary's, or before
-    /// the summary exists its job's; `None` when the store has neither.
-    pub(super) fn shared_job_key(&self, key: &JobKey) -> Option<&JobKey> {
+    /// the summary exists its job's; `None` when the store has neither. An allocation
+    /// decoded from the log carries its own copies; at a million allocations those two
+    /// small heap strings each were tens of megabytes, and shared `Arc`s also let job key
+    /// comparisons settle on pointer equality.
+    pub(crate) fn shared_job_key(&self, key: &JobKey) -> Option<&JobKey> {
         match self.summaries.get_key_value(key) {
             Some((shared, _)) => Some(shared),
             None => self.jobs.get_key_value(key).map(|(shared, _)| shared),
