@@ -379,11 +379,20 @@ impl ByJob<'_> {
     }
 }
 
+/// Every allocation write that holds or frees resources changes its node's entry: found in
+/// one walk when it exists (the map's `entry` walks twice).
 fn change_use(usage: &mut OrdMap<NodeId, NodeUse>, node: NodeId, f: impl FnOnce(&mut NodeUse)) {
-    let entry = usage.entry(node).or_default();
-    f(entry);
-    if entry.is_empty() {
-        usage.remove(&node);
+    if let Some(entry) = usage.get_mut(&node) {
+        f(entry);
+        if entry.is_empty() {
+            usage.remove(&node);
+        }
+        return;
+    }
+    let mut entry = NodeUse::default();
+    f(&mut entry);
+    if !entry.is_empty() {
+        usage.insert(node, entry);
     }
 }
 
@@ -394,12 +403,20 @@ fn with_summary(
     key: &JobKey,
     f: impl FnOnce(&mut JobSummary),
 ) {
-    let entry = summaries
-        .entry(key.clone())
-        .or_insert_with(|| Arc::new(JobSummary::new(key.clone())));
-    let s = Arc::make_mut(entry);
-    f(s);
-    s.modify_index = index;
+    // Every allocation write changes its job's summary: found in one walk when it exists
+    // (the map's `entry` walks twice).
+    let change = |s: &mut JobSummary| {
+        f(s);
+        s.modify_index = index;
+    };
+    match summaries.get_mut(key) {
+        Some(entry) => change(Arc::make_mut(entry)),
+        None => {
+            let mut s = JobSummary::new(key.clone());
+            change(&mut s);
+            summaries.insert(key.clone(), Arc::new(s));
+        }
+    }
     indexes.raise(Table::JobSummaries, index);
 }
 
