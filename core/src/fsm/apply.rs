@@ -3,7 +3,7 @@
 
 use super::command::*;
 use super::event::{Event, EventPayload, EventType, Topic};
-use crate::state::{AllocChange, StateStore};
+use crate::state::{AllocChange, ByNodeInFlight, StateStore};
 use crate::types::*;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -73,21 +73,78 @@ pub enum ApplyError {
 /// it carries (a plan's allocations, a report's task states) moves into the store rather
 /// than being copied and then dropped with the entry.
 pub fn apply(store: &mut StateStore, index: Index, cmd: Command) -> Result<Vec<Event>, ApplyError> {
-    let mut fsm = Apply {
-        store,
-        index,
-        events: Vec::new(),
-        touched_jobs: BTreeSet::new(),
-        last_touched: None,
-        last_shared: None,
-        unindexed: None,
-    };
-    let applied = fsm.command(cmd);
-    fsm.end_deferred_indexing();
-    applied?;
-    fsm.settle_services();
-    fsm.refresh_job_statuses();
-    Ok(fsm.events)
+    Applier::new(store).apply(index, cmd)
+}
+
+/// Applies a run of entries, in order, as [`apply`] would one by one. The by-node half
+/// of one entry's allocation writes (`state::alloc_index`) may still be running on the
+/// helper thread while the next entry is applied, as long as that entry is a plan, a
+/// client report or an eval write, which do not touch the by-node trees; any other waits
+/// for it first. The store is whole again when the applier is dropped, and only then can
+/// it be read.
+#[derive(Debug)]
+pub struct Applier<'a> {
+    store: &'a mut StateStore,
+    by_node: Option<ByNodeInFlight>,
+}
+
+impl<'a> Applier<'a> {
+    pub fn new(store: &'a mut StateStore) -> Self {
+        Applier {
+            store,
+            by_node: None,
+        }
+    }
+
+    /// Applies `cmd` at Raft index `index` and returns the events it produced, in order.
+    pub fn apply(&mut self, index: Index, cmd: Command) -> Result<Vec<Event>, ApplyError> {
+        let mut fsm = Apply {
+            store: &mut *self.store,
+            index,
+            events: Vec::new(),
+            touched_jobs: BTreeSet::new(),
+            last_touched: None,
+            last_shared: None,
+            unindexed: None,
+            by_node: self.by_node.take(),
+        };
+        if !overlaps_by_node(&cmd) {
+            fsm.land_by_node();
+        }
+        let applied = fsm.command(cmd);
+        fsm.end_deferred_indexing();
+        let applied = applied.map(|()| {
+            fsm.settle_services();
+            fsm.refresh_job_statuses();
+        });
+        self.by_node = fsm.by_node.take();
+        applied.map(|()| fsm.events)
+    }
+}
+
+impl Drop for Applier<'_> {
+    fn drop(&mut self) {
+        // Unwinding, the store is being abandoned, and a panic in the helper's half would
+        // be a second one.
+        if let Some(in_flight) = self.by_node.take()
+            && !std::thread::panicking()
+        {
+            self.store.land_by_node(in_flight);
+        }
+    }
+}
+
+/// The commands that may run while an earlier entry's by-node half is in flight: they
+/// write allocations and evals, and read neither the by-node index, node usage nor the
+/// tainted nodes (the store asserts it in debug builds).
+fn overlaps_by_node(cmd: &Command) -> bool {
+    matches!(
+        cmd,
+        Command::ApplyPlan { .. }
+            | Command::AllocClientUpdate { .. }
+            | Command::AllocClientUpdates { .. }
+            | Command::EvalUpsert { .. }
+    )
 }
 
 struct Apply<'a> {
@@ -104,6 +161,8 @@ struct Apply<'a> {
     /// reads of allocations are true, so only the loops of plan and client-report
     /// writes defer, and they index what waits before writing anything else.
     unindexed: Option<Vec<AllocChange>>,
+    /// The by-node half of the last batch indexed, while the helper still writes it.
+    by_node: Option<ByNodeInFlight>,
 }
 
 impl Apply<'_> {
@@ -1027,7 +1086,15 @@ impl Apply<'_> {
     fn index_deferred_allocs(&mut self) {
         if let Some(waiting) = self.unindexed.as_mut().filter(|w| !w.is_empty()) {
             let changes = std::mem::take(waiting);
-            self.store.index_alloc_changes(self.index, changes);
+            self.land_by_node();
+            self.by_node = self.store.index_alloc_changes(self.index, changes);
+        }
+    }
+
+    /// Waits for the by-node half in flight, if any, and puts its trees back.
+    fn land_by_node(&mut self) {
+        if let Some(in_flight) = self.by_node.take() {
+            self.store.land_by_node(in_flight);
         }
     }
 
@@ -1049,7 +1116,10 @@ impl Apply<'_> {
         let new = change.new.clone();
         match &mut self.unindexed {
             Some(waiting) => waiting.push(change),
-            None => self.store.index_alloc_change(self.index, &change),
+            None => {
+                self.land_by_node();
+                self.store.index_alloc_change(self.index, &change);
+            }
         }
         new
     }

@@ -14,7 +14,7 @@ mod service_tests;
 #[cfg(test)]
 mod tests;
 
-pub use apply::{ApplyError, apply};
+pub use apply::{Applier, ApplyError, apply};
 pub use codec::{
     COMMAND_FORMAT, CodecError, SNAPSHOT_FORMAT, decode_command, decode_snapshot, encode_command,
     encode_snapshot, encode_snapshot_to, read_header,

@@ -1381,3 +1381,103 @@ fn an_eval_blocked_after_its_job_stopped_is_written_canceled() {
         assert_eq!(e.status, want, "purge {purge}, running {running}");
     }
 }
+
+/// One applier over a run of entries ends as applying them one by one does: the same
+/// store, byte for byte, and the same events. The run has batches large enough for the
+/// by-node half to go on the helper thread, each followed by entries that may overlap it
+/// (reports, evals, the next plan) and by entries that must wait for it (a node going
+/// down, whose evals read the node's allocations; a job purged).
+#[test]
+fn an_applier_run_ends_as_entries_applied_one_by_one() {
+    const PER_PLAN: u64 = 300;
+    let (web, api) = (mock::service_job("web", 600), mock::service_job("api", 600));
+    let plan = |eval, job: &Job, first: u64| {
+        let allocs = (first..first + PER_PLAN)
+            // Nodes 1..=40 exist; 41..=44 never registered (allocations name gone nodes).
+            .map(|n| mock::alloc(n, job, mock::node_id(1 + n % 44), n as u32))
+            .collect();
+        decode_command(&encode_command(&mock::place(
+            mock::eval_id(eval),
+            allocs,
+            T0,
+        )))
+        .unwrap()
+    };
+    let reports = |first: u64| {
+        let mut by_node = std::collections::BTreeMap::<NodeId, Vec<AllocClientUpdate>>::new();
+        for n in first..first + PER_PLAN {
+            by_node
+                .entry(mock::node_id(1 + n % 44))
+                .or_default()
+                .push(AllocClientUpdate {
+                    deployment_health: None,
+                    alloc_id: mock::alloc_id(n),
+                    client_status: ClientStatus::Running,
+                    client_description: "running".into(),
+                    task_states: Default::default(),
+                });
+        }
+        Command::AllocClientUpdates {
+            nodes: by_node
+                .into_iter()
+                .map(|(node_id, updates)| NodeAllocUpdates {
+                    node_id,
+                    updates,
+                    evals: vec![],
+                    services: vec![],
+                })
+                .collect(),
+            now: T0,
+        }
+    };
+    let mut run: Vec<Command> = (1..=40).map(register_node).collect();
+    run.extend([register_job(&web, 1), register_job(&api, 2)]);
+    run.extend([
+        plan(1, &web, 0),
+        reports(0),
+        Command::EvalUpsert {
+            evals: vec![mock::eval(3, &web)],
+        },
+        plan(2, &api, 1_000),
+        Command::NodeStatus {
+            node_id: mock::node_id(3),
+            status: NodeStatus::Down,
+            description: "missed heartbeats".into(),
+            now: T0,
+            evals: vec![mock::eval(4, &web), mock::eval(5, &api)],
+        },
+        reports(1_000),
+        plan(6, &web, 2_000),
+        Command::JobDeregister {
+            job: keys(&api),
+            purge: true,
+            eval: None,
+            now: T0,
+        },
+        reports(2_000),
+    ]);
+
+    let mut one_by_one = StateStore::new();
+    let mut events_one_by_one = Vec::new();
+    for (i, cmd) in run.iter().enumerate() {
+        events_one_by_one.push(apply(&mut one_by_one, i as Index + 1, cmd.clone()));
+    }
+    let mut together = StateStore::new();
+    let mut events_together = Vec::new();
+    {
+        let mut applier = Applier::new(&mut together);
+        for (i, cmd) in run.iter().enumerate() {
+            events_together.push(applier.apply(i as Index + 1, cmd.clone()));
+        }
+    }
+    together.check_consistency().unwrap();
+    one_by_one.check_consistency().unwrap();
+    assert!(events_together.iter().all(Result::is_ok));
+    assert_eq!(events_together, events_one_by_one);
+    assert_eq!(encode_snapshot(&together), encode_snapshot(&one_by_one));
+    assert_eq!(together.alloc_count(), 3 * PER_PLAN as usize);
+    assert_eq!(
+        together.allocs_by_node(&mock::node_id(43)).count(),
+        one_by_one.allocs_by_node(&mock::node_id(43)).count()
+    );
+}

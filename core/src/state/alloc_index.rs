@@ -9,9 +9,11 @@
 //! one batch ([`StateStore::index_alloc_changes`]): each half then replays the batch in
 //! order, so every tree ends as the writes one by one would leave it, and from
 //! [`PARALLEL_INDEX_FROM`] changes the by-node half runs on the store's helper thread
-//! ([`super::helper`]), its trees moved out of the store and back. The FSM's apply is the
-//! one serial path every write takes (and a restart's replay is nothing else), so this is
-//! where the second core shortens it.
+//! ([`super::helper`]), its trees moved out of the store and handed back to be landed
+//! ([`StateStore::land_by_node`]) when the caller next needs them: the FSM's applier lets
+//! the next entry's by-id writes run meanwhile. The FSM's apply is the one serial path
+//! every write takes (and a restart's replay is nothing else), so this is where the
+//! second core shortens it.
 
 use super::{JobAlloc, JobAllocs, JobSummary, NodeUse, StateStore, Table, TableIndexes};
 use crate::types::*;
@@ -21,6 +23,13 @@ use std::sync::Arc;
 /// From this many changes in a batch the two halves run on two threads: below it waking the
 /// helper costs more than it saves.
 const PARALLEL_INDEX_FROM: usize = 256;
+
+/// The by-node half of a batch of allocation writes, still being written on the helper
+/// thread. Until it lands ([`StateStore::land_by_node`]), the store's by-node trees (the
+/// by-node index, node usage, tainted nodes) are empty.
+#[derive(Debug)]
+#[must_use = "land it (StateStore::land_by_node) before the by-node trees are used"]
+pub(crate) struct ByNodeInFlight(super::helper::Pending<ByNodeTrees>);
 
 /// One allocation written into the by-id table whose indexes are not yet changed.
 #[derive(Debug)]
@@ -41,6 +50,7 @@ struct ByNode<'a> {
 /// The by-node half's trees moved out of the store, for the helper thread to write. `nodes`
 /// is a copy of the node table's root (read only, and dropped before the store writes a
 /// node again, so the table is still written in place).
+#[derive(Debug)]
 struct ByNodeTrees {
     by_node: OrdMap<(NodeId, AllocId), Arc<Allocation>>,
     usage: OrdMap<NodeId, NodeUse>,
@@ -148,11 +158,20 @@ impl StateStore {
         })
     }
 
-    /// Brings every index in step with `changes`, in their order.
-    pub(crate) fn index_alloc_changes(&mut self, index: Index, changes: Vec<AllocChange>) {
+    /// Brings every index in step with `changes`, in their order. From
+    /// [`PARALLEL_INDEX_FROM`] changes, the by-node half is still being written on the
+    /// helper thread when this returns: it comes back to be landed
+    /// ([`Self::land_by_node`]), so that the caller's next writes overlap it.
+    pub(crate) fn index_alloc_changes(
+        &mut self,
+        index: Index,
+        changes: Vec<AllocChange>,
+    ) -> Option<ByNodeInFlight> {
         if changes.len() < PARALLEL_INDEX_FROM {
-            return self.index_here(index, &changes);
+            self.index_here(index, &changes);
+            return None;
         }
+        self.assert_by_node_home();
         let changes = Arc::new(changes);
         let mut trees = ByNodeTrees {
             by_node: std::mem::take(&mut self.allocs_by_node),
@@ -168,15 +187,31 @@ impl StateStore {
         });
         let (_, mut by_job) = self.alloc_halves();
         changes.iter().for_each(|c| by_job.change(index, c));
+        self.by_node_away = true;
+        Some(ByNodeInFlight(by_node))
+    }
+
+    /// Puts the by-node trees the helper wrote back into the store, once it is done.
+    pub(crate) fn land_by_node(&mut self, in_flight: ByNodeInFlight) {
         let ByNodeTrees {
             by_node,
             usage,
             tainted,
             nodes: _,
-        } = by_node.wait();
+        } = in_flight.0.wait();
         self.allocs_by_node = by_node;
         self.node_usage = usage;
         self.tainted_nodes = tainted;
+        self.by_node_away = false;
+    }
+
+    /// While a batch's by-node half is in flight, the store's by-node trees are empty:
+    /// reading or writing them then would be a bug of the caller's.
+    pub(super) fn assert_by_node_home(&self) {
+        debug_assert!(
+            !self.by_node_away,
+            "the by-node trees are read or written while the helper holds them"
+        );
     }
 
     /// Both halves of `changes`, one after the other on this thread.
@@ -199,6 +234,7 @@ impl StateStore {
     }
 
     fn alloc_halves(&mut self) -> (ByNode<'_>, ByJob<'_>) {
+        self.assert_by_node_home();
         (
             ByNode {
                 by_node: &mut self.allocs_by_node,

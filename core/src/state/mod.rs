@@ -21,7 +21,7 @@
 mod acl;
 mod alloc_chunks;
 mod alloc_index;
-pub(crate) use alloc_index::AllocChange;
+pub(crate) use alloc_index::{AllocChange, ByNodeInFlight};
 mod deployments;
 mod helper;
 mod job_allocs;
@@ -328,6 +328,9 @@ pub struct StateStore {
     deployments_by_job: OrdSet<(JobKey, DeploymentId)>,
     indexes: TableIndexes,
     acl: acl::AclTables,
+    /// Whether a batch's by-node half is in flight on the helper thread
+    /// ([`alloc_index::ByNodeInFlight`]): its trees are then empty here.
+    by_node_away: bool,
 }
 
 /// A point-in-time view of the store. It is a `StateStore` clone: O(1) to take, immutable.
@@ -340,6 +343,7 @@ impl StateStore {
 
     /// An O(1), immutable view of the state as it is now.
     pub fn snapshot(&self) -> StateSnapshot {
+        self.assert_by_node_home();
         self.clone()
     }
 

@@ -153,6 +153,9 @@ impl StateStore {
 
     /// Checks every invariant of the module docs; the error says which one broke.
     pub fn check_consistency(&self) -> Result<(), String> {
+        if self.by_node_away {
+            return Err("the by-node trees are still on the helper thread".into());
+        }
         self.acl_consistent()?;
         self.services_consistent()?;
         let rebuilt = StateStore::from_parts(self.to_parts());

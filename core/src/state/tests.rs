@@ -650,8 +650,17 @@ proptest::proptest! {
             base.put_node(10 + n, mock::node(n));
         }
         let (mut one_by_one, mut batched) = (base.clone(), base);
-        // A batch is one command's writes, all at its index, as the FSM's.
+        // A batch is one command's writes, all at its index, as the FSM's. As the FSM's
+        // applier lets it, a batch's by-node half may still be in flight while the next
+        // batch is written to the by-id table; it lands before the next indexing.
         let mut waiting = Vec::new();
+        let mut in_flight = None;
+        let mut index_batch = |s: &mut StateStore, index, changes| {
+            if let Some(f) = in_flight.take() {
+                s.land_by_node(f);
+            }
+            in_flight = s.index_alloc_changes(index, changes);
+        };
         let mut index = 100;
         for w in &writes {
             match w {
@@ -668,13 +677,14 @@ proptest::proptest! {
                     };
                     waiting.push(change);
                     if waiting.len() == batch {
-                        batched.index_alloc_changes(index, std::mem::take(&mut waiting));
+                        index_batch(&mut batched, index, std::mem::take(&mut waiting));
                         index += 1;
                     }
                 }
                 AllocWrite::Remove { alloc } => {
-                    // The FSM indexes what waits before any other write.
-                    batched.index_alloc_changes(index, std::mem::take(&mut waiting));
+                    // The FSM indexes what waits, and lands it, before any other write.
+                    index_batch(&mut batched, index, std::mem::take(&mut waiting));
+                    index_batch(&mut batched, index, Vec::new());
                     index += 1;
                     one_by_one.remove_alloc(index, &mock::alloc_id(*alloc));
                     batched.remove_alloc(index, &mock::alloc_id(*alloc));
@@ -682,7 +692,8 @@ proptest::proptest! {
                 }
             }
         }
-        batched.index_alloc_changes(index, waiting);
+        index_batch(&mut batched, index, waiting);
+        index_batch(&mut batched, index, Vec::new());
         let end = index + 1;
         // As the FSM does after each command: jobs' statuses follow their summaries.
         for s in [&mut batched, &mut one_by_one] {

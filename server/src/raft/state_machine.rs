@@ -364,13 +364,16 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         let entries = entries.into_iter();
         let mut responses = Vec::with_capacity(entries.size_hint().0);
         let mut events = Vec::new();
+        // One applier for the run: an entry's by-node index work may finish on the helper
+        // thread while the next entry applies. Dropped (the store whole) before publishing.
+        let mut applier = fsm::Applier::new(&mut self.store);
         for entry in entries {
             let index = entry.log_id.index;
             let result = match entry.payload {
                 EntryPayload::Blank => Ok(()),
                 EntryPayload::Normal(cmd) => {
                     let kind = cmd.kind();
-                    match fsm::apply(&mut self.store, index, cmd) {
+                    match applier.apply(index, cmd) {
                         Ok(evs) => {
                             if !evs.is_empty() {
                                 events.push(Arc::new(evs));
@@ -392,6 +395,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             self.last_applied = Some(entry.log_id);
             responses.push(ApplyResponse { index, result });
         }
+        drop(applier);
         if responses.is_empty() {
             return Ok(responses);
         }
