@@ -21,8 +21,9 @@ use imbl::OrdMap;
 use std::sync::Arc;
 
 /// From this many changes in a batch the two halves run on two threads: below it waking the
-/// helper costs more than it saves.
-const PARALLEL_INDEX_FROM: usize = 256;
+/// helper costs more than it saves. Core's own tests take the helper's way from two, so
+/// that their small plans and reports run it, with its by-node half in flight.
+const PARALLEL_INDEX_FROM: usize = if cfg!(test) { 2 } else { 256 };
 
 /// The by-node half of a batch of allocation writes, still being written on the helper
 /// thread. Until it lands ([`StateStore::land_by_node`]), the store's by-node trees (the
