@@ -880,18 +880,18 @@ impl Apply<'_> {
         eval: &Evaluation,
         now: Timestamp,
     ) -> Result<(), ApplyError> {
-        let Some(alloc) = self.store.alloc(&alloc_id) else {
+        if self.store.alloc(&alloc_id).is_none() {
             return Err(ApplyError::AllocNotFound(alloc_id));
-        };
-        if alloc.desired_status == DesiredStatus::Run {
-            let mut a = (**alloc).clone();
-            a.desired_status = DesiredStatus::Stop;
-            a.desired_description = "alloc stopped by operator".into();
-            a.modify_index = self.index;
-            a.alloc_modify_index = self.index;
-            a.modify_time = now;
-            self.touch_job(&a.namespace, &a.job_id);
-            let a = self.put_alloc(a);
+        }
+        let stopped = self.revise(&alloc_id, now, |old| {
+            (old.desired_status == DesiredStatus::Run).then(|| {
+                let mut a = old.clone();
+                a.desired_status = DesiredStatus::Stop;
+                a.desired_description = "alloc stopped by operator".into();
+                a
+            })
+        });
+        if let Some(a) = stopped {
             self.events
                 .push(Event::alloc(self.index, EventType::AllocationUpdated, &a));
         }
@@ -901,21 +901,17 @@ impl Apply<'_> {
 
     fn allocs_migrate(&mut self, allocs: &[AllocId], evals: &[Evaluation], now: Timestamp) {
         for id in allocs {
-            let Some(alloc) = self.store.alloc(id) else {
-                continue;
-            };
-            if alloc.is_terminal() || alloc.links.get().migrate {
-                continue;
+            let marked = self.revise(id, now, |old| {
+                (!old.is_terminal() && !old.links.get().migrate).then(|| {
+                    let mut a = old.clone();
+                    a.links.update(|l| l.migrate = true);
+                    a
+                })
+            });
+            if let Some(a) = marked {
+                self.events
+                    .push(Event::alloc(self.index, EventType::AllocationUpdated, &a));
             }
-            let mut a = (**alloc).clone();
-            a.links.update(|l| l.migrate = true);
-            a.modify_index = self.index;
-            a.alloc_modify_index = self.index;
-            a.modify_time = now;
-            self.touch_job(&a.namespace, &a.job_id);
-            let a = self.put_alloc(a);
-            self.events
-                .push(Event::alloc(self.index, EventType::AllocationUpdated, &a));
         }
         self.upsert_evals(evals);
     }
@@ -952,23 +948,26 @@ impl Apply<'_> {
     }
 
     fn transition(&mut self, t: &AllocTransition, now: Timestamp) {
-        let Some(old) = self.store.alloc(&t.alloc_id).cloned() else {
-            return;
-        };
-        let mut a = (*old).clone();
-        a.desired_status = t.desired_status;
-        a.desired_description = t.desired_description.as_str().into();
-        if let Some(status) = t.client_status {
-            a.record_client_status(status, now);
+        let moved = self.revise(&t.alloc_id, now, |old| {
+            let mut a = old.clone();
+            a.desired_status = t.desired_status;
+            a.desired_description = t.desired_description.as_str().into();
+            if let Some(status) = t.client_status {
+                a.record_client_status(status, now);
+            }
+            if t.follow_up_eval_id.is_some() {
+                a.links
+                    .update(|l| l.follow_up_eval_id = t.follow_up_eval_id);
+            }
+            if t.preempted_by.is_some() {
+                a.links.update(|l| l.preempted_by = t.preempted_by);
+            }
+            Some(a)
+        });
+        if let Some(a) = moved {
+            self.events
+                .push(Event::alloc(self.index, EventType::PlanResult, &a));
         }
-        if t.follow_up_eval_id.is_some() {
-            a.links
-                .update(|l| l.follow_up_eval_id = t.follow_up_eval_id);
-        }
-        if t.preempted_by.is_some() {
-            a.links.update(|l| l.preempted_by = t.preempted_by);
-        }
-        self.stamp_and_put(a, Some(&old), now);
     }
 
     fn place(&mut self, alloc: Arc<Allocation>, now: Timestamp) {
@@ -996,12 +995,17 @@ impl Apply<'_> {
             None => {
                 a.create_index = self.index;
                 a.create_time = now;
-                if let Some(prev) = a.links.get().previous_allocation
-                    && let Some(p) = self.store.alloc(&prev).cloned()
-                {
-                    let mut next = (*p).clone();
-                    next.links.update(|l| l.next_allocation = Some(a.id));
-                    self.stamp_and_put(next, Some(&p), now);
+                if let Some(prev) = a.links.get().previous_allocation {
+                    let id = a.id;
+                    let linked = self.revise(&prev, now, |p| {
+                        let mut p = p.clone();
+                        p.links.update(|l| l.next_allocation = Some(id));
+                        Some(p)
+                    });
+                    if let Some(p) = linked {
+                        self.events
+                            .push(Event::alloc(self.index, EventType::PlanResult, &p));
+                    }
                 }
             }
         }
@@ -1014,7 +1018,7 @@ impl Apply<'_> {
     fn place_new(&mut self, mut a: Allocation, now: Timestamp) -> Result<(), Arc<Allocation>> {
         a.create_index = self.index;
         a.create_time = now;
-        self.stamp(&mut a, now);
+        stamp(&mut a, self.index, now);
         self.share_job_key(&mut a);
         let change = self.store.insert_new_alloc(self.index, a)?;
         let a = self.index_or_defer(change);
@@ -1025,16 +1029,30 @@ impl Apply<'_> {
         Ok(())
     }
 
-    fn stamp(&self, a: &mut Allocation, now: Timestamp) {
-        a.modify_index = self.index;
-        a.alloc_modify_index = self.index;
-        a.modify_time = now;
+    /// Writes the next version of stored allocation `id`, which `next` makes from it
+    /// (`None`: no write), stamped as the servers' change: one walk of the by-id table
+    /// ([`StateStore::revise_alloc`]), its job touched, its indexes changed now or with
+    /// the batch. Returns the written version.
+    fn revise(
+        &mut self,
+        id: &AllocId,
+        now: Timestamp,
+        next: impl FnOnce(&Allocation) -> Option<Allocation>,
+    ) -> Option<Arc<Allocation>> {
+        let index = self.index;
+        let change = self.store.revise_alloc(index, id, |old| {
+            let mut a = next(old)?;
+            stamp(&mut a, index, now);
+            Some(a)
+        })?;
+        self.touch_job(&change.new.namespace, &change.new.job_id);
+        Some(self.index_or_defer(change))
     }
 
     /// Stamps and stores `a`, which replaces `old` (the stored allocation with its id, if
     /// any; the caller has already looked it up).
     fn stamp_and_put(&mut self, mut a: Allocation, old: Option<&Allocation>, now: Timestamp) {
-        self.stamp(&mut a, now);
+        stamp(&mut a, self.index, now);
         self.share_job_key(&mut a);
         if let Some(old) = old {
             self.touch_job(&old.namespace, &old.job_id);
@@ -1132,4 +1150,12 @@ impl Apply<'_> {
             }
         }
     }
+}
+
+/// Marks `a` as changed by the servers at `index` (not by its node's report, which leaves
+/// `alloc_modify_index` alone).
+fn stamp(a: &mut Allocation, index: Index, now: Timestamp) {
+    a.modify_index = index;
+    a.alloc_modify_index = index;
+    a.modify_time = now;
 }

@@ -2,8 +2,9 @@
 //! tree: by node (the by-node index, each node's usage, the nodes allocations name but the
 //! node table lacks) and by job (the by-job index and the job summaries).
 //!
-//! Every write goes into the by-id table first ([`StateStore::insert_alloc`], or
-//! [`StateStore::insert_new_alloc`] for an id that should be free), and its change is then
+//! Every write goes into the by-id table first ([`StateStore::insert_alloc`];
+//! [`StateStore::insert_new_alloc`] for an id that should be free;
+//! [`StateStore::revise_alloc`] for the next version of a stored one), and its change is then
 //! indexed on its own ([`StateStore::index_alloc_change`]). A command that writes many
 //! allocations (a plan, a batch of client reports) may instead hand the changes over in
 //! one batch ([`StateStore::index_alloc_changes`]): each half then replays the batch in
