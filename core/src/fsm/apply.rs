@@ -3,7 +3,7 @@
 
 use super::command::*;
 use super::event::{Event, EventPayload, EventType, Topic};
-use crate::state::{AllocChange, ByNodeInFlight, StateStore};
+use crate::state::{AllocChange, LentIndexes, StateStore};
 use crate::types::*;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -76,24 +76,21 @@ pub fn apply(store: &mut StateStore, index: Index, cmd: Command) -> Result<Vec<E
     Applier::new(store).apply(index, cmd)
 }
 
-/// Applies a run of entries, in order, as [`apply`] would one by one. The by-node half
-/// of one entry's allocation writes (`state::alloc_index`) may still be running on the
-/// helper thread while the next entry is applied, as long as that entry is a plan, a
-/// client report or an eval write, which do not touch the by-node trees; any other waits
-/// for it first. The store is whole again when the applier is dropped, and only then can
+/// Applies a run of entries, in order, as [`apply`] would one by one. The allocation
+/// indexes of one entry's allocation writes (`state::alloc_index`: by node and by job) may
+/// still be written on the helper thread while the next entry is applied, as long as that
+/// entry is a plan, a client report or an eval write, which do not read them; any other
+/// waits for them first. The store is whole again when the applier is dropped, and only then can
 /// it be read.
 #[derive(Debug)]
 pub struct Applier<'a> {
     store: &'a mut StateStore,
-    by_node: Option<ByNodeInFlight>,
+    lent: Option<LentIndexes>,
 }
 
 impl<'a> Applier<'a> {
     pub fn new(store: &'a mut StateStore) -> Self {
-        Applier {
-            store,
-            by_node: None,
-        }
+        Applier { store, lent: None }
     }
 
     /// Applies `cmd` at Raft index `index` and returns the events it produced, in order.
@@ -106,10 +103,10 @@ impl<'a> Applier<'a> {
             last_touched: None,
             last_shared: None,
             unindexed: None,
-            by_node: self.by_node.take(),
+            lent: self.lent.take(),
         };
-        if !overlaps_by_node(&cmd) {
-            fsm.land_by_node();
+        if !overlaps_lent_indexes(&cmd) {
+            fsm.land_indexes();
         }
         let applied = fsm.command(cmd);
         fsm.end_deferred_indexing();
@@ -117,7 +114,7 @@ impl<'a> Applier<'a> {
             fsm.settle_services();
             fsm.refresh_job_statuses();
         });
-        self.by_node = fsm.by_node.take();
+        self.lent = fsm.lent.take();
         applied.map(|()| fsm.events)
     }
 }
@@ -126,18 +123,19 @@ impl Drop for Applier<'_> {
     fn drop(&mut self) {
         // Unwinding, the store is being abandoned, and a panic in the helper's half would
         // be a second one.
-        if let Some(in_flight) = self.by_node.take()
+        if let Some(lent) = self.lent.take()
             && !std::thread::panicking()
         {
-            self.store.land_by_node(in_flight);
+            self.store.land_indexes(lent);
         }
     }
 }
 
-/// The commands that may run while an earlier entry's by-node half is in flight: they
-/// write allocations and evals, and read neither the by-node index, node usage nor the
-/// tainted nodes (the store asserts it in debug builds).
-fn overlaps_by_node(cmd: &Command) -> bool {
+/// The commands that may run while an earlier entry's allocation indexes are lent to the
+/// helper: they write allocations, summaries and evals, and read neither the by-node
+/// index, node usage, the tainted nodes nor the by-job index (the store asserts it in
+/// debug builds).
+fn overlaps_lent_indexes(cmd: &Command) -> bool {
     matches!(
         cmd,
         Command::ApplyPlan { .. }
@@ -161,8 +159,8 @@ struct Apply<'a> {
     /// reads of allocations are true, so only the loops of plan and client-report
     /// writes defer, and they index what waits before writing anything else.
     unindexed: Option<Vec<AllocChange>>,
-    /// The by-node half of the last batch indexed, while the helper still writes it.
-    by_node: Option<ByNodeInFlight>,
+    /// The allocation indexes of the last batch, while the helper still writes them.
+    lent: Option<LentIndexes>,
 }
 
 impl Apply<'_> {
@@ -1104,15 +1102,16 @@ impl Apply<'_> {
     fn index_deferred_allocs(&mut self) {
         if let Some(waiting) = self.unindexed.as_mut().filter(|w| !w.is_empty()) {
             let changes = std::mem::take(waiting);
-            self.land_by_node();
-            self.by_node = self.store.index_alloc_changes(self.index, changes);
+            self.lent = self
+                .store
+                .index_alloc_changes(self.index, changes, self.lent.take());
         }
     }
 
-    /// Waits for the by-node half in flight, if any, and puts its trees back.
-    fn land_by_node(&mut self) {
-        if let Some(in_flight) = self.by_node.take() {
-            self.store.land_by_node(in_flight);
+    /// Waits for the lent allocation indexes, if any, and puts them back.
+    fn land_indexes(&mut self) {
+        if let Some(lent) = self.lent.take() {
+            self.store.land_indexes(lent);
         }
     }
 
@@ -1135,7 +1134,7 @@ impl Apply<'_> {
         match &mut self.unindexed {
             Some(waiting) => waiting.push(change),
             None => {
-                self.land_by_node();
+                self.land_indexes();
                 self.store.index_alloc_change(self.index, &change);
             }
         }

@@ -1384,9 +1384,9 @@ fn an_eval_blocked_after_its_job_stopped_is_written_canceled() {
 
 /// One applier over a run of entries ends as applying them one by one does: the same
 /// store, byte for byte, and the same events. The run has batches large enough for the
-/// by-node half to go on the helper thread, each followed by entries that may overlap it
-/// (reports, evals, the next plan) and by entries that must wait for it (a node going
-/// down, whose evals read the node's allocations; a job purged).
+/// allocation indexes to be lent to the helper thread, each followed by entries that may
+/// overlap them (reports, evals, the next plan) and by entries that must wait for them (a
+/// node going down, whose evals read the node's allocations; a job purged).
 #[test]
 fn an_applier_run_ends_as_entries_applied_one_by_one() {
     const PER_PLAN: u64 = 300;

@@ -1,6 +1,7 @@
 //! What an allocation write changes besides the by-id table, in two halves that share no
-//! tree: by node (the by-node index, each node's usage, the nodes allocations name but the
-//! node table lacks) and by job (the by-job index and the job summaries).
+//! tree: the allocation indexes (by node: the by-node index, each node's usage, the nodes
+//! allocations name but the node table lacks; by job: the by-job index) and the job
+//! summaries.
 //!
 //! Every write goes into the by-id table first ([`StateStore::insert_alloc`];
 //! [`StateStore::insert_new_alloc`] for an id that should be free;
@@ -9,29 +10,49 @@
 //! allocations (a plan, a batch of client reports) may instead hand the changes over in
 //! one batch ([`StateStore::index_alloc_changes`]): each half then replays the batch in
 //! order, so every tree ends as the writes one by one would leave it, and from
-//! [`PARALLEL_INDEX_FROM`] changes the by-node half runs on the store's helper thread
-//! ([`super::helper`]), its trees moved out of the store and handed back to be landed
-//! ([`StateStore::land_by_node`]) when the caller next needs them: the FSM's applier lets
-//! the next entry's by-id writes run meanwhile. The FSM's apply is the one serial path
-//! every write takes (and a restart's replay is nothing else), so this is where the
-//! second core shortens it.
+//! [`PARALLEL_INDEX_FROM`] changes the allocation indexes are lent to the store's helper
+//! thread ([`super::helper`]), moved out of the store and handed back to be landed
+//! ([`StateStore::land_indexes`]) when the caller next needs them. Meanwhile the FSM's
+//! applier writes the next entries' allocations by id and their summaries, and lends
+//! their batches after the first (of any size: the indexes are away), so the helper
+//! writes the batches in order while the caller runs ahead of it by at most
+//! [`MAX_WAITING_BATCHES`]. The summaries stay with the caller because every entry's job
+//! statuses are derived from them. The FSM's apply is the
+//! one serial path every write takes (and a restart's replay is nothing else), so this is
+//! where the second core shortens it.
 
+use super::helper::Pending;
 use super::{JobAlloc, JobAllocs, JobSummary, NodeUse, StateStore, Table, TableIndexes};
 use crate::types::*;
 use imbl::OrdMap;
+use std::collections::VecDeque;
 use std::sync::Arc;
+use std::sync::mpsc::{Receiver, sync_channel};
 
 /// From this many changes in a batch the two halves run on two threads: below it waking the
 /// helper costs more than it saves. Core's own tests take the helper's way from two, so
-/// that their small plans and reports run it, with its by-node half in flight.
+/// that their small plans and reports run it, with the indexes lent while the next entry
+/// applies.
 const PARALLEL_INDEX_FROM: usize = if cfg!(test) { 2 } else { 256 };
 
-/// The by-node half of a batch of allocation writes, still being written on the helper
-/// thread. Until it lands ([`StateStore::land_by_node`]), the store's by-node trees (the
-/// by-node index, node usage, tainted nodes) are empty.
+/// At most this many lent batches wait for the helper: with that many waiting, the caller
+/// waits for the oldest before it lends the next, so that what waits (each batch's changes,
+/// and the replaced versions they hold) stays bounded when the helper falls behind, and
+/// the helper still has the rest to write meanwhile.
+const MAX_WAITING_BATCHES: usize = 8;
+
+/// The allocation indexes, lent to the helper thread while it writes one or more batches
+/// into them, in order. Until they land ([`StateStore::land_indexes`]), the store's by-node
+/// index, node usage, tainted nodes and by-job index are empty.
 #[derive(Debug)]
-#[must_use = "land it (StateStore::land_by_node) before the by-node trees are used"]
-pub(crate) struct ByNodeInFlight(super::helper::Pending<ByNodeTrees>);
+#[must_use = "land them (StateStore::land_indexes) before the allocation indexes are used"]
+pub(crate) struct LentIndexes {
+    trees: Pending<IndexTrees>,
+    /// One per batch that may still be waiting, oldest first: it hears when the helper is
+    /// done with that batch (or has given up on it, unwinding from a panic that landing
+    /// resumes).
+    waiting: VecDeque<Receiver<()>>,
+}
 
 /// One allocation written into the by-id table whose indexes are not yet changed.
 #[derive(Debug)]
@@ -41,39 +62,41 @@ pub(crate) struct AllocChange {
     pub(crate) new: Arc<Allocation>,
 }
 
-/// The by-node half's trees, borrowed apart from the by-job half's.
-struct ByNode<'a> {
+/// The allocation indexes' half, borrowed apart from the summaries' half.
+struct Indexes<'a> {
     by_node: &'a mut OrdMap<(NodeId, AllocId), Arc<Allocation>>,
     usage: &'a mut OrdMap<NodeId, NodeUse>,
     tainted: &'a mut OrdMap<NodeId, Option<Arc<Node>>>,
     nodes: &'a OrdMap<NodeId, Arc<Node>>,
+    by_job: &'a mut OrdMap<JobKey, JobAllocs>,
 }
 
-/// The by-node half's trees moved out of the store, for the helper thread to write. `nodes`
+/// The allocation indexes moved out of the store, for the helper thread to write. `nodes`
 /// is a copy of the node table's root (read only, and dropped before the store writes a
 /// node again, so the table is still written in place).
 #[derive(Debug)]
-struct ByNodeTrees {
+struct IndexTrees {
     by_node: OrdMap<(NodeId, AllocId), Arc<Allocation>>,
     usage: OrdMap<NodeId, NodeUse>,
     tainted: OrdMap<NodeId, Option<Arc<Node>>>,
     nodes: OrdMap<NodeId, Arc<Node>>,
+    by_job: OrdMap<JobKey, JobAllocs>,
 }
 
-impl ByNodeTrees {
-    fn half(&mut self) -> ByNode<'_> {
-        ByNode {
+impl IndexTrees {
+    fn half(&mut self) -> Indexes<'_> {
+        Indexes {
             by_node: &mut self.by_node,
             usage: &mut self.usage,
             tainted: &mut self.tainted,
             nodes: &self.nodes,
+            by_job: &mut self.by_job,
         }
     }
 }
 
-/// The by-job half's trees.
-struct ByJob<'a> {
-    by_job: &'a mut OrdMap<JobKey, JobAllocs>,
+/// The job summaries' half.
+struct Summaries<'a> {
     summaries: &'a mut OrdMap<JobKey, Arc<JobSummary>>,
     indexes: &'a mut TableIndexes,
     jobs: &'a OrdMap<JobKey, Arc<Job>>,
@@ -160,67 +183,93 @@ impl StateStore {
         })
     }
 
-    /// Brings every index in step with `changes`, in their order. From
-    /// [`PARALLEL_INDEX_FROM`] changes, the by-node half is still being written on the
-    /// helper thread when this returns: it comes back to be landed
-    /// ([`Self::land_by_node`]), so that the caller's next writes overlap it.
+    /// Brings every index in step with `changes`, in their order, after the batches of
+    /// `lent` if the caller has indexes lent. From [`PARALLEL_INDEX_FROM`] changes, or when
+    /// they are lent already, the allocation indexes are still being written on the helper
+    /// thread when this returns: they come back to be landed ([`Self::land_indexes`]) or
+    /// handed to the next call, so that the caller's next writes overlap them. The summaries
+    /// are written here, at once.
     pub(crate) fn index_alloc_changes(
         &mut self,
         index: Index,
         changes: Vec<AllocChange>,
-    ) -> Option<ByNodeInFlight> {
-        if changes.len() < PARALLEL_INDEX_FROM {
-            self.index_here(index, &changes);
-            return None;
-        }
-        self.assert_by_node_home();
-        let changes = Arc::new(changes);
-        let mut trees = ByNodeTrees {
-            by_node: std::mem::take(&mut self.allocs_by_node),
-            usage: std::mem::take(&mut self.node_usage),
-            tainted: std::mem::take(&mut self.tainted_nodes),
-            nodes: self.nodes.clone(),
+        lent: Option<LentIndexes>,
+    ) -> Option<LentIndexes> {
+        let (trees, mut waiting) = match lent {
+            Some(LentIndexes { trees, mut waiting }) => {
+                while waiting.len() >= MAX_WAITING_BATCHES
+                    && let Some(oldest) = waiting.pop_front()
+                {
+                    // Done or unwound: either way the helper has moved past it.
+                    let _ = oldest.recv();
+                }
+                (trees, waiting)
+            }
+            None if changes.len() < PARALLEL_INDEX_FROM => {
+                self.index_here(index, &changes);
+                return None;
+            }
+            None => {
+                self.assert_indexes_home();
+                let trees = IndexTrees {
+                    by_node: std::mem::take(&mut self.allocs_by_node),
+                    usage: std::mem::take(&mut self.node_usage),
+                    tainted: std::mem::take(&mut self.tainted_nodes),
+                    nodes: self.nodes.clone(),
+                    by_job: std::mem::take(&mut self.allocs_by_job),
+                };
+                self.indexes_lent = true;
+                (Pending::Done(trees), VecDeque::new())
+            }
         };
+        let changes = Arc::new(changes);
         let for_helper = changes.clone();
-        let by_node = super::helper::spawn(move || {
+        let (written, heard) = sync_channel(1);
+        // The helper runs its jobs in order, so the batches lent before this one are
+        // written by the time this job waits for them.
+        let trees = super::helper::spawn(move || {
+            let mut trees = trees.wait();
             let mut half = trees.half();
             for_helper.iter().for_each(|c| half.change(c));
+            let _ = written.send(());
             trees
         });
-        let (_, mut by_job) = self.alloc_halves();
-        changes.iter().for_each(|c| by_job.change(index, c));
-        self.by_node_away = true;
-        Some(ByNodeInFlight(by_node))
+        waiting.push_back(heard);
+        let mut summaries = self.summaries_half();
+        changes.iter().for_each(|c| summaries.change(index, c));
+        Some(LentIndexes { trees, waiting })
     }
 
-    /// Puts the by-node trees the helper wrote back into the store, once it is done.
-    pub(crate) fn land_by_node(&mut self, in_flight: ByNodeInFlight) {
-        let ByNodeTrees {
+    /// Puts the allocation indexes the helper wrote back into the store, once it is done.
+    pub(crate) fn land_indexes(&mut self, lent: LentIndexes) {
+        let IndexTrees {
             by_node,
             usage,
             tainted,
             nodes: _,
-        } = in_flight.0.wait();
+            by_job,
+        } = lent.trees.wait();
         self.allocs_by_node = by_node;
         self.node_usage = usage;
         self.tainted_nodes = tainted;
-        self.by_node_away = false;
+        self.allocs_by_job = by_job;
+        self.indexes_lent = false;
     }
 
-    /// While a batch's by-node half is in flight, the store's by-node trees are empty:
-    /// reading or writing them then would be a bug of the caller's.
-    pub(super) fn assert_by_node_home(&self) {
+    /// While a batch's allocation indexes are lent to the helper, the store's copies are
+    /// empty: reading or writing them then would be a bug of the caller's.
+    pub(super) fn assert_indexes_home(&self) {
         debug_assert!(
-            !self.by_node_away,
-            "the by-node trees are read or written while the helper holds them"
+            !self.indexes_lent,
+            "the allocation indexes are read or written while the helper holds them"
         );
     }
 
     /// Both halves of `changes`, one after the other on this thread.
     fn index_here(&mut self, index: Index, changes: &[AllocChange]) {
-        let (mut by_node, mut by_job) = self.alloc_halves();
-        changes.iter().for_each(|c| by_node.change(c));
-        changes.iter().for_each(|c| by_job.change(index, c));
+        let (mut indexes, mut summaries) = self.alloc_halves();
+        changes.iter().for_each(|c| indexes.change(c));
+        changes.iter().for_each(|c| summaries.change(index, c));
     }
 
     /// The key whose strings the allocations of job `key` share: its summary's, or before
@@ -235,22 +284,31 @@ impl StateStore {
         }
     }
 
-    fn alloc_halves(&mut self) -> (ByNode<'_>, ByJob<'_>) {
-        self.assert_by_node_home();
+    fn alloc_halves(&mut self) -> (Indexes<'_>, Summaries<'_>) {
+        self.assert_indexes_home();
         (
-            ByNode {
+            Indexes {
                 by_node: &mut self.allocs_by_node,
                 usage: &mut self.node_usage,
                 tainted: &mut self.tainted_nodes,
                 nodes: &self.nodes,
-            },
-            ByJob {
                 by_job: &mut self.allocs_by_job,
+            },
+            Summaries {
                 summaries: &mut self.summaries,
                 indexes: &mut self.indexes,
                 jobs: &self.jobs,
             },
         )
+    }
+
+    /// The summaries' half alone, which stays home while the indexes are lent.
+    fn summaries_half(&mut self) -> Summaries<'_> {
+        Summaries {
+            summaries: &mut self.summaries,
+            indexes: &mut self.indexes,
+            jobs: &self.jobs,
+        }
     }
 
     /// Changes a node's entry in `node_usage`, dropping it once it holds nothing.
@@ -279,22 +337,33 @@ impl StateStore {
 
     pub(crate) fn remove_alloc(&mut self, index: Index, id: &AllocId) -> Option<Arc<Allocation>> {
         let old = self.allocs.remove(id)?;
-        let (mut by_node, mut by_job) = self.alloc_halves();
-        by_node.remove(&old);
-        by_job.remove(index, &old);
+        let (mut indexes, mut summaries) = self.alloc_halves();
+        indexes.remove(&old);
+        summaries.remove(index, &old);
         self.touch(Table::Allocs, index);
         Some(old)
     }
 }
 
-impl ByNode<'_> {
-    fn change(&mut self, AllocChange { old, new }: &AllocChange) {
+impl Indexes<'_> {
+    fn change(&mut self, change: &AllocChange) {
+        self.change_by_node(change);
+        self.change_by_job(change);
+    }
+
+    fn remove(&mut self, old: &Allocation) {
+        self.unindex_on_node(old);
+        forget_if_unnamed(self.tainted, self.by_node, &old.node_id);
+        self.remove_job_entry(old);
+    }
+
+    fn change_by_node(&mut self, AllocChange { old, new }: &AllocChange) {
         match old {
-            Some(old) if same_keys(old, new) => return self.replace(old, new),
-            Some(old) => self.unindex(old),
+            Some(old) if same_keys(old, new) => return self.replace_on_node(old, new),
+            Some(old) => self.unindex_on_node(old),
             None => {}
         }
-        self.index(new);
+        self.index_on_node(new);
         // Only an allocation that moves to a node can change whether a missing node is
         // named.
         let moved_from = old.as_ref().map(|o| o.node_id);
@@ -308,13 +377,8 @@ impl ByNode<'_> {
         }
     }
 
-    fn remove(&mut self, old: &Allocation) {
-        self.unindex(old);
-        forget_if_unnamed(self.tainted, self.by_node, &old.node_id);
-    }
-
     /// Two versions under the same keys: the entry is replaced where it is.
-    fn replace(&mut self, old: &Allocation, new: &Arc<Allocation>) {
+    fn replace_on_node(&mut self, old: &Allocation, new: &Arc<Allocation>) {
         self.by_node.insert((new.node_id, new.id), new.clone());
         let held = |a: &Allocation| a.uses_resources().then_some(a.resources);
         let (old_ports, new_ports) = (held_ports(old), held_ports(new));
@@ -339,14 +403,14 @@ impl ByNode<'_> {
         });
     }
 
-    fn index(&mut self, a: &Arc<Allocation>) {
+    fn index_on_node(&mut self, a: &Arc<Allocation>) {
         self.by_node.insert((a.node_id, a.id), a.clone());
         if a.uses_resources() {
             change_use(self.usage, a.node_id, |u| u.count(a, 1));
         }
     }
 
-    fn unindex(&mut self, a: &Allocation) {
+    fn unindex_on_node(&mut self, a: &Allocation) {
         self.by_node.remove(&(a.node_id, a.id));
         if a.uses_resources() {
             change_use(self.usage, a.node_id, |u| u.count(a, -1));
@@ -354,39 +418,30 @@ impl ByNode<'_> {
     }
 }
 
-impl ByJob<'_> {
-    fn change(&mut self, index: Index, AllocChange { old, new }: &AllocChange) {
+impl Indexes<'_> {
+    fn change_by_job(&mut self, AllocChange { old, new }: &AllocChange) {
         match old {
-            Some(old) if same_keys(old, new) => {
-                let key = new.job_key();
-                self.put_entry(&key, new);
-                self.summary(index, &key, |s| {
-                    s.count_alloc(old, -1);
-                    s.count_alloc(new, 1);
-                });
-                return;
-            }
-            Some(old) => self.unindex(index, old),
+            Some(old) if same_keys(old, new) => {}
+            Some(old) => self.remove_job_entry(old),
             None => {}
         }
-        self.index(index, new);
-        if let Some(old) = old {
-            self.drop_if_orphaned(index, &old.job_key());
+        self.put_job_entry(new);
+    }
+
+    /// Puts `a`'s entry in its job's map (replacing one with its id), making the map for
+    /// the job's first allocation.
+    fn put_job_entry(&mut self, a: &Arc<Allocation>) {
+        let key = a.job_key();
+        let entry = JobAlloc::new(a.clone());
+        match self.by_job.get_mut(&key) {
+            Some(entries) => entries.insert(entry),
+            None => {
+                self.by_job.insert(key, JobAllocs::one(entry));
+            }
         }
     }
 
-    fn remove(&mut self, index: Index, old: &Allocation) {
-        self.unindex(index, old);
-        self.drop_if_orphaned(index, &old.job_key());
-    }
-
-    fn index(&mut self, index: Index, a: &Arc<Allocation>) {
-        let key = a.job_key();
-        self.put_entry(&key, a);
-        self.summary(index, &key, |s| s.count_alloc(a, 1));
-    }
-
-    fn unindex(&mut self, index: Index, a: &Allocation) {
+    fn remove_job_entry(&mut self, a: &Allocation) {
         let key = a.job_key();
         if let Some(entries) = self.by_job.get_mut(&key) {
             entries.remove(&a.id);
@@ -394,18 +449,31 @@ impl ByJob<'_> {
                 self.by_job.remove(&key);
             }
         }
-        self.summary(index, &key, |s| s.count_alloc(a, -1));
+    }
+}
+
+impl Summaries<'_> {
+    fn change(&mut self, index: Index, AllocChange { old, new }: &AllocChange) {
+        match old {
+            Some(old) if same_keys(old, new) => {
+                self.summary(index, &new.job_key(), |s| {
+                    s.count_alloc(old, -1);
+                    s.count_alloc(new, 1);
+                });
+                return;
+            }
+            Some(old) => self.summary(index, &old.job_key(), |s| s.count_alloc(old, -1)),
+            None => {}
+        }
+        self.summary(index, &new.job_key(), |s| s.count_alloc(new, 1));
+        if let Some(old) = old {
+            self.drop_if_orphaned(index, &old.job_key());
+        }
     }
 
-    /// Puts `a`'s entry in its job's map, making the map for the job's first allocation.
-    fn put_entry(&mut self, key: &JobKey, a: &Arc<Allocation>) {
-        let entry = JobAlloc::new(a.clone());
-        match self.by_job.get_mut(key) {
-            Some(entries) => entries.insert(entry),
-            None => {
-                self.by_job.insert(key.clone(), JobAllocs::one(entry));
-            }
-        }
+    fn remove(&mut self, index: Index, old: &Allocation) {
+        self.summary(index, &old.job_key(), |s| s.count_alloc(old, -1));
+        self.drop_if_orphaned(index, &old.job_key());
     }
 
     fn summary(&mut self, index: Index, key: &JobKey, f: impl FnOnce(&mut JobSummary)) {

@@ -10,7 +10,9 @@
 //!
 //! Jobs are owned (`'static`): the caller moves the trees a job writes out of the store and
 //! takes them back from [`Pending::wait`], so no borrow crosses threads and no unsafe code
-//! is needed. Jobs from every store in the process run one after another, in order.
+//! is needed. Jobs from every store in the process run one after another, in order, so a
+//! job may wait for the [`Pending`] of one queued before it (which is then done): that is
+//! how batches lent one after another hand the trees on.
 //!
 //! Invariant: [`Pending::wait`] returns what the job would have returned run in place;
 //! which thread ran it changes only the time it took.

@@ -21,7 +21,7 @@
 mod acl;
 mod alloc_chunks;
 mod alloc_index;
-pub(crate) use alloc_index::{AllocChange, ByNodeInFlight};
+pub(crate) use alloc_index::{AllocChange, LentIndexes};
 mod deployments;
 mod helper;
 mod job_allocs;
@@ -328,9 +328,10 @@ pub struct StateStore {
     deployments_by_job: OrdSet<(JobKey, DeploymentId)>,
     indexes: TableIndexes,
     acl: acl::AclTables,
-    /// Whether a batch's by-node half is in flight on the helper thread
-    /// ([`alloc_index::ByNodeInFlight`]): its trees are then empty here.
-    by_node_away: bool,
+    /// Whether a batch's allocation indexes are lent to the helper thread
+    /// ([`alloc_index::LentIndexes`]): the by-node index, node usage, tainted nodes and
+    /// by-job index are then empty here.
+    indexes_lent: bool,
 }
 
 /// A point-in-time view of the store. It is a `StateStore` clone: O(1) to take, immutable.
@@ -343,7 +344,7 @@ impl StateStore {
 
     /// An O(1), immutable view of the state as it is now.
     pub fn snapshot(&self) -> StateSnapshot {
-        self.assert_by_node_home();
+        self.assert_indexes_home();
         self.clone()
     }
 

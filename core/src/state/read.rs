@@ -127,7 +127,7 @@ impl StateStore {
     /// The state of a node that allocations name, from the small index of tainted nodes
     /// rather than the node table.
     pub fn node_taint(&self, id: &NodeId) -> NodeTaint<'_> {
-        self.assert_by_node_home();
+        self.assert_indexes_home();
         match self.tainted_nodes.get(id) {
             None => NodeTaint::Settled,
             Some(Some(node)) => NodeTaint::Tainted(node),
@@ -137,7 +137,7 @@ impl StateStore {
 
     /// Resources held on a node by allocations that still use them.
     pub fn node_usage(&self, id: &NodeId) -> Resources {
-        self.assert_by_node_home();
+        self.assert_indexes_home();
         self.node_usage
             .get(id)
             .map_or(Resources::ZERO, |u| u.resources)
@@ -145,6 +145,7 @@ impl StateStore {
 
     /// Ports held on a node by allocations that still use resources.
     pub fn node_ports(&self, id: &NodeId) -> &crate::ports::NodePorts {
+        self.assert_indexes_home();
         self.node_usage
             .get(id)
             .and_then(|u| u.ports.as_deref())
@@ -153,7 +154,7 @@ impl StateStore {
 
     /// Both of the above in one lookup; `None` for a node whose allocations hold nothing.
     pub fn node_use(&self, id: &NodeId) -> Option<&super::NodeUse> {
-        self.assert_by_node_home();
+        self.assert_indexes_home();
         self.node_usage.get(id)
     }
 
@@ -179,7 +180,7 @@ impl StateStore {
     }
 
     pub fn allocs_by_node(&self, node: &NodeId) -> impl Iterator<Item = &Arc<Allocation>> + '_ {
-        self.assert_by_node_home();
+        self.assert_indexes_home();
         self.allocs_by_node
             .range((*node, AllocId::MIN)..=(*node, AllocId::MAX))
             .map(|(_, a)| a)
@@ -211,6 +212,7 @@ impl StateStore {
         key: &JobKey,
         after: Option<&AllocId>,
     ) -> impl Iterator<Item = &JobAlloc> + '_ {
+        self.assert_indexes_home();
         let after = after.copied();
         match self.allocs_by_job.get(key) {
             Some(entries) => entries.after(after),

@@ -153,8 +153,8 @@ impl StateStore {
 
     /// Checks every invariant of the module docs; the error says which one broke.
     pub fn check_consistency(&self) -> Result<(), String> {
-        if self.by_node_away {
-            return Err("the by-node trees are still on the helper thread".into());
+        if self.indexes_lent {
+            return Err("the allocation indexes are still lent to the helper thread".into());
         }
         self.acl_consistent()?;
         self.services_consistent()?;

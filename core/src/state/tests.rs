@@ -1,7 +1,7 @@
 //! The per-job index's copied fields are checked against the allocation they summarise, and
 //! the tainted-node index follows the nodes and the allocations that name them.
 
-use super::{JobAlloc, NodeTaint, Slot, StateStore};
+use super::{AllocChange, JobAlloc, NodeTaint, Slot, StateStore};
 use crate::mock;
 use crate::types::*;
 use std::sync::Arc;
@@ -651,15 +651,18 @@ proptest::proptest! {
         }
         let (mut one_by_one, mut batched) = (base.clone(), base);
         // A batch is one command's writes, all at its index, as the FSM's. As the FSM's
-        // applier lets it, a batch's by-node half may still be in flight while the next
-        // batch is written to the by-id table; it lands before the next indexing.
+        // applier lets it, the allocation indexes may still be lent to the helper while
+        // the next batches are written to the by-id table and the summaries, and indexed
+        // after the batches lent before them; they land before any other write.
         let mut waiting = Vec::new();
-        let mut in_flight = None;
-        let mut index_batch = |s: &mut StateStore, index, changes| {
-            if let Some(f) = in_flight.take() {
-                s.land_by_node(f);
+        let mut lent = None;
+        let mut index_batch = |s: &mut StateStore, index, changes: Vec<AllocChange>, land: bool| {
+            if !changes.is_empty() {
+                lent = s.index_alloc_changes(index, changes, lent.take());
             }
-            in_flight = s.index_alloc_changes(index, changes);
+            if land && let Some(l) = lent.take() {
+                s.land_indexes(l);
+            }
         };
         let mut index = 100;
         for w in &writes {
@@ -677,14 +680,13 @@ proptest::proptest! {
                     };
                     waiting.push(change);
                     if waiting.len() == batch {
-                        index_batch(&mut batched, index, std::mem::take(&mut waiting));
+                        index_batch(&mut batched, index, std::mem::take(&mut waiting), false);
                         index += 1;
                     }
                 }
                 AllocWrite::Remove { alloc } => {
                     // The FSM indexes what waits, and lands it, before any other write.
-                    index_batch(&mut batched, index, std::mem::take(&mut waiting));
-                    index_batch(&mut batched, index, Vec::new());
+                    index_batch(&mut batched, index, std::mem::take(&mut waiting), true);
                     index += 1;
                     one_by_one.remove_alloc(index, &mock::alloc_id(*alloc));
                     batched.remove_alloc(index, &mock::alloc_id(*alloc));
@@ -692,8 +694,7 @@ proptest::proptest! {
                 }
             }
         }
-        index_batch(&mut batched, index, waiting);
-        index_batch(&mut batched, index, Vec::new());
+        index_batch(&mut batched, index, waiting, true);
         let end = index + 1;
         // As the FSM does after each command: jobs' statuses follow their summaries.
         for s in [&mut batched, &mut one_by_one] {

@@ -364,8 +364,9 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         let entries = entries.into_iter();
         let mut responses = Vec::with_capacity(entries.size_hint().0);
         let mut events = Vec::new();
-        // One applier for the run: an entry's by-node index work may finish on the helper
-        // thread while the next entry applies. Dropped (the store whole) before publishing.
+        // One applier for the run: the allocation indexes of an entry's writes may be
+        // written on the helper thread while the next entries apply. Dropped (the store
+        // whole) before publishing.
         let mut applier = fsm::Applier::new(&mut self.store);
         for entry in entries {
             let index = entry.log_id.index;
