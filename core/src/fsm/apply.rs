@@ -77,11 +77,11 @@ pub fn apply(store: &mut StateStore, index: Index, cmd: Command) -> Result<Vec<E
 }
 
 /// Applies a run of entries, in order, as [`apply`] would one by one. The allocation
-/// indexes of one entry's allocation writes (`state::alloc_index`: by node and by job) may
-/// still be written on the helper thread while the next entry is applied, as long as that
-/// entry is a plan, a client report or an eval write, which do not read them; any other
-/// waits for them first. The store is whole again when the applier is dropped, and only then can
-/// it be read.
+/// indexes (`state::alloc_index`: by node and by job) may still be written on the helper
+/// thread, one entry's batch after another's, while the next entries apply, as long as
+/// they are plans, client reports or eval writes, which do not read them; any other entry
+/// waits for them first. The store is whole again when the applier is dropped, and only
+/// then can it be read.
 #[derive(Debug)]
 pub struct Applier<'a> {
     store: &'a mut StateStore,
@@ -159,7 +159,7 @@ struct Apply<'a> {
     /// reads of allocations are true, so only the loops of plan and client-report
     /// writes defer, and they index what waits before writing anything else.
     unindexed: Option<Vec<AllocChange>>,
-    /// The allocation indexes of the last batch, while the helper still writes them.
+    /// The allocation indexes, while the helper still writes the batches lent to it.
     lent: Option<LentIndexes>,
 }
 
