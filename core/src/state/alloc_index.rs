@@ -17,9 +17,9 @@
 //! their batches after the first (of any size: the indexes are away), so the helper
 //! writes the batches in order while the caller runs ahead of it by at most
 //! [`MAX_WAITING_BATCHES`]. The summaries stay with the caller because every entry's job
-//! statuses are derived from them. The FSM's apply is the
-//! one serial path every write takes (and a restart's replay is nothing else), so this is
-//! where the second core shortens it.
+//! statuses are derived from them. The FSM's apply is the one serial path every write
+//! takes (and a restart's replay is nothing else), so this is where the second core
+//! shortens it.
 
 use super::helper::Pending;
 use super::{JobAlloc, JobAllocs, JobSummary, NodeUse, StateStore, Table, TableIndexes};
@@ -416,14 +416,10 @@ impl Indexes<'_> {
             change_use(self.usage, a.node_id, |u| u.count(a, -1));
         }
     }
-}
 
-impl Indexes<'_> {
     fn change_by_job(&mut self, AllocChange { old, new }: &AllocChange) {
-        match old {
-            Some(old) if same_keys(old, new) => {}
-            Some(old) => self.remove_job_entry(old),
-            None => {}
+        if let Some(old) = old.as_deref().filter(|old| !same_keys(old, new)) {
+            self.remove_job_entry(old);
         }
         self.put_job_entry(new);
     }
