@@ -7,6 +7,7 @@ mod agent_tasks;
 mod grpc;
 mod sim_disconnect;
 mod sim_heartbeats;
+mod sim_reports;
 mod sim_scale;
 mod sim_services;
 mod sim_start;

@@ -149,7 +149,8 @@ pub struct SimConfig {
     /// The most unary calls in flight at once, so a burst (start-up, a mass reconnect)
     /// queues here rather than flooding the servers.
     pub max_in_flight: usize,
-    /// How often batched allocation updates are sent.
+    /// How long a node's first pending allocation update waits for others to join its
+    /// batch; each node counts from its own first update, as the real agent does.
     pub report_interval: Duration,
     /// The join credential (an ACL token that may register nodes) for servers with ACLs
     /// on; once registered, each node speaks with its own secret.

@@ -1,9 +1,9 @@
 //! The one task that drives every virtual node.
 //!
 //! All node state lives here, owned by a single loop: no locks, and no task per node for
-//! heartbeats, timers or reports. One timer wheel (`DelayQueue`) holds every heartbeat and
-//! task exit; calls run as futures inside the loop, at most `max_in_flight` at once (the
-//! rest wait in a backlog). A heartbeat is such a call too: it takes its node's heartbeat
+//! heartbeats, timers or reports. One timer wheel (`DelayQueue`) holds every heartbeat, task
+//! exit and report flush; calls run as futures inside the loop, at most `max_in_flight` at
+//! once (the rest wait in a backlog). A heartbeat is such a call too: it takes its node's heartbeat
 //! stream out of the node's state, sends one heartbeat and reads its answer, and hands the
 //! stream back with the outcome, so a stream between heartbeats costs no task. Only the
 //! watch streams run as small tasks of their own (see [`super::watch`]), because each must
@@ -80,7 +80,7 @@ struct Node {
     /// The node's heartbeat stream, kept between heartbeats (taken by the one in flight).
     beat_stream: Option<crate::beat_stream::BeatStream>,
     report_in_flight: bool,
-    /// In the engine's list of nodes with updates to send.
+    /// Its flush timer is set: its updates go out when it fires.
     report_queued: bool,
     watch: Option<AbortHandle>,
     /// Tells the current watch task's messages from those of one already replaced.
@@ -96,7 +96,11 @@ enum Timer {
         alloc: AllocId,
         task: u16,
     },
-    Flush,
+    /// Node `n`'s pending updates are due: `report_interval` after the first of them, as
+    /// the real agent's reporter sends them. Each node keeps its own phase; one timer for
+    /// all would send every node's report in the same instant, a burst no cluster of
+    /// independent nodes makes.
+    Flush(u32),
     Rewatch(u32),
 }
 
@@ -146,8 +150,6 @@ pub(crate) struct Engine {
     /// The servers answered that they have no heartbeat stream: heartbeats go as unary
     /// calls from then on.
     unary_heartbeats: bool,
-    to_report: Vec<u32>,
-    flush_armed: bool,
     events_tx: mpsc::UnboundedSender<WatchEvent>,
     events: mpsc::UnboundedReceiver<WatchEvent>,
     rng: ChaCha8Rng,
@@ -217,8 +219,6 @@ impl Engine {
             heartbeating: 0,
             registering: 0,
             unary_heartbeats: false,
-            to_report: Vec::new(),
-            flush_armed: false,
             events_tx,
             events,
             jobs: HashMap::new(),
@@ -401,15 +401,12 @@ impl Engine {
                     self.queue_report(node);
                 }
             }
-            Timer::Flush => {
-                self.flush_armed = false;
-                for n in std::mem::take(&mut self.to_report) {
-                    let node = &mut self.nodes[n as usize];
-                    node.report_queued = false;
-                    if node.phase == Phase::Connected && !node.report_in_flight {
-                        node.report_in_flight = true;
-                        self.call(Call::Report(n));
-                    }
+            Timer::Flush(n) => {
+                let node = &mut self.nodes[n as usize];
+                node.report_queued = false;
+                if node.phase == Phase::Connected && !node.report_in_flight {
+                    node.report_in_flight = true;
+                    self.call(Call::Report(n));
                 }
             }
             Timer::Rewatch(n) => {
@@ -485,12 +482,8 @@ impl Engine {
             return;
         }
         node.report_queued = true;
-        self.to_report.push(n);
-        if !self.flush_armed {
-            self.flush_armed = true;
-            self.timers
-                .insert(Timer::Flush, self.config.report_interval);
-        }
+        self.timers
+            .insert(Timer::Flush(n), self.config.report_interval);
     }
 
     fn open_watch(&mut self, n: u32) {
