@@ -3,6 +3,9 @@
 
 pub use drover_core as core;
 
+use drover_agent::sim::SimConfig;
+use drover_core::types::{Job, JobKey};
+use drover_proto::convert::JobRegistration;
 use drover_server::api::{ApiOptions, ApiServer};
 use drover_server::{Server, ServerConfig, ServerHandle};
 use std::future::Future;
@@ -69,6 +72,31 @@ impl TestServer {
     /// The in-process handle, for reading state directly.
     pub fn handle(&self) -> ServerHandle {
         self.server.handle()
+    }
+
+    /// Registers `job` through the handle, with no index check, and returns its key.
+    pub async fn register(&self, job: Job) -> JobKey {
+        let key = job.key();
+        self.handle()
+            .register_job(JobRegistration {
+                job,
+                enforce_index: None,
+            })
+            .await
+            .expect("job registers");
+        key
+    }
+
+    /// Settings for `nodes` simulated nodes of this server, seeded with `seed`, that take
+    /// the mock jobs: those are raw_exec, which the simulated nodes pretend to run.
+    pub fn sim_config(&self, nodes: usize, seed: u64) -> SimConfig {
+        SimConfig {
+            drivers: vec!["mock".into(), "raw_exec".into()],
+            servers: vec![self.url()],
+            nodes,
+            seed,
+            ..SimConfig::default()
+        }
     }
 
     /// The server's data directory.

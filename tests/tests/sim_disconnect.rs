@@ -3,14 +3,12 @@
 //! replacement is stopped); one silent past the window has its allocation replaced, and on
 //! return does not revive it.
 
-use drover_agent::sim::{SimConfig, Simulator};
+use drover_agent::sim::Simulator;
 use drover_core::mock;
 use drover_core::state::StateSnapshot;
 use drover_core::types::{
-    AllocId, Allocation, ClientStatus, DesiredStatus, DisconnectPolicy, Job, JobKey, NodeId,
-    NodeStatus,
+    AllocId, Allocation, ClientStatus, DesiredStatus, DisconnectPolicy, JobKey, NodeId, NodeStatus,
 };
-use drover_proto::convert::JobRegistration;
 use drover_tests::{DEADLINE, TestServer, eventually};
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,16 +23,9 @@ async fn server() -> TestServer {
 }
 
 async fn simulator(server: &TestServer, nodes: usize) -> Simulator {
-    Simulator::start(SimConfig {
-        // The jobs here are raw_exec: the simulated nodes pretend to run them.
-        drivers: vec!["mock".into(), "raw_exec".into()],
-        servers: vec![server.url()],
-        nodes,
-        seed: 6,
-        ..SimConfig::default()
-    })
-    .await
-    .expect("simulator starts")
+    Simulator::start(server.sim_config(nodes, 6))
+        .await
+        .expect("simulator starts")
 }
 
 /// Registers a one-allocation service job whose group tolerates `window` of disconnect.
@@ -44,20 +35,7 @@ async fn register_job(server: &TestServer, id: &str, window: Duration) -> JobKey
         lost_after: Some(window),
         ..DisconnectPolicy::default()
     });
-    register(server, job).await
-}
-
-async fn register(server: &TestServer, job: Job) -> JobKey {
-    let key = job.key();
-    server
-        .handle()
-        .register_job(JobRegistration {
-            job,
-            enforce_index: None,
-        })
-        .await
-        .expect("job registers");
-    key
+    server.register(job).await
 }
 
 fn allocs(snap: &StateSnapshot, key: &JobKey) -> Vec<Arc<Allocation>> {
@@ -230,16 +208,7 @@ async fn register_system_job(server: &TestServer, id: &str, window: Duration) ->
         lost_after: Some(window),
         ..DisconnectPolicy::default()
     });
-    let key = job.key();
-    server
-        .handle()
-        .register_job(JobRegistration {
-            job,
-            enforce_index: None,
-        })
-        .await
-        .expect("job registers");
-    key
+    server.register(job).await
 }
 
 /// Waits for the system job to run on every one of `nodes` nodes; returns the allocation on
@@ -425,7 +394,7 @@ async fn a_node_back_before_it_is_missed_is_sent_nothing_again() {
     let server = TestServer::start().await;
     let sim = simulator(&server, 1).await;
     let node = sim.node_ids()[0];
-    let key = register(&server, mock::service_job("steady", 5)).await;
+    let key = server.register(mock::service_job("steady", 5)).await;
     let before = eventually("the five run on the node", DEADLINE, || async {
         let snap = server.handle().snapshot();
         let running = live(&snap, &key)

@@ -7,7 +7,6 @@
 use drover_agent::sim::{SimConfig, Simulator};
 use drover_core::mock;
 use drover_core::types::{ClientStatus, Constraint, JobKey, NodeId, Operator};
-use drover_proto::convert::JobRegistration;
 use drover_tests::{DEADLINE, TestServer, eventually};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -21,13 +20,8 @@ const GAP: Duration = Duration::from_secs(1);
 async fn a_node_reports_an_interval_after_its_own_first_update() {
     let server = TestServer::start().await;
     let sim = Simulator::start(SimConfig {
-        // The mock jobs are raw_exec: the simulated nodes pretend to run them.
-        drivers: vec!["mock".into(), "raw_exec".into()],
-        servers: vec![server.url()],
-        nodes: 2,
-        seed: 3,
         report_interval: INTERVAL,
-        ..SimConfig::default()
+        ..server.sim_config(2, 3)
     })
     .await
     .expect("simulator starts");
@@ -67,16 +61,7 @@ async fn register_on(server: &TestServer, id: &str, node: NodeId) -> JobKey {
         Operator::Equal,
         node.to_string(),
     ));
-    let key = job.key();
-    server
-        .handle()
-        .register_job(JobRegistration {
-            job,
-            enforce_index: None,
-        })
-        .await
-        .expect("job registers");
-    key
+    server.register(job).await
 }
 
 /// When the job's allocation is first seen on the server: placed (`None`) or with the

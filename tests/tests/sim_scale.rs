@@ -4,7 +4,6 @@
 use drover_agent::sim::{SimConfig, Simulator};
 use drover_core::mock;
 use drover_core::types::{ClientStatus, JobStatus, JobType, NodeId, NodeStatus};
-use drover_proto::convert::JobRegistration;
 use drover_tests::{TestServer, eventually};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -27,14 +26,9 @@ async fn a_thousand_nodes_run_a_system_batch_job_to_completion() {
     .await;
     let started = Instant::now();
     let sim = Simulator::start(SimConfig {
-        // The jobs here are raw_exec: the simulated nodes pretend to run them.
-        drivers: vec!["mock".into(), "raw_exec".into()],
-        servers: vec![server.url()],
-        nodes: NODES,
         datacenters: "dc1:3,dc2:1".parse().expect("mix"),
         task_duration: Some(Duration::from_millis(300)),
-        seed: 1000,
-        ..SimConfig::default()
+        ..server.sim_config(NODES, 1000)
     })
     .await
     .expect("simulator starts");
@@ -63,15 +57,7 @@ async fn a_thousand_nodes_run_a_system_batch_job_to_completion() {
 
     let mut job = mock::job_of("everywhere", JobType::SysBatch, 1);
     job.datacenters = vec!["dc*".into()];
-    let key = job.key();
-    server
-        .handle()
-        .register_job(JobRegistration {
-            job,
-            enforce_index: None,
-        })
-        .await
-        .expect("job registers");
+    let key = server.register(job).await;
 
     eventually(
         "every node completes its allocation",

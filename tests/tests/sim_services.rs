@@ -5,8 +5,7 @@
 
 use drover_agent::sim::{SimConfig, Simulator};
 use drover_core::mock;
-use drover_core::types::{GroupNetwork, Job, JobKey, PortAsk, ServiceHealth};
-use drover_proto::convert::JobRegistration;
+use drover_core::types::{GroupNetwork, Job, PortAsk, ServiceHealth};
 use drover_tests::{DEADLINE, TestServer, eventually};
 
 /// Job `id` of `count` allocations; with `service`, its group offers `<id>-web` on its
@@ -25,35 +24,17 @@ fn job(id: &str, count: u32, service: bool) -> Job {
     job
 }
 
-async fn register(server: &TestServer, job: Job) -> JobKey {
-    let key = job.key();
-    server
-        .handle()
-        .register_job(JobRegistration {
-            job,
-            enforce_index: None,
-        })
-        .await
-        .expect("job registers");
-    key
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn simulated_nodes_register_their_allocations_services_until_they_stop() {
     let server = TestServer::start().await;
     let sim = Simulator::start(SimConfig {
-        // The mock jobs are raw_exec: the simulated nodes pretend to run them.
-        drivers: vec!["mock".into(), "raw_exec".into()],
-        servers: vec![server.url()],
-        nodes: 3,
-        seed: 9,
         register_services: true,
-        ..SimConfig::default()
+        ..server.sim_config(3, 9)
     })
     .await
     .expect("simulator starts");
-    let shop = register(&server, job("shop", 3, true)).await;
-    register(&server, job("plain", 2, false)).await;
+    let shop = server.register(job("shop", 3, true)).await;
+    server.register(job("plain", 2, false)).await;
 
     let handle = server.handle();
     eventually("every allocation of shop registered", DEADLINE, || {

@@ -6,7 +6,6 @@
 use drover_agent::sim::{SimConfig, Simulator};
 use drover_core::mock;
 use drover_core::types::{JobKey, JobType, NodeId, TriggeredBy};
-use drover_proto::convert::JobRegistration;
 use drover_proto::v1 as pb;
 use drover_proto::v1::eval_service_client::EvalServiceClient;
 use drover_tests::{TestServer, eventually};
@@ -29,25 +28,12 @@ async fn a_registration_storm_keeps_two_evals_per_system_job() {
     for j in 0..JOBS {
         let mut job = mock::job_of(&format!("sys-{j}"), JobType::System, 1);
         job.datacenters = vec!["dc*".into()];
-        keys.push(job.key());
-        server
-            .handle()
-            .register_job(JobRegistration {
-                job,
-                enforce_index: None,
-            })
-            .await
-            .expect("job registers");
+        keys.push(server.register(job).await);
     }
 
     let sim = Simulator::start(SimConfig {
-        // The jobs here are raw_exec: the simulated nodes pretend to run them.
-        drivers: vec!["mock".into(), "raw_exec".into()],
-        servers: vec![server.url()],
-        nodes: NODES,
         datacenters: "dc1:1".parse().expect("mix"),
-        seed: 77,
-        ..SimConfig::default()
+        ..server.sim_config(NODES, 77)
     })
     .await
     .expect("simulator starts");
