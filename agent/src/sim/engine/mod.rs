@@ -1,13 +1,13 @@
 //! The one task that drives every virtual node.
 //!
 //! All node state lives here, owned by a single loop: no locks, and no task per node for
-//! heartbeats, timers or reports. One timer wheel (`DelayQueue`) holds every heartbeat, task
-//! exit and report flush; calls run as futures inside the loop, at most `max_in_flight` at
-//! once (the rest wait in a backlog). A heartbeat is such a call too: it takes its node's heartbeat
-//! stream out of the node's state, sends one heartbeat and reads its answer, and hands the
-//! stream back with the outcome, so a stream between heartbeats costs no task. Only the
-//! watch streams run as small tasks of their own (see [`super::watch`]), because each must
-//! be read as messages arrive.
+//! heartbeats, timers or reports. One timer wheel (`DelayQueue`) holds every heartbeat,
+//! task exit and node's report flush; calls run as futures inside the loop, at most
+//! `max_in_flight` at once (the rest wait in a backlog). A heartbeat is such a call too: it
+//! takes its node's heartbeat stream out of the node's state, sends one heartbeat and reads
+//! its answer, and hands the stream back with the outcome, so a stream between heartbeats
+//! costs no task. Only the watch streams run as small tasks of their own (see
+//! [`super::watch`]), because each must be read as messages arrive.
 //!
 //! A node's [`Phase`] enforces the reconnect order of BEHAVIOUR.md: a node that comes back
 //! heartbeats first, then re-reads its allocations, and only then reports.
