@@ -9,7 +9,6 @@ use drover_core::mock;
 use drover_core::types::{ClientStatus, Constraint, JobKey, NodeId, Operator};
 use drover_tests::{DEADLINE, TestServer, eventually};
 use std::time::Duration;
-use tokio::time::Instant;
 
 const INTERVAL: Duration = Duration::from_secs(2);
 /// How long after the first node's allocation is seen placed the second node's job is
@@ -28,23 +27,16 @@ async fn a_node_reports_an_interval_after_its_own_first_update() {
     let ids = sim.node_ids().to_vec();
 
     let first = register_on(&server, "first", ids[0]).await;
-    let first_placed = seen(&server, &first, None).await;
+    placed(&server, &first).await;
     tokio::time::sleep(GAP).await;
     let second = register_on(&server, "second", ids[1]).await;
-    let second_placed = seen(&server, &second, None).await;
-    let first_running = seen(&server, &first, Some(ClientStatus::Running)).await;
-    let second_running = seen(&server, &second, Some(ClientStatus::Running)).await;
 
-    // Polling sees each moment up to 50 ms late; the margin is far wider than that and far
-    // narrower than the GAP a shared clock would shorten the second wait by.
-    let floor = INTERVAL.mul_f64(0.75);
-    for (name, placed, running) in [
-        ("first", first_placed, first_running),
-        ("second", second_placed, second_running),
-    ] {
-        let waited = running - placed;
+    // The server's own times: when the plan placed each allocation, and when it applied the
+    // node's report of it running.
+    for (name, key) in [("first", &first), ("second", &second)] {
+        let waited = running_after_placement(&server, key).await;
         assert!(
-            waited >= floor,
+            waited >= INTERVAL.mul_f64(0.9),
             "the {name} node reported {waited:?} after its allocation was placed, \
              sooner than its own interval of {INTERVAL:?} allows"
         );
@@ -64,16 +56,24 @@ async fn register_on(server: &TestServer, id: &str, node: NodeId) -> JobKey {
     server.register(job).await
 }
 
-/// When the job's allocation is first seen on the server: placed (`None`) or with the
-/// node's reported `status`.
-async fn seen(server: &TestServer, key: &JobKey, status: Option<ClientStatus>) -> Instant {
-    let what = format!("{key:?}'s allocation {status:?}");
-    eventually(&what, DEADLINE, || async {
+/// Waits until the job's allocation is placed.
+async fn placed(server: &TestServer, key: &JobKey) {
+    eventually(&format!("{key:?} placed"), DEADLINE, || async {
         let snap = server.handle().snapshot();
-        let reached = snap
+        snap.allocs_by_job(key).next().map(|_| ())
+    })
+    .await
+}
+
+/// Waits until the job's allocation is reported running; returns how long after its
+/// placement the server applied that report.
+async fn running_after_placement(server: &TestServer, key: &JobKey) -> Duration {
+    eventually(&format!("{key:?} running"), DEADLINE, || async {
+        let snap = server.handle().snapshot();
+        let a = snap
             .allocs_by_job(key)
-            .any(|a| status.is_none_or(|s| a.client_status == s));
-        reached.then(Instant::now)
+            .find(|a| a.client_status == ClientStatus::Running)?;
+        Some(a.modify_time.since(a.create_time))
     })
     .await
 }
