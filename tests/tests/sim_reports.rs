@@ -28,6 +28,9 @@ async fn a_node_reports_an_interval_after_its_own_first_update() {
 
     let first = register_on(&server, "first", ids[0]).await;
     placed(&server, &first).await;
+    // Not a wait for an outcome: the gap is the scenario. The second node's first update
+    // must come well inside the first node's interval, where a shared clock would send it
+    // early; nothing the server or the simulator does marks that moment to poll for.
     tokio::time::sleep(GAP).await;
     let second = register_on(&server, "second", ids[1]).await;
 
