@@ -22,7 +22,7 @@
 //! shortens it.
 
 use super::helper::Pending;
-use super::{JobAlloc, JobAllocs, JobSummary, NodeUse, StateStore, Table, TableIndexes};
+use super::{ByNode, JobAlloc, JobAllocs, JobSummary, NodeUse, StateStore, Table, TableIndexes};
 use crate::types::*;
 use imbl::OrdMap;
 use std::collections::VecDeque;
@@ -64,7 +64,7 @@ pub(crate) struct AllocChange {
 
 /// The allocation indexes' half, borrowed apart from the summaries' half.
 struct Indexes<'a> {
-    by_node: &'a mut OrdMap<(NodeId, AllocId), Arc<Allocation>>,
+    by_node: &'a mut ByNode,
     usage: &'a mut OrdMap<NodeId, NodeUse>,
     tainted: &'a mut OrdMap<NodeId, Option<Arc<Node>>>,
     nodes: &'a OrdMap<NodeId, Arc<Node>>,
@@ -76,7 +76,7 @@ struct Indexes<'a> {
 /// node again, so the table is still written in place).
 #[derive(Debug)]
 struct IndexTrees {
-    by_node: OrdMap<(NodeId, AllocId), Arc<Allocation>>,
+    by_node: ByNode,
     usage: OrdMap<NodeId, NodeUse>,
     tainted: OrdMap<NodeId, Option<Arc<Node>>>,
     nodes: OrdMap<NodeId, Arc<Node>>,
@@ -377,9 +377,13 @@ impl Indexes<'_> {
         }
     }
 
-    /// Two versions under the same keys: the entry is replaced where it is.
+    /// Two versions under the same keys: the by-node entry changes only with the servers'
+    /// modify index (never for a node's report), and the node's usage with what it holds.
     fn replace_on_node(&mut self, old: &Allocation, new: &Arc<Allocation>) {
-        self.by_node.insert((new.node_id, new.id), new.clone());
+        if old.alloc_modify_index != new.alloc_modify_index {
+            self.by_node
+                .insert((new.node_id, new.id), new.alloc_modify_index);
+        }
         let held = |a: &Allocation| a.uses_resources().then_some(a.resources);
         let (old_ports, new_ports) = (held_ports(old), held_ports(new));
         if held(old) == held(new) && old_ports == new_ports {
@@ -404,7 +408,7 @@ impl Indexes<'_> {
     }
 
     fn index_on_node(&mut self, a: &Arc<Allocation>) {
-        self.by_node.insert((a.node_id, a.id), a.clone());
+        self.by_node.insert((a.node_id, a.id), a.alloc_modify_index);
         if a.uses_resources() {
             change_use(self.usage, a.node_id, |u| u.count(a, 1));
         }
@@ -538,7 +542,7 @@ fn drop_summary_if_orphaned(
 /// Drops a missing node from `tainted_nodes` once no allocation names it.
 fn forget_if_unnamed(
     tainted: &mut OrdMap<NodeId, Option<Arc<Node>>>,
-    by_node: &OrdMap<(NodeId, AllocId), Arc<Allocation>>,
+    by_node: &ByNode,
     id: &NodeId,
 ) {
     if matches!(tainted.get(id), Some(None)) && !names_node(by_node, id) {
@@ -547,10 +551,7 @@ fn forget_if_unnamed(
 }
 
 /// Whether any allocation in the by-node index is on `id`.
-pub(super) fn names_node(
-    by_node: &OrdMap<(NodeId, AllocId), Arc<Allocation>>,
-    id: &NodeId,
-) -> bool {
+pub(super) fn names_node(by_node: &ByNode, id: &NodeId) -> bool {
     by_node
         .range((*id, AllocId::MIN)..=(*id, AllocId::MAX))
         .next()

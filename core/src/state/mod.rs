@@ -6,7 +6,7 @@
 //!
 //! Invariants (checked by `check_consistency`, which the property tests run):
 //! - every secondary index holds exactly the keys of the primary table it indexes (and
-//!   `allocs_by_job` and `allocs_by_node` the very `Arc`s of the allocs table, with the fields it copies out of
+//!   `allocs_by_job` the very `Arc`s of the allocs table, with the fields it copies out of
 //!   each equal to the allocation's);
 //! - `tainted_nodes` holds exactly the tainted nodes of the node table
 //!   ([`Node::is_tainted`]) and, as `None`, every node id that allocations name but the node
@@ -302,10 +302,9 @@ pub struct StateStore {
     /// without reading the node table at all.
     tainted_nodes: OrdMap<NodeId, Option<Arc<Node>>>,
     allocs: OrdMap<AllocId, Arc<Allocation>>,
-    /// Holds the allocation itself, as `allocs_by_job` does: a node's allocation watch and
-    /// the scheduler read all of a node's allocations, and a lookup in `allocs` for each was
-    /// most of the watch's cost on a busy cluster. Each value is the `Arc` in `allocs`.
-    allocs_by_node: OrdMap<(NodeId, AllocId), Arc<Allocation>>,
+    /// Every allocation's keys by node; [`StateStore::allocs_by_node`] reads each from
+    /// `allocs`. See [`ByNode`] for why it holds no allocation.
+    allocs_by_node: ByNode,
     /// Holds the allocation itself, not only its id: the reconciler reads every allocation of
     /// a job per eval, and a second lookup into `allocs` per allocation was most of its cost.
     /// Each value holds the same `Arc` as in `allocs` (`check_consistency` checks it). One
@@ -333,6 +332,19 @@ pub struct StateStore {
     /// by-job index are then empty here.
     indexes_lent: bool,
 }
+
+/// The by-node index: each allocation's `(node, id)`, with its `alloc_modify_index`.
+///
+/// It held each allocation's `Arc`, as `allocs_by_job` does. But every write of an
+/// allocation (a node's report of it too) then wrote a new value into this index, and a
+/// write behind a published snapshot copies the B-tree leaf it lands in and the branches
+/// above it: cloning each copied leaf's sixteen `Arc`s touched sixteen allocations' counts
+/// (a cache miss each), and dropping the old version later touched them again. Holding a
+/// plain index, a report leaves this index alone (a node's report is not a server change,
+/// so its `alloc_modify_index` stays), and a placement copies plain bytes. The allocation
+/// watch compares what it sent with these indexes alone and reads by id only what changed;
+/// [`StateStore::allocs_by_node`] reads each allocation from the by-id table.
+pub(crate) type ByNode = OrdMap<(NodeId, AllocId), Index>;
 
 /// A point-in-time view of the store. It is a `StateStore` clone: O(1) to take, immutable.
 pub type StateSnapshot = StateStore;

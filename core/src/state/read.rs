@@ -183,7 +183,20 @@ impl StateStore {
         self.assert_indexes_home();
         self.allocs_by_node
             .range((*node, AllocId::MIN)..=(*node, AllocId::MAX))
-            .map(|(_, a)| a)
+            .filter_map(|((_, id), _)| self.allocs.get(id))
+    }
+
+    /// The allocations on `node` as the by-node index holds them, in id order: each id
+    /// with its `alloc_modify_index` (the last change the servers made), read without
+    /// touching the allocations themselves.
+    pub fn alloc_versions_on_node(
+        &self,
+        node: &NodeId,
+    ) -> impl Iterator<Item = (AllocId, Index)> + '_ {
+        self.assert_indexes_home();
+        self.allocs_by_node
+            .range((*node, AllocId::MIN)..=(*node, AllocId::MAX))
+            .map(|((_, id), index)| (*id, *index))
     }
 
     pub fn allocs_by_job(&self, key: &JobKey) -> impl Iterator<Item = &Arc<Allocation>> + '_ {

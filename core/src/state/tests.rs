@@ -351,22 +351,56 @@ fn a_wrong_tainted_index_breaks_consistency() {
     }
 }
 
-/// The per-node index must hold the allocs table's own `Arc`s, not equal copies.
+/// The per-node index must hold exactly the allocs table's keys and modify indexes: an
+/// entry missing, one naming an allocation the table lacks or under another node, or one
+/// with a stale index, is caught.
 #[test]
-fn a_copied_allocation_in_the_node_index_breaks_consistency() {
-    let (mut s, _) = store_with_allocs();
-    let key = *s.allocs_by_node.keys().next().expect("an entry");
-    let copy = Arc::new((**s.allocs_by_node.get(&key).expect("the entry")).clone());
-    s.allocs_by_node.insert(key, copy);
-    assert_eq!(
-        s.check_consistency().expect_err("a copy"),
-        "allocs_by_node holds an allocation that is not the allocs table's"
-    );
-    s.allocs_by_node.remove(&key);
-    assert_eq!(
-        s.check_consistency().expect_err("a missing entry"),
-        "allocs_by_node disagrees with the allocs table"
-    );
+fn a_wrong_key_in_the_node_index_breaks_consistency() {
+    let (s, _) = store_with_allocs();
+    let (key, index) = s
+        .allocs_by_node
+        .iter()
+        .next()
+        .map(|(k, i)| (*k, *i))
+        .expect("an entry");
+    let cases: [(&str, Box<dyn Fn(&mut StateStore)>); 4] = [
+        (
+            "a missing entry",
+            Box::new(move |s| {
+                s.allocs_by_node.remove(&key);
+            }),
+        ),
+        (
+            "an unknown allocation",
+            Box::new(move |s| {
+                s.allocs_by_node
+                    .insert((key.0, mock::alloc_id(9_999)), index);
+            }),
+        ),
+        (
+            "another node",
+            Box::new(move |s| {
+                s.allocs_by_node.remove(&key);
+                s.allocs_by_node
+                    .insert((mock::node_id(9_999), key.1), index);
+            }),
+        ),
+        (
+            "a stale index",
+            Box::new(move |s| {
+                s.allocs_by_node.insert(key, index + 1);
+            }),
+        ),
+    ];
+    for (what, break_it) in cases {
+        let mut broken = s.clone();
+        break_it(&mut broken);
+        assert_eq!(
+            broken.check_consistency().expect_err(what),
+            "allocs_by_node disagrees with the allocs table",
+            "{what}"
+        );
+    }
 }
 
 /// A prefix finds exactly the ids that start with it, whatever the table.

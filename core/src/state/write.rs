@@ -181,10 +181,7 @@ impl StateStore {
             allocs.sort_unstable_by_key(|a| a.id);
         }
         let groups = self.group_by_job(&mut allocs);
-        let by_node: Vec<((NodeId, AllocId), Arc<Allocation>)> = allocs
-            .iter()
-            .map(|a| ((a.node_id, a.id), a.clone()))
-            .collect();
+        let by_node: Vec<&Arc<Allocation>> = allocs.iter().collect();
         let summaries = std::mem::take(&mut self.summaries);
         let by_job_half = move || index_by_job(summaries, groups);
         // (A small store is built on this thread: a thread costs more than it saves there.)
@@ -237,20 +234,21 @@ impl StateStore {
 
     /// The by-node half of [`restore_allocs`](Self::restore_allocs): the index, each node's
     /// usage, and the nodes that allocations name but the node table lacks.
-    fn index_by_node(&mut self, mut by_node: Vec<((NodeId, AllocId), Arc<Allocation>)>) {
-        by_node.sort_unstable_by_key(|(k, _)| *k);
-        for same_node in by_node.chunk_by(|x, y| x.0.0 == y.0.0) {
-            let node = same_node[0].0.0;
+    fn index_by_node(&mut self, mut by_node: Vec<&Arc<Allocation>>) {
+        by_node.sort_unstable_by_key(|a| (a.node_id, a.id));
+        for same_node in by_node.chunk_by(|x, y| x.node_id == y.node_id) {
+            let node = same_node[0].node_id;
             if !self.nodes.contains_key(&node) {
                 self.tainted_nodes.insert(node, None);
             }
-            let live = same_node
-                .iter()
-                .map(|(_, a)| a)
-                .filter(|a| a.uses_resources());
+            let live = same_node.iter().filter(|a| a.uses_resources());
             self.change_use(node, |u| live.for_each(|a| u.count(a, 1)));
         }
-        self.allocs_by_node = super::packed::from_sorted(by_node);
+        let entries = by_node
+            .iter()
+            .map(|a| ((a.node_id, a.id), a.alloc_modify_index))
+            .collect();
+        self.allocs_by_node = super::packed::from_sorted(entries);
     }
 
     pub(crate) fn put_eval(&mut self, index: Index, eval: Evaluation) -> Arc<Evaluation> {

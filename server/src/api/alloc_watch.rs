@@ -43,32 +43,33 @@ fn sent_index(a: &Allocation) -> u64 {
     a.alloc_modify_index
 }
 
-/// What to send after `sent`, given the node's allocations `now` (both sorted by id, as the
-/// store lists them): the new or changed allocations, and the ids that left the set.
-/// `next_sent` is refilled with what will have been sent of `now`.
+/// What to send after `sent`, given the node's allocations `now` as the by-node index
+/// holds them (id and server modify index, both sorted by id): the ids of the new or
+/// changed allocations, and the ids that left the set. `next_sent` is refilled with what
+/// will have been sent of `now`.
 ///
-/// It walks the store's own iterator: a busy node holds a hundred allocations and is woken
+/// It walks the index's own entries: a busy node holds a hundred allocations and is woken
 /// for every change to any of them, and collecting, sorting and cloning the set on each
 /// wake-up came to about a fifth of the server's CPU during a large placement. The walk
-/// itself (a read of each allocation's modify index) is what remains of that cost.
-fn difference<'a>(
+/// reads no allocation; only the changed ones are read, by id, afterwards.
+fn difference(
     sent: &[Sent],
-    now: impl Iterator<Item = &'a Arc<Allocation>>,
+    now: impl Iterator<Item = Sent>,
     next_sent: &mut Vec<Sent>,
-) -> (Vec<&'a Arc<Allocation>>, Vec<AllocId>) {
+) -> (Vec<AllocId>, Vec<AllocId>) {
     let mut changed = Vec::new();
     let mut removed = Vec::new();
     next_sent.clear();
     let mut sent = sent.iter().peekable();
-    for a in now {
-        next_sent.push((a.id, sent_index(a)));
+    for (id, index) in now {
+        next_sent.push((id, index));
         // Ids sent before and now gone sort before this one.
-        while let Some(s) = sent.next_if(|s| s.0 < a.id) {
+        while let Some(s) = sent.next_if(|s| s.0 < id) {
             removed.push(s.0);
         }
-        match sent.next_if(|s| s.0 == a.id) {
-            Some(s) if s.1 == sent_index(a) => {}
-            _ => changed.push(a),
+        match sent.next_if(|s| s.0 == id) {
+            Some(s) if s.1 == index => {}
+            _ => changed.push(id),
         }
     }
     removed.extend(sent.map(|s| s.0));
@@ -218,14 +219,20 @@ impl Watch {
                 snap.alloc(id).filter(|a| a.node_id == node_id)
             }),
             _ => {
-                let found = difference(sent, allocs(), &mut self.spare);
+                let (changed, removed) =
+                    difference(sent, snap.alloc_versions_on_node(&node_id), &mut self.spare);
                 std::mem::swap(sent, &mut self.spare);
                 if first {
                     // It held the agent's `known`, which may be far longer than this
                     // node's set; keep no such buffer for the stream's life.
                     self.spare = Vec::new();
                 }
-                found
+                // The index names them; each is read by id, on this node as the index said.
+                let changed = changed
+                    .iter()
+                    .filter_map(|id| snap.alloc(id).filter(|a| a.node_id == node_id))
+                    .collect();
+                (changed, removed)
             }
         };
         if changed.is_empty() && removed.is_empty() && !first {
@@ -309,10 +316,12 @@ mod tests {
     }
 
     fn sent_of(allocs: &[Arc<Allocation>]) -> Vec<Sent> {
-        allocs
-            .iter()
-            .map(|a| (a.id, a.alloc_modify_index))
-            .collect()
+        versions(allocs).collect()
+    }
+
+    /// The node's set as the by-node index holds it.
+    fn versions(allocs: &[Arc<Allocation>]) -> impl Iterator<Item = Sent> + '_ {
+        allocs.iter().map(|a| (a.id, a.alloc_modify_index))
     }
 
     /// Each case: what was sent (alloc number, server modify index), what the node holds now, and
@@ -356,9 +365,8 @@ mod tests {
             let before = sent_of(&node_set(before));
             let now = node_set(now);
             let mut next_sent = vec![(mock::alloc_id(99), 1)];
-            let (changed, removed) = difference(&before, now.iter(), &mut next_sent);
+            let (mut changed, removed) = difference(&before, versions(&now), &mut next_sent);
             assert_eq!(next_sent, sent_of(&now), "{what}: what will have been sent");
-            let mut changed: Vec<AllocId> = changed.iter().map(|a| a.id).collect();
             changed.sort_unstable();
             assert_eq!(changed, ids(want_changed), "{what}: changed");
             assert_eq!(removed, ids(want_removed), "{what}: removed");
@@ -375,7 +383,7 @@ mod tests {
             Arc::make_mut(a).modify_index += 7;
         }
         let mut next_sent = Vec::new();
-        let (changed, removed) = difference(&before, now.iter(), &mut next_sent);
+        let (changed, removed) = difference(&before, versions(&now), &mut next_sent);
         assert!(changed.is_empty() && removed.is_empty(), "walk");
         assert_eq!(next_sent, before, "walk: what was sent");
         let mut sent = before.clone();
