@@ -340,14 +340,23 @@ fn a_wrong_tainted_index_breaks_consistency() {
             s.tainted_nodes.insert(mock::node_id(0), None);
         }),
     ];
-    for (what, break_it) in breaks {
-        let mut broken = s.clone();
-        break_it(&mut broken);
-        assert_eq!(
-            broken.check_consistency().expect_err(what),
-            "tainted_nodes disagrees with the node table and the allocations",
-            "{what}"
-        );
+    check_breaks(
+        &s,
+        breaks,
+        "tainted_nodes disagrees with the node table and the allocations",
+    );
+}
+
+/// Each case breaks a copy of `s` its own way; the consistency check must name `broken`.
+fn check_breaks<F: Fn(&mut StateStore)>(
+    s: &StateStore,
+    cases: impl IntoIterator<Item = (&'static str, F)>,
+    broken: &str,
+) {
+    for (what, break_it) in cases {
+        let mut copy = s.clone();
+        break_it(&mut copy);
+        assert_eq!(copy.check_consistency().expect_err(what), broken, "{what}");
     }
 }
 
@@ -392,15 +401,7 @@ fn a_wrong_key_in_the_node_index_breaks_consistency() {
             }),
         ),
     ];
-    for (what, break_it) in cases {
-        let mut broken = s.clone();
-        break_it(&mut broken);
-        assert_eq!(
-            broken.check_consistency().expect_err(what),
-            "allocs_by_node disagrees with the allocs table",
-            "{what}"
-        );
-    }
+    check_breaks(&s, cases, "allocs_by_node disagrees with the allocs table");
 }
 
 /// A prefix finds exactly the ids that start with it, whatever the table.
