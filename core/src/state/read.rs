@@ -180,10 +180,8 @@ impl StateStore {
     }
 
     pub fn allocs_by_node(&self, node: &NodeId) -> impl Iterator<Item = &Arc<Allocation>> + '_ {
-        self.assert_indexes_home();
-        self.allocs_by_node
-            .range((*node, AllocId::MIN)..=(*node, AllocId::MAX))
-            .filter_map(|((_, id), _)| self.allocs.get(id))
+        self.alloc_versions_on_node(node)
+            .filter_map(|(id, _)| self.allocs.get(&id))
     }
 
     /// The allocations on `node` as the by-node index holds them, in id order: each id

@@ -196,6 +196,7 @@ impl Watch {
         let index = self.handle.applied_index();
         let (snap, node_id) = self.handle.node_snapshot(&self.auth)?;
         let allocs = || snap.allocs_by_node(&node_id);
+        let on_node = |id: &AllocId| snap.alloc(id).filter(|a| a.node_id == node_id);
         let (changes, seen) = self
             .changes
             .changes_since(&node_id, self.seen, snap.latest_index());
@@ -215,9 +216,7 @@ impl Watch {
         let first = std::mem::take(&mut self.first_due);
         let walk = std::mem::take(&mut self.walk_next) || first;
         let (changed, removed) = match changes {
-            Changes::Known(ids) if !walk => apply_changes(sent, &ids, |id| {
-                snap.alloc(id).filter(|a| a.node_id == node_id)
-            }),
+            Changes::Known(ids) if !walk => apply_changes(sent, &ids, on_node),
             _ => {
                 let (changed, removed) =
                     difference(sent, snap.alloc_versions_on_node(&node_id), &mut self.spare);
@@ -228,10 +227,7 @@ impl Watch {
                     self.spare = Vec::new();
                 }
                 // The index names them; each is read by id, on this node as the index said.
-                let changed = changed
-                    .iter()
-                    .filter_map(|id| snap.alloc(id).filter(|a| a.node_id == node_id))
-                    .collect();
+                let changed = changed.iter().filter_map(on_node).collect();
                 (changed, removed)
             }
         };
