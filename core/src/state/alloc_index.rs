@@ -421,18 +421,21 @@ impl Indexes<'_> {
         }
     }
 
+    /// A change that leaves every field of the entry as it was (a report of task events
+    /// alone, a server change of fields the reconciler does not read) writes nothing.
     fn change_by_job(&mut self, AllocChange { old, new }: &AllocChange) {
-        if let Some(old) = old.as_deref().filter(|old| !same_keys(old, new)) {
-            self.remove_job_entry(old);
+        let entry = JobAlloc::new(new);
+        match old.as_deref() {
+            Some(old) if same_keys(old, new) && JobAlloc::new(old) == entry => return,
+            Some(old) if !same_keys(old, new) => self.remove_job_entry(old),
+            _ => {}
         }
-        self.put_job_entry(new);
+        self.put_job_entry(new.job_key(), entry);
     }
 
-    /// Puts `a`'s entry in its job's map (replacing one with its id), making the map for
-    /// the job's first allocation.
-    fn put_job_entry(&mut self, a: &Arc<Allocation>) {
-        let key = a.job_key();
-        let entry = JobAlloc::new(a.clone());
+    /// Puts `entry` in the job's map (replacing one with its id), making the map for the
+    /// job's first allocation.
+    fn put_job_entry(&mut self, key: JobKey, entry: JobAlloc) {
         match self.by_job.get_mut(&key) {
             Some(entries) => entries.insert(entry),
             None => {

@@ -223,12 +223,12 @@ mod tests {
     use std::collections::BTreeMap;
 
     fn entry(n: u64) -> JobAlloc {
-        JobAlloc::new(Arc::new(mock::alloc(
+        JobAlloc::new(&mock::alloc(
             n,
             &mock::service_job("web", 80),
             mock::node_id(n % 3),
             n as u32,
-        )))
+        ))
     }
 
     /// The form is a function of the count alone.
@@ -288,8 +288,12 @@ mod tests {
         m.few_entry_mut(&id).expect("held").job_version += 1;
         m.remove(&entry(0).id);
         assert_eq!(before.len(), 3);
-        assert!(before.iter().all(|e| e.is_current()));
+        assert!(before.iter().zip(0..).all(|(e, n)| *e == entry(n)));
         assert_eq!(m.len(), 2);
-        assert!(!m.iter().next().expect("an entry").is_current());
+        let first = m.iter().next().expect("an entry");
+        assert_eq!(
+            (first.id, first.job_version),
+            (id, entry(1).job_version + 1)
+        );
     }
 }

@@ -6,8 +6,8 @@
 //!
 //! Invariants (checked by `check_consistency`, which the property tests run):
 //! - every secondary index holds exactly the keys of the primary table it indexes (and
-//!   `allocs_by_job` the very `Arc`s of the allocs table, with the fields it copies out of
-//!   each equal to the allocation's);
+//!   `allocs_by_job` the fields it copies out of each allocation, equal to the
+//!   allocation's);
 //! - `tainted_nodes` holds exactly the tainted nodes of the node table
 //!   ([`Node::is_tainted`]) and, as `None`, every node id that allocations name but the node
 //!   table does not;
@@ -136,18 +136,24 @@ impl TableIndexes {
     }
 }
 
-/// One allocation in the per-job index, with what the reconciler reads of it copied out once
+/// One allocation in the per-job index: what the reconciler reads of it, copied out once
 /// when it is written.
 ///
 /// The reconciler looks at every allocation of a job per eval, and almost always finds
 /// nothing to do. Each `Allocation` is a separate heap object (its group name another), so
 /// reading them was a chain of cache misses per allocation; these entries sit side by side in
-/// the index's leaves, and the allocation itself is read only for the few that need action.
-/// Invariant (checked by `check_consistency`): every field but `alloc` equals what
-/// [`JobAlloc::new`] derives from `alloc`.
+/// the index's leaves, and the allocation itself is read by id
+/// ([`StateStore::job_alloc`]) only for the few that need action.
+///
+/// It holds no `Arc` of the allocation. It did, and a write behind a published snapshot
+/// copies the B-tree leaf and branches it lands in: each copied entry touched its
+/// allocation's count (a cache miss), and the old version's drop touched it again. That was
+/// the largest copy-on-write cost of a follower applying reports. Plain fields copy as
+/// bytes, and a report that changes none of them (task events alone) leaves the entry as
+/// it is. Invariant (checked by `check_consistency`): every entry equals what
+/// [`JobAlloc::new`] derives from the allocation of its id.
 #[derive(Clone, PartialEq, Debug)]
 pub struct JobAlloc {
-    pub alloc: Arc<Allocation>,
     pub id: AllocId,
     pub node_id: NodeId,
     /// The task group, inline when short (most group names are), so comparing it reads no
@@ -160,10 +166,13 @@ pub struct JobAlloc {
     pub client_status: ClientStatus,
     /// [`Allocation::last_state`].
     pub last_state: Option<ClientStatus>,
+    /// Whether a drain asked for it to move ([`Links`]' `migrate`): read for every
+    /// allocation on a settled node.
+    pub migrate: bool,
 }
 
 impl JobAlloc {
-    pub fn new(alloc: Arc<Allocation>) -> Self {
+    pub fn new(alloc: &Allocation) -> Self {
         Self {
             id: alloc.id,
             node_id: alloc.node_id,
@@ -174,23 +183,23 @@ impl JobAlloc {
             desired_status: alloc.desired_status,
             client_status: alloc.client_status,
             last_state: alloc.last_state(),
-            alloc,
+            migrate: alloc.links.get().migrate,
         }
-    }
-
-    /// Whether every copied field still equals what it was copied from.
-    pub fn is_current(&self) -> bool {
-        *self == Self::new(self.alloc.clone())
     }
 
     /// [`Allocation::client_terminal`].
     pub fn client_terminal(&self) -> bool {
         self.client_status.is_terminal()
     }
+
+    /// [`Allocation::uses_resources`].
+    pub fn uses_resources(&self) -> bool {
+        self.desired_status == DesiredStatus::Run && !self.client_terminal()
+    }
 }
 
 /// [`Allocation::name_index`] in four bytes, not an `Option<u32>`'s eight: it keeps a
-/// [`JobAlloc`] at 88 bytes, and a large job's index holds sixteen of them per B-tree leaf.
+/// [`JobAlloc`] at 80 bytes, and a large job's index holds sixteen of them per B-tree leaf.
 /// `u32::MAX` stands for none. No slot a reconciler fills reaches it (slots are below a
 /// group's count, a `u32`), so the one name that spells it, `job.group[4294967295]`, reads
 /// as a name of no slot, which is how the reconciler treated it before.

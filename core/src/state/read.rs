@@ -197,8 +197,17 @@ impl StateStore {
             .map(|((_, id), index)| (*id, *index))
     }
 
+    /// Each allocation of the job, read by id from its index entry: for callers that need
+    /// the whole allocation; [`StateStore::job_allocs`] reads the entries alone.
     pub fn allocs_by_job(&self, key: &JobKey) -> impl Iterator<Item = &Arc<Allocation>> + '_ {
-        self.job_entries(key, None).map(|e| &e.alloc)
+        self.job_entries(key, None)
+            .filter_map(|e| self.job_alloc(e))
+    }
+
+    /// The allocation an index entry of [`StateStore::job_allocs`] stands for. Always there
+    /// in a consistent store; `None` rather than a panic if one were not.
+    pub fn job_alloc(&self, entry: &JobAlloc) -> Option<&Arc<Allocation>> {
+        self.allocs.get(&entry.id)
     }
 
     /// [`StateStore::allocs_by_job`] from the first id above `after` (all for `None`), in id
@@ -208,7 +217,8 @@ impl StateStore {
         key: &JobKey,
         after: Option<&AllocId>,
     ) -> impl Iterator<Item = &Arc<Allocation>> + '_ {
-        self.job_entries(key, after).map(|e| &e.alloc)
+        self.job_entries(key, after)
+            .filter_map(|e| self.job_alloc(e))
     }
 
     /// [`StateStore::allocs_by_job`] with each allocation's slot number.

@@ -168,23 +168,19 @@ impl StateStore {
             .allocs_by_job
             .values()
             .flat_map(|entries| entries.iter())
-            .find(|e| !e.is_current())
+            .find(|e| {
+                self.allocs
+                    .get(&e.id)
+                    .is_none_or(|a| super::JobAlloc::new(a) != **e)
+            })
         {
             return Err(format!(
                 "allocs_by_job entry of alloc {} disagrees with the allocation it summarises",
-                stale.alloc.id
+                stale.id
             ));
         }
         if self.allocs_by_job != rebuilt.allocs_by_job {
             return Err("allocs_by_job disagrees with the allocs table".into());
-        }
-        let shared = self.allocs_by_job.values().flat_map(|m| m.iter()).all(|e| {
-            self.allocs
-                .get(&e.id)
-                .is_some_and(|b| Arc::ptr_eq(&e.alloc, b))
-        });
-        if !shared {
-            return Err("allocs_by_job holds an allocation that is not the allocs table's".into());
         }
         if self.nodes_by_name != rebuilt.nodes_by_name {
             return Err("nodes_by_name disagrees with the node table".into());

@@ -336,7 +336,7 @@ fn index_by_job(
         let mut entries = Vec::with_capacity(allocs.len());
         for a in allocs {
             summary.count_alloc(&a, 1);
-            entries.push(JobAlloc::new(a));
+            entries.push(JobAlloc::new(&a));
         }
         job_index.push((key, JobAllocs::from_sorted(entries)));
     }

@@ -142,7 +142,7 @@ impl Scope {
                 if snap.job(&key).is_none() {
                     return Err(Status::not_found(format!("job {key} not found")));
                 }
-                Ok(of_allocs(snap.allocs_by_job(&key).map(|a| a.id).collect()))
+                Ok(of_allocs(snap.job_allocs(&key).map(|a| a.id).collect()))
             }
             Scope::Alloc(id) => match snap.alloc(id) {
                 Some(a) if *a.namespace == *namespace => Ok(of_allocs(vec![*id])),

@@ -3,7 +3,7 @@
 
 use super::nodes::NodeView;
 use super::reschedule::{self, Reschedule};
-use crate::state::JobAlloc;
+use crate::state::{JobAlloc, StateSnapshot};
 use crate::types::*;
 
 /// Why an allocation is being replaced; the replacement keeps its name.
@@ -47,6 +47,8 @@ pub enum Class {
 
 /// Everything classification needs besides the allocation.
 pub struct Context<'a> {
+    /// Where an entry's whole allocation is read, for the few classes that need it.
+    pub state: &'a StateSnapshot,
     pub job: &'a Job,
     pub group: &'a TaskGroup,
     pub node: NodeView,
@@ -68,7 +70,9 @@ pub fn classify(entry: &JobAlloc, cx: &Context<'_>) -> Class {
         // A service that exited is replaced; an old version's finished batch work is history.
         ClientStatus::Complete => return Class::Ignore,
         ClientStatus::Failed => {
-            let alloc = &entry.alloc;
+            let Some(alloc) = cx.state.job_alloc(entry) else {
+                return Class::Ignore;
+            };
             return match reschedule::decide(alloc, &cx.group.reschedule, cx.now, cx.eval) {
                 Reschedule::Now { delay } => Class::Replace(Replace::Reschedule { delay }),
                 Reschedule::Later { due, .. } => Class::Later {
@@ -81,10 +85,15 @@ pub fn classify(entry: &JobAlloc, cx: &Context<'_>) -> Class {
         }
         _ => {}
     }
+    // An entry always has its allocation in a consistent store; one without is no longer
+    // there to act on.
+    let whole = || cx.state.job_alloc(entry);
     match cx.node {
-        NodeView::Gone => lost_or_later(&entry.alloc, cx, cx.now),
-        NodeView::Down(since) => lost_or_later(&entry.alloc, cx, since),
-        NodeView::Disconnected(since) => disconnected(&entry.alloc, cx, since),
+        NodeView::Gone => whole().map_or(Class::Ignore, |a| lost_or_later(a, cx, cx.now)),
+        NodeView::Down(since) => whole().map_or(Class::Ignore, |a| lost_or_later(a, cx, since)),
+        NodeView::Disconnected(since) => {
+            whole().map_or(Class::Ignore, |a| disconnected(a, cx, since))
+        }
         NodeView::Settled | NodeView::Draining => {
             if entry.last_state == Some(ClientStatus::Unknown) {
                 // Reconnected: handled once the client has reported, never before.
@@ -93,7 +102,7 @@ pub fn classify(entry: &JobAlloc, cx: &Context<'_>) -> Class {
                 } else {
                     Class::Reconnecting
                 }
-            } else if entry.alloc.links.get().migrate {
+            } else if entry.migrate {
                 // A drain marked it (the drainer paces how many at a time); on a draining
                 // node, an allocation not yet marked stays until it is.
                 Class::Replace(Replace::Migrate)

@@ -145,33 +145,29 @@ impl GroupRollout {
         self.state.desired_canaries > 0 && !self.state.promoted
     }
 
-    fn ours(&self, a: &JobAlloc) -> bool {
-        a.alloc
-            .links
-            .get()
-            .deployment
-            .as_ref()
-            .is_some_and(|d| d.id == self.id)
+    /// This deployment's link of the allocation `a` stands for, if it is one of ours.
+    fn ours<'s>(&self, state: &'s StateSnapshot, a: &JobAlloc) -> Option<&'s AllocDeployment> {
+        state
+            .job_alloc(a)
+            .and_then(|a| a.links.get().deployment.as_ref())
+            .filter(|d| d.id == self.id)
     }
 
     /// A failed allocation of the running deployment: it counts as unhealthy for the
     /// deployment and is not replaced (the watcher fails the deployment).
-    pub fn holds_failed(&self, a: &JobAlloc) -> bool {
-        self.active && a.client_status == ClientStatus::Failed && self.ours(a)
+    pub fn holds_failed(&self, state: &StateSnapshot, a: &JobAlloc) -> bool {
+        self.active && a.client_status == ClientStatus::Failed && self.ours(state, a).is_some()
     }
 
     /// How many old allocations may be replaced now: `max_parallel` less the allocations
     /// of the deployment that are live and not yet healthy; none while any is unhealthy.
-    pub fn budget(&self, allocs: &[&JobAlloc]) -> usize {
+    pub fn budget(&self, state: &StateSnapshot, allocs: &[&JobAlloc]) -> usize {
         let mut limit = self.max_parallel as usize;
-        for a in allocs.iter().filter(|a| self.ours(a)) {
-            let health = a
-                .alloc
-                .links
-                .get()
-                .deployment
-                .as_ref()
-                .and_then(|d| d.health);
+        for (a, link) in allocs
+            .iter()
+            .filter_map(|a| self.ours(state, a).map(|l| (a, l)))
+        {
+            let health = link.health;
             match health {
                 Some(h) if !h.healthy => return 0,
                 Some(_) => {}
@@ -209,12 +205,9 @@ pub(super) fn sort<'a>(
     let live = |a: &JobAlloc| a.desired_status == DesiredStatus::Run && !a.client_terminal();
     let mut promoted_names: BTreeMap<&str, ()> = BTreeMap::new();
     for a in existing {
-        let canary_of = a
-            .alloc
-            .links
-            .get()
-            .deployment
-            .as_ref()
+        let whole = snapshot.job_alloc(a);
+        let canary_of = whole
+            .and_then(|w| w.links.get().deployment.as_ref())
             .filter(|d| d.canary)
             .map(|d| d.id);
         let Some(dep) = canary_of.filter(|_| live(a)) else {
@@ -223,7 +216,9 @@ pub(super) fn sort<'a>(
         };
         match rollout.filter(|r| r.id == dep) {
             Some(r) if r.state.promoted => {
-                promoted_names.insert(a.alloc.name.as_str(), ());
+                if let Some(w) = whole {
+                    promoted_names.insert(w.name.as_str(), ());
+                }
                 out.rest.push(a);
             }
             Some(r) if r.active || r.halted && !is_failed(snapshot, dep) => out.canaries.push(a),
@@ -245,7 +240,9 @@ pub(super) fn sort<'a>(
         let (replaced, kept): (Vec<_>, Vec<_>) = out.rest.into_iter().partition(|a| {
             live(a)
                 && a.job_version != job.version
-                && promoted_names.contains_key(a.alloc.name.as_str())
+                && snapshot
+                    .job_alloc(a)
+                    .is_some_and(|w| promoted_names.contains_key(w.name.as_str()))
         });
         out.rest = kept;
         out.stop

@@ -165,7 +165,7 @@ pub fn reconcile(
                 .iter()
                 .filter(|e| e.desired_status == DesiredStatus::Run && !e.client_terminal())
             {
-                out.stop(&e.alloc, describe::NOT_NEEDED, None);
+                out.stop_entry(e, describe::NOT_NEEDED, None);
                 out.desired.entry(name.to_string()).or_default().stop += 1;
             }
         }
@@ -206,9 +206,19 @@ pub fn reconcile(
 
 impl Reconciled {
     fn stop(&mut self, a: &Allocation, why: &str, client_status: Option<ClientStatus>) {
-        let mut t = AllocTransition::stop(a.id, why);
-        t.client_status = client_status;
-        self.updates.push((a.node_id, t));
+        self.stop_at(a.id, a.node_id, why, client_status);
+    }
+
+    /// [`Reconciled::stop`] from the per-job index entry alone: a stop names the
+    /// allocation and its node, which the entry holds.
+    fn stop_entry(&mut self, e: &JobAlloc, why: &str, client_status: Option<ClientStatus>) {
+        self.stop_at(e.id, e.node_id, why, client_status);
+    }
+
+    fn stop_at(&mut self, id: AllocId, node: NodeId, why: &str, cs: Option<ClientStatus>) {
+        let mut t = AllocTransition::stop(id, why);
+        t.client_status = cs;
+        self.updates.push((node, t));
     }
 
     fn mark(
@@ -256,19 +266,25 @@ impl<'a> GroupReconciler<'a, '_> {
         let (existing, canaries) = if sort_canaries {
             let sorted = deployment::sort(self.snapshot, self.rollout.as_ref(), self.job, existing);
             for (a, why) in sorted.stop {
-                self.out.stop(&a.alloc, why, None);
+                self.out.stop_entry(a, why, None);
                 self.desired().stop += 1;
             }
             (sorted.rest, sorted.canaries)
         } else {
             (existing, Vec::new())
         };
-        let mut slots = slots::Slots::new(self.group.count, self.job.id.as_str(), &self.group.name);
+        let mut slots = slots::Slots::new(
+            self.snapshot,
+            self.group.count,
+            self.job.id.as_str(),
+            &self.group.name,
+        );
         let mut reconnecting = Vec::new();
         let mut unknown_replaceable = Vec::new();
         let replace_unknown = self.group.disconnect.as_ref().is_some_and(|d| d.replace);
         for a in existing {
             let cx = Context {
+                state: self.snapshot,
                 job: self.job,
                 group: self.group,
                 node: NodeView::lookup(self.snapshot, &a.node_id),
@@ -276,17 +292,15 @@ impl<'a> GroupReconciler<'a, '_> {
                 eval: self.eval.id,
             };
             if let Some(r) = &self.rollout
-                && r.holds_failed(a)
+                && r.holds_failed(self.snapshot, a)
             {
                 // Unhealthy for its deployment, never replaced while it runs; a failed
                 // canary holds no slot.
-                let canary = a
-                    .alloc
-                    .links
-                    .get()
-                    .deployment
-                    .as_ref()
-                    .is_some_and(|d| d.canary);
+                let canary = self
+                    .snapshot
+                    .job_alloc(a)
+                    .and_then(|a| a.links.get().deployment.as_ref().map(|d| d.canary))
+                    .unwrap_or(false);
                 if !canary {
                     slots.hold(a);
                 }
@@ -297,9 +311,11 @@ impl<'a> GroupReconciler<'a, '_> {
                 Class::Keep => slots.hold(a),
                 Class::MarkUnknown => {
                     let window = self.group.disconnect_window().unwrap_or_default();
-                    self.later
-                        .unknown
-                        .push((a.alloc.clone(), self.now.saturating_add(window)));
+                    if let Some(alloc) = self.snapshot.job_alloc(a) {
+                        self.later
+                            .unknown
+                            .push((alloc.clone(), self.now.saturating_add(window)));
+                    }
                     self.desired().disconnect += 1;
                     if replace_unknown {
                         slots.replace(a, Replace::Disconnect);
@@ -312,7 +328,9 @@ impl<'a> GroupReconciler<'a, '_> {
                     existing,
                     lost,
                 } => {
-                    if existing.is_none() {
+                    if existing.is_none()
+                        && let Some(alloc) = self.snapshot.job_alloc(a)
+                    {
                         let trigger = if lost {
                             TriggeredBy::MaxDisconnectTimeout
                         } else {
@@ -322,7 +340,7 @@ impl<'a> GroupReconciler<'a, '_> {
                             .due
                             .entry((trigger, due))
                             .or_default()
-                            .push(a.alloc.clone());
+                            .push(alloc.clone());
                     }
                     if !lost {
                         self.desired().reschedule_later += 1;
@@ -350,7 +368,7 @@ impl<'a> GroupReconciler<'a, '_> {
         }
         let decided = slots.decide();
         for a in decided.excess {
-            self.out.stop(&a.alloc, describe::NOT_NEEDED, None);
+            self.out.stop_entry(a, describe::NOT_NEEDED, None);
             self.desired().stop += 1;
         }
         for (a, why, place) in decided.replaced {
@@ -394,7 +412,9 @@ impl<'a> GroupReconciler<'a, '_> {
     }
 
     fn replace(&mut self, entry: &'a JobAlloc, why: Replace, place: bool) {
-        let a = &entry.alloc;
+        let Some(a) = self.snapshot.job_alloc(entry) else {
+            return;
+        };
         match why {
             Replace::Lost => {
                 self.out.stop(a, describe::LOST, Some(ClientStatus::Lost));
@@ -430,15 +450,18 @@ impl<'a> GroupReconciler<'a, '_> {
 
     /// Decides between a reconnected allocation and whatever stood in for it (same name).
     fn reconnect(&mut self, entry: &'a JobAlloc, slots: &mut slots::Slots<'a>) {
-        let original = &entry.alloc;
+        let Some(original) = self.snapshot.job_alloc(entry) else {
+            return;
+        };
         let stand_ins = slots.take_holders_named(&original.name);
         let keep_original = match (&stand_ins[..], self.reconcile_strategy()) {
             ([], _) => true,
             (_, ReconcileStrategy::KeepOriginal) => true,
             (_, ReconcileStrategy::KeepReplacement) => false,
-            ([first, ..], ReconcileStrategy::LongestRunning) => {
-                started(original) <= started(&first.alloc)
-            }
+            ([first, ..], ReconcileStrategy::LongestRunning) => self
+                .snapshot
+                .job_alloc(first)
+                .is_none_or(|first| started(original) <= started(first)),
             ([first, ..], ReconcileStrategy::BestScore) => {
                 original.job_version == self.job.version || first.job_version != self.job.version
             }
@@ -452,7 +475,7 @@ impl<'a> GroupReconciler<'a, '_> {
                 None,
             );
             for s in stand_ins {
-                self.out.stop(&s.alloc, describe::RECONNECT_LOSER, None);
+                self.out.stop_entry(s, describe::RECONNECT_LOSER, None);
                 self.desired().stop += 1;
             }
             slots.hold(entry);
@@ -488,7 +511,7 @@ impl<'a> GroupReconciler<'a, '_> {
                     && a.desired_status == DesiredStatus::Run
                     && !a.client_terminal()
             })
-            .map(|a| &a.alloc)
+            .filter_map(|a| self.snapshot.job_alloc(a))
             .collect();
         if stale.is_empty() {
             return;
@@ -532,7 +555,7 @@ impl<'a> GroupReconciler<'a, '_> {
                     self.place_canaries(&destructive, canaries);
                     0
                 } else {
-                    r.budget(live)
+                    r.budget(self.snapshot, live)
                 }
             }
             None => {
@@ -585,8 +608,11 @@ impl<'a> GroupReconciler<'a, '_> {
         let Some(r) = &self.rollout else { return };
         let placed = r.state.placed_canaries.len().max(canaries.len());
         let missing = (r.state.desired_canaries as usize).saturating_sub(placed);
-        let taken: std::collections::BTreeSet<&str> =
-            canaries.iter().map(|c| c.alloc.name.as_str()).collect();
+        let taken: std::collections::BTreeSet<&str> = canaries
+            .iter()
+            .filter_map(|c| self.snapshot.job_alloc(c))
+            .map(|c| c.name.as_str())
+            .collect();
         // Beyond the old allocations' names (more canaries than count, which Nomad
         // allows), the slots past the count: a promotion stops those as surplus.
         let beyond = (self.group.count..)

@@ -2,13 +2,15 @@
 //! replaced, which are free, and which holders are surplus.
 
 use super::classify::Replace;
-use crate::state::JobAlloc;
+use crate::state::{JobAlloc, StateSnapshot};
 use crate::types::*;
 
 /// Allocations are borrowed from the snapshot's per-job index: a reconcile with nothing to do
 /// copies none of them (and touches no reference count), and ranks holders by the index
 /// entries' copied fields without reading the allocations.
 pub struct Slots<'s> {
+    /// Where a holder's name is read: only to tell apart holders of one slot number.
+    state: &'s StateSnapshot,
     count: u32,
     job: String,
     group: String,
@@ -42,8 +44,9 @@ pub struct Decided<'s> {
 }
 
 impl<'s> Slots<'s> {
-    pub fn new(count: u32, job: &str, group: &str) -> Self {
+    pub fn new(state: &'s StateSnapshot, count: u32, job: &str, group: &str) -> Self {
         Self {
+            state,
             count,
             job: job.to_string(),
             group: group.to_string(),
@@ -62,17 +65,22 @@ impl<'s> Slots<'s> {
         self.replacing.push((a, why));
     }
 
+    /// The allocation name of an entry, read from the allocation.
+    fn name(&self, a: &JobAlloc) -> Option<&'s str> {
+        self.state.job_alloc(a).map(|a| a.name.as_str())
+    }
+
     /// Whether another allocation already holds `a`'s name.
     pub fn is_held(&self, a: &JobAlloc) -> bool {
         self.held
             .iter()
-            .any(|h| h.id != a.id && h.slot == a.slot && h.alloc.name == a.alloc.name)
+            .any(|h| h.id != a.id && h.slot == a.slot && self.name(h) == self.name(a))
     }
 
     pub fn take_holders_named(&mut self, name: &str) -> Vec<&'s JobAlloc> {
         let (named, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held)
             .into_iter()
-            .partition(|h| h.alloc.name == name);
+            .partition(|h| self.name(h) == Some(name));
         self.ranks = rest.iter().map(|h| rank(h)).collect();
         self.held = rest;
         named

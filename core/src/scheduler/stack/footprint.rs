@@ -3,7 +3,7 @@
 //! lookup rather than a scan of the node's allocations.
 
 use crate::scheduler::feasible::{AllocLookup, PlanOnNode, Target};
-use crate::state::StateSnapshot;
+use crate::state::{JobAlloc, StateSnapshot};
 use crate::types::*;
 use rustc_hash::FxHashMap;
 use std::collections::HashMap;
@@ -23,9 +23,11 @@ struct NodeCount<'s> {
 /// The job's allocations in the snapshot.
 #[derive(Debug, Default)]
 pub(super) struct Footprint<'s> {
-    /// Every allocation of the job, terminal ones included: an id the plan places for this
-    /// job that is not here is a brand-new allocation, known without searching the store.
-    allocs: FxHashMap<AllocId, &'s Allocation>,
+    /// Every allocation of the job, terminal ones included, as its per-job index entry: an
+    /// id the plan places for this job that is not here is a brand-new allocation, known
+    /// without searching the store. The entries are read, not the allocations: those are
+    /// looked up by id only for what a plan touches.
+    allocs: FxHashMap<AllocId, &'s JobAlloc>,
     /// Allocations that use resources, per node.
     live: FxHashMap<NodeId, NodeCount<'s>>,
     /// The group names the job's allocations carry.
@@ -35,17 +37,17 @@ pub(super) struct Footprint<'s> {
 impl<'s> Footprint<'s> {
     pub(super) fn new(snapshot: &'s StateSnapshot, job: &Job) -> Self {
         let mut f = Footprint::default();
-        for a in snapshot.allocs_by_job(&job.key()) {
+        for a in snapshot.job_allocs(&job.key()) {
             f.allocs.insert(a.id, a);
-            if !f.groups.contains(&a.task_group.as_str()) {
-                f.groups.push(&a.task_group);
+            if !f.groups.contains(&a.group.as_str()) {
+                f.groups.push(&a.group);
             }
             if a.uses_resources() {
                 let count = f.live.entry(a.node_id).or_default();
                 count.job += 1;
-                match count.groups.iter_mut().find(|(g, _)| *g == a.task_group) {
+                match count.groups.iter_mut().find(|(g, _)| *g == a.group) {
                     Some((_, n)) => *n += 1,
-                    None => count.groups.push((&a.task_group, 1)),
+                    None => count.groups.push((&a.group, 1)),
                 }
             }
         }
@@ -72,9 +74,15 @@ impl<'s> Footprint<'s> {
         self.groups.iter().all(|g| *g == name)
     }
 
-    /// The job's live allocations in the snapshot, with their nodes.
-    pub(super) fn live_allocs(&self) -> impl Iterator<Item = &'s Allocation> + '_ {
-        self.allocs.values().copied().filter(|a| a.uses_resources())
+    /// The job's live allocations in `snapshot` (the one the footprint was taken of).
+    pub(super) fn live_allocs(
+        &self,
+        snapshot: &'s StateSnapshot,
+    ) -> impl Iterator<Item = &'s Allocation> + '_ {
+        self.allocs
+            .values()
+            .filter(|a| a.uses_resources())
+            .filter_map(move |a| snapshot.job_alloc(a).map(|a| &**a))
     }
 }
 
@@ -89,8 +97,8 @@ pub(super) struct Lookup<'a, 's> {
 
 impl<'s> AllocLookup<'s> for Lookup<'_, 's> {
     fn existing(&self, id: &AllocId, placing: Option<&Allocation>) -> Option<&'s Allocation> {
-        if let Some(a) = self.footprint.allocs.get(id) {
-            return Some(a);
+        if self.footprint.allocs.contains_key(id) {
+            return self.snapshot.alloc(id).map(|a| &**a);
         }
         if placing.is_some_and(|p| is_of_job(p, self.job)) {
             return None;
@@ -135,7 +143,7 @@ impl PropertySet {
             proposed: Vec::new(),
             plan_nodes: Vec::new(),
         };
-        for a in footprint.live_allocs() {
+        for a in footprint.live_allocs(snapshot) {
             if set.counts(a)
                 && let Some(v) = set.value_of(snapshot, a.node_id)
             {
