@@ -314,9 +314,9 @@ pub struct StateStore {
     /// Every allocation's keys by node; [`StateStore::allocs_by_node`] reads each from
     /// `allocs`. See [`ByNode`] for why it holds no allocation.
     allocs_by_node: ByNode,
-    /// Holds the allocation itself, not only its id: the reconciler reads every allocation of
-    /// a job per eval, and a second lookup into `allocs` per allocation was most of its cost.
-    /// Each value holds the same `Arc` as in `allocs` (`check_consistency` checks it). One
+    /// Holds what the reconciler reads of each allocation, not only its id: it reads every
+    /// allocation of a job per eval, and a lookup into `allocs` per allocation was most of
+    /// its cost. See [`JobAlloc`] for why it holds no `Arc` of the allocation. One
     /// [`JobAllocs`] per job, absent once the job has no allocation.
     allocs_by_job: OrdMap<JobKey, JobAllocs>,
     /// What each node's live allocations hold (nodes holding nothing are absent).
@@ -344,7 +344,7 @@ pub struct StateStore {
 
 /// The by-node index: each allocation's `(node, id)`, with its `alloc_modify_index`.
 ///
-/// It held each allocation's `Arc`, as `allocs_by_job` does. But every write of an
+/// It held each allocation's `Arc`, as `allocs_by_job`'s entries did. But every write of an
 /// allocation (a node's report of it too) then wrote a new value into this index, and a
 /// write behind a published snapshot copies the B-tree leaf it lands in and the branches
 /// above it: cloning each copied leaf's sixteen `Arc`s touched sixteen allocations' counts
