@@ -172,9 +172,7 @@ impl GroupRollout {
                 Some(h) if !h.healthy => return 0,
                 Some(_) => {}
                 None if a.client_status == ClientStatus::Failed => return 0,
-                None if a.desired_status == DesiredStatus::Run && !a.client_terminal() => {
-                    limit = limit.saturating_sub(1)
-                }
+                None if a.uses_resources() => limit = limit.saturating_sub(1),
                 None => {}
             }
         }
@@ -202,7 +200,6 @@ pub(super) fn sort<'a>(
         stop: Vec::new(),
         rest: Vec::with_capacity(existing.len()),
     };
-    let live = |a: &JobAlloc| a.desired_status == DesiredStatus::Run && !a.client_terminal();
     let mut promoted_names: BTreeMap<&str, ()> = BTreeMap::new();
     for a in existing {
         let whole = snapshot.job_alloc(a);
@@ -210,7 +207,7 @@ pub(super) fn sort<'a>(
             .and_then(|w| w.links.get().deployment.as_ref())
             .filter(|d| d.canary)
             .map(|d| d.id);
-        let Some(dep) = canary_of.filter(|_| live(a)) else {
+        let Some(dep) = canary_of.filter(|_| a.uses_resources()) else {
             out.rest.push(a);
             continue;
         };
@@ -238,7 +235,7 @@ pub(super) fn sort<'a>(
     }
     if !promoted_names.is_empty() {
         let (replaced, kept): (Vec<_>, Vec<_>) = out.rest.into_iter().partition(|a| {
-            live(a)
+            a.uses_resources()
                 && a.job_version != job.version
                 && snapshot
                     .job_alloc(a)

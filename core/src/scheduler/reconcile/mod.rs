@@ -124,15 +124,9 @@ pub fn reconcile(
     let mut out = Reconciled::default();
     let job = snapshot.job(key).filter(|j| !j.stop);
     let Some(job) = job else {
-        for a in snapshot
-            .allocs_by_job(key)
-            .filter(|a| a.desired_status == DesiredStatus::Run && !a.client_terminal())
-        {
-            out.stop(a, describe::STOPPED, None);
-            out.desired
-                .entry(a.task_group.to_string())
-                .or_default()
-                .stop += 1;
+        for e in snapshot.job_allocs(key).filter(|e| e.uses_resources()) {
+            out.stop_entry(e, describe::STOPPED, None);
+            out.desired.entry(e.group.to_string()).or_default().stop += 1;
         }
         return out;
     };
@@ -161,10 +155,7 @@ pub fn reconcile(
     }
     for (name, group_allocs) in &by_group {
         if job.group(name).is_none() {
-            for e in group_allocs
-                .iter()
-                .filter(|e| e.desired_status == DesiredStatus::Run && !e.client_terminal())
-            {
+            for e in group_allocs.iter().filter(|e| e.uses_resources()) {
                 out.stop_entry(e, describe::NOT_NEEDED, None);
                 out.desired.entry(name.to_string()).or_default().stop += 1;
             }
@@ -506,11 +497,7 @@ impl<'a> GroupReconciler<'a, '_> {
     ) {
         let stale: Vec<&Arc<Allocation>> = held
             .iter()
-            .filter(|a| {
-                a.job_version != self.job.version
-                    && a.desired_status == DesiredStatus::Run
-                    && !a.client_terminal()
-            })
+            .filter(|a| a.job_version != self.job.version && a.uses_resources())
             .filter_map(|a| self.snapshot.job_alloc(a))
             .collect();
         if stale.is_empty() {
