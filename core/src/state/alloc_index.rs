@@ -426,8 +426,8 @@ impl Indexes<'_> {
     fn change_by_job(&mut self, AllocChange { old, new }: &AllocChange) {
         let entry = JobAlloc::new(new);
         match old.as_deref() {
-            Some(old) if same_keys(old, new) && JobAlloc::new(old) == entry => return,
             Some(old) if !same_keys(old, new) => self.remove_job_entry(old),
+            Some(old) if JobAlloc::new(old) == entry => return,
             _ => {}
         }
         self.put_job_entry(new.job_key(), entry);
